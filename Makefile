@@ -2,16 +2,16 @@
 # Both install what is missing (apt packages, the venv) and are no-ops when it is there.
 VENV       := .venv
 PY         := $(VENV)/bin/python
-APT_BINS   := Xvfb openbox mousepad xterm pcmanfm rsync dbus-daemon xdotool scrot
+# python3-pyatspi + at-spi2-core: the accessibility_tree getter (run by Debian's /usr/bin/python3).
 APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool scrot x11-utils \
-              fonts-dejavu-core python3-venv make
+              fonts-dejavu-core python3-venv make python3-pyatspi at-spi2-core libatk-adaptor
 
 .PHONY: setup apt venv run test bench clean
 
 setup: apt venv
 
 apt:
-	@missing=""; for b in $(APT_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing desktop packages (missing:$$missing)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \

@@ -88,6 +88,22 @@ class Environment(abc.ABC):
     def close(self) -> None:
         """Stop everything this environment started and remove its files. Safe to call twice."""
 
+    def accessibility_tree(self, timeout_s: float = 60.0) -> str:
+        """The live AT-SPI tree of the desktop as XML (see ``a11y_dump``), read by the
+        distribution's python3-pyatspi inside the environment's display and D-Bus session."""
+        from mcpworld.env.a11y_dump import NO_PYATSPI, dump_command
+        from mcpworld.errors import InfraError
+
+        result = self.shell(dump_command(budget_s=max(1.0, timeout_s - 5)), timeout=timeout_s,
+                            max_output=64 * 1024 * 1024)
+        if result.returncode == 0:
+            return result.stdout
+        if NO_PYATSPI in result.stderr or result.returncode == 127:
+            raise InfraError("the accessibility tree needs Debian's python3-pyatspi in the environment: "
+                             "apt-get install -y python3-pyatspi at-spi2-core libatk-adaptor")
+        why = "timed out" if result.timed_out else f"exited {result.returncode}: {result.stderr.strip()[-300:]}"
+        raise InfraError(f"reading the accessibility tree {why}")
+
     def resolve(self, path: str) -> Path:
         """Map a task path (``~/x``, ``/home/user/x``, relative) onto the episode's home."""
         if path == "~" or path.startswith("~/"):

@@ -14,6 +14,8 @@ from mcpworld.env.processes import ProcessSet
 from mcpworld.errors import InfraError, UserError
 
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
+# GTK apps join the AT-SPI bus by themselves; Chromium and Qt only when asked to.
+A11Y_ENV = {"ACCESSIBILITY_ENABLED": "1", "QT_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1"}
 
 
 def require_binary(name: str, package: str | None = None) -> str:
@@ -62,7 +64,7 @@ class VirtualDisplay:
             self.procs.stop()
         else:
             raise InfraError("Xvfb failed to start on 5 display numbers")
-        self.env = dict(base_env, DISPLAY=self.name)
+        self.env = dict(base_env, DISPLAY=self.name, **A11Y_ENV)
         bus = self.procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
                                env=self.env, stdout=subprocess.PIPE, text=True)
         address = bus.stdout.readline().strip()

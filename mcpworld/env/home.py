@@ -56,7 +56,7 @@ class HomeEnvironment(Environment):
         copy_into_home(Path(src), self.resolve(dest))
 
     def _needs_desktop(self, *args: Any, **kwargs: Any) -> None:
-        raise InfraError("this step needs a desktop; evaluating a bare home directory cannot run it")
+        raise InfraError("this needs a live desktop; grading a bare home directory cannot provide one")
 
     launch = open_path = activate_window = close_window = _needs_desktop
 
@@ -64,7 +64,7 @@ class HomeEnvironment(Environment):
     def reset(self, task: Any, episode_dir: Path) -> None:
         raise InfraError("a home-directory environment cannot run episodes")
 
-    screenshot = act = settle = cursor_position = _needs_desktop  # type: ignore[assignment]
+    screenshot = act = settle = cursor_position = accessibility_tree = _needs_desktop  # type: ignore[assignment]
 
     def end_episode(self) -> None:
         pass

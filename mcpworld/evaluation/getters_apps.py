@@ -38,6 +38,15 @@ log = logging.getLogger(__name__)
 TASK_HOME = "/home/user"
 
 
+@getter("accessibility_tree")
+def accessibility_tree(env: "Environment", cfg: dict[str, Any]) -> str:
+    """The live AT-SPI tree of the desktop as XML, for ``check_accessibility_tree``.
+
+    Only a live desktop has one: standalone grading of a home directory raises InfraError.
+    """
+    return env.accessibility_tree(timeout_s=float(cfg.get("timeout", 60.0)))
+
+
 # --------------------------------------------------------------------------------------------
 # copying files into the cache
 
