@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Protocol
 
+from mcpworld.env.base import Action
+from mcpworld.env.pyautogui_script import Pause, Unsupported, parse, script_of
 from mcpworld.errors import TaskFileError
 
 
@@ -18,6 +20,7 @@ class StepHost(Protocol):
     def activate_window(self, pattern: str, timeout_s: float) -> None: ...
     def close_window(self, pattern: str, timeout_s: float) -> None: ...
     def copy_in(self, src: str, dest: str) -> None: ...
+    def act(self, action: Action) -> None: ...
 
 
 def normalize_step(step: Any, where: str = "task") -> tuple[str, dict[str, Any]]:
@@ -41,7 +44,27 @@ def _launch(host: StepHost, p: dict) -> None:
 
 
 def _execute(host: StepHost, p: dict) -> None:
-    host.execute(p["command"], bool(p.get("shell", False)), float(p.get("timeout", 60)))
+    source = script_of(p["command"])
+    if source is None:
+        host.execute(p["command"], bool(p.get("shell", False)), float(p.get("timeout", 60)))
+        return
+    for step in parse(source):  # OSWorld's pyautogui one-liners, replayed as input actions
+        if isinstance(step, Pause):
+            time.sleep(step.seconds)
+        else:
+            host.act(step)
+
+
+def unreplayable(kind: str, params: dict[str, Any]) -> str | None:
+    """Why an execute step's pyautogui script cannot be replayed, or None when it can (or is none)."""
+    source = script_of(params.get("command", "")) if kind in ("execute", "command") else None
+    if source is None:
+        return None
+    try:
+        parse(source)
+    except Unsupported as exc:
+        return f"its pyautogui script uses {exc}, which mcpworld does not replay"
+    return None
 
 
 def _open(host: StepHost, p: dict) -> None:
@@ -88,6 +111,9 @@ def validate_steps(steps: list[Any], where: str) -> None:
         for required in REQUIRED.get(kind, ()):
             if required not in params:
                 raise TaskFileError(f"{where}: step {kind!r} needs '{required}'")
+        why = unreplayable(kind, params)
+        if why:
+            raise TaskFileError(f"{where}: step {kind!r}: {why}")
 
 
 def run_steps(host: StepHost, steps: list[Any], where: str = "task") -> None:

@@ -24,6 +24,10 @@ KEY_ALIASES = {
     "capslock": "Caps_Lock", "menu": "Menu", "print": "Print", "minus": "minus", "plus": "plus",
     "equal": "equal", "comma": "comma", "period": "period", "slash": "slash",
     "backslash": "backslash", "semicolon": "semicolon", "apostrophe": "apostrophe",
+    # pyautogui's names (OSWorld setup scripts)
+    "ctrlleft": "Control_L", "ctrlright": "Control_R", "shiftleft": "Shift_L", "shiftright": "Shift_R",
+    "altleft": "Alt_L", "altright": "Alt_R", "winleft": "Super_L", "winright": "Super_R",
+    "printscreen": "Print", "prtsc": "Print", "numlock": "Num_Lock",
 }
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 SPECIAL_CHARS = {"\n": "Return", "\r": "Return", "\t": "Tab", " ": "space"}

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mcpworld.env.base import HOME_USER
-from mcpworld.env.steps import STEPS
+from mcpworld.env.steps import STEPS, unreplayable
 from mcpworld.errors import TaskFileError
 from mcpworld.tasks.model import Task, read_json
 
@@ -47,6 +47,9 @@ def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[
                     return out, f"setup downloads {source} and this machine has no network"
                 out.append({"copy": {"src": str(local), "dest": item["path"]}})
         elif kind in STEPS:
+            why = unreplayable(kind, params)
+            if why:
+                return out, f"{kind} step: {why}"
             out.append({"type": kind, "parameters": params})
         else:
             return out, f"setup step {kind!r} is not supported here"

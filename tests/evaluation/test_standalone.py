@@ -74,6 +74,9 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
                                                                  "path": "/home/user/x.docx"}]}}]}, "no network"),
     ({"config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a"]}}]}, "chrome_open_tabs"),
     ({"evaluator": {"func": "compare_docx_files", "result": {"type": "cloud_file", "path": "https://x"}}}, "network"),
+    ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "execute", "parameters": {"command": [
+        "python", "-c", "import pyautogui; pyautogui.locateCenterOnScreen('ok.png')"]}}])},
+     "pyautogui.locateCenterOnScreen(), which mcpworld does not replay"),
 ])
 def test_tasks_this_machine_cannot_run_load_with_a_skip_reason(tmp_path, change, reason):
     task = load_task_file(write_task(tmp_path, dict(TASK, **change)))

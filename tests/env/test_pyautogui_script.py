@@ -1,0 +1,75 @@
+"""OSWorld's pyautogui one-liners become input actions without running the script."""
+
+import pytest
+
+from mcpworld.env.pyautogui_script import Pause, Unsupported, parse, script_of
+from mcpworld.env.steps import unreplayable, validate_steps
+from mcpworld.errors import TaskFileError
+
+SAVE = "import pyautogui; import time; pyautogui.hotkey('ctrl', 's'); time.sleep(0.5); pyautogui.press('enter');"
+
+
+@pytest.mark.parametrize("command", [
+    ["python", "-c", SAVE], ["python3", "-c", SAVE], ["/usr/bin/python3.11", "-c", SAVE],
+    f'python -c "{SAVE}"',
+])
+def test_script_of_finds_the_source_in_list_and_string_commands(command):
+    assert script_of(command) == SAVE
+
+
+@pytest.mark.parametrize("command", [["python", "script.py"], ["bash", "-c", SAVE], "python -c 'print(1)'",
+                                     'python -c "unbalanced'])
+def test_other_commands_are_not_scripts(command):
+    assert script_of(command) is None
+
+
+def test_the_save_idiom():
+    assert parse(SAVE) == [{"kind": "key", "keys": "ctrl+s"}, Pause(0.5), {"kind": "key", "keys": "enter"}]
+
+
+def test_every_supported_call():
+    source = ("import pyautogui as pg\nimport time\n"
+              "pg.typewrite('hi there', interval=0.01)\npg.write(['a', 'enter'])\n"
+              "pg.press(['down', 'down'], presses=2)\npg.click(10, 20)\npg.click()\n"
+              "pg.doubleClick(x=5, y=6)\npg.rightClick((7, 8))\npg.tripleClick(1, 2)\n"
+              "pg.click(3, 4, button='middle', clicks=2)\npg.moveTo(100, 200)\n"
+              "pg.scroll(-3)\npg.scroll(2, x=9, y=9)\ntime.sleep(1)\n")
+    assert parse(source) == [
+        {"kind": "type", "text": "hi there"},
+        {"kind": "key", "keys": "a"}, {"kind": "key", "keys": "enter"},
+        *[{"kind": "key", "keys": "down"}] * 4,
+        {"kind": "click", "button": 1, "count": 1, "x": 10.0, "y": 20.0},
+        {"kind": "click", "button": 1, "count": 1},
+        {"kind": "click", "button": 1, "count": 2, "x": 5.0, "y": 6.0},
+        {"kind": "click", "button": 3, "count": 1, "x": 7.0, "y": 8.0},
+        {"kind": "click", "button": 1, "count": 3, "x": 1.0, "y": 2.0},
+        {"kind": "click", "button": 2, "count": 2, "x": 3.0, "y": 4.0},
+        {"kind": "move", "x": 100.0, "y": 200.0},
+        {"kind": "scroll", "direction": "down", "amount": 3},
+        {"kind": "scroll", "direction": "up", "amount": 2, "x": 9.0, "y": 9.0},
+        Pause(1.0),
+    ]
+
+
+@pytest.mark.parametrize("source, named", [
+    ("import pyautogui; pyautogui.locateOnScreen('x.png')", "pyautogui.locateOnScreen()"),
+    ("import pyautogui, os; os.system('rm -rf /')", "import pyautogui, os"),
+    ("import pyautogui; x = 1", "x = 1"),
+    ("import pyautogui; pyautogui.typewrite(open('/etc/passwd').read())", "non-literal"),
+    ("import pyautogui; time.sleep(1)", "time.sleep(1)"),
+    ("import pyautogui; import time; time.time()", "time.time()"),
+    ("import pyautogui; pyautogui.click(1, 2, button='x1')", "button 'x1'"),
+    ("import pyautogui; pyautogui.hotkey(1)", "key names"),
+    ("import pyautogui; pyautogui.hotkey(", "not valid Python"),
+])
+def test_anything_else_is_named_and_nothing_runs(source, named):
+    with pytest.raises(Unsupported, match=named.replace("(", r"\(").replace(")", r"\)")):
+        parse(source)
+
+
+def test_validation_rejects_an_unreplayable_step_with_the_call_named():
+    bad = {"execute": {"command": ["python", "-c", "import pyautogui; pyautogui.screenshot('a.png')"]}}
+    with pytest.raises(TaskFileError, match=r"task.yaml: step 'execute': .*pyautogui.screenshot\(\)"):
+        validate_steps([bad], "task.yaml")
+    validate_steps([{"execute": {"command": ["python", "-c", SAVE]}}], "task.yaml")
+    assert unreplayable("launch", {"command": ["python", "-c", "import pyautogui; pyautogui.x()"]}) is None
