@@ -158,3 +158,57 @@ def test_an_infra_error_is_retried_and_the_failed_try_kept(tmp_path):
     final = json.loads((episodes / "0" / "result.json").read_text())
     assert first["status"] == "infra_error" and "exited 1" in first["reason"]
     assert final["status"] == "success"
+
+
+def _scripted_model_run(tmp_path: Path, suite: Path, task: str, command: str) -> dict:
+    """One CLI episode of ``task`` driven over HTTP by a scripted model: one bash call, then done."""
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    script = [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+              {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]}]
+    with FakeOpenAIServer(script, model="qwen3-vl:8b") as server:
+        proc = run_cli(tmp_path, "model=qwen3vl_8b", "provider=openai_compat", f"provider.base_url={server.base_url}",
+                       "modality=cli", f"tasks.root={suite}", f"task={task}", "tracking=none")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert len(server.requests) == 2 and server.requests[0]["model"] == "qwen3-vl:8b"
+        assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["bash", "done"]
+        prompt = json.dumps(server.requests[0]["messages"])
+    (result,) = results(tmp_path / "run")
+    return dict(result, prompt=prompt)
+
+
+def test_an_osworld_task_file_runs_with_a_model_over_http(tmp_path):
+    suite = tmp_path / "osworld" / "os"
+    suite.mkdir(parents=True)
+    (suite / "answer-file.json").write_text(json.dumps({
+        "id": "answer-file", "snapshot": "os", "related_apps": ["xterm"],
+        "instruction": "Write the answer 42 into /home/user/answer.txt.",
+        "config": [{"type": "launch", "parameters": {"command": ["xterm"]}}],
+        "evaluator": {"func": "check_include_exclude",
+                      "result": {"type": "vm_command_line", "command": "cat /home/user/answer.txt", "shell": True},
+                      "expected": {"type": "rule", "rules": {"include": ["42"], "exclude": ["43"]}}},
+    }))
+    # the loader tells the agent the path it can use: the episode's home stands in for /home/user
+    result = _scripted_model_run(tmp_path, tmp_path / "osworld", "answer-file", "echo 42 > ~/answer.txt")
+    assert (result["task_id"], result["status"], result["score"]) == ("answer-file", "success", 1.0)
+    assert result["metrics"][0]["name"] == "check_include_exclude"
+    assert "~/answer.txt" in result["prompt"] and "/home/user" not in result["prompt"]
+
+
+def test_an_mcpworld_task_folder_runs_with_a_model_and_its_handler_grades_it(tmp_path):
+    from tests.evaluation.test_mcpworld_tasks import CONFIG, HANDLER
+
+    root = tmp_path / "canary"
+    task_dir = root / "tests" / "tasks" / "notes" / "task07_append"
+    task_dir.mkdir(parents=True)
+    config = dict(CONFIG, application_info={"name": "notes", "executable_path": "xterm", "args": []})
+    (task_dir / "config.json").write_text(json.dumps(config))
+    (task_dir / "handler.py").write_text(HANDLER)
+    vault = root / "tests" / "context_data" / "notes" / "vault"
+    vault.mkdir(parents=True)
+    (vault / "Agenda.md").write_text("## Agenda\n")
+    result = _scripted_model_run(tmp_path, root, "notes/task07_append",
+                                 "echo '- review budget' >> ~/workspace/.mcpworld/notes/vault/Agenda.md")
+    assert (result["task_id"], result["status"], result["score"]) == ("notes/task07_append", "success", 1.0)
+    assert result["key_steps"]["completed"] == 2 and result["key_steps"]["ratio"] == 1.0
+    assert "Append '- review budget' to Agenda.md" in result["prompt"]
