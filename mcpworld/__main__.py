@@ -25,4 +25,8 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from mcpworld.sweep_preview import preview, wants_preview
+
+    if wants_preview(sys.argv[1:]):  # Hydra refuses --multirun with --cfg; print the sweep's jobs instead
+        sys.exit(preview(sys.argv[1:]))
     main()

@@ -20,17 +20,28 @@ class ModelConfig:
     vision: bool = True
     coordinates: str = "pixels"  # pixels (of the screenshot sent) | normalized_1000 (Qwen-VL family)
     preferred_resolution: Optional[str] = None
+    # largest screenshot [w, h] sent to the model; a bigger screen is downscaled (aspect kept) and the
+    # model's pixel coordinates are mapped back to the screen. None = the screen's own size.
+    image_max: Optional[List[int]] = None
+    # Anthropic computer use: the versioned tool types and the beta that enables them
+    computer_tool: Optional[str] = None  # e.g. computer_20250124
+    bash_tool: Optional[str] = None  # e.g. bash_20250124
+    betas: List[str] = field(default_factory=list)  # e.g. [computer-use-2025-01-24]
 
 
 @dataclass
 class ProviderConfig:
     name: str = "oracle"
-    kind: str = "oracle"  # oracle | openai_compat
+    kind: str = "oracle"  # oracle | openai_compat | ollama | anthropic
     base_url: Optional[str] = None
     api_key: Optional[str] = None  # from ${oc.env:...}; never logged
     timeout_s: float = 120.0
     max_retries: int = 3
     start_hint: str = ""  # how to start the endpoint, shown when it is unreachable
+    pull: bool = True  # ollama: pull a missing model (False: fail with the `ollama pull` command)
+    unload_others: bool = True  # ollama: unload other loaded models first, so GPU figures are this model's
+    prompt_caching: bool = True  # anthropic: cache the static prefix (system prompt, tools)
+    api_version: str = "2023-06-01"  # anthropic: the anthropic-version header
 
 
 @dataclass
@@ -68,6 +79,8 @@ class AgentConfig:
     keep_screenshots: int = 3
     image_format: str = "jpeg"  # jpeg (≈ 3 ms per 1000x1000 frame) | png (lossless, ≈ 18 ms)
     image_quality: int = 85
+    loop_repeats: int = 3  # same action + same observation this many times in a row = a loop (A-B-A-B too)
+    loop_stop: bool = False  # end the episode at the first loop (termination "loop")
     bash_timeout_s: float = 30.0
     bash_max_output: int = 10_000
     system_prompt: str = ""

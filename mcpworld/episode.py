@@ -74,17 +74,20 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     result.setup_s = round(time.monotonic() - t0, 4)
     trace.emit("setup_done", seconds=result.setup_s)
 
-    tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent)
+    image_max = list(cfg.model.image_max) if cfg.model.image_max else None
+    tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
     provider = make_provider(cfg, task.solution.get(cfg.modality.name, []))
     screens = ScreenSaver(episode_dir / "screens")
-    first = env.settle(None) if "computer" in tools else None
+    first = tools["computer"].coords.fit(env.settle(None)) if "computer" in tools else None
     max_steps = cfg.agent.max_steps if task.max_steps is None else min(task.max_steps, cfg.agent.max_steps)
     limits = Limits(max_steps=max_steps, max_llm_calls=cfg.agent.max_llm_calls,
                     timeout_s=task.timeout_s or cfg.agent.timeout_s, keep_screenshots=cfg.agent.keep_screenshots,
-                    image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality)
+                    image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
+                    loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
     loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
                      send_images=getattr(provider, "vision", True) and cfg.model.vision)
-    prompt = system_prompt(cfg.agent.system_prompt, list(tools), env.width, env.height, cfg.model.coordinates)
+    shown = tools["computer"].coords.image if "computer" in tools else (env.width, env.height)
+    prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
 
     async def drive() -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import statistics
@@ -12,9 +13,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from mcpworld.agent.providers import make_provider
+from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.env import make_environment
 from mcpworld.episode import run_episode
-from mcpworld.errors import EndpointUnreachable, UserError
+from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
@@ -87,14 +90,32 @@ def check_config(cfg: Any) -> None:
         raise UserError("attempts and concurrency must be at least 1")
 
 
+def preflight(cfg: Any) -> ModelInfo:
+    """Check the endpoint and the model once, before any episode (an Ollama model is pulled and
+    loaded here); an endpoint that is down stops the job with one line instead of N failed episodes."""
+    provider = make_provider(cfg, [])
+
+    async def check() -> ModelInfo:
+        try:
+            return await provider.preflight()
+        finally:
+            await provider.aclose()
+
+    try:
+        return asyncio.run(check())
+    except InfraError as exc:
+        raise UserError(str(exc)) from exc
+
+
 def run_job(cfg: DictConfig) -> float:
     check_config(cfg)
     tasks = choose_tasks(cfg)
+    model = preflight(cfg)
     out = job_dir()
     runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
     tracker = make_tracker(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    tracker.start_job(job_name(), flatten(resolved), {"mcpworld.job_dir": str(out)})
+    tracker.start_job(job_name(), {**flatten(resolved), **model.params}, {"mcpworld.job_dir": str(out)})
     print(f"mcpworld: {len(runs)} episode(s) of {len(tasks)} task(s) → {out}")
 
     slots: queue.Queue = queue.Queue()
@@ -139,7 +160,7 @@ def run_job(cfg: DictConfig) -> float:
     finally:
         for env in envs:
             env.close()
-        summary = summarize(results, len(runs))
+        summary = {**summarize(results, len(runs)), **model.metrics}
         (out / "summary.json").write_text(json.dumps({"job": job_name(), **summary}, indent=2))
         tracker.finish_job(summary, [p for p in (out / ".hydra", out / "summary.json") if p.exists()],
                            failed=fatal is not None)

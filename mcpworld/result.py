@@ -35,7 +35,7 @@ class EpisodeResult:
     status: str = "infra_error"
     score: float = 0.0
     reason: str = ""
-    termination: str = ""  # done, infeasible, max_steps, max_llm_calls, timeout, agent_error, infra_error
+    termination: str = ""  # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error
     final_action: str | None = None  # DONE / FAIL as declared by the agent
     steps: int = 0
     llm_calls: int = 0
@@ -44,6 +44,9 @@ class EpisodeResult:
     tokens_estimated: bool = False
     ttft_s: list[float] = field(default_factory=list)
     llm_latency_s: list[float] = field(default_factory=list)
+    generation_s: list[float] = field(default_factory=list)  # per LLM call: latency after the first token
+    hallucinations: int = 0  # unknown tools, unparseable or invalid arguments, off-screen coordinates
+    loops: int = 0  # stuck stretches: one action repeated on an unchanged screen, or an A-B-A-B cycle
     duration_s: float = 0.0
     setup_s: float = 0.0
     agent_s: float = 0.0
@@ -76,8 +79,12 @@ class EpisodeResult:
             "eval_s": self.eval_s,
             "screenshots": self.screenshots,
         }
-        if self.ttft_s:
-            out["ttft_s_mean"] = sum(self.ttft_s) / len(self.ttft_s)
+        out["hallucinations"] = self.hallucinations
+        out["loops"] = self.loops
+        for name, values in (("ttft_s", self.ttft_s), ("generation_s", self.generation_s),
+                             ("llm_latency_s", self.llm_latency_s)):
+            if values:
+                out[f"{name}_mean"] = sum(values) / len(values)
         for tool, counts in self.tool_calls.items():
             out[f"tool.{tool}.ok"] = counts.ok
             out[f"tool.{tool}.error"] = counts.error

@@ -24,7 +24,8 @@ def make(*overrides: str, hydra_cfg: bool = False):
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OLLAMA_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+    for name in ("OLLAMA_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                 "VLLM_BASE_URL", "LMSTUDIO_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -47,13 +48,59 @@ def test_resolution_rect() -> None:
     assert (cfg.resolution.name, cfg.resolution.width, cfg.resolution.height) == ("rect", 1024, 768)
 
 
+@pytest.mark.parametrize("name, size", [("square", (1000, 1000)), ("rect", (1024, 768)), ("wxga", (1280, 800)),
+                                        ("fhd", (1920, 1080))])
+def test_resolutions(name: str, size: tuple[int, int]) -> None:
+    cfg = make(f"resolution={name}")
+    assert (cfg.resolution.width, cfg.resolution.height) == size
+
+
+MODELS = sorted(p.stem for p in (Path(CONF) / "model").glob("*.yaml"))
+
+
+def test_every_seed_model_family_has_a_file() -> None:
+    for name in ("qwen3vl_2b", "qwen3vl_4b", "qwen3vl_8b", "qwen3vl_32b", "qwen3vl_30b_a3b", "qwen3vl_235b_a22b",
+                 "gemma3_tools_12b", "gemma3_tools_27b", "llama4_scout", "ministral_8b", "devstral",
+                 "claude_3_5_sonnet", "claude_3_7_sonnet", "claude_sonnet_4_5"):
+        assert name in MODELS
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_composes_with_its_provider(model: str) -> None:
+    from mcpworld.agent.providers import KINDS
+    from mcpworld.experiment import check_config
+
+    cfg = make(f"model={model}")
+    assert cfg.model.name == model and cfg.provider.kind in KINDS
+    assert cfg.model.temperature == 0.0 or model == "oracle"
+    check_config(cfg)  # a valid coordinate convention
+    if cfg.provider.kind == "anthropic":
+        assert cfg.model.coordinates == "pixels" and cfg.model.computer_tool and cfg.model.betas
+    if model.startswith("qwen3vl"):
+        assert cfg.model.coordinates == "normalized_1000"
+    OmegaConf.to_container(cfg, resolve=True)
+
+
+@pytest.mark.parametrize("provider, url", [("vllm", "localhost:8000/v1"), ("lmstudio", "localhost:1234/v1"),
+                                           ("openai", "api.openai.com/v1"), ("anthropic", "api.anthropic.com/v1")])
+def test_provider_presets(provider: str, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    cfg = make(f"provider={provider}")
+    assert url in cfg.provider.base_url
+    assert cfg.provider.kind == ("anthropic" if provider == "anthropic" else "openai_compat")
+    flat = flatten(OmegaConf.to_container(cfg, resolve=True))
+    assert not any("secret" in v for v in flat.values())
+
+
 def test_modality_cli() -> None:
     assert list(make("modality=cli").modality.tools) == ["bash", "done"]
 
 
 def test_model_picks_its_provider() -> None:
     cfg = make("model=qwen3vl_32b")
-    assert cfg.provider.name == "ollama" and cfg.provider.kind == "openai_compat"
+    assert cfg.provider.name == "ollama" and cfg.provider.kind == "ollama"
+    assert cfg.provider.pull is True and cfg.provider.unload_others is True
     assert "localhost:11434" in cfg.provider.base_url
     assert cfg.provider.api_key is None
     assert cfg.model.coordinates == "normalized_1000" and cfg.model.id == "qwen3-vl:32b"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from PIL.Image import Image
 
 from mcpworld.agent.providers.base import Provider, Reply
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
+from mcpworld.agent.tools.normalize import normalize_call
 from mcpworld.env.screen import FORMATS, encode
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.result import EpisodeResult
@@ -34,6 +36,8 @@ class Limits:
     keep_screenshots: int = 3
     image_format: str = "jpeg"  # how observations are encoded, once, for the model and for disk
     image_quality: int = 85
+    loop_repeats: int = 3  # the same action with the same observation this many times in a row is a loop
+    loop_stop: bool = False  # end the episode (termination "loop") when a loop is detected
 
 
 def image_part(data: bytes, fmt: str) -> dict[str, Any]:
@@ -60,6 +64,37 @@ def _preview(args: dict[str, Any], limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def fingerprint(obs: Observation) -> str:
+    """What the model saw after an action: its text and its screenshot's pixels."""
+    h = hashlib.blake2b(obs.text.encode(), digest_size=16)
+    if obs.image is not None:
+        h.update(obs.image.tobytes())
+    return h.hexdigest()
+
+
+class LoopDetector:
+    """An agent stuck: the same (action, observation) ``repeats`` times in a row, or an A-B-A-B cycle
+    of two of them. Reports once per stuck stretch, at its start."""
+
+    def __init__(self, repeats: int = 3):
+        self.repeats = max(2, repeats)
+        self.history: list[tuple[str, str]] = []
+        self.stuck = False
+
+    def see(self, action: str, observation: str) -> str | None:
+        """Record one step; the loop kind (``repeat`` / ``cycle``) when a loop starts here, else None."""
+        h = self.history
+        h.append((action, observation))
+        kind = None
+        if len(h) >= self.repeats and len(set(h[-self.repeats:])) == 1:
+            kind = "repeat"
+        elif len(h) >= 4 and h[-1] == h[-3] and h[-2] == h[-4] and h[-1] != h[-2]:
+            kind = "cycle"
+        started = kind is not None and not self.stuck
+        self.stuck = kind is not None
+        return kind if started else None
+
+
 class AgentLoop:
     def __init__(self, provider: Provider, tools: dict[str, Tool], limits: Limits, trace: Trace,
                  result: EpisodeResult, save_image: Callable[[bytes, str], str] | None = None,
@@ -69,6 +104,7 @@ class AgentLoop:
         self.save_image = save_image
         self.send_images = send_images
         self.schemas = [t.schema() for t in tools.values()]
+        self.loops = LoopDetector(limits.loop_repeats)
 
     async def run(self, system: str, instruction: str, first_screen: Image | None) -> None:
         r = self.result
@@ -124,6 +160,8 @@ class AgentLoop:
                     continue
                 obs = await self._call_tool(call.name, call.arguments)
                 r.steps += 1
+                loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
+                                      fingerprint(obs))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"})
                 if obs.image is not None:
                     saved = self._observe_image(obs.image, images)
@@ -133,6 +171,12 @@ class AgentLoop:
                     r.final_action = obs.final
                     r.termination = "done" if obs.final == "DONE" else "infeasible"
                     return
+                if loop:
+                    r.loops += 1
+                    self.trace.emit("loop", kind=loop, tool=call.name, args=_preview(call.arguments), step=r.steps)
+                    if lim.loop_stop:
+                        r.termination = "loop"
+                        return
             if images:
                 messages.append({"role": "user", "content": images})
 
@@ -144,6 +188,7 @@ class AgentLoop:
         r.tokens_estimated = r.tokens_estimated or reply.usage.estimated
         if reply.ttft_s is not None:
             r.ttft_s.append(round(reply.ttft_s, 4))
+            r.generation_s.append(round(max(0.0, reply.latency_s - reply.ttft_s), 4))
         r.llm_latency_s.append(round(reply.latency_s, 4))
         self.trace.emit("llm_call", n=r.llm_calls, ttft_s=reply.ttft_s, latency_s=reply.latency_s,
                         tokens_in=reply.usage.input_tokens, tokens_out=reply.usage.output_tokens,
@@ -160,28 +205,32 @@ class AgentLoop:
                 for c in reply.tool_calls]
         return message
 
-    async def _call_tool(self, name: str, args: dict[str, Any]) -> Observation:
+    async def _call_tool(self, written: str, raw_args: dict[str, Any]) -> Observation:
         start = time.perf_counter()
+        name, args = normalize_call(written, raw_args, self.tools)
         tool = self.tools.get(name)
-        error = None
-        if tool is None:
-            # outside the modality or invented: the model sees an error, the trace a hallucination
-            error = f"there is no tool named {name!r}; available: {', '.join(self.tools)}"
-            self.trace.emit("hallucination", tool=name, args=_preview(args))
-        elif "_raw" in args:
-            error = f"the arguments for {name} were not valid JSON: {str(args['_raw'])[:200]}"
-            self.trace.emit("hallucination", tool=name, args=_preview(args))
-        if error is None:
+        error = kind = None
+        if "_raw" in args:
+            kind, error = "invalid_json", f"the call to {name!r} could not be parsed as JSON: {str(args['_raw'])[:200]}"
+        elif tool is None:  # outside the modality or invented
+            kind, error = "unknown_tool", f"there is no tool named {name!r}; available: {', '.join(self.tools)}"
+        else:
             try:
                 obs = await tool.call(args)
-            except (ToolError, UserError, ValueError, TypeError, KeyError) as exc:
-                error = str(exc)
-        if error is not None:
+            except ToolError as exc:
+                kind, error = exc.kind, str(exc)
+            except (UserError, ValueError, TypeError, KeyError) as exc:
+                kind, error = "invalid_arguments", str(exc)
+        if error is not None:  # the model sees the error, the trace a hallucination
             obs = Observation(text=f"Error: {error}", ok=False)
+            self.result.hallucinations += 1
+            self.trace.emit("hallucination", kind=kind, tool=name, args=_preview(args), error=error)
         latency = time.perf_counter() - start
         self.result.count_tool(name if tool else "unknown", obs.ok)
         event: dict[str, Any] = {"tool": name, "args": _preview(args), "ok": obs.ok,
                                  "latency_s": round(latency, 4), "step": self.result.steps + 1}
+        if (written, raw_args) != (name, args):
+            event["as_written"] = {"tool": written, "args": _preview(raw_args)}
         if error:
             event["error"] = error
         elif obs.text:

@@ -273,9 +273,11 @@ async def test_unparseable_arguments_and_bad_calls_go_back_to_the_model(tmp_path
     assert desk.actions == []
     assert result.tool_calls["computer"].error == 2 and result.tool_calls["computer"].ok == 0
     msgs = tool_messages(provider.calls[2])
-    assert "not valid JSON" in msgs[0]["content"]
+    assert "could not be parsed as JSON" in msgs[0]["content"]
     assert msgs[1]["content"].startswith("Error: unknown computer action 'fly'")
-    assert [e["tool"] for e in events(tmp_path, "hallucination")] == ["computer"]
+    assert [(e["tool"], e["kind"]) for e in events(tmp_path, "hallucination")] == [
+        ("computer", "invalid_json"), ("computer", "invalid_arguments")]
+    assert result.hallucinations == 2 and result.numbers()["hallucinations"] == 2
     assert result.termination == "done"
 
 

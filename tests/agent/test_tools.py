@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from mcpworld.agent.tools import build_toolset
-from mcpworld.agent.tools.base import ToolError
+from mcpworld.agent.tools.base import OffScreen, ToolError
 from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.computer import ACTIONS, ComputerTool, CoordinateMap
 from mcpworld.agent.tools.done import DoneTool
@@ -85,13 +85,14 @@ def test_normalized_1000() -> None:
     assert rect.from_screen(256, 576) == (250, 750)
 
 
-@pytest.mark.parametrize("convention", ["pixels", "normalized_1000"])
-def test_clamped_to_the_screen(convention: str) -> None:
+@pytest.mark.parametrize("convention, edge", [("pixels", (1024, 768)), ("normalized_1000", (1000, 1000))])
+def test_off_screen_is_refused_and_the_far_edge_clamps(convention: str, edge: tuple[int, int]) -> None:
     m = CoordinateMap(convention, (1024, 768))
-    assert m.to_screen(-50, -1) == (0, 0)
-    assert m.to_screen(5000, 5000) == (1023, 767)
-    if convention == "normalized_1000":
-        assert m.to_screen(1000, 1000) == (1023, 767)
+    for bad in [(-50, -1), (-0.5, 10), (10, edge[1] + 1), (edge[0] + 0.1, 0), (5000, 5000)]:
+        with pytest.raises(OffScreen, match=r"off the screen: x must be in 0\.\.%d" % edge[0]):
+            m.to_screen(*bad)
+    assert m.to_screen(*edge) == (1023, 767)
+    assert m.to_screen(0, 0) == (0, 0)
 
 
 def test_round_trip() -> None:

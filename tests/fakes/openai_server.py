@@ -99,6 +99,7 @@ class FakeOpenAIServer:
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True  # headers and body are separate writes: don't wait 40 ms between them
         protocol_version = "HTTP/1.1"
 
         def log_message(self, *args: Any) -> None:  # keep test output quiet

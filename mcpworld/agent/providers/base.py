@@ -8,6 +8,7 @@ other APIs translate from it.
 from __future__ import annotations
 
 import abc
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,18 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's JSON arguments; anything unparseable is kept under ``_raw`` so the loop can
+    show the model its mistake (and trace a hallucination) instead of dropping the call."""
+    if not raw.strip():
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"_raw": raw}
 
 
 @dataclass
@@ -36,10 +49,23 @@ class Reply:
     finish_reason: str | None = None
 
 
+@dataclass
+class ModelInfo:
+    """What a provider learned about the model before the job: logged as job params and metrics."""
+
+    params: dict[str, str] = field(default_factory=dict)  # e.g. ollama.digest, ollama.quantization
+    metrics: dict[str, float] = field(default_factory=dict)  # e.g. ollama.vram_bytes
+
+
 class Provider(abc.ABC):
     """A model endpoint (or the oracle). Raise InfraError/EndpointUnreachable for endpoint failures."""
 
     name: str = "provider"
+
+    async def preflight(self) -> ModelInfo:
+        """Once per job, before any episode: check the endpoint and the model (pull, load) and
+        describe it. Raise UserError/EndpointUnreachable when the job cannot run."""
+        return ModelInfo()
 
     @abc.abstractmethod
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:

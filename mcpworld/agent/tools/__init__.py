@@ -11,16 +11,18 @@ from mcpworld.errors import UserError
 FAMILIES = ("computer", "bash", "done", "mcp")
 
 
-def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: Any) -> dict[str, Tool]:
+def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: Any,
+                  image_max: list[int] | None = None) -> dict[str, Tool]:
     """The tools a modality offers, by name. Unknown families are a config error."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise UserError(f"modality.tools has unknown tool family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
     tools: list[Tool] = []
     if "computer" in families:
-        from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap
+        from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 
-        tools.append(ComputerTool(env, CoordinateMap(coordinates, (env.width, env.height))))
+        screen = (env.width, env.height)
+        tools.append(ComputerTool(env, CoordinateMap(coordinates, screen, image_size(screen, image_max))))
     if "bash" in families:
         from mcpworld.agent.tools.bash import BashTool
 

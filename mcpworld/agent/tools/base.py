@@ -20,7 +20,16 @@ class Observation:
 
 
 class ToolError(Exception):
-    """A bad tool call (unknown action, bad argument): reported to the model, counted as an error."""
+    """A bad tool call (unknown action, bad argument): reported to the model, counted as an error
+    and traced as a hallucination of this ``kind``."""
+
+    kind = "invalid_arguments"
+
+
+class OffScreen(ToolError):
+    """A coordinate outside the screen the model was shown."""
+
+    kind = "off_screen"
 
 
 class Tool(abc.ABC):

@@ -6,7 +6,9 @@ import math
 import time
 from typing import Any
 
-from mcpworld.agent.tools.base import Observation, Tool, ToolError
+from PIL import Image
+
+from mcpworld.agent.tools.base import Observation, OffScreen, Tool, ToolError
 from mcpworld.env.base import Environment
 
 ACTIONS = ("key", "type", "mouse_move", "left_click", "right_click", "middle_click", "double_click",
@@ -14,6 +16,18 @@ ACTIONS = ("key", "type", "mouse_move", "left_click", "right_click", "middle_cli
            "screenshot", "cursor_position", "wait")
 CLICKS = {"left_click": (1, 1), "right_click": (3, 1), "middle_click": (2, 1),
           "double_click": (1, 2), "triple_click": (1, 3)}
+
+
+def image_size(screen: tuple[int, int], image_max: list[int] | tuple[int, int] | None) -> tuple[int, int]:
+    """Size of the screenshot the model is sent: the screen, shrunk (aspect kept) to fit ``image_max``."""
+    sw, sh = screen
+    if not image_max:
+        return sw, sh
+    mw, mh = int(image_max[0]), int(image_max[1])
+    scale = min(mw / sw, mh / sh)
+    if scale >= 1.0:
+        return sw, sh
+    return max(1, round(sw * scale)), max(1, round(sh * scale))
 
 
 class CoordinateMap:
@@ -27,21 +41,29 @@ class CoordinateMap:
         self.screen = screen
         self.image = image or screen
 
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The largest x and y a model may give: 1000 (normalised) or the image's size."""
+        return (1000, 1000) if self.convention == "normalized_1000" else self.image
+
     def to_screen(self, x: float, y: float) -> tuple[int, int]:
+        """Screen pixel for a model coordinate; OffScreen outside what the model was shown."""
+        bx, by = self.bounds
+        if not (0 <= x <= bx and 0 <= y <= by):
+            raise OffScreen(f"coordinate [{x:g}, {y:g}] is off the screen: x must be in 0..{bx} and y in 0..{by}")
         sw, sh = self.screen
-        if self.convention == "normalized_1000":
-            px, py = x * sw / 1000.0, y * sh / 1000.0
-        else:
-            iw, ih = self.image
-            px, py = x * sw / iw, y * sh / ih
+        px, py = x * sw / bx, y * sh / by
         return min(max(round(px), 0), sw - 1), min(max(round(py), 0), sh - 1)
 
+    def fit(self, image: Image.Image) -> Image.Image:
+        """The screenshot as the model is sent it (downscaled when the model's image is smaller)."""
+        if self.convention == "pixels" and image.size != self.image:
+            return image.resize(self.image, Image.Resampling.BICUBIC, reducing_gap=2.0)
+        return image
+
     def from_screen(self, x: int, y: int) -> tuple[int, int]:
-        sw, sh = self.screen
-        if self.convention == "normalized_1000":
-            return round(x * 1000 / sw), round(y * 1000 / sh)
-        iw, ih = self.image
-        return round(x * iw / sw), round(y * ih / sh)
+        (sw, sh), (bx, by) = self.screen, self.bounds
+        return round(x * bx / sw), round(y * by / sh)
 
 
 def _point(args: dict[str, Any], key: str = "coordinate") -> tuple[float, float] | None:
@@ -68,7 +90,7 @@ class ComputerTool(Tool):
     def __init__(self, env: Environment, coords: CoordinateMap):
         self.env = env
         self.coords = coords
-        w, h = coords.image if coords.convention == "pixels" else (1000, 1000)
+        w, h = coords.bounds
         self.parameters = {
             "type": "object",
             "properties": {
@@ -94,10 +116,10 @@ class ComputerTool(Tool):
             x, y = self.coords.from_screen(*env.cursor_position())
             return Observation(text=f"X={x},Y={y}")
         if action == "screenshot":
-            return Observation(image=env.screenshot())
+            return Observation(image=self.coords.fit(env.screenshot()))
         if action == "wait":
             time.sleep(min(float(args.get("duration", 1.0)), 30.0))
-            return Observation(image=env.screenshot())
+            return Observation(image=self.coords.fit(env.screenshot()))
 
         before = env.screenshot()
         point = _point(args)
@@ -131,4 +153,4 @@ class ComputerTool(Tool):
             if xy:
                 scroll.update(x=xy[0], y=xy[1])
             env.act(scroll)
-        return Observation(image=env.settle(before))
+        return Observation(image=self.coords.fit(env.settle(before)))

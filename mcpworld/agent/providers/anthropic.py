@@ -1,0 +1,299 @@
+"""Provider for the Anthropic Messages API (``POST {base_url}/messages``), with native computer use.
+
+The loop speaks the OpenAI chat format; this module translates it to Messages (top-level
+``system``, ``tool_use``/``tool_result`` blocks, strictly alternating roles) and maps the
+``computer`` and ``bash`` tools onto Anthropic's versioned tool types, whose actions the local
+tools already implement. Replies are streamed so time-to-first-token can be measured; a stream
+cut before ``message_stop`` or an ``overloaded_error`` event is retried like an HTTP 529.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+
+from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
+from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_data
+from mcpworld.errors import InfraError
+
+DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
+CACHE = {"type": "ephemeral"}
+# Stream error events that mean "try again" (the HTTP equivalents are 429/500/529).
+RETRYABLE_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+
+
+class AnthropicProvider(HttpProvider):
+    """Anthropic Messages over HTTP with retries; see module docstring."""
+
+    def __init__(self, *, model: str, temperature: float | None = None, max_tokens: int | None = None,
+                 display_size: tuple[int, int] = (1024, 768), computer_tool: str | None = None,
+                 bash_tool: str | None = None, betas: list[str] | None = None, prompt_caching: bool = True,
+                 api_version: str = "2023-06-01", label: str = "anthropic", **http: Any):
+        super().__init__(label=label, **http)
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        self.display_size = (int(display_size[0]), int(display_size[1]))
+        self.computer_tool = computer_tool
+        self.bash_tool = bash_tool
+        self.betas = list(betas or [])
+        self.prompt_caching = prompt_caching
+        self.api_version = api_version
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        payload = self.payload(messages, tools)
+        reply = await self.with_retries(lambda: self._attempt(payload))
+        if reply.usage.estimated:
+            reply.usage.input_tokens = estimate_tokens(_request_text(payload))
+        return reply
+
+    # ------------------------------------------------------------------ request
+
+    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The Messages request body for OpenAI-format ``messages`` and function ``tools``."""
+        system, converted = to_anthropic_messages(messages)
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if system:
+            body["system"] = system
+        body["messages"] = converted
+        anthropic_tools = [self._tool(t) for t in tools]
+        if anthropic_tools:
+            body["tools"] = anthropic_tools
+        if self.prompt_caching:
+            # Breakpoints at the end of the static prefix: tools, then system, are cached together.
+            for blocks in (system, anthropic_tools):
+                if blocks:
+                    blocks[-1]["cache_control"] = dict(CACHE)
+        body["stream"] = True
+        return body
+
+    def _tool(self, schema: dict[str, Any]) -> dict[str, Any]:
+        fn = schema.get("function") or schema
+        name = fn.get("name", "")
+        if name == "computer" and self.computer_tool:
+            w, h = self.display_size
+            return {"type": self.computer_tool, "name": name, "display_width_px": w, "display_height_px": h}
+        if name == "bash" and self.bash_tool:
+            return {"type": self.bash_tool, "name": name}
+        tool: dict[str, Any] = {"name": name}
+        if fn.get("description"):
+            tool["description"] = fn["description"]
+        tool["input_schema"] = fn.get("parameters") or {"type": "object", "properties": {}}
+        return tool
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": self.api_version, "content-type": "application/json",
+                   "accept": "text/event-stream, application/json"}
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        if self.betas:
+            headers["anthropic-beta"] = ",".join(self.betas)
+        return headers
+
+    async def _attempt(self, payload: dict[str, Any]) -> Reply:
+        """One HTTP round trip. Raises Retryable for transient failures, InfraError for final ones."""
+        url = f"{self.base_url}/messages"
+
+        async def request() -> Reply:
+            start = time.perf_counter()
+            async with self.client().stream("POST", url, json=payload, headers=self._headers()) as resp:
+                if resp.status_code >= 400:
+                    await resp.aread()
+                    raise self.http_error(resp)
+                if "text/event-stream" in resp.headers.get("content-type", ""):
+                    return await self._read_stream(resp, start, url)
+                await resp.aread()
+                return self._read_json(resp)
+
+        return await self.timed(request, url)
+
+    # ------------------------------------------------------------------ responses
+
+    async def _read_stream(self, resp: httpx.Response, start: float, url: str) -> Reply:
+        blocks: dict[int, dict[str, Any]] = {}
+        usage: dict[str, Any] = {}
+        ttft: float | None = None
+        stop_reason: str | None = None
+        async for line in resp.aiter_lines():
+            data = sse_data(line)
+            if not data:
+                continue
+            try:
+                event = json.loads(data)
+            except json.JSONDecodeError:
+                continue
+            kind = event.get("type")
+            got_token = False
+            if kind == "message_start":
+                message = event.get("message") or {}
+                usage.update(message.get("usage") or {})
+            elif kind == "content_block_start":
+                block = dict(event.get("content_block") or {})
+                block.setdefault("text", "")
+                block["partial_json"] = ""
+                blocks[int(event.get("index", len(blocks)))] = block
+                got_token = block.get("type") == "tool_use"  # the name is generated output
+            elif kind == "content_block_delta":
+                block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "text": "", "partial_json": ""})
+                delta = event.get("delta") or {}
+                if delta.get("type") == "text_delta":
+                    block["text"] += delta.get("text") or ""
+                    got_token = bool(delta.get("text"))
+                elif delta.get("type") == "input_json_delta":
+                    block["partial_json"] += delta.get("partial_json") or ""
+                    got_token = True
+                elif delta.get("type") == "thinking_delta":  # thinking is output too, as in openai_compat
+                    got_token = True
+            elif kind == "message_delta":
+                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+            elif kind == "error":
+                raise self._stream_error(event.get("error") or {})
+            elif kind == "message_stop":
+                break
+            if got_token and ttft is None:
+                ttft = time.perf_counter() - start
+        else:
+            msg = f"{self.label} stream from {url} ended before message_stop"
+            raise Retryable(InfraError(self.scrub(msg)))
+        for block in blocks.values():
+            if block.get("type") == "tool_use" and block["partial_json"]:
+                block["input"] = block["partial_json"]
+        reply = _reply([blocks[i] for i in sorted(blocks)], usage, stop_reason)
+        reply.ttft_s = ttft
+        return reply
+
+    def _read_json(self, resp: httpx.Response) -> Reply:
+        try:
+            body = resp.json()
+        except ValueError as exc:
+            msg = f"{self.label} endpoint {self.base_url} sent a non-JSON reply: {excerpt(resp.text)}"
+            raise InfraError(self.scrub(msg)) from exc
+        if not isinstance(body, dict):
+            raise InfraError(self.scrub(f"{self.label} endpoint {self.base_url} sent {excerpt(body)}"))
+        if body.get("type") == "error":
+            raise self._stream_error(body.get("error") or {})
+        return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"))
+
+    def _stream_error(self, error: dict[str, Any]) -> Exception:
+        kind = error.get("type", "error")
+        exc = InfraError(self.scrub(f"{self.label} stream error: {kind}: {excerpt(error.get('message', ''))}"))
+        return Retryable(exc) if kind in RETRYABLE_ERRORS else exc
+
+
+# ---------------------------------------------------------------------- translation
+
+
+def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """OpenAI chat messages → (system blocks, Messages ``messages``) with alternating roles.
+
+    Tool results become ``tool_result`` blocks in one user turn; the screenshots the loop sends
+    right after them go inside the last result, where the model expects the action's observation.
+    """
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        content = _blocks(m.get("content"))
+        if role == "system":
+            system.extend(b for b in content if b["type"] == "text")
+        elif role == "tool":
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id") or ""}
+            if content:
+                result["content"] = content
+            _append(out, "user", [result])
+        elif role == "assistant":
+            content += [_tool_use(tc) for tc in m.get("tool_calls") or []]
+            _append(out, "assistant", content)
+        else:
+            last = out[-1]["content"][-1] if out and out[-1]["role"] == "user" else {}
+            if content and last.get("type") == "tool_result" and all(b["type"] == "image" for b in content):
+                last.setdefault("content", []).extend(content)
+            else:
+                _append(out, "user", content)
+    return system, out
+
+
+def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Merge into the previous message when the role repeats; drop empty messages."""
+    if not blocks:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """Text and image content blocks; empty text is dropped (the API rejects it)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content.strip() else []
+    blocks = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and str(part.get("text") or "").strip():
+            blocks.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "image_url":
+            url = (part.get("image_url") or {}).get("url", "")
+            blocks.append({"type": "image", "source": _image_source(url)})
+    return blocks
+
+
+def _image_source(url: str) -> dict[str, str]:
+    if not url.startswith("data:"):
+        return {"type": "url", "url": url}
+    header, _, data = url.partition(",")
+    return {"type": "base64", "media_type": header[5:].split(";")[0] or "image/png", "data": data}
+
+
+def _tool_use(tc: dict[str, Any]) -> dict[str, Any]:
+    fn = tc.get("function") or {}
+    args = fn.get("arguments")
+    return {"type": "tool_use", "id": tc.get("id") or "", "name": fn.get("name") or "",
+            "input": args if isinstance(args, dict) else parse_arguments(args or "")}
+
+
+def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str | None) -> Reply:
+    text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
+    calls = []
+    for i, b in enumerate(b for b in blocks if b.get("type") == "tool_use"):
+        raw = b.get("input")
+        args = raw if isinstance(raw, dict) else parse_arguments(raw or "")
+        calls.append(ToolCall(id=b.get("id") or f"toolu_{i}", name=b.get("name") or "", arguments=args))
+    if usage:
+        # Cached prefix tokens are billed and read separately but are still input the model read.
+        tokens_in = sum(int(usage.get(k) or 0) for k in
+                        ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        counted = Usage(input_tokens=tokens_in, output_tokens=int(usage.get("output_tokens") or 0))
+    else:
+        out_text = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
+        counted = Usage(output_tokens=estimate_tokens(out_text), estimated=True)
+    return Reply(text=text, tool_calls=calls, usage=counted, finish_reason=stop_reason)
+
+
+def _request_text(body: dict[str, Any]) -> str:
+    """Text the model reads, for estimating input tokens; base64 image data is skipped."""
+    parts = [b.get("text", "") for b in body.get("system") or []]
+
+    def walk(blocks: list[dict[str, Any]]) -> None:
+        for b in blocks:
+            if b.get("type") == "text":
+                parts.append(b.get("text", ""))
+            elif b.get("type") == "tool_use":
+                parts.append(b.get("name", "") + json.dumps(b.get("input")))
+            elif b.get("type") == "tool_result":
+                walk(b.get("content") or [])
+
+    for m in body.get("messages") or []:
+        walk(m["content"])
+    if body.get("tools"):
+        parts.append(json.dumps(body["tools"]))
+    return "".join(parts)

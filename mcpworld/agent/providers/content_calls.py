@@ -1,0 +1,68 @@
+"""Tool calls written into the reply text, which open models produce when a server's tool parser
+does not catch them: Hermes/Qwen ``<tool_call>{...}</tool_call>``, a fenced or bare JSON object
+``{"name": ..., "arguments": {...}}`` (or a list of them), or a bare ``{"action": ...}`` meant for
+the computer tool. A tag or object that cannot be parsed still becomes a call whose arguments are
+``{"_raw": text}``, so the loop reports it to the model as a hallucination instead of ignoring it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mcpworld.agent.providers.base import ToolCall, parse_arguments
+
+TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+FENCED = re.compile(r"```(?:json|tool_call|tool)?\s*(.*?)```", re.S)
+
+
+def _as_call(obj: Any, i: int) -> ToolCall | None:
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("function"), dict):  # {"type": "function", "function": {...}}
+        obj = obj["function"]
+    name = obj.get("name") or obj.get("tool") or obj.get("tool_name")
+    if isinstance(name, str) and name:
+        args = obj.get("arguments", obj.get("parameters", obj.get("args", obj.get("input", {}))))
+        if isinstance(args, str):
+            args = parse_arguments(args)
+        return ToolCall(id=f"text_call_{i}", name=name, arguments=args if isinstance(args, dict) else {"_raw": str(args)})
+    if isinstance(obj.get("action"), str):
+        return ToolCall(id=f"text_call_{i}", name="computer", arguments=dict(obj))
+    return None
+
+
+def _parse(blob: str, start: int) -> list[ToolCall] | None:
+    try:
+        data = json.loads(blob)
+    except json.JSONDecodeError:
+        return None
+    items = data if isinstance(data, list) else [data]
+    calls = [_as_call(item, start + n) for n, item in enumerate(items)]
+    return calls if calls and all(c is not None for c in calls) else None  # type: ignore[return-value]
+
+
+def calls_in_text(text: str) -> tuple[str, list[ToolCall]]:
+    """(the text without the calls, the calls found in it)."""
+    if "<tool_call>" in text:
+        calls: list[ToolCall] = []
+        for blob in TAGGED.findall(text):
+            parsed = _parse(blob, len(calls))
+            calls.extend(parsed or [ToolCall(id=f"text_call_{len(calls)}", name="unparsed_tool_call",
+                                             arguments={"_raw": blob})])
+        return TAGGED.sub("", text).strip(), calls
+    for match in FENCED.finditer(text):
+        parsed = _parse(match.group(1).strip(), 0)
+        if parsed:
+            return (text[:match.start()] + text[match.end():]).strip(), parsed
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", text):  # a JSON object after some prose
+        try:
+            data, end = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        parsed = _parse(json.dumps(data), 0)
+        if parsed:
+            return (text[:match.start()] + text[end:]).strip(), parsed
+    return text, []

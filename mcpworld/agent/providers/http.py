@@ -1,0 +1,156 @@
+"""What every HTTP model provider shares: one client, retries with backoff, error classification.
+
+Transient failures (connect errors, read timeouts, cut streams, HTTP 429 and 5xx) are retried with
+exponential backoff and jitter, honouring ``Retry-After``; when the budget is spent the last one is
+raised as ``InfraError`` (``EndpointUnreachable`` when nothing answered at all), so the episode ends
+as ``infra_error`` and never counts as the agent failing. Other 4xx are configuration mistakes (a
+wrong model id, a bad key) and fail at once. API keys never appear in messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from mcpworld.agent.providers.base import Provider, Reply
+from mcpworld.errors import EndpointUnreachable, InfraError
+
+EXCERPT_CHARS = 300
+
+
+class Retryable(Exception):
+    """One failed attempt worth retrying; ``final`` is what to raise when the budget is spent."""
+
+    def __init__(self, final: InfraError, retry_after_s: float | None = None):
+        super().__init__(str(final))
+        self.final = final
+        self.retry_after_s = retry_after_s
+
+
+class HttpProvider(Provider):
+    """Base for providers that talk HTTP; subclasses implement ``_attempt`` (one round trip)."""
+
+    def __init__(self, *, base_url: str, api_key: str | None = None, timeout_s: float = 120,
+                 max_retries: int = 3, label: str = "provider", start_hint: str = "",
+                 retry_base_s: float = 0.5, retry_cap_s: float = 8.0,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, int(max_retries))
+        self.label = self.name = label
+        self.start_hint = start_hint
+        self.retry_base_s = retry_base_s
+        self.retry_cap_s = retry_cap_s
+        self._sleep = sleep
+        self._client: httpx.AsyncClient | None = None  # created lazily, on the loop that uses it
+
+    async def with_retries(self, attempt: Callable[[], Awaitable[Reply]]) -> Reply:
+        """Run ``attempt`` until it succeeds, retrying ``Retryable`` failures within the budget."""
+        last: Retryable | None = None
+        for n in range(self.max_retries + 1):
+            if n:
+                await self._sleep(self.backoff(n - 1, last.retry_after_s if last else None))
+            try:
+                return await attempt()
+            except Retryable as exc:
+                last = exc
+        assert last is not None
+        raise last.final from last.__cause__
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=5.0))
+        return self._client
+
+    def backoff(self, n: int, retry_after_s: float | None) -> float:
+        """Exponential backoff with jitter; a server's Retry-After wins (still capped)."""
+        if retry_after_s is not None:
+            return min(self.retry_cap_s, max(0.0, retry_after_s))
+        delay = min(self.retry_cap_s, self.retry_base_s * (2**n))
+        return delay * (0.5 + random.random() / 2)
+
+    async def timed(self, request: Callable[[], Awaitable[Reply]], url: str) -> Reply:
+        """One round trip with transport errors classified and latency/TTFT filled in."""
+        start = time.perf_counter()
+        try:
+            reply = await request()
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            reason = one_line(str(exc)) or type(exc).__name__
+            hint = f" {self.start_hint}" if self.start_hint else ""
+            msg = f"{self.label} endpoint {self.base_url} is unreachable ({reason}).{hint}"
+            raise Retryable(EndpointUnreachable(self.scrub(msg))) from exc
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            reason = one_line(str(exc)) or type(exc).__name__
+            msg = f"{self.label} request to {url} failed ({type(exc).__name__}: {reason})"
+            raise Retryable(InfraError(self.scrub(msg))) from exc
+        reply.latency_s = time.perf_counter() - start
+        if reply.ttft_s is None:
+            reply.ttft_s = reply.latency_s
+        return reply
+
+    def http_error(self, resp: httpx.Response) -> Exception:
+        """429/5xx (and Anthropic's 529 overloaded) are transient; any other 4xx is a config problem."""
+        detail = self.scrub(error_detail(resp))
+        msg = f"{self.label} endpoint {self.base_url} returned HTTP {resp.status_code}: {detail}"
+        if resp.status_code == 429 or resp.status_code >= 500:
+            return Retryable(InfraError(msg), retry_after(resp))
+        return InfraError(msg)
+
+    def scrub(self, text: str) -> str:
+        """Never let the api key leak into an error message (servers sometimes echo it)."""
+        if self.api_key:
+            text = text.replace(self.api_key, "***")
+        return text
+
+
+def sse_data(line: str) -> str | None:
+    """The payload of an SSE ``data:`` line; None for separators, ``event:`` lines and comments."""
+    line = line.strip()
+    return line[5:].strip() if line.startswith("data:") else None
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def error_detail(resp: httpx.Response) -> str:
+    """The server's own error message when it sent one (OpenAI, vLLM, Ollama, Anthropic), else the body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return excerpt(resp.text) or resp.reason_phrase
+    if isinstance(body, dict):
+        err = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message") or err
+        if err:
+            return excerpt(err)
+    return excerpt(body)
+
+
+def retry_after(resp: httpx.Response) -> float | None:
+    try:
+        return float(resp.headers["retry-after"])
+    except (KeyError, ValueError):
+        return None
+
+
+def excerpt(value: Any) -> str:
+    text = one_line(value if isinstance(value, str) else json.dumps(value))
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())

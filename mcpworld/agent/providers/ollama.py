@@ -1,0 +1,168 @@
+"""Ollama: chat through its OpenAI-compatible ``/v1`` API, model management through its native API.
+
+Chat is plain ``OpenAICompatProvider``. What Ollama adds is ``preflight``: before a job the model is
+pulled when missing, other loaded models are unloaded (so VRAM and speed figures are this model's
+alone, and it is not evicted mid-job), ours is loaded (so the first episode's latency is not a cold
+start) and its digest, quantization and VRAM use are returned to be logged with the results, since
+the same tag can mean different weights on different days and machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from mcpworld.agent.providers.base import ModelInfo
+from mcpworld.agent.providers.http import Retryable, excerpt, one_line
+from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
+from mcpworld.errors import EndpointUnreachable, InfraError, UserError
+
+KEEP_ALIVE = "30m"  # long enough to span the gaps between episodes; Ollama's default is 5m
+# Loading a large model into VRAM, or verifying a pulled layer's digest, is silent for minutes.
+SLOW = httpx.Timeout(600.0, connect=5.0)
+DETAIL_PARAMS = {"quantization_level": "ollama.quantization", "parameter_size": "ollama.parameter_size",
+                 "family": "ollama.family", "format": "ollama.format"}
+
+
+class OllamaProvider(OpenAICompatProvider):
+    """An OpenAI-compatible provider whose preflight pulls, loads and describes the Ollama model."""
+
+    def __init__(self, *, pull: bool = True, unload_others: bool = True, context_length: int | None = None,
+                 label: str = "ollama", **kw: Any):
+        super().__init__(label=label, **kw)
+        self.pull = pull
+        self.unload_others = unload_others
+        self.context_length = context_length
+        self.root = self.base_url.removesuffix("/v1")  # the native API lives beside /v1
+
+    async def preflight(self) -> ModelInfo:
+        tag = full_tag(self.model)
+        entry = find(await self._tags(), tag)
+        if entry is None:
+            if not self.pull:
+                raise UserError(f"model {self.model} is not on the Ollama server at {self.root}: "
+                                f"run `ollama pull {self.model}` (or set provider.pull=true)")
+            await self._pull()
+            entry = find(await self._tags(), tag)
+            if entry is None:
+                raise InfraError(f"{self.label}: pulled {self.model} but {self.root}/api/tags does not list it")
+        if self.unload_others:
+            for other in (await self._request("GET", "/api/ps")).get("models") or []:
+                if full_tag(other.get("name") or other.get("model") or "") != tag:
+                    await self._request("POST", "/api/generate", {"model": other.get("name"), "keep_alive": 0})
+        await self._request("POST", "/api/generate", {"model": self.model, "keep_alive": KEEP_ALIVE}, SLOW)
+        loaded = find((await self._request("GET", "/api/ps")).get("models") or [], tag) or {}
+        return self._describe(entry, loaded)
+
+    # ------------------------------------------------------------------ native API
+
+    async def _tags(self) -> list[dict[str, Any]]:
+        return (await self._request("GET", "/api/tags")).get("models") or []
+
+    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                       timeout: httpx.Timeout | None = None) -> dict[str, Any]:
+        """One native call; the reply is one JSON object (a load-only /api/generate included)."""
+        with self._transport(path):
+            resp = await self.client().request(method, self.root + path, json=body, headers=self._auth(),
+                                               timeout=timeout or self.client().timeout)
+        self._check(resp, method, path)
+        try:
+            data = resp.json()
+        except ValueError as exc:
+            raise InfraError(self.scrub(f"{self.label} {method} {path} sent a non-JSON reply: "
+                                        f"{excerpt(resp.text)}")) from exc
+        return data if isinstance(data, dict) else {}
+
+    async def _pull(self) -> None:
+        """Stream ``/api/pull``'s NDJSON progress onto a progress bar; large models take minutes."""
+        from rich import progress
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        columns = (progress.TextColumn("{task.description}"), progress.BarColumn(), progress.DownloadColumn(),
+                   progress.TransferSpeedColumn())
+        body = {"model": self.model, "stream": True}
+        bar = progress.Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
+        with self._transport("/api/pull"), bar:
+            task = bar.add_task(f"ollama pull {self.model}", total=None)
+            async with self.client().stream("POST", self.root + "/api/pull", json=body,
+                                            headers=self._auth(), timeout=SLOW) as resp:
+                if resp.status_code >= 400:
+                    await resp.aread()
+                    self._check(resp, "POST", "/api/pull")
+                async for line in resp.aiter_lines():
+                    try:
+                        event = json.loads(line) if line.strip() else {}
+                    except json.JSONDecodeError:
+                        continue
+                    if event.get("error"):
+                        reason = one_line(str(event["error"]))
+                        raise UserError(self.scrub(f"ollama pull {self.model} failed: {reason}"))
+                    status = one_line(str(event.get("status") or ""))
+                    if event.get("total"):  # one layer at a time: the bar restarts per digest
+                        bar.update(task, description=status, total=event["total"],
+                                   completed=event.get("completed", 0))
+                    elif status:
+                        bar.update(task, description=status)
+
+    @contextlib.contextmanager
+    def _transport(self, path: str) -> Iterator[None]:
+        """Transport failures worded like chat's (see HttpProvider.timed); preflight does not retry."""
+        try:
+            yield
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            reason = one_line(str(exc)) or type(exc).__name__
+            hint = f" {self.start_hint}" if self.start_hint else ""
+            msg = f"{self.label} endpoint {self.base_url} is unreachable ({reason}).{hint}"
+            raise EndpointUnreachable(self.scrub(msg)) from exc
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            reason = one_line(str(exc)) or type(exc).__name__
+            raise InfraError(self.scrub(f"{self.label} request to {self.root}{path} failed "
+                                        f"({type(exc).__name__}: {reason})")) from exc
+
+    def _check(self, resp: httpx.Response, method: str, path: str) -> None:
+        if resp.status_code >= 400:
+            err = self.http_error(resp)
+            final = err.final if isinstance(err, Retryable) else err
+            raise InfraError(f"{final} ({method} {path})")
+
+    def _auth(self) -> dict[str, str]:
+        """Ollama itself has no keys, but a proxy in front of it may."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    # ------------------------------------------------------------------ description
+
+    def _describe(self, entry: dict[str, Any], loaded: dict[str, Any]) -> ModelInfo:
+        details = {**(entry.get("details") or {}), **(loaded.get("details") or {})}
+        params = {"ollama.digest": str(entry.get("digest") or loaded.get("digest") or "")}
+        params.update({key: str(details[name]) for name, key in DETAIL_PARAMS.items() if details.get(name)})
+        metrics = {"ollama.vram_bytes": loaded.get("size_vram"),
+                   "ollama.size_bytes": loaded.get("size", entry.get("size")),
+                   "ollama.context_length": loaded.get("context_length")}
+        info = ModelInfo(params={k: v for k, v in params.items() if v},
+                         metrics={k: float(v) for k, v in metrics.items() if v is not None})
+        served = loaded.get("context_length")
+        if served and self.context_length and served < self.context_length:
+            print(f"warning: Ollama serves {self.model} with a {served}-token context but model.context_length is "
+                  f"{self.context_length}: the server will silently truncate long conversations. Raise it on the "
+                  f"server (OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve, or a Modelfile with "
+                  f"PARAMETER num_ctx {self.context_length}).", file=sys.stderr)
+        return info
+
+
+def full_tag(name: str) -> str:
+    """Ollama reads a name without a tag as ``:latest`` (a ``:`` before the last ``/`` is a port)."""
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def find(models: list[dict[str, Any]], tag: str) -> dict[str, Any] | None:
+    """The /api/tags or /api/ps entry for ``tag`` (either field may carry it)."""
+    for m in models:
+        if tag in (full_tag(m.get("name") or ""), full_tag(m.get("model") or "")):
+            return m
+    return None

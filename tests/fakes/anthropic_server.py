@@ -1,0 +1,306 @@
+"""A real local HTTP server that speaks the Anthropic Messages protocol, driven by a script.
+
+Tests talk to it over a socket, so the provider is exercised exactly as against api.anthropic.com:
+the same SSE events (``event: <type>`` / ``data: <json>``), error bodies and request checks.
+
+Usage::
+
+    with FakeAnthropicServer([
+        {"text": "Let me click."},
+        {"tool_uses": [{"name": "computer", "input": {"action": "left_click", "coordinate": [1, 2]}}]},
+        {"status": 529, "error_type": "overloaded_error"},
+    ]) as server:
+        provider = AnthropicProvider(base_url=server.base_url, model="claude-fake", ...)
+        ...
+        server.requests   # every POST body received, parsed JSON, in order
+        server.headers    # the matching request headers (dict, lower-case names)
+
+Each scripted reply is a dict; every key is optional:
+
+- ``text``: assistant text, streamed as several ``text_delta`` events.
+- ``tool_uses``: ``[{"name": str, "input": dict | str, "id": str (optional)}]``; the input JSON is
+  split over several ``input_json_delta`` events. A ``str`` is sent verbatim (malformed JSON).
+- ``stop_reason``: defaults to ``"tool_use"`` when there are tool uses, else ``"end_turn"``.
+- ``status``: answer this HTTP error instead, with Anthropic's body
+  ``{"type": "error", "error": {"type": error_type, "message": error}}``.
+- ``error`` / ``error_type``: the message and type for ``status`` or ``overloaded``.
+- ``headers``: extra response headers (e.g. ``retry-after``).
+- ``cut``: close the connection abruptly after this many events (no ``message_stop``);
+  with ``cut_clean`` the HTTP body is ended properly instead, so only ``message_stop`` is missing.
+- ``overloaded``: send an ``event: error`` (``overloaded_error``) after ``message_start`` and end.
+- ``usage``: ``False`` omits usage; a dict (``input_tokens``, ``output_tokens``,
+  ``cache_creation_input_tokens``, ``cache_read_input_tokens``) overrides the defaults (chars/4).
+- ``ignore_stream``: answer a plain JSON message even when the request asked to stream.
+- ``delay_first_s`` / ``chunk_delay_s``: sleep before the first event / between events.
+
+Each POST consumes one scripted reply; when the script runs out the reply is the text ``"done"``.
+Like the real API, a request that breaks the protocol (no ``anthropic-version`` header, no
+``max_tokens``, roles not alternating, empty text blocks, a ``tool_use`` not answered by a
+``tool_result`` in the next message) is answered 400 ``invalid_request_error`` without consuming
+the script; it is still recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DONE_TEXT = "done"
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+               500: "api_error", 529: "overloaded_error"}
+
+
+class FakeAnthropicServer:
+    """Scripted Anthropic Messages server on 127.0.0.1 (random port) in a background thread."""
+
+    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "claude-fake"):
+        self.model = model
+        self.script: deque[dict[str, Any]] = deque(script or [])
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self.port: int = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> FakeAnthropicServer:
+        # A short poll interval keeps shutdown (and so every test) fast.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
+                                        name="fake-anthropic", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def push(self, *replies: dict[str, Any]) -> None:
+        with self._lock:
+            self.script.extend(replies)
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str], valid: bool) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            if not valid:
+                return {}
+            return self.script.popleft() if self.script else {"text": DONE_TEXT}
+
+
+def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.rstrip("/") != "/v1/messages":
+                self._error(404, f"no route {self.path}")
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._error(400, "request body is not JSON")
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            problem = validate(body, headers)
+            reply = server._record(body, headers, problem is None)
+            try:
+                if problem is not None:
+                    self._error(400, problem)
+                elif reply.get("status"):
+                    status = int(reply["status"])
+                    self._error(status, reply.get("error") or f"scripted error {status}",
+                                reply.get("error_type"), reply.get("headers"))
+                elif body.get("stream") and not reply.get("ignore_stream"):
+                    self._stream(body, reply)
+                else:
+                    self._send_json(200, _message(body, reply, server.model), reply.get("headers"))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up; nothing to do
+
+        def _error(self, status: int, message: str, kind: str | None = None,
+                   extra: dict[str, str] | None = None) -> None:
+            kind = kind or ERROR_TYPES.get(status, "api_error")
+            self._send_json(status, {"type": "error", "error": {"type": kind, "message": message}}, extra)
+
+        def _send_json(self, status: int, data: Any, extra: dict[str, str] | None = None) -> None:
+            payload = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("request-id", f"req_{uuid.uuid4().hex[:16]}")
+            for k, v in (extra or {}).items():
+                self.send_header(k, str(v))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            for k, v in (reply.get("headers") or {}).items():
+                self.send_header(k, str(v))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(float(reply.get("delay_first_s") or 0))
+            gap = float(reply.get("chunk_delay_s") or 0)
+            events = _events(body, reply, server.model)
+            cut = reply.get("cut")
+            for i, event in enumerate(events):
+                if cut is not None and i >= int(cut):
+                    if not reply.get("cut_clean"):
+                        self.close_connection = True
+                        return  # no terminating chunk: the client sees an incomplete body
+                    break
+                if i and gap:
+                    time.sleep(gap)
+                self._write_chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            self._write_chunk(b"")  # terminating zero-length chunk
+
+        def _write_chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+# -------------------------------------------------------------------- protocol checks
+
+
+def validate(body: dict[str, Any], headers: dict[str, str]) -> str | None:
+    """The first reason the real API would reject this request with 400, else None."""
+    if "anthropic-version" not in headers:
+        return "anthropic-version: header is required"
+    if not isinstance(body.get("max_tokens"), int):
+        return "max_tokens: Field required"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    if messages[0].get("role") != "user":
+        return "messages: first message must use the \"user\" role"
+    for i, m in enumerate(messages):
+        if i and m.get("role") == messages[i - 1].get("role"):
+            return f"messages.{i}: roles must alternate between \"user\" and \"assistant\""
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not blocks:
+            return f"messages.{i}: all messages must have non-empty content"
+        for j, b in enumerate(_all_blocks(blocks)):
+            if b.get("type") == "text" and not str(b.get("text", "")).strip():
+                return f"messages.{i}.content.{j}: text content blocks must contain non-whitespace text"
+        wanted = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if wanted:
+            following = messages[i + 1]["content"] if i + 1 < len(messages) else []
+            answered = [b.get("tool_use_id") for b in following if isinstance(b, dict)
+                        and b.get("type") == "tool_result"]
+            if set(answered) != set(wanted) or (following and following[0].get("type") != "tool_result"):
+                return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                        f"after: {', '.join(sorted(set(wanted) - set(answered))) or 'order'}")
+    for b in body.get("system") or []:
+        if not str(b.get("text", "")).strip():
+            return "system: text content blocks must be non-empty"
+    return None
+
+
+def _all_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for b in blocks:
+        out.append(b)
+        if b.get("type") == "tool_result" and isinstance(b.get("content"), list):
+            out.extend(b["content"])
+    return out
+
+
+# -------------------------------------------------------------------- payloads
+
+
+def _tool_uses(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"id": tu.get("id") or f"toolu_{uuid.uuid4().hex[:20]}", "name": tu["name"], "input": tu.get("input", {})}
+            for tu in reply.get("tool_uses") or []]
+
+
+def _input_text(value: dict[str, Any] | str) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _usage(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, int] | None:
+    if reply.get("usage") is False:
+        return None
+    given = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    out_chars = len(reply.get("text") or "") + sum(len(_input_text(t.get("input", {})))
+                                                   for t in reply.get("tool_uses") or [])
+    return {"input_tokens": len(json.dumps(body.get("messages", []))) // 4,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "output_tokens": out_chars // 4 + 1, **given}
+
+
+def _stop_reason(reply: dict[str, Any]) -> str:
+    return reply.get("stop_reason") or ("tool_use" if reply.get("tool_uses") else "end_turn")
+
+
+def _split(text: str, parts: int) -> list[str]:
+    """Split into ``parts`` non-empty pieces (fewer if the text is short)."""
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _message(body: dict[str, Any], reply: dict[str, Any], model: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.get("text"):
+        content.append({"type": "text", "text": reply["text"]})
+    content += [{"type": "tool_use", **tu} for tu in _tool_uses(reply)]
+    data = {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": _stop_reason(reply), "stop_sequence": None}
+    usage = _usage(body, reply)
+    if usage is not None:
+        data["usage"] = usage
+    return data
+
+
+def _events(body: dict[str, Any], reply: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    """The event sequence the real API streams: message_start, ping, blocks, message_delta, message_stop."""
+    usage = _usage(body, reply)
+    start_usage = {k: v for k, v in (usage or {}).items() if k != "output_tokens"}
+    message = {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": model,
+               "content": [], "stop_reason": None, "stop_sequence": None}
+    if usage is not None:
+        message["usage"] = {**start_usage, "output_tokens": 1}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}, {"type": "ping"}]
+    if reply.get("overloaded"):
+        message_text = reply.get("error") or "Overloaded"
+        kind = reply.get("error_type") or "overloaded_error"
+        return events + [{"type": "error", "error": {"type": kind, "message": message_text}}]
+    index = 0
+    if reply.get("text"):
+        events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+        events += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                   for piece in _split(reply["text"], 3)]
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+    for tu in _tool_uses(reply):
+        block = {"type": "tool_use", "id": tu["id"], "name": tu["name"], "input": {}}
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        events += [{"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece}}
+                   for piece in _split(_input_text(tu["input"]), 3)]
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+    delta: dict[str, Any] = {"type": "message_delta",
+                             "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None}}
+    if usage is not None:
+        delta["usage"] = {"output_tokens": usage["output_tokens"]}
+    return events + [delta, {"type": "message_stop"}]
