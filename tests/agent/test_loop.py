@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from mcpworld.agent.loop import IMAGE_PLACEHOLDER, NUDGE, AgentLoop, Limits, image_part, prune_images
+from mcpworld.agent.loop import IMAGE_PLACEHOLDER, NUDGE, AgentLoop, Limits, LoopDetector, image_part, prune_images
 from mcpworld.agent.providers.base import Provider, Reply, ToolCall, Usage
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
 from mcpworld.agent.providers.oracle import OracleProvider
@@ -452,3 +452,65 @@ async def test_infinite_coordinate_goes_back_to_the_model(tmp_path: Path, desk: 
     await run(loop, trace)
     assert result.termination == "done"
     assert result.tool_calls["computer"].error == 1
+
+
+# --------------------------------------------------------------------------- (e) loops
+
+
+def click(n: int, x: int) -> Reply:
+    return call("computer", n, action="left_click", coordinate=[x, 5])
+
+
+async def test_the_same_action_on_an_unchanged_screen_is_one_loop(tmp_path: Path, desk: FakeDesktop) -> None:
+    provider = Scripted([click(i, 10) for i in range(5)] + [call("done", 9, status="DONE")])
+    loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
+    await run(loop, trace)
+    loops = events(tmp_path, "loop")
+    assert [(e["kind"], e["step"]) for e in loops] == [("repeat", 3)]  # reported once, where it starts
+    assert result.loops == 1 and result.numbers()["loops"] == 1
+    assert result.termination == "done" and result.steps == 6
+
+
+async def test_an_a_b_a_b_cycle_is_a_loop_and_can_stop_the_episode(tmp_path: Path, desk: FakeDesktop) -> None:
+    provider = Scripted([click(0, 10), click(1, 20), click(2, 10), click(3, 20), click(4, 10)])
+    trace = Trace(tmp_path / "trace.jsonl")
+    result = EpisodeResult(task_id="app/task", app="app")
+    limits = Limits(20, 20, 10.0, 3, loop_stop=True)
+    loop = AgentLoop(provider, gui_tools(desk), limits, trace, result)
+    await run(loop, trace)
+    assert [e["kind"] for e in events(tmp_path, "loop")] == ["cycle"]
+    assert result.termination == "loop" and result.steps == 4
+
+
+async def test_different_actions_or_a_changing_screen_are_not_loops(tmp_path: Path, desk: FakeDesktop) -> None:
+    provider = Scripted([click(i, 10 + i) for i in range(6)])
+    loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
+    await run(loop, trace)
+    assert events(tmp_path, "loop") == [] and result.loops == 0
+
+    class Ticking(FakeDesktop):  # the screen changes after every action: progress, not a loop
+        def screenshot(self) -> Image.Image:
+            self.screenshots += 1
+            return Image.new("RGB", (self.width, self.height), (self.screenshots % 256, 0, 0))
+
+    ticking = Ticking(tmp_path / "t")
+    provider = Scripted([click(i, 10) for i in range(5)])
+    loop, result, trace = make_loop(tmp_path / "t", provider, gui_tools(ticking))
+    await run(loop, trace)
+    assert events(tmp_path / "t", "loop") == [] and result.loops == 0
+
+
+def test_loop_detector_reports_again_after_the_agent_got_unstuck() -> None:
+    detector = LoopDetector(repeats=2)
+    seen = [detector.see(a, "same") for a in ["a", "a", "a", "b", "c", "c"]]
+    assert seen == [None, "repeat", None, None, None, "repeat"]
+
+
+async def test_off_screen_coordinates_are_a_hallucination(tmp_path: Path, desk: FakeDesktop) -> None:
+    provider = Scripted([call("computer", 0, action="left_click", coordinate=[desk.width + 50, 10])])
+    loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
+    await run(loop, trace)
+    assert desk.actions == []
+    (hall,) = events(tmp_path, "hallucination")
+    assert hall["kind"] == "off_screen" and "off the screen" in hall["error"]
+    assert "off the screen" in tool_messages(provider.calls[1])[0]["content"]

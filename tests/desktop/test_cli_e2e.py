@@ -83,18 +83,53 @@ def test_every_builtin_task_passes_with_the_cli_oracle(tmp_path):
     assert theme["key_steps"]["ratio"] == 1.0 and theme["key_steps"]["timeline"][0]["via"] == "event"
 
 
-def test_unreachable_ollama_is_one_clear_line_and_an_infra_error(tmp_path):
+def test_unreachable_ollama_is_one_clear_line_before_any_episode(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    proc = run_cli(tmp_path, "provider=ollama", "model=qwen3vl_8b", "tracking=none", "task=xterm/count_errors",
-                   "provider.max_retries=1", env={"OLLAMA_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    proc = run_cli(tmp_path, "model=qwen3vl_8b", "tracking=none", "task=xterm/count_errors",
+                   env={"OLLAMA_BASE_URL": f"http://127.0.0.1:{port}/v1"})
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(errors) == 1, proc.stderr
     assert "unreachable" in errors[0] and "ollama serve" in errors[0] and str(port) in errors[0]
-    (result,) = results(tmp_path / "run")
-    assert result["status"] == "infra_error" and "unreachable" in result["reason"]
+    assert results(tmp_path / "run") == []  # the preflight stopped it: no desktop was started
+
+
+def test_qwen3vl_32b_square_multirun_against_an_ollama_endpoint(tmp_path):
+    """`python -m mcpworld model=qwen3vl_32b resolution=square -m` end to end: the preflight pulls
+    and loads the model, the agent's Qwen-style calls (normalised coordinates, computer_use,
+    terminate) drive a real xterm, the task is graded and the run lands in MLflow."""
+    from tests.fakes.ollama_server import FakeOllamaServer, ps_entry, tag_entry
+
+    chat = [{"tool_calls": [{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [200, 150]}}]},
+            {"tool_calls": [{"name": "computer_use", "arguments": {
+                "action": "type", "text": "mkdir -p ~/projects/alpha/src ~/projects/alpha/tests\n"}}]},
+            {"tool_calls": [{"name": "computer_use", "arguments": {"action": "wait", "time": 0.5}}]},
+            {"text": '<tool_call>{"name": "terminate", "arguments": {"status": "success"}}</tool_call>'}]
+    db = tmp_path / "mlflow.db"
+    with FakeOllamaServer(models=[tag_entry("llama3:8b")], loaded=[ps_entry("llama3:8b")], chat_script=chat, model="qwen3-vl:32b",
+                          context_length=32768) as server:
+        proc = run_cli(tmp_path, "-m", "model=qwen3vl_32b", "resolution=square", "task=xterm/make_project_dirs",
+                       f"tracking.uri=sqlite:///{db}", f"tracking.artifact_root={tmp_path}/artifacts",
+                       "tracking.experiment=ollama", env={"OLLAMA_BASE_URL": server.base_url})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        paths = server.paths()
+        assert "/api/pull" in paths  # the model was missing: pulled
+        assert {"model": "llama3:8b", "keep_alive": 0} in server.bodies("/api/generate")  # others unloaded
+        chats = [c.body for c in server.calls if c.path == "/v1/chat/completions"]
+        assert len(chats) == 4 and chats[0]["model"] == "qwen3-vl:32b" and chats[0]["temperature"] == 0.0
+    (result,) = results(tmp_path / "sweep")
+    assert (result["status"], result["score"], result["final_action"]) == ("success", 1.0, "DONE")
+    assert result["labels"]["model"] == "qwen3vl_32b" and result["hallucinations"] == 0
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{db}")
+    runs = client.search_runs([client.get_experiment_by_name("ollama").experiment_id])
+    (job,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert job.data.params["ollama.quantization"] and job.data.params["ollama.digest"]
+    assert job.data.metrics["ollama.vram_bytes"] > 0 and job.data.metrics["success_rate"] == 1.0
 
 
 def test_typo_in_a_group_name_names_the_key(tmp_path):

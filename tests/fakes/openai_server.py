@@ -19,7 +19,10 @@ Each scripted reply is a dict; every key is optional:
 - ``text``: assistant text (streamed over several chunks).
 - ``tool_calls``: ``[{"name": str, "arguments": dict, "id": str (optional)}]``; the arguments JSON
   is split over several chunks, like real servers do. A ``str`` is sent verbatim (malformed JSON).
-- ``finish_reason``: defaults to ``"tool_calls"`` when there are tool calls, else ``"stop"``.
+- ``function_call``: ``{"name": str, "arguments": dict | str}``, the legacy single-call field: streamed
+  as ``delta.function_call`` (the name first, then the arguments in pieces), or ``message.function_call``.
+- ``finish_reason``: defaults to ``"tool_calls"`` when there are tool calls, ``"function_call"`` for a
+  legacy ``function_call``, else ``"stop"``.
 - ``status``: return this HTTP error code instead (body ``{"error": {"message": ...}}``);
   ``error`` sets the message, ``headers`` adds response headers (e.g. ``Retry-After``).
 - ``delay_first_s``: sleep after the response headers, before the first chunk.
@@ -191,13 +194,17 @@ def _args_text(arguments: dict[str, Any] | str) -> str:
 def _usage(body: dict[str, Any], reply: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, int]:
     given = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
     out_chars = len(reply.get("text") or "") + sum(len(c["function"]["arguments"]) for c in calls)
+    if reply.get("function_call"):
+        out_chars += len(_args_text(reply["function_call"].get("arguments", {})))
     prompt = int(given.get("prompt_tokens", len(json.dumps(body.get("messages", []))) // 4))
     completion = int(given.get("completion_tokens", out_chars // 4 + 1))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _finish(reply: dict[str, Any]) -> str:
-    return reply.get("finish_reason") or ("tool_calls" if reply.get("tool_calls") else "stop")
+    if reply.get("finish_reason"):
+        return reply["finish_reason"]
+    return "tool_calls" if reply.get("tool_calls") else "function_call" if reply.get("function_call") else "stop"
 
 
 def _split(text: str, parts: int) -> list[str]:
@@ -211,6 +218,9 @@ def _completion(body: dict[str, Any], reply: dict[str, Any], model: str) -> dict
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("text") or None}
     if calls:
         message["tool_calls"] = calls
+    if reply.get("function_call"):
+        fc = reply["function_call"]
+        message["function_call"] = {"name": fc["name"], "arguments": _args_text(fc.get("arguments", {}))}
     data: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
@@ -245,6 +255,11 @@ def _chunks(body: dict[str, Any], reply: dict[str, Any], model: str, include_usa
         out.append(delta({"tool_calls": [head]}))
         for piece in _split(call["function"]["arguments"], 3):
             out.append(delta({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+    if reply.get("function_call"):
+        fc = reply["function_call"]
+        out.append(delta({"function_call": {"name": fc["name"], "arguments": ""}}))
+        for piece in _split(_args_text(fc.get("arguments", {})), 3):
+            out.append(delta({"function_call": {"arguments": piece}}))
     out.append(delta({}, _finish(reply)))
     if include_usage and reply.get("usage") is not False:
         out.append(chunk([], usage=_usage(body, reply, calls)))

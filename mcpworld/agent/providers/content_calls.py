@@ -15,16 +15,22 @@ from mcpworld.agent.providers.base import ToolCall, parse_arguments
 
 TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 FENCED = re.compile(r"```(?:json|tool_call|tool)?\s*(.*?)```", re.S)
+OPENER = re.compile(r"[{\[]")
 
 
-def _as_call(obj: Any, i: int) -> ToolCall | None:
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+
+
+def _as_call(obj: Any, i: int, tagged: bool = True) -> ToolCall | None:
+    """A call from a JSON object. Outside a <tool_call> tag an object needs an arguments key too:
+    ``{"name": "Alice", "email": ...}`` in prose is data, not a call."""
     if not isinstance(obj, dict):
         return None
     if isinstance(obj.get("function"), dict):  # {"type": "function", "function": {...}}
         obj = obj["function"]
     name = obj.get("name") or obj.get("tool") or obj.get("tool_name")
-    if isinstance(name, str) and name:
-        args = obj.get("arguments", obj.get("parameters", obj.get("args", obj.get("input", {}))))
+    if isinstance(name, str) and name and (tagged or any(k in obj for k in ARGUMENT_KEYS)):
+        args = next((obj[k] for k in ARGUMENT_KEYS if k in obj), {})
         if isinstance(args, str):
             args = parse_arguments(args)
         return ToolCall(id=f"text_call_{i}", name=name, arguments=args if isinstance(args, dict) else {"_raw": str(args)})
@@ -33,13 +39,13 @@ def _as_call(obj: Any, i: int) -> ToolCall | None:
     return None
 
 
-def _parse(blob: str, start: int) -> list[ToolCall] | None:
+def _parse(blob: str, start: int, tagged: bool = True) -> list[ToolCall] | None:
     try:
         data = json.loads(blob)
     except json.JSONDecodeError:
         return None
     items = data if isinstance(data, list) else [data]
-    calls = [_as_call(item, start + n) for n, item in enumerate(items)]
+    calls = [_as_call(item, start + n, tagged) for n, item in enumerate(items)]
     return calls if calls and all(c is not None for c in calls) else None  # type: ignore[return-value]
 
 
@@ -53,16 +59,19 @@ def calls_in_text(text: str) -> tuple[str, list[ToolCall]]:
                                              arguments={"_raw": blob})])
         return TAGGED.sub("", text).strip(), calls
     for match in FENCED.finditer(text):
-        parsed = _parse(match.group(1).strip(), 0)
+        parsed = _parse(match.group(1).strip(), 0, tagged=False)
         if parsed:
             return (text[:match.start()] + text[match.end():]).strip(), parsed
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", text):  # a JSON object after some prose
+    pos = 0
+    while match := OPENER.search(text, pos):  # a JSON object after some prose
         try:
             data, end = decoder.raw_decode(text, match.start())
         except json.JSONDecodeError:
+            pos = match.start() + 1
             continue
-        parsed = _parse(json.dumps(data), 0)
+        parsed = _parse(json.dumps(data), 0, tagged=False)
         if parsed:
             return (text[:match.start()] + text[end:]).strip(), parsed
+        pos = end  # JSON that is not a call: an object nested inside it is data, not a call either
     return text, []

@@ -23,6 +23,8 @@ class BashTool(Tool):
 
     async def call(self, args: dict[str, Any]) -> Observation:
         command = args.get("command")
+        if args.get("restart") and not command:  # Anthropic's bash tool; every command gets a fresh shell anyway
+            return Observation(text="bash restarted (each command runs in a fresh shell in the home directory)")
         if not isinstance(command, str) or not command.strip():
             raise ToolError("bash needs a non-empty 'command'")
         r = self.env.shell(command, timeout=self.timeout_s, max_output=self.max_output)

@@ -36,14 +36,15 @@ _TOOL_OF = {alias: tool for tool, aliases in TOOL_ALIASES.items() for alias in a
 MODIFIERS = {"control": "ctrl", "ctl": "ctrl", "cmd": "super", "command": "super", "win": "super",
              "windows": "super", "meta": "super", "option": "alt", "opt": "alt"}
 _CHORD_SPLIT = re.compile(r"\s*\+\s*")
-_DASHED = re.compile(r"^(ctrl|control|alt|shift|super|cmd|win|meta)-(\S+)$", re.I)
+_DASHED = re.compile(r"(^|\+)(ctrl|control|alt|shift|super|cmd|win|meta)-(?=\S)", re.I)  # "ctrl-shift-t"
 
 
 def normalize_chord(chord: str) -> str:
     """``Ctrl + S`` / ``control-s`` / ``CMD+shift+T`` → ``ctrl+s`` / ``super+shift+t``."""
     chord = chord.strip()
-    while _DASHED.match(chord):
-        chord = _DASHED.sub(r"\1+\2", chord)
+    while _DASHED.search(chord):
+        chord = _DASHED.sub(r"\1\2+", chord, count=1)
+    chord = re.sub(r"(?<=.)\+\s*\+$", "+plus", chord)  # "ctrl++": the last key is the plus key itself
     parts = [p for p in _CHORD_SPLIT.split(chord) if p] or [chord]
     if len(parts) == 1:
         return parts[0]
