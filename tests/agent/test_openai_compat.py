@@ -131,6 +131,22 @@ async def test_retries_on_500_then_succeeds():
     assert len(server.requests) == 2
 
 
+@pytest.mark.parametrize("clean", [False, True])
+async def test_a_cut_stream_is_retried_not_taken_as_the_answer(clean):
+    script = [{"text": "a long answer that never finishes", "cut": 2, "cut_clean": clean}, {"text": "complete"}]
+    with FakeOpenAIServer(script) as server:
+        reply = await complete(server, retry_base_s=0.001)
+    assert reply.text == "complete"
+    assert len(server.requests) == 2
+
+
+async def test_a_stream_cut_every_time_is_an_infra_error():
+    with FakeOpenAIServer([{"text": "partial", "cut": 1, "cut_clean": True}] * 3) as server:
+        with pytest.raises(InfraError, match="ended before the reply was complete"):
+            await complete(server, max_retries=2, retry_base_s=0.001)
+    assert len(server.requests) == 3
+
+
 async def test_retries_on_429_then_succeeds():
     with FakeOpenAIServer([{"status": 429, "error": "Rate limit reached"}, {"text": "ok"}]) as server:
         reply = await complete(server)

@@ -30,6 +30,8 @@ Each scripted reply is a dict; every key is optional:
 - ``usage``: ``False`` omits the usage chunk; a dict ``{"prompt_tokens", "completion_tokens"}``
   overrides the default counts (chars/4 of the request and of the output).
 - ``ignore_stream``: answer plain JSON even when the request asked to stream.
+- ``cut``: stop streaming after this many chunks and drop the connection; with ``cut_clean`` the
+  body ends properly but without the finish chunk and ``[DONE]`` (a server that died mid-reply).
 
 Each POST consumes one scripted reply; when the script runs out the reply is the text ``"done"``.
 ``push(*replies)`` appends more. ``GET /v1/models`` lists ``model``. Streaming follows the request's
@@ -159,11 +161,18 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             time.sleep(float(reply.get("delay_first_s") or 0))
             gap = float(reply.get("chunk_delay_s") or 0)
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            cut = reply.get("cut")
             for i, chunk in enumerate(_chunks(body, reply, server.model, include_usage)):
+                if cut is not None and i >= int(cut):
+                    if not reply.get("cut_clean"):  # drop the connection mid-body
+                        self.close_connection = True
+                        return
+                    break  # end the body properly, but before finish_reason and [DONE]
                 if i and gap:
                     time.sleep(gap)
                 self._write_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
-            self._write_chunk(b"data: [DONE]\n\n")
+            else:
+                self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")  # terminating zero-length chunk
 
         def _write_chunk(self, data: bytes) -> None:

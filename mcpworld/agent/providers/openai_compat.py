@@ -15,7 +15,7 @@ import httpx
 
 from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
-from mcpworld.agent.providers.http import HttpProvider, estimate_tokens, excerpt, sse_data
+from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_data
 from mcpworld.errors import InfraError
 
 
@@ -91,11 +91,13 @@ class OpenAICompatProvider(HttpProvider):
         ttft: float | None = None
         usage: Usage | None = None
         finish: str | None = None
+        done = False
         async for line in resp.aiter_lines():
             data = sse_data(line)
             if data is None:
                 continue
             if data == "[DONE]":
+                done = True
                 break
             try:
                 chunk = json.loads(data)
@@ -125,6 +127,8 @@ class OpenAICompatProvider(HttpProvider):
                     ttft = time.perf_counter() - start
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
+        if not done and finish is None:  # the body ended mid-reply: a partial answer is not an answer
+            raise Retryable(InfraError(self.scrub(f"{self.label} stream from {self.base_url} ended before the reply was complete")))
         text, tool_calls = _calls(calls, "".join(text_parts))
         if usage is None:
             usage = Usage(output_tokens=estimate_tokens(_output_text(text, tool_calls)), estimated=True)
