@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from mcpworld.telemetry.trace import Trace
 
 from tests.evaluation.conftest import DirEnvironment
 from tests.fakes.anthropic_server import FakeAnthropicServer
+from tests.fakes.scripted_server import free_port
 
 USER = [{"role": "user", "content": "hi"}]
 SHOT = image_part(b"\xff\xd8fake-jpeg", "jpeg")  # data:image/jpeg;base64,...
@@ -73,12 +73,6 @@ async def complete(server: FakeAnthropicServer, messages=USER, tools=(), **kw: A
         return await provider.complete(list(messages), list(tools))
     finally:
         await provider.aclose()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Sleeps(list):

@@ -426,12 +426,9 @@ async def test_endpoint_unreachable_propagates(tmp_path: Path, desk: FakeDesktop
 
 
 async def test_unreachable_real_endpoint_propagates(tmp_path: Path, desk: FakeDesktop) -> None:
-    import socket
+    from tests.fakes.scripted_server import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    provider = OpenAICompatProvider(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0)
+    provider = OpenAICompatProvider(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0)
     loop, _, trace = make_loop(tmp_path, provider, gui_tools(desk))
     with pytest.raises(EndpointUnreachable):
         await run(loop, trace)

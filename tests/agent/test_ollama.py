@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
@@ -10,6 +9,7 @@ from mcpworld.agent.providers.ollama import OllamaProvider, full_tag
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from tests.fakes.ollama_server import FakeOllamaServer, ps_entry, tag_entry
+from tests.fakes.scripted_server import free_port
 
 TAG = "qwen3-vl:32b"
 DIGEST = "sha256:" + "cd" * 32
@@ -28,12 +28,6 @@ async def preflight(server: FakeOllamaServer | str, **kw):
         return await provider.preflight()
     finally:
         await provider.aclose()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def generate_calls(server: FakeOllamaServer) -> list[dict]:

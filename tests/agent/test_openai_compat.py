@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
@@ -10,6 +9,7 @@ from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
 from mcpworld.errors import EndpointUnreachable, InfraError
 
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.scripted_server import free_port
 
 USER = [{"role": "user", "content": "hi"}]
 CLICK_TOOL = {
@@ -33,12 +33,6 @@ async def complete(server: FakeOpenAIServer, messages=USER, tools=(), **kw):
         return await provider.complete(list(messages), list(tools))
     finally:
         await provider.aclose()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_text_reply_and_request_shape():

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
+
+from tests.fakes.scripted_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
@@ -84,9 +85,7 @@ def test_every_builtin_task_passes_with_the_cli_oracle(tmp_path):
 
 
 def test_unreachable_ollama_is_one_clear_line_before_any_episode(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+    port = free_port()
     proc = run_cli(tmp_path, "model=qwen3vl_8b", "tracking=none", "task=xterm/count_errors",
                    env={"OLLAMA_BASE_URL": f"http://127.0.0.1:{port}/v1"})
     assert proc.returncode == 2

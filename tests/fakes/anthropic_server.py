@@ -43,58 +43,23 @@ the script; it is still recorded.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-DONE_TEXT = "done"
+from tests.fakes.scripted_server import ScriptedServer
+
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
                500: "api_error", 529: "overloaded_error"}
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(ScriptedServer):
     """Scripted Anthropic Messages server on 127.0.0.1 (random port) in a background thread."""
 
     def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "claude-fake"):
-        self.model = model
-        self.script: deque[dict[str, Any]] = deque(script or [])
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self.port: int = self._httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> FakeAnthropicServer:
-        # A short poll interval keeps shutdown (and so every test) fast.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        name="fake-anthropic", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def push(self, *replies: dict[str, Any]) -> None:
-        with self._lock:
-            self.script.extend(replies)
-
-    def _record(self, body: dict[str, Any], headers: dict[str, str], valid: bool) -> dict[str, Any]:
-        with self._lock:
-            self.requests.append(body)
-            self.headers.append(headers)
-            if not valid:
-                return {}
-            return self.script.popleft() if self.script else {"text": DONE_TEXT}
+        super().__init__(script, model, _make_handler)
 
 
 def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:

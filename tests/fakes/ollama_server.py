@@ -92,10 +92,6 @@ class FakeOllamaServer(FakeOpenAIServer):
         # Compose: the OpenAI handler serves /v1; ours intercepts /api first.
         self._httpd.RequestHandlerClass = _make_handler(self, self._httpd.RequestHandlerClass)
 
-    def __enter__(self) -> FakeOllamaServer:  # noqa: PYI034 (same signature as FakeOpenAIServer's)
-        self.start()
-        return self
-
     def paths(self, method: str | None = None) -> list[str]:
         return [c.path for c in self.calls if method is None or c.method == method]
 

@@ -42,64 +42,19 @@ Each POST consumes one scripted reply; when the script runs out the reply is the
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-DONE_TEXT = "done"
+from tests.fakes.scripted_server import ScriptedServer
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ScriptedServer):
     """Scripted OpenAI-compatible server on 127.0.0.1 (random port) in a background thread."""
 
     def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "fake-model"):
-        self.model = model
-        self.script: deque[dict[str, Any]] = deque(script or [])
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self.port: int = self._httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread: threading.Thread | None = None
-
-    # ---------------------------------------------------------------- lifecycle
-
-    def start(self) -> FakeOpenAIServer:
-        # A short poll interval keeps stop() (and so every test) fast.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="fake-openai", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # ---------------------------------------------------------------- script
-
-    def push(self, *replies: dict[str, Any]) -> None:
-        with self._lock:
-            self.script.extend(replies)
-
-    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        with self._lock:
-            self.requests.append(body)
-            self.headers.append(headers)
-            return self.script.popleft() if self.script else {"text": DONE_TEXT}
+        super().__init__(script, model, _make_handler)
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:

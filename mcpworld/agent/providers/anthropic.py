@@ -96,25 +96,11 @@ class AnthropicProvider(HttpProvider):
         return headers
 
     async def _attempt(self, payload: dict[str, Any]) -> Reply:
-        """One HTTP round trip. Raises Retryable for transient failures, InfraError for final ones."""
-        url = f"{self.base_url}/messages"
-
-        async def request() -> Reply:
-            start = time.perf_counter()
-            async with self.client().stream("POST", url, json=payload, headers=self._headers()) as resp:
-                if resp.status_code >= 400:
-                    await resp.aread()
-                    raise self.http_error(resp)
-                if "text/event-stream" in resp.headers.get("content-type", ""):
-                    return await self._read_stream(resp, start, url)
-                await resp.aread()
-                return self._read_json(resp)
-
-        return await self.timed(request, url)
+        return await self.post("messages", payload, self._headers(), self._read_stream, self._read_json)
 
     # ------------------------------------------------------------------ responses
 
-    async def _read_stream(self, resp: httpx.Response, start: float, url: str) -> Reply:
+    async def _read_stream(self, resp: httpx.Response, start: float) -> Reply:
         blocks: dict[int, dict[str, Any]] = {}
         usage: dict[str, Any] = {}
         ttft: float | None = None
@@ -159,7 +145,7 @@ class AnthropicProvider(HttpProvider):
             if got_token and ttft is None:
                 ttft = time.perf_counter() - start
         else:
-            msg = f"{self.label} stream from {url} ended before message_stop"
+            msg = f"{self.label} stream from {resp.request.url} ended before message_stop"
             raise Retryable(InfraError(self.scrub(msg)))
         for block in blocks.values():
             if block.get("type") == "tool_use" and block["partial_json"]:

@@ -100,6 +100,26 @@ class HttpProvider(Provider):
             reply.ttft_s = reply.latency_s
         return reply
 
+    async def post(self, path: str, payload: dict[str, Any], headers: dict[str, str],
+                   read_stream: Callable[[httpx.Response, float], Awaitable[Reply]],
+                   read_json: Callable[[httpx.Response], Reply]) -> Reply:
+        """One POST round trip: an error status is classified, an SSE body goes to ``read_stream``
+        (with the request's start time, for TTFT), anything else to ``read_json``."""
+        url = f"{self.base_url}/{path}"
+
+        async def request() -> Reply:
+            start = time.perf_counter()
+            async with self.client().stream("POST", url, json=payload, headers=headers) as resp:
+                if resp.status_code >= 400:
+                    await resp.aread()
+                    raise self.http_error(resp)
+                if "text/event-stream" in resp.headers.get("content-type", ""):
+                    return await read_stream(resp, start)
+                await resp.aread()
+                return read_json(resp)
+
+        return await self.timed(request, url)
+
     def http_error(self, resp: httpx.Response) -> Exception:
         """429/5xx (and Anthropic's 529 overloaded) are transient; any other 4xx is a config problem."""
         detail = self.scrub(error_detail(resp))

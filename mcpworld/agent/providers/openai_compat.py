@@ -67,21 +67,7 @@ class OpenAICompatProvider(HttpProvider):
         return headers
 
     async def _attempt(self, payload: dict[str, Any]) -> Reply:
-        """One HTTP round trip. Raises Retryable for transient failures, InfraError for final ones."""
-        url = f"{self.base_url}/chat/completions"
-
-        async def request() -> Reply:
-            start = time.perf_counter()
-            async with self.client().stream("POST", url, json=payload, headers=self._headers()) as resp:
-                if resp.status_code >= 400:
-                    await resp.aread()
-                    raise self.http_error(resp)
-                if "text/event-stream" in resp.headers.get("content-type", ""):
-                    return await self._read_stream(resp, start)
-                await resp.aread()
-                return self._read_json(resp)
-
-        return await self.timed(request, url)
+        return await self.post("chat/completions", payload, self._headers(), self._read_stream, self._read_json)
 
     # ------------------------------------------------------------------ responses
 
