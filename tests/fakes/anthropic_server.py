@@ -43,12 +43,11 @@ the script; it is still recorded.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.scripted_server import ScriptedServer
+from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
@@ -63,12 +62,7 @@ class FakeAnthropicServer(ScriptedServer):
 
 
 def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # keep test output quiet
-            pass
-
+    class Handler(ScriptedHandler):
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.path.rstrip("/") != "/v1/messages":
@@ -102,43 +96,12 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             self._send_json(status, {"type": "error", "error": {"type": kind, "message": message}}, extra)
 
         def _send_json(self, status: int, data: Any, extra: dict[str, str] | None = None) -> None:
-            payload = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("request-id", f"req_{uuid.uuid4().hex[:16]}")
-            for k, v in (extra or {}).items():
-                self.send_header(k, str(v))
-            self.end_headers()
-            self.wfile.write(payload)
+            self.send_json(status, data, {"request-id": f"req_{uuid.uuid4().hex[:16]}", **(extra or {})})
 
         def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            for k, v in (reply.get("headers") or {}).items():
-                self.send_header(k, str(v))
-            self.end_headers()
-            self.wfile.flush()
-            time.sleep(float(reply.get("delay_first_s") or 0))
-            gap = float(reply.get("chunk_delay_s") or 0)
-            events = _events(body, reply, server.model)
-            cut = reply.get("cut")
-            for i, event in enumerate(events):
-                if cut is not None and i >= int(cut):
-                    if not reply.get("cut_clean"):
-                        self.close_connection = True
-                        return  # no terminating chunk: the client sees an incomplete body
-                    break
-                if i and gap:
-                    time.sleep(gap)
-                self._write_chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-            self._write_chunk(b"")  # terminating zero-length chunk
-
-        def _write_chunk(self, data: bytes) -> None:
-            self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
+            frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                      for e in _events(body, reply, server.model)]
+            self.send_stream(reply, frames, content_type="text/event-stream; charset=utf-8")
 
     return Handler
 

@@ -120,9 +120,6 @@ class FakeOllamaServer(FakeOpenAIServer):
 
 def _make_handler(server: FakeOllamaServer, base: type) -> type:
     class Handler(base):  # type: ignore[misc, valid-type]
-        # Headers and body go out in separate writes; without this, Nagle + delayed ACK cost ~40 ms each.
-        disable_nagle_algorithm = True
-
         def do_GET(self) -> None:
             self._log(None)
             route = self.path.rstrip("/")
@@ -130,9 +127,9 @@ def _make_handler(server: FakeOllamaServer, base: type) -> type:
                 answers = {"/api/tags": {"models": list(server.tags)}, "/api/ps": {"models": list(server.loaded)},
                            "/api/version": {"version": VERSION}}
             if route in answers:
-                self._send_json(200, answers[route])
+                self.send_json(200, answers[route])
             elif route.startswith("/api/"):
-                self._send_json(404, {"error": f"no route {self.path}"})
+                self.send_json(404, {"error": f"no route {self.path}"})
             else:
                 super().do_GET()
 
@@ -148,13 +145,13 @@ def _make_handler(server: FakeOllamaServer, base: type) -> type:
                 self.rfile = io.BytesIO(raw)  # hand the body, unread, to FakeOpenAIServer's handler
                 super().do_POST()
             elif body is None:
-                self._send_json(400, {"error": "invalid JSON body"})
+                self.send_json(400, {"error": "invalid JSON body"})
             elif route == "/api/generate":
-                self._send_json(*server._generate(body))
+                self.send_json(*server._generate(body))
             elif route == "/api/pull":
                 self._pull(str(body.get("model") or body.get("name") or ""))
             else:
-                self._send_json(404, {"error": f"no route {self.path}"})
+                self.send_json(404, {"error": f"no route {self.path}"})
 
         def _log(self, body: Any) -> None:
             with server._lock:
@@ -163,7 +160,7 @@ def _make_handler(server: FakeOllamaServer, base: type) -> type:
         def _pull(self, name: str) -> None:
             script = server.pull_script if server.pull_script is not None else default_pull()
             if script and isinstance(script[0].get("status"), int):
-                self._send_json(script[0]["status"], {"error": script[0].get("error", "scripted error")})
+                self.send_json(script[0]["status"], {"error": script[0].get("error", "scripted error")})
                 return
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
@@ -174,9 +171,9 @@ def _make_handler(server: FakeOllamaServer, base: type) -> type:
             try:
                 for event in script:
                     failed = failed or "error" in event
-                    self._write_chunk(json.dumps(event).encode() + b"\n")
+                    self.write_chunk(json.dumps(event).encode() + b"\n")
                     time.sleep(0.001)  # separate network writes, so the client really reads a stream
-                self._write_chunk(b"")
+                self.write_chunk(b"")
             except (BrokenPipeError, ConnectionResetError):
                 return
             if not failed:

@@ -47,7 +47,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.scripted_server import ScriptedServer
+from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
 
 class FakeOpenAIServer(ScriptedServer):
@@ -58,29 +58,23 @@ class FakeOpenAIServer(ScriptedServer):
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True  # headers and body are separate writes: don't wait 40 ms between them
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # keep test output quiet
-            pass
-
+    class Handler(ScriptedHandler):
         def do_GET(self) -> None:
             if self.path.rstrip("/") == "/v1/models":
                 data = {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "fake"}]}
-                self._send_json(200, data)
+                self.send_json(200, data)
             else:
-                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.path.rstrip("/") != "/v1/chat/completions":
-                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                 return
             try:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError:
-                self._send_json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}})
+                self.send_json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}})
                 return
             reply = server._record(body, {k.lower(): v for k, v in self.headers.items()})
             try:
@@ -88,51 +82,19 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     status = int(reply["status"])
                     message = reply.get("error") or f"scripted error {status}"
                     err = {"error": {"message": message, "type": "fake_error", "code": status}}
-                    self._send_json(status, err, reply.get("headers"))
+                    self.send_json(status, err, reply.get("headers"))
                 elif body.get("stream") and not reply.get("ignore_stream"):
                     self._stream(body, reply)
                 else:
-                    self._send_json(200, _completion(body, reply, server.model), reply.get("headers"))
+                    self.send_json(200, _completion(body, reply, server.model), reply.get("headers"))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (e.g. its read timeout); nothing to do
 
-        def _send_json(self, status: int, data: Any, extra: dict[str, str] | None = None) -> None:
-            payload = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for k, v in (extra or {}).items():
-                self.send_header(k, str(v))
-            self.end_headers()
-            self.wfile.write(payload)
-
         def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            self.wfile.flush()
-            time.sleep(float(reply.get("delay_first_s") or 0))
-            gap = float(reply.get("chunk_delay_s") or 0)
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            cut = reply.get("cut")
-            for i, chunk in enumerate(_chunks(body, reply, server.model, include_usage)):
-                if cut is not None and i >= int(cut):
-                    if not reply.get("cut_clean"):  # drop the connection mid-body
-                        self.close_connection = True
-                        return
-                    break  # end the body properly, but before finish_reason and [DONE]
-                if i and gap:
-                    time.sleep(gap)
-                self._write_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
-            else:
-                self._write_chunk(b"data: [DONE]\n\n")
-            self._write_chunk(b"")  # terminating zero-length chunk
-
-        def _write_chunk(self, data: bytes) -> None:
-            self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
+            frames = [f"data: {json.dumps(c)}\n\n".encode()
+                      for c in _chunks(body, reply, server.model, include_usage)]
+            self.send_stream(reply, frames, last=b"data: [DONE]\n\n")
 
     return Handler
 
