@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from PIL import Image
 
 from mcpworld.agent.loop import AgentLoop, Limits, image_part
 from mcpworld.agent.providers.anthropic import AnthropicProvider
@@ -19,7 +18,7 @@ from mcpworld.errors import EndpointUnreachable, InfraError
 from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
 
-from tests.evaluation.conftest import DirEnvironment
+from tests.agent.test_tools import FakeDesktop
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.scripted_server import free_port
 
@@ -30,28 +29,8 @@ COMPUTER_20250124 = {"type": "computer_20250124", "name": "computer",
                      "display_width_px": 1024, "display_height_px": 768}
 
 
-class Desk(DirEnvironment):
-    """A desktop that records input actions and returns blank screenshots."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.actions: list[dict[str, Any]] = []
-
-    def screenshot(self) -> Image.Image:
-        return Image.new("RGB", (1024, 768), (40, 40, 40))
-
-    def act(self, action: dict[str, Any]) -> None:
-        self.actions.append(dict(action))
-
-    def settle(self, before=None) -> Image.Image:
-        return self.screenshot()
-
-    def cursor_position(self) -> tuple[int, int]:
-        return (0, 0)
-
-
 def tool_schemas(tmp_path: Path) -> list[dict[str, Any]]:
-    desk = Desk(tmp_path)
+    desk = FakeDesktop(tmp_path, 1024, 768)
     computer = ComputerTool(desk, CoordinateMap("pixels", (1024, 768)))
     mcp = {"type": "function", "function": {"name": "calc_sum", "description": "Add numbers",
                                             "parameters": {"type": "object", "properties": {}}}}
@@ -271,7 +250,7 @@ async def test_headers():
 
 async def test_full_loop_episode_against_fake_server(tmp_path: Path):
     """The loop's real message history passes the fake's protocol checks at every turn."""
-    desk = Desk(tmp_path)
+    desk = FakeDesktop(tmp_path, 1024, 768)
     tools = {"computer": ComputerTool(desk, CoordinateMap("pixels", (1024, 768))), "bash": BashTool(desk),
              "done": DoneTool()}
     script = [

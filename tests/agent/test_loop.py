@@ -22,29 +22,8 @@ from mcpworld.errors import EndpointUnreachable, InfraError
 from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace, read_trace
 
-from tests.evaluation.conftest import DirEnvironment
+from tests.agent.test_tools import FakeDesktop
 from tests.fakes.openai_server import FakeOpenAIServer
-
-
-class FakeDesktop(DirEnvironment):
-    """Records input actions; screenshots are blank PIL images of the configured size."""
-
-    def __init__(self, root: Path, width: int = 1000, height: int = 1000) -> None:
-        super().__init__(root)
-        self.width, self.height = width, height
-        self.actions: list[dict[str, Any]] = []
-
-    def screenshot(self) -> Image.Image:
-        return Image.new("RGB", (self.width, self.height), (40, 40, 40))
-
-    def act(self, action: dict[str, Any]) -> None:
-        self.actions.append(dict(action))
-
-    def settle(self, before=None) -> Image.Image:
-        return self.screenshot()
-
-    def cursor_position(self) -> tuple[int, int]:
-        return (0, 0)
 
 
 class Scripted(Provider):
@@ -495,6 +474,7 @@ async def test_different_actions_or_a_changing_screen_are_not_loops(tmp_path: Pa
     loop, result, trace = make_loop(tmp_path / "t", provider, gui_tools(ticking))
     await run(loop, trace)
     assert events(tmp_path / "t", "loop") == [] and result.loops == 0
+    assert result.steps == 6 and len(ticking.actions) == 5
 
 
 def test_loop_detector_reports_again_after_the_agent_got_unstuck() -> None:
