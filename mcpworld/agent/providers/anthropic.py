@@ -155,13 +155,7 @@ class AnthropicProvider(HttpProvider):
         return reply
 
     def _read_json(self, resp: httpx.Response) -> Reply:
-        try:
-            body = resp.json()
-        except ValueError as exc:
-            msg = f"{self.label} endpoint {self.base_url} sent a non-JSON reply: {excerpt(resp.text)}"
-            raise InfraError(self.scrub(msg)) from exc
-        if not isinstance(body, dict):
-            raise InfraError(self.scrub(f"{self.label} endpoint {self.base_url} sent {excerpt(body)}"))
+        body = self.json_body(resp)
         if body.get("type") == "error":
             raise self._stream_error(body.get("error") or {})
         return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"))

@@ -22,6 +22,7 @@ from mcpworld.agent.providers.base import Provider, Reply
 from mcpworld.errors import EndpointUnreachable, InfraError
 
 EXCERPT_CHARS = 300
+TRANSPORT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
 class Retryable(Exception):
@@ -86,19 +87,22 @@ class HttpProvider(Provider):
         start = time.perf_counter()
         try:
             reply = await request()
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            reason = one_line(str(exc)) or type(exc).__name__
-            hint = f" {self.start_hint}" if self.start_hint else ""
-            msg = f"{self.label} endpoint {self.base_url} is unreachable ({reason}).{hint}"
-            raise Retryable(EndpointUnreachable(self.scrub(msg))) from exc
-        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            reason = one_line(str(exc)) or type(exc).__name__
-            msg = f"{self.label} request to {url} failed ({type(exc).__name__}: {reason})"
-            raise Retryable(InfraError(self.scrub(msg))) from exc
+        except TRANSPORT_ERRORS as exc:
+            raise self.transport_failure(exc, url) from exc
         reply.latency_s = time.perf_counter() - start
         if reply.ttft_s is None:
             reply.ttft_s = reply.latency_s
         return reply
+
+    def transport_failure(self, exc: Exception, url: str) -> Retryable:
+        """A connection that never opened means the endpoint is down (with how to start it);
+        a timeout or a dropped connection is one failed request."""
+        reason = one_line(str(exc)) or type(exc).__name__
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            hint = f" {self.start_hint}" if self.start_hint else ""
+            msg = f"{self.label} endpoint {self.base_url} is unreachable ({reason}).{hint}"
+            return Retryable(EndpointUnreachable(self.scrub(msg)))
+        return Retryable(InfraError(self.scrub(f"{self.label} request to {url} failed ({type(exc).__name__}: {reason})")))
 
     async def post(self, path: str, payload: dict[str, Any], headers: dict[str, str],
                    read_stream: Callable[[httpx.Response, float], Awaitable[Reply]],
@@ -119,6 +123,17 @@ class HttpProvider(Provider):
                 return read_json(resp)
 
         return await self.timed(request, url)
+
+    def json_body(self, resp: httpx.Response) -> dict[str, Any]:
+        """A non-streamed reply's JSON object; InfraError (key scrubbed) for anything else."""
+        try:
+            body = resp.json()
+        except ValueError as exc:
+            msg = f"{self.label} endpoint {self.base_url} sent a non-JSON reply: {excerpt(resp.text)}"
+            raise InfraError(self.scrub(msg)) from exc
+        if not isinstance(body, dict):
+            raise InfraError(self.scrub(f"{self.label} endpoint {self.base_url} sent {excerpt(body)}"))
+        return body
 
     def http_error(self, resp: httpx.Response) -> Exception:
         """429/5xx (and Anthropic's 529 overloaded) are transient; any other 4xx is a config problem."""

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 
 from mcpworld.agent.providers.base import ModelInfo
-from mcpworld.agent.providers.http import Retryable, excerpt, one_line
+from mcpworld.agent.providers.http import TRANSPORT_ERRORS, Retryable, one_line
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
-from mcpworld.errors import EndpointUnreachable, InfraError, UserError
+from mcpworld.errors import InfraError, UserError
 
 KEEP_ALIVE = "30m"  # long enough to span the gaps between episodes; Ollama's default is 5m
 # Loading a large model into VRAM, or verifying a pulled layer's digest, is silent for minutes.
@@ -71,12 +71,7 @@ class OllamaProvider(OpenAICompatProvider):
             resp = await self.client().request(method, self.root + path, json=body, headers=self._auth(),
                                                timeout=timeout or self.client().timeout)
         self._check(resp, method, path)
-        try:
-            data = resp.json()
-        except ValueError as exc:
-            raise InfraError(self.scrub(f"{self.label} {method} {path} sent a non-JSON reply: "
-                                        f"{excerpt(resp.text)}")) from exc
-        return data if isinstance(data, dict) else {}
+        return self.json_body(resp)
 
     async def _pull(self) -> None:
         """Stream ``/api/pull``'s NDJSON progress onto a progress bar; large models take minutes."""
@@ -112,18 +107,11 @@ class OllamaProvider(OpenAICompatProvider):
 
     @contextlib.contextmanager
     def _transport(self, path: str) -> Iterator[None]:
-        """Transport failures worded like chat's (see HttpProvider.timed); preflight does not retry."""
+        """Transport failures worded like chat's; preflight does not retry."""
         try:
             yield
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            reason = one_line(str(exc)) or type(exc).__name__
-            hint = f" {self.start_hint}" if self.start_hint else ""
-            msg = f"{self.label} endpoint {self.base_url} is unreachable ({reason}).{hint}"
-            raise EndpointUnreachable(self.scrub(msg)) from exc
-        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            reason = one_line(str(exc)) or type(exc).__name__
-            raise InfraError(self.scrub(f"{self.label} request to {self.root}{path} failed "
-                                        f"({type(exc).__name__}: {reason})")) from exc
+        except TRANSPORT_ERRORS as exc:
+            raise self.transport_failure(exc, self.root + path).final from exc
 
     def _check(self, resp: httpx.Response, method: str, path: str) -> None:
         if resp.status_code >= 400:

@@ -121,11 +121,7 @@ class OpenAICompatProvider(HttpProvider):
         return Reply(text=text, tool_calls=tool_calls, usage=usage, ttft_s=ttft, finish_reason=finish)
 
     def _read_json(self, resp: httpx.Response) -> Reply:
-        try:
-            body = resp.json()
-        except ValueError as exc:
-            msg = f"{self.label} endpoint {self.base_url} sent a non-JSON reply: {excerpt(resp.text)}"
-            raise InfraError(self.scrub(msg)) from exc
+        body = self.json_body(resp)
         if body.get("error"):
             raise InfraError(self.scrub(f"{self.label} error: {excerpt(body['error'])}"))
         choice = (body.get("choices") or [{}])[0]
