@@ -64,11 +64,13 @@ def _preview(args: dict[str, Any], limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def fingerprint(obs: Observation) -> str:
-    """What the model saw after an action: its text and its screenshot's pixels."""
-    h = hashlib.blake2b(obs.text.encode(), digest_size=16)
-    if obs.image is not None:
-        h.update(obs.image.tobytes())
+def fingerprint(text: str, image: bytes | None) -> str:
+    """What the model saw after an action: its text and its encoded screenshot (a deterministic
+    encoding of the same pixels; hashing the ~100 KB encoding, not 3-6 MB of raw pixels, keeps
+    this off the step's critical path)."""
+    h = hashlib.blake2b(text.encode(), digest_size=16)
+    if image is not None:
+        h.update(image)
     return h.hexdigest()
 
 
@@ -110,7 +112,7 @@ class AgentLoop:
         r = self.result
         content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
         if first_screen is not None:
-            saved = self._observe_image(first_screen, content)
+            saved = self._observe(self._encode(first_screen), content)
             if saved:
                 self.trace.emit("observation", screenshot=saved)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system},
@@ -160,13 +162,14 @@ class AgentLoop:
                     continue
                 obs = await self._call_tool(call.name, call.arguments)
                 r.steps += 1
-                loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
-                                      fingerprint(obs))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"})
-                if obs.image is not None:
-                    saved = self._observe_image(obs.image, images)
+                data = self._encode(obs.image) if obs.image is not None else None
+                if data is not None:
+                    saved = self._observe(data, images)
                     if saved:
                         self.trace.emit("observation", screenshot=saved, step=r.steps)
+                loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
+                                      fingerprint(obs.text, data))
                 if obs.final:
                     r.final_action = obs.final
                     r.termination = "done" if obs.final == "DONE" else "infeasible"
@@ -238,12 +241,13 @@ class AgentLoop:
         self.trace.emit("tool_call", **event)
         return obs
 
-    def _observe_image(self, image: Image, content: list[dict[str, Any]]) -> str | None:
-        """Encode once; send to the model (if it sees images) and save to disk. Returns the saved name."""
-        if not (self.send_images or self.save_image):
-            return None
+    def _encode(self, image: Image) -> bytes:
+        """Encoded once per observation: for the model, for disk and for loop detection."""
+        return encode(image, self.limits.image_format, self.limits.image_quality)
+
+    def _observe(self, data: bytes, content: list[dict[str, Any]]) -> str | None:
+        """Send to the model (if it sees images) and save to disk. Returns the saved name."""
         fmt = self.limits.image_format
-        data = encode(image, fmt, self.limits.image_quality)
         if self.send_images:
             content.append(image_part(data, fmt))
         return self.save_image(data, fmt) if self.save_image else None
