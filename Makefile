@@ -6,9 +6,9 @@ PY         := $(VENV)/bin/python
 APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool scrot x11-utils \
               fonts-dejavu-core python3-venv make python3-pyatspi at-spi2-core libatk-adaptor
 
-.PHONY: setup apt venv run test bench clean
+.PHONY: setup apt venv servers run test bench clean
 
-setup: apt venv
+setup: apt venv servers
 
 apt:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -24,6 +24,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
 	@touch $@
+
+# The catalog's local MCP servers at pinned versions (conf/mcp/default.yaml), each in its own venv
+# (npm ones in one prefix) under .mcp-servers/; Node.js comes from apt when it is missing.
+servers: venv
+	@command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+	$(PY) -m mcpworld.mcp.install
 
 # The demo sweep: every built-in task at square and rect, replayed by the oracle, logged to outputs/mlflow.db.
 run: setup

@@ -55,6 +55,8 @@ class ResolutionConfig:
 class AppConfig:
     name: str = "all"
     apps: List[str] = field(default_factory=list)  # task apps this selection runs; empty = every app
+    # MCP servers for this app's tasks that list none themselves: catalog names or {name, command, ...}
+    mcp_servers: List[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -95,10 +97,41 @@ class EvaluatorConfig:
 
 
 @dataclass
+class KlavisConfig:
+    base_url: str = "https://api.klavis.ai"
+    api_key: Optional[str] = None  # ${oc.env:KLAVIS_API_KEY}; never logged
+    benchmark: str = "Toolathlon"
+    ttl_s: int = 7200
+    timeout_s: float = 60.0
+
+
+@dataclass
 class EnvConfig:
     backend: str = "local"
     window_manager: str = "openbox"
     app_timeout_s: float = 20.0
+    mcp_sandbox: str = "local"  # local: the catalog's servers on this host | klavis: Klavis's hosted sandbox
+    klavis: KlavisConfig = field(default_factory=KlavisConfig)
+
+
+@dataclass
+class ProxyConfig:
+    mode: str = "off"  # off | record | replay | fault
+    cassettes: Optional[str] = None  # replay: folder of <server>.jsonl
+    fault_rate: float = 0.0
+    fault_kinds: List[str] = field(default_factory=lambda: ["error"])
+    fault_latency_s: float = 2.0
+    seed: int = 0
+
+
+@dataclass
+class McpConfig:
+    servers_dir: str = ".mcp-servers"
+    start_timeout_s: float = 60.0
+    call_timeout_s: float = 60.0
+    max_output_chars: int = 100_000
+    proxy: ProxyConfig = field(default_factory=ProxyConfig)
+    catalog: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -127,6 +160,7 @@ class RootConfig:
     evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
     task: Any = None  # one id, a glob ("mousepad/*"), or a list of them
     attempts: int = 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,13 @@ from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.prompts import system_prompt
 from mcpworld.agent.providers import make_provider
 from mcpworld.agent.tools import build_toolset
+from mcpworld.agent.tools.local import local_tools
+from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.env.base import Environment
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.evaluation.verdict import judge
 from mcpworld.result import EpisodeResult
+from mcpworld.servers import episode_servers, withheld
 from mcpworld.tasks.model import Task
 from mcpworld.telemetry.trace import Trace
 
@@ -37,6 +41,38 @@ class ScreenSaver:
         (self.folder / name).write_bytes(data)
         self.count += 1
         return f"screens/{name}"
+
+
+def fill_workspace(call: dict[str, Any], workspace: str) -> dict[str, Any]:
+    """An oracle call with ``{workspace}`` in its string arguments made this episode's path."""
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace("{workspace}", workspace)
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        return value
+    return {"tool": call["tool"], "args": fill(call["args"])}
+
+
+def write_trajectory(path: Path, messages: list[dict[str, Any]], result: EpisodeResult) -> None:
+    """``traj_log.json`` in Toolathlon's shape, for graders that read the conversation."""
+    def strip(message: dict[str, Any]) -> dict[str, Any]:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [part if part.get("type") == "text" else {"type": "text", "text": "[image]"} for part in content]
+        return {**message, "content": content}
+
+    calls = sum(len(m.get("tool_calls") or []) for m in messages)
+    status = {"done": "success", "max_steps": "max_turns_reached", "timeout": "timeout"}.get(result.termination,
+                                                                                             "failed")
+    log = {"config": {"task_id": result.task_id, **result.labels}, "messages": [strip(m) for m in messages],
+           "key_stats": {"interaction_turns": 1, "tool_calls": calls, "agent_llm_requests": result.llm_calls,
+                         "input_tokens": result.tokens_in, "output_tokens": result.tokens_out,
+                         "total_tokens": result.tokens_in + result.tokens_out},
+           "status": status}
+    path.write_text(json.dumps(log, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
 
 
 def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Environment) -> EpisodeResult:
@@ -76,7 +112,9 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
 
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
-    provider = make_provider(cfg, task.solution.get(cfg.modality.name, []))
+    workspace = str(env.resolve(task.workspace))
+    solution = [fill_workspace(call, workspace) for call in task.solution.get(cfg.modality.name, [])]
+    provider = make_provider(cfg, solution)
     screens = ScreenSaver(episode_dir / "screens")
     first = tools["computer"].coords.fit(env.settle(None)) if "computer" in tools else None
     max_steps = cfg.agent.max_steps if task.max_steps is None else min(task.max_steps, cfg.agent.max_steps)
@@ -84,19 +122,34 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
                     timeout_s=task.timeout_s or cfg.agent.timeout_s, keep_screenshots=cfg.agent.keep_screenshots,
                     image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
-    loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
-                     send_images=getattr(provider, "vision", True) and cfg.model.vision)
     shown = tools["computer"].coords.image if "computer" in tools else (env.width, env.height)
-    prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
+    loop: AgentLoop | None = None
 
     async def drive() -> None:
+        nonlocal loop
         try:
-            await loop.run(prompt, task.instruction, first)
+            async with episode_servers(cfg, task, env, episode_dir, trace.emit) as pool:
+                if "mcp" in cfg.modality.tools:
+                    overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
+                    extra = {**(mcp_tools(pool, overlong) if pool else {}),
+                             **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output)}
+                    tools.update({**extra, "done": tools.pop("done")})  # done stays last
+                loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
+                                 send_images=getattr(provider, "vision", True) and cfg.model.vision,
+                                 withheld=withheld(cfg, task))
+                prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
+                if task.system_prompt:
+                    prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)
+                await loop.run(prompt, task.instruction, first)
         finally:
             await provider.aclose()
 
     t1 = time.monotonic()
-    asyncio.run(drive())
+    try:
+        asyncio.run(drive())
+    finally:
+        if task.grader and loop is not None:
+            write_trajectory(episode_dir / "traj_log.json", loop.messages, result)
     result.agent_s = round(time.monotonic() - t1, 4)
     result.screenshots = screens.count
     if result.termination == "infra_error":
@@ -104,7 +157,7 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
         return
 
     t2 = time.monotonic()
-    verdict = judge(task, env, result.final_action, trace.events)
+    verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json")
     result.metrics, result.key_steps = verdict.metrics, verdict.key_steps
     score = verdict.score
     threshold = cfg.evaluator.success_threshold

@@ -22,6 +22,7 @@ from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
 from mcpworld.result import EpisodeResult
+from mcpworld.servers import unavailable
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 from mcpworld.telemetry.tracking import flatten, make_tracker
@@ -57,6 +58,9 @@ def choose_tasks(cfg: Any) -> list[Task]:
             if task.evaluator:
                 validate_spec(task.evaluator, str(task.source))
             validate_key_steps(task.key_steps, str(task.source))
+            missing_server = unavailable(cfg, task)  # a server this machine lacks: skip, don't fail
+            if missing_server:
+                task.skip_reason = task.skip_reason or missing_server
         except UserError as exc:
             if task.format == "native":
                 raise  # our own format: the author can fix it

@@ -42,7 +42,8 @@ class Limits:
 
 def image_part(data: bytes, fmt: str) -> dict[str, Any]:
     b64 = base64.b64encode(data).decode()
-    return {"type": "image_url", "image_url": {"url": f"data:{FORMATS[fmt][1]};base64,{b64}"}}
+    mime = FORMATS[fmt][1] if fmt in FORMATS else f"image/{fmt}"
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{b64}"}}
 
 
 def prune_images(messages: list[dict[str, Any]], keep: int) -> None:
@@ -100,13 +101,17 @@ class LoopDetector:
 class AgentLoop:
     def __init__(self, provider: Provider, tools: dict[str, Tool], limits: Limits, trace: Trace,
                  result: EpisodeResult, save_image: Callable[[bytes, str], str] | None = None,
-                 send_images: bool = True):
+                 send_images: bool = True, withheld: frozenset[str] = frozenset()):
         self.provider, self.tools, self.limits = provider, tools, limits
         self.trace, self.result = trace, result
         self.save_image = save_image
         self.send_images = send_images
         self.schemas = [t.schema() for t in tools.values()]
         self.loops = LoopDetector(limits.loop_repeats)
+        # tools that exist for this task but not in this modality (names, or "<server>-" prefixes):
+        # a call to one is the hallucination kind "outside_modality"
+        self.withheld = withheld
+        self.messages: list[dict[str, Any]] = []  # the conversation, for trajectory logs
 
     async def run(self, system: str, instruction: str, first_screen: Image | None) -> None:
         r = self.result
@@ -115,8 +120,8 @@ class AgentLoop:
             saved = self._observe(self._encode(first_screen), content)
             if saved:
                 self.trace.emit("observation", screenshot=saved)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system},
-                                          {"role": "user", "content": content}]
+        messages = self.messages
+        messages += [{"role": "system", "content": system}, {"role": "user", "content": content}]
         deadline = time.monotonic() + self.limits.timeout_s
         try:
             await self._steps(messages, deadline)
@@ -164,8 +169,9 @@ class AgentLoop:
                 r.steps += 1
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"})
                 data = self._encode(obs.image) if obs.image is not None else None
-                if data is not None:
-                    saved = self._observe(data, images)
+                shown = [(data, lim.image_format)] if data is not None else []
+                for picture, fmt in shown + obs.images:
+                    saved = self._observe(picture, images, fmt)
                     if saved:
                         self.trace.emit("observation", screenshot=saved, step=r.steps)
                 loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
@@ -216,7 +222,8 @@ class AgentLoop:
         if "_raw" in args:
             kind, error = "invalid_json", f"the call to {name!r} could not be parsed as JSON: {str(args['_raw'])[:200]}"
         elif tool is None:  # outside the modality or invented
-            kind, error = "unknown_tool", f"there is no tool named {name!r}; available: {', '.join(self.tools)}"
+            kind = "outside_modality" if self._withheld(name) else "unknown_tool"
+            error = f"there is no tool named {name!r}; available: {', '.join(self.tools)}"
         else:
             try:
                 obs = await tool.call(args)
@@ -241,13 +248,16 @@ class AgentLoop:
         self.trace.emit("tool_call", **event)
         return obs
 
+    def _withheld(self, name: str) -> bool:
+        return name in self.withheld or any(p.endswith("-") and name.startswith(p) for p in self.withheld)
+
     def _encode(self, image: Image) -> bytes:
         """Encoded once per observation: for the model, for disk and for loop detection."""
         return encode(image, self.limits.image_format, self.limits.image_quality)
 
-    def _observe(self, data: bytes, content: list[dict[str, Any]]) -> str | None:
+    def _observe(self, data: bytes, content: list[dict[str, Any]], fmt: str | None = None) -> str | None:
         """Send to the model (if it sees images) and save to disk. Returns the saved name."""
-        fmt = self.limits.image_format
+        fmt = fmt or self.limits.image_format
         if self.send_images:
             content.append(image_part(data, fmt))
         return self.save_image(data, fmt) if self.save_image else None

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from mcpworld.archives import safe_extract
 from mcpworld.env.display import require_binary
 from mcpworld.errors import InfraError, TaskFileError
 from mcpworld.tasks.model import ContextEntry
@@ -41,7 +42,12 @@ def build_golden(entries: list[ContextEntry], golden: Path) -> Path:
         shutil.rmtree(golden)
     golden.mkdir(parents=True)
     for entry in entries:
-        copy_into_home(entry.src, golden / home_relative(entry.dest))
+        target = golden / home_relative(entry.dest)
+        copy_into_home(entry.src, target)
+        if entry.extract_archives and target.is_dir():
+            for archive in sorted(target.glob("*.tar.gz")) + sorted(target.glob("*.tgz")):
+                safe_extract(archive, target, label=f"{entry.src / archive.name}")
+                archive.unlink()
     return golden
 
 

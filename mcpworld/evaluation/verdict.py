@@ -14,6 +14,8 @@ from mcpworld.evaluation.spec import evaluate_spec
 from mcpworld.result import MetricOutcome
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mcpworld.env.base import Environment
     from mcpworld.tasks.model import Task
 
@@ -26,10 +28,16 @@ class Verdict:
 
 
 def judge(task: "Task", env: "Environment", final_action: str | None,
-          events: list[dict[str, Any]] | None = None) -> Verdict:
+          events: list[dict[str, Any]] | None = None, trajectory: "Path | None" = None) -> Verdict:
+    """``trajectory``: the episode's traj_log.json, for script graders that read it."""
     handler_steps: list[int] = []
     if task.evaluator:
         score, metrics = evaluate_spec(env, task.evaluator, final_action, where=str(task.source))
+    elif task.grader:
+        from mcpworld.evaluation.grader import run_grader
+
+        score, outcome = run_grader(task.grader, env.resolve(task.workspace), trajectory)
+        metrics = [outcome]
     else:
         from mcpworld.evaluation.handler import run_handler
 

@@ -1,4 +1,5 @@
-"""One entry point for every task file format: native task.yaml, OSWorld/WAA JSON, MCPWorld config.json."""
+"""One entry point for every task file format: native task.yaml, OSWorld/WAA JSON, MCPWorld config.json,
+Toolathlon task_config.json."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mcpworld.tasks.model import Task, read_json
 from mcpworld.tasks.native import load_task
 from mcpworld.tasks.mcpworld_format import is_mcpworld_task, load_mcpworld
 from mcpworld.tasks.osworld import is_osworld_task, load_osworld
+from mcpworld.tasks.toolathlon import is_toolathlon_config, load_toolathlon
 
 
 def load_task_file(path: Path, root: Path | None = None) -> Task:
@@ -24,8 +26,11 @@ def load_task_file(path: Path, root: Path | None = None) -> Task:
             return load_osworld(path, data)
         if is_mcpworld_task(data):
             return load_mcpworld(path, data)
+        if path.name == "task_config.json" and is_toolathlon_config(data):
+            return load_toolathlon(path, data)
         raise TaskFileError(f"{path}: not a task file (an OSWorld/WAA task needs 'id', 'instruction' and "
-                            f"'evaluator'; an MCPWorld config.json needs 'instruction_template')")
+                            f"'evaluator'; an MCPWorld config.json needs 'instruction_template'; a Toolathlon "
+                            f"task_config.json needs 'needed_mcp_servers')")
     raise TaskFileError(f"{path}: unknown task file type (expected task.yaml or an OSWorld/WAA .json)")
 
 
@@ -35,7 +40,8 @@ def find_task_files(root: Path) -> list[Path]:
     for path in root.rglob("*.json"):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            if is_osworld_task(data) or (path.name == "config.json" and is_mcpworld_task(data)):
+            if is_osworld_task(data) or (path.name == "config.json" and is_mcpworld_task(data)) \
+                    or (path.name == "task_config.json" and is_toolathlon_config(data)):
                 found.append(path)
         except (json.JSONDecodeError, UnicodeDecodeError, OSError):
             continue

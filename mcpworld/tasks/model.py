@@ -16,6 +16,8 @@ class ContextEntry:
 
     src: Path
     dest: str
+    # unpack top-level *.tar.gz of a copied folder in place (safely) and drop the archives
+    extract_archives: bool = False
 
 
 @dataclass
@@ -37,6 +39,12 @@ class Task:
     handler: Path | None = None
     # modality -> oracle tool calls [{"tool": name, "args": {...}}]
     solution: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # where the agent works (MCP servers' {workspace}); a path in the home
+    workspace: str = "~"
+    local_tools: list[str] = field(default_factory=list)  # Toolathlon local tools: claim_done, python_execute …
+    system_prompt: str = ""  # the task's own system prompt, after the harness's ({workspace} filled in)
+    # a script that judges the workspace (Toolathlon evaluation/main.py): {script, groundtruth, launch_time}
+    grader: dict[str, Any] | None = None
     format: str = "native"  # native | osworld | mcpworld | toolathlon
     skip_reason: str | None = None  # set by a loader when this machine cannot run the task (e.g. needs network)
 

@@ -16,7 +16,7 @@ from mcpworld.tasks.model import ContextEntry, Task
 
 REQUIRED = ("app", "instruction")
 KNOWN = set(REQUIRED) | {"evaluator", "id", "params", "timeout", "max_steps", "tags", "context", "setup",
-                         "mcp_servers", "key_steps", "handler", "solution"}
+                         "mcp_servers", "key_steps", "handler", "solution", "workspace"}
 
 _jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -131,5 +131,5 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         timeout_s=_number(data, "timeout", float, where), max_steps=_number(data, "max_steps", int, where),
         tags=[str(t) for t in tags], context=context, setup=setup,
         mcp_servers=list(data.get("mcp_servers") or []), key_steps=render(list(data.get("key_steps") or []), params, where),
-        evaluator=evaluator, handler=handler, solution=solution,
+        evaluator=evaluator, handler=handler, solution=solution, workspace=str(data.get("workspace") or "~"),
     )

@@ -301,12 +301,18 @@ def test_builtin_task_set_size() -> None:
 def test_builtin_task_is_complete(task: Task) -> None:
     assert task.instruction and "{{" not in task.instruction
     assert task.solution and any(task.solution.values()), f"{task.id} has no solution"
-    allowed = {"gui": {"computer", "done"}, "cli": {"bash", "done"}}
+    allowed = {"gui": {"computer"}, "cli": {"bash"}, "mcp": set(), "hybrid": {"computer"}}
+    servers = tuple(f"{s if isinstance(s, str) else s['name']}-" for s in task.mcp_servers) or ("filesystem-",)
     for modality, calls in task.solution.items():
         assert modality in allowed, f"{task.id}: unknown solution modality {modality!r}"
-        assert {c["tool"] for c in calls} <= allowed[modality]
+        for tool in {c["tool"] for c in calls} - allowed[modality] - {"done"}:
+            # mcp/hybrid solutions may call the task's (or its app's) servers and local tools
+            assert modality in ("mcp", "hybrid") and tool.startswith((*servers, "local-")), f"{task.id}: {tool}"
     for entry in task.context:
         assert entry.src.exists() and entry.dest.startswith("~")
+    if task.grader:  # a Toolathlon grader script judges instead of a spec
+        assert Path(task.grader["script"]).is_file()
+        return
     expand_task(task, builtin_templates())  # some use the shared templates of conf/evaluator
     validate_spec(task.evaluator, str(task.source))
 

@@ -13,7 +13,7 @@ FAMILIES = ("computer", "bash", "done", "mcp")
 
 def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: Any,
                   image_max: list[int] | None = None) -> dict[str, Tool]:
-    """The tools a modality offers, by name. Unknown families are a config error."""
+    """The modality's computer, bash and done tools, by name. Unknown families are a config error."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise UserError(f"modality.tools has unknown tool family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
@@ -27,8 +27,7 @@ def build_toolset(families: list[str], env: Environment, coordinates: str, agent
         from mcpworld.agent.tools.bash import BashTool
 
         tools.append(BashTool(env, agent_cfg.bash_timeout_s, agent_cfg.bash_max_output))
-    if "mcp" in families:
-        raise UserError("the mcp tool family is not available yet (it comes with MCP server support)")
+    # the mcp family's tools exist only while the episode's servers run: see tools.mcp and tools.local
     from mcpworld.agent.tools.done import DoneTool
 
     tools.append(DoneTool())  # every modality can end its episode

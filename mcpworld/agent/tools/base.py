@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +17,8 @@ class Observation:
     ok: bool = True
     # set by the done tool: the agent's final declaration, DONE or FAIL
     final: str | None = None
+    # images a tool returned already encoded (an MCP image block): (bytes, format) such as (b"...", "png")
+    images: list[tuple[bytes, str]] = field(default_factory=list)
 
 
 class ToolError(Exception):

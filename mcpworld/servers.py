@@ -1,0 +1,120 @@
+"""Which MCP servers an episode gets, and how they are reached.
+
+A task's own ``mcp_servers`` (else its app config's) are expanded from the catalog, their
+placeholders filled with the episode's paths, optionally routed through the recording proxy, or
+swapped for Klavis's hosted sandbox (``env=klavis``). Only modalities that offer the ``mcp`` tool
+family start any server.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from omegaconf import OmegaConf
+
+from mcpworld.env.base import Environment
+from mcpworld.errors import UserError
+from mcpworld.mcp.client import EventSink, ServerPool
+from mcpworld.mcp.install import servers_dir
+from mcpworld.mcp.spec import ServerSpec, parse_servers
+from mcpworld.tasks.model import Task
+
+
+def offers_mcp(cfg: Any) -> bool:
+    return "mcp" in cfg.modality.tools
+
+
+def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:
+    """The task's servers (or its app config's), catalog names expanded; placeholders still open."""
+    entries = task.mcp_servers or OmegaConf.to_container(cfg.app.mcp_servers, resolve=True) or []
+    catalog = OmegaConf.to_container(cfg.mcp.catalog, resolve=True) or {}
+    where = str(task.source) if task.mcp_servers else f"conf/app/{cfg.app.name}.yaml"
+    return parse_servers(entries, catalog, where)
+
+
+def unavailable(cfg: Any, task: Task) -> str | None:
+    """Why this task cannot get its servers here (a catalog server not installed), or None."""
+    if not offers_mcp(cfg) or cfg.env.mcp_sandbox == "klavis":
+        return None
+    values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}
+    for spec in task_servers(cfg, task):
+        why = spec.filled(values).unavailable()
+        if why:
+            return (f"its MCP server {spec.name!r} is not available: {why} "
+                    "(run `python -m mcpworld.mcp.install`)")
+    return None
+
+
+def withheld(cfg: Any, task: Task) -> frozenset[str]:
+    """Tools that exist for this task but not in this modality: a call to one is `outside_modality`."""
+    names = {family for family in ("computer", "bash") if family not in cfg.modality.tools}
+    if not offers_mcp(cfg):
+        try:
+            names |= {f"{spec.name}-" for spec in task_servers(cfg, task)}
+        except UserError:
+            pass
+        names |= {f"local-{tool}" for tool in task.local_tools}
+    return frozenset(names)
+
+
+def _routed(cfg: Any, spec: ServerSpec, episode_dir: Path) -> ServerSpec:
+    from mcpworld.mcp.proxy import MODES, proxied
+
+    proxy = cfg.mcp.proxy
+    if proxy.mode == "off":
+        return spec
+    if proxy.mode not in MODES:
+        raise UserError(f"mcp.proxy.mode={proxy.mode!r} is unknown; use off, {', '.join(MODES)}")
+    if proxy.mode == "replay":
+        if not proxy.cassettes:
+            raise UserError("mcp.proxy.mode=replay needs mcp.proxy.cassettes=FOLDER (a recorded episode's mcp/ folder)")
+        cassette = Path(proxy.cassettes) / f"{spec.name}.jsonl"
+        if not cassette.is_file():
+            raise UserError(f"mcp.proxy.cassettes: {cassette} does not exist (record it with mcp.proxy.mode=record)")
+    else:
+        cassette = episode_dir / "mcp" / f"{spec.name}.jsonl"
+    return proxied(spec, proxy.mode, cassette.resolve(), fault_rate=proxy.fault_rate,
+                   fault_kinds=list(proxy.fault_kinds), fault_latency_s=proxy.fault_latency_s, seed=proxy.seed,
+                   call_timeout_s=cfg.mcp.call_timeout_s)
+
+
+@asynccontextmanager
+async def episode_servers(cfg: Any, task: Task, env: Environment, episode_dir: Path,
+                          on_event: EventSink) -> AsyncIterator[ServerPool | None]:
+    """The running servers for one episode (None when the modality offers no MCP tools)."""
+    specs = task_servers(cfg, task) if offers_mcp(cfg) else []
+    if not specs:
+        yield None
+        return
+    workspace = env.resolve(task.workspace)
+    values = {"workspace": str(workspace), "home": str(env.home), "episode": str(episode_dir.resolve()),
+              "servers": str(servers_dir(cfg.mcp.servers_dir))}
+    pool_args = dict(log_dir=episode_dir / "logs", home=env.home, start_timeout_s=cfg.mcp.start_timeout_s,
+                     call_timeout_s=cfg.mcp.call_timeout_s, on_event=on_event)
+    if cfg.env.mcp_sandbox == "klavis":
+        async with _klavis(cfg, specs, workspace, on_event) as remote:
+            async with ServerPool([_routed(cfg, s, episode_dir) for s in remote], **pool_args) as pool:
+                yield pool
+        return
+    if cfg.env.mcp_sandbox != "local":
+        raise UserError(f"env.mcp_sandbox={cfg.env.mcp_sandbox!r} is unknown; use local or klavis")
+    specs = [_routed(cfg, s.filled(values), episode_dir) for s in specs]
+    async with ServerPool(specs, **pool_args) as pool:
+        yield pool
+
+
+@asynccontextmanager
+async def _klavis(cfg: Any, specs: list[ServerSpec], workspace: Path, on_event: EventSink
+                  ) -> AsyncIterator[list[ServerSpec]]:
+    """Acquire a hosted sandbox with these servers, upload the workspace, hand back HTTP specs;
+    afterwards download the sandbox's workspace over ours (so grading sees it), then release."""
+    from mcpworld.mcp.klavis import KlavisClient
+
+    k = cfg.env.klavis
+    async with KlavisClient(k.base_url, k.api_key, timeout_s=k.timeout_s, benchmark=k.benchmark, ttl_s=k.ttl_s) as client:
+        async with client.session([s.name for s in specs], workspace) as sandbox:
+            on_event("klavis_sandbox", sandbox=sandbox.id, servers=sorted(sandbox.urls))
+            yield [ServerSpec(name=s.name, transport="http", url=sandbox.urls[s.name]) for s in specs]
+            await client.dump(sandbox, workspace)
