@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import zlib
 from pathlib import Path
 
 from mcpworld.errors import UserError
@@ -21,9 +22,9 @@ def safe_extract(archive: Path | bytes, dest: Path, label: str | None = None) ->
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     name = label or (str(archive) if isinstance(archive, Path) else "archive")
-    opened = (tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") if isinstance(archive, bytes)
-              else tarfile.open(archive, mode="r:*"))
     try:
+        opened = (tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") if isinstance(archive, bytes)
+                  else tarfile.open(archive, mode="r:*"))
         with opened as tar:
             members = tar.getmembers()
             for member in members:
@@ -35,8 +36,8 @@ def safe_extract(archive: Path | bytes, dest: Path, label: str | None = None) ->
                     raise UnsafeArchive(f"{name}: refusing to extract {member.name!r}: {exc}") from None
             tar.extractall(dest, filter="data")
             return [m.name for m in members]
-    except tarfile.ReadError as exc:
-        raise UserError(f"{name}: not a readable tar archive: {exc}") from exc
+    except (tarfile.TarError, EOFError, zlib.error) as exc:  # not a tar, or one cut short
+        raise UserError(f"{name}: not a readable tar archive: {exc}") from None
 
 
 def pack(folder: Path) -> bytes:

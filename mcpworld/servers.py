@@ -36,8 +36,8 @@ def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:
 
 def unavailable(cfg: Any, task: Task) -> str | None:
     """Why this task cannot get its servers here (a catalog server not installed), or None."""
-    if not offers_mcp(cfg) or cfg.env.mcp_sandbox == "klavis":
-        return None
+    if not offers_mcp(cfg) or cfg.env.mcp_sandbox == "klavis" or cfg.mcp.proxy.mode == "replay":
+        return None  # hosted, or answered from cassettes: nothing runs here
     values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}
     for spec in task_servers(cfg, task):
         why = spec.filled(values).unavailable()
@@ -59,7 +59,7 @@ def withheld(cfg: Any, task: Task) -> frozenset[str]:
     return frozenset(names)
 
 
-def _routed(cfg: Any, spec: ServerSpec, episode_dir: Path) -> ServerSpec:
+def _routed(cfg: Any, spec: ServerSpec, episode_dir: Path, workspace: Path) -> ServerSpec:
     from mcpworld.mcp.proxy import MODES, proxied
 
     proxy = cfg.mcp.proxy
@@ -77,7 +77,7 @@ def _routed(cfg: Any, spec: ServerSpec, episode_dir: Path) -> ServerSpec:
         cassette = episode_dir / "mcp" / f"{spec.name}.jsonl"
     return proxied(spec, proxy.mode, cassette.resolve(), fault_rate=proxy.fault_rate,
                    fault_kinds=list(proxy.fault_kinds), fault_latency_s=proxy.fault_latency_s, seed=proxy.seed,
-                   call_timeout_s=cfg.mcp.call_timeout_s)
+                   call_timeout_s=cfg.mcp.call_timeout_s, workspace=str(workspace))
 
 
 @asynccontextmanager
@@ -95,12 +95,12 @@ async def episode_servers(cfg: Any, task: Task, env: Environment, episode_dir: P
                      call_timeout_s=cfg.mcp.call_timeout_s, on_event=on_event)
     if cfg.env.mcp_sandbox == "klavis":
         async with _klavis(cfg, specs, workspace, on_event) as remote:
-            async with ServerPool([_routed(cfg, s, episode_dir) for s in remote], **pool_args) as pool:
+            async with ServerPool([_routed(cfg, s, episode_dir, workspace) for s in remote], **pool_args) as pool:
                 yield pool
         return
     if cfg.env.mcp_sandbox != "local":
         raise UserError(f"env.mcp_sandbox={cfg.env.mcp_sandbox!r} is unknown; use local or klavis")
-    specs = [_routed(cfg, s.filled(values), episode_dir) for s in specs]
+    specs = [_routed(cfg, s.filled(values), episode_dir, workspace) for s in specs]
     async with ServerPool(specs, **pool_args) as pool:
         yield pool
 

@@ -18,12 +18,20 @@ def test_tracking_none_runs_without_importing_mlflow():
     assert out.strip() == "False"
 
 
+def test_gui_episodes_never_import_the_mcp_sdk():
+    code = "import sys, mcpworld.experiment, mcpworld.episode; print('mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"  # 0.7 s of imports only when a modality starts MCP servers
+
+
 # package → packages it must never import (DESIGN.md: one direction only)
 FORBIDDEN = {
     "env": ("mcpworld.agent", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment", "mcpworld.telemetry.tracking"),
     "evaluation": ("mcpworld.agent", "mcpworld.episode", "mcpworld.experiment"),
     "agent": ("mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
     "tasks": ("mcpworld.agent", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
+    "mcp": ("mcpworld.agent", "mcpworld.env", "mcpworld.tasks", "mcpworld.evaluation", "mcpworld.episode",
+            "mcpworld.experiment", "mcpworld.servers"),
     "telemetry": ("mcpworld.agent", "mcpworld.env", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
 }
 

@@ -32,6 +32,20 @@ def _key(tool: str, arguments: dict[str, Any] | None) -> str:
     return tool + "\x00" + json.dumps(arguments or {}, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def swap(value: Any, old: str | None, new: str | None) -> Any:
+    """``value`` with every ``old`` inside its strings replaced by ``new`` (the episode's workspace
+    path ⇄ ``{workspace}``, so a cassette recorded in one episode answers another)."""
+    if not old or new is None:
+        return value
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, list):
+        return [swap(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: swap(v, old, new) for k, v in value.items()}
+    return value
+
+
 @dataclass
 class Cassette:
     """The exchanges of one proxied server: its identity, its tool list and every call."""
@@ -53,8 +67,10 @@ class Cassette:
                 continue
             try:
                 entry = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SystemExit(f"mcpworld.mcp.proxy: {path} line {n} is not JSON: {exc}") from None
+                if not isinstance(entry, dict) or (entry.get("type") == "call" and "tool" not in entry):
+                    raise ValueError("not a cassette entry (an object with 'type', and 'tool' for a call)")
+            except ValueError as exc:
+                raise SystemExit(f"mcpworld.mcp.proxy: {path} line {n} is not a cassette entry: {exc}") from None
             if entry.get("type") == "header":
                 cassette.server = entry.get("server") or {}
             elif entry.get("type") == "list_tools" and not cassette.tools:
@@ -107,6 +123,13 @@ class Proxy:
         self.random = random.Random(args.seed)
         self.pool: Any = None
         self.prefixed = False
+        self.workspace = args.workspace
+
+    def _portable(self, value: Any) -> Any:
+        return swap(value, self.workspace, "{workspace}")
+
+    def _local(self, value: Any) -> Any:
+        return swap(value, "{workspace}", self.workspace)
 
     # --- upstream ---------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -119,12 +142,12 @@ class Proxy:
         from mcp import types
 
         if self.cassette is not None:
-            return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in self.cassette.tools])
+            return types.ListToolsResult(tools=[types.Tool.model_validate(self._local(t)) for t in self.cassette.tools])
         tools = []
         for remote in self.pool.tools:
             name = f"{remote.server}-{remote.name}" if self.prefixed else remote.name
             tools.append(types.Tool(name=name, description=remote.description, input_schema=remote.input_schema))
-        self.recorder.write({"type": "list_tools", "tools": [_dump(t) for t in tools]})
+        self.recorder.write({"type": "list_tools", "tools": self._portable([_dump(t) for t in tools])})
         return types.ListToolsResult(tools=tools)
 
     def _route(self, name: str) -> tuple[str, str]:
@@ -143,17 +166,17 @@ class Proxy:
 
         tool, arguments = params.name, dict(params.arguments or {})
         if self.cassette is not None:
-            entry = self.cassette.answer(tool, arguments)
+            entry = self.cassette.answer(tool, self._portable(arguments))
             if entry is None:
                 return _text_result(f"replay: the cassette {self.cassette.path.name} has no answer for {tool} "
                                     f"with these arguments")
-            if entry.get("error"):
-                return _text_result(entry["error"])
-            return types.CallToolResult.model_validate(entry["result"])
+            if entry.get("error") or entry.get("result") is None:
+                return _text_result(self._local(entry.get("error") or "no result was recorded"))
+            return types.CallToolResult.model_validate(self._local(entry["result"]))
         fault = None
         if self.mode == "fault" and self.kinds and self.random.random() < self.rate:
             fault = self.random.choice(self.kinds)
-        entry: dict[str, Any] = {"type": "call", "tool": tool, "arguments": arguments, "fault": fault}
+        entry: dict[str, Any] = {"type": "call", "tool": tool, "arguments": self._portable(arguments), "fault": fault}
         started = time.perf_counter()
         if fault == "error":
             result = _text_result(f"injected fault: {tool} failed (mcpworld proxy, fault mode)")
@@ -168,10 +191,11 @@ class Proxy:
         try:
             result = await self.pool.call(server, name, arguments)
         except ToolCallFailed as exc:
-            self.recorder.write({**entry, "result": None, "error": str(exc),
+            self.recorder.write({**entry, "result": None, "error": self._portable(str(exc)),
                                  "latency_s": round(time.perf_counter() - started, 4)})
             return _text_result(str(exc))
-        self.recorder.write({**entry, "result": _dump(result), "latency_s": round(time.perf_counter() - started, 4)})
+        self.recorder.write({**entry, "result": self._portable(_dump(result)),
+                             "latency_s": round(time.perf_counter() - started, 4)})
         return result
 
 
@@ -242,6 +266,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="for stdio upstreams")
     p.add_argument("--cwd", default=None, help="working directory of stdio upstreams")
     p.add_argument("--log-dir", default=None, help="where upstream stderr logs go (default: the cassette's folder)")
+    p.add_argument("--workspace", default=None,
+                   help="the episode's workspace path: stored as {workspace} in the cassette, so replays match")
     p.add_argument("--fault-rate", type=float, default=0.0)
     p.add_argument("--fault-kinds", default="error", help=f"comma-separated: {', '.join(FAULT_KINDS)}")
     p.add_argument("--fault-latency-s", type=float, default=2.0)
@@ -267,12 +293,15 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def proxied(spec: Any, mode: str, cassette: Path, *, fault_rate: float = 0.0, fault_kinds: list[str] | None = None,
-            fault_latency_s: float = 2.0, seed: int = 0, call_timeout_s: float = 60.0) -> Any:
+            fault_latency_s: float = 2.0, seed: int = 0, call_timeout_s: float = 60.0,
+            workspace: str | None = None) -> Any:
     """``spec`` routed through the proxy (a stdio child of the episode): same name, same tools."""
     from dataclasses import replace
 
     argv = [sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", mode, "--cassette", str(cassette),
             "--name", spec.name, "--call-timeout-s", str(call_timeout_s)]
+    if workspace:
+        argv += ["--workspace", workspace]
     if mode == "fault":
         argv += ["--fault-rate", str(fault_rate), "--fault-kinds", ",".join(fault_kinds or ["error"]),
                  "--fault-latency-s", str(fault_latency_s), "--seed", str(seed)]

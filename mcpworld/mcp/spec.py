@@ -2,7 +2,7 @@
 
 A task (or its app config) lists servers as ``{name, command, args, env, cwd, transport, url}`` or
 just by name (``filesystem``), which takes the catalog's entry (``conf/mcp/default.yaml``); keys
-given next to a catalog name override it. Placeholders ``{workspace}``, ``{home}``, ``{servers}``
+given next to a catalog name override it (``env`` is merged into the catalog's). Placeholders ``{workspace}``, ``{home}``, ``{servers}``
 and ``{episode}`` are filled per episode.
 """
 
@@ -74,7 +74,8 @@ def parse_servers(entries: list[Any] | None, catalog: dict[str, Any], where: str
             if name not in catalog:
                 raise UserError(f"{where}: MCP server {name!r} is not in the catalog (conf/mcp/default.yaml: "
                                 f"{', '.join(sorted(catalog))}); give it a 'command' or a 'url'")
-            entry = {**dict(catalog[name]), **entry}
+            base = dict(catalog[name])  # keys given here win; env is merged (add a variable, keep the rest)
+            entry = {**base, **entry, "env": {**(base.get("env") or {}), **(entry.get("env") or {})}}
         transport = str(entry.get("transport") or ("http" if entry.get("url") else "stdio"))
         if transport not in TRANSPORTS:
             raise UserError(f"{where}: MCP server {name!r}: transport {transport!r} is unknown; use stdio or http")

@@ -82,7 +82,10 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
 
     solution: dict[str, list[dict[str, Any]]] = {}
     if (folder / "solution.json").is_file():
-        calls = read_json(folder / "solution.json").get("mcp") or []
+        data_solution = read_json(folder / "solution.json")
+        if not isinstance(data_solution, dict):
+            raise TaskFileError(f"{folder / 'solution.json'}: must be an object like {{\"mcp\": [tool calls]}}")
+        calls = data_solution.get("mcp") or []
         steps = [normalize_call(c, str(folder / "solution.json")) for c in calls]
         solution = {"mcp": steps, "hybrid": steps}
 

@@ -44,8 +44,11 @@ class PythonExecute(Tool):
         code = args.get("code")
         if not isinstance(code, str) or not code.strip():
             raise ToolError("'code' must be a non-empty string of Python source")
-        timeout = min(120.0, float(args.get("timeout") or 30))
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(args.get("filename") or f"{uuid.uuid4().hex[:12]}.py"))
+        timeout = float(args.get("timeout") or 30)
+        if not 0 < timeout <= 120:
+            raise ToolError("'timeout' must be between 1 and 120 seconds")
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(args.get("filename") or "")).strip(".")
+        name = name if name.endswith(".py") else f"{name or uuid.uuid4().hex[:12]}.py"  # never a folder name
         folder = self.env.resolve(self.workspace) / ".python_tmp"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(code, encoding="utf-8")
@@ -82,7 +85,7 @@ class ViewOverlong(Tool):
     async def call(self, args: dict[str, Any]) -> Observation:
         text = _saved(self.overlong, args)
         pages = max(1, -(-len(text) // PAGE))
-        page = int(args.get("page") or 1)
+        page = int(args.get("page", 1))
         if not 1 <= page <= pages:
             raise ToolError(f"'page' must be between 1 and {pages}")
         return Observation(text=f"[page {page} of {pages}]\n" + text[(page - 1) * PAGE:page * PAGE])
