@@ -41,6 +41,7 @@ test: setup
 
 bench: setup
 	$(PY) benchmarks/step_overhead.py
+	$(PY) benchmarks/mcp_overhead.py
 
 clean:
 	rm -rf outputs

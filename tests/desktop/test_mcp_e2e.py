@@ -5,6 +5,7 @@ the upstream gone, and fault injection that gives tool errors, never a crashed e
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,19 @@ def test_fault_mode_gives_recorded_tool_errors_not_a_crash(tmp_path, kinds, mess
     (cassette,) = (tmp_path / "run").rglob("mcp/filesystem.jsonl")
     faults = [json.loads(line).get("fault") for line in cassette.read_text().splitlines()]
     assert faults.count(kinds.strip("[]")) == len(calls)
+
+
+def test_a_server_that_fails_to_start_is_an_infra_error_naming_its_stderr(tmp_path):
+    script = tmp_path / "broken_server.py"
+    script.write_text("import sys\nprint('cannot read /etc/notes-server.toml', file=sys.stderr)\nsys.exit(2)\n")
+    folder = tmp_path / "suite" / "notes" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "task.yaml").write_text(
+        "app: notes\ninstruction: write a note\nevaluator: {func: infeasible}\n"
+        f"mcp_servers: [{{name: notes, command: {sys.executable}, args: [{script}]}}]\n"
+        "solution: {mcp: [{done: {status: DONE}}]}\n")
+    proc = run_cli(tmp_path, "modality=mcp", f"tasks.root={tmp_path}/suite", "tracking=none", "infra_retries=0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = results(tmp_path / "run")
+    assert result["status"] == "infra_error"
+    assert "'notes' failed to start" in result["reason"] and "cannot read /etc/notes-server.toml" in result["reason"]

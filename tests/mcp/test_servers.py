@@ -107,3 +107,29 @@ async def test_a_call_past_its_deadline_is_a_failed_call_not_a_hang(tmp_path: Pa
         with pytest.raises(ToolCallFailed, match="no answer within"):
             await p.call("slow", "wait", {"seconds": 3})
     assert [f["ok"] for k, f in events if k == "mcp_call"] == [True, False]
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+async def test_every_catalog_server_starts_and_lists_its_tools(tmp_path: Path, events: list, name: str) -> None:
+    spec = parse_servers([name], CATALOG, "test")[0].filled({"workspace": str(tmp_path), "home": str(tmp_path),
+                                                            "servers": str(servers_dir())})
+    if name == "pdf-tools" and spec.unavailable():  # needs Python 3.12, which a machine may lack
+        from mcpworld.mcp.install import find_python
+
+        assert find_python("3.12") is None, f"Python 3.12 is here but pdf-tools is not installed: {spec.unavailable()}"
+        return
+    assert spec.unavailable() is None, f"run `make servers`: {spec.unavailable()}"
+    async with pool([spec], tmp_path, events) as p:
+        assert len(p.tools) >= 2 and all(t.server == name and t.input_schema for t in p.tools)
+
+
+async def test_one_proxy_in_front_of_several_servers_prefixes_their_tools(tmp_path: Path, events: list) -> None:
+    fs, git = catalog_spec("filesystem", tmp_path), catalog_spec("git", tmp_path)
+    spec = ServerSpec(name="many", command=sys.executable, args=[
+        "-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(tmp_path / "many.jsonl"),
+        "--upstream", f"fs={fs.command} {tmp_path}", "--upstream", f"git={git.command}"])
+    async with pool([spec], tmp_path, events) as p:
+        names = {t.name for t in p.tools}
+        assert {"fs-list_directory", "git-git_status"} <= names
+        listing = await p.call("many", "fs-list_directory", {"path": str(tmp_path)})
+        assert "many.jsonl" in listing.content[0].text
