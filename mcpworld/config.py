@@ -56,6 +56,7 @@ class AppConfig:
     name: str = "all"
     apps: List[str] = field(default_factory=list)  # task apps this selection runs; empty = every app
     # MCP servers for this app's tasks that list none themselves: catalog names or {name, command, ...}
+    # (also used when another selection, e.g. app=all, runs this app's tasks)
     mcp_servers: List[Any] = field(default_factory=list)
 
 
@@ -103,6 +104,7 @@ class KlavisConfig:
     benchmark: str = "Toolathlon"
     ttl_s: int = 7200
     timeout_s: float = 60.0
+    workspace: str = "/data"  # where the sandbox's servers see the uploaded workspace (the prompt says this)
 
 
 @dataclass

@@ -112,7 +112,8 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
 
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
-    workspace = str(env.resolve(task.workspace))
+    hosted = cfg.env.mcp_sandbox == "klavis" and "mcp" in cfg.modality.tools
+    workspace = cfg.env.klavis.workspace if hosted else str(env.resolve(task.workspace))
     solution = [fill_workspace(call, workspace) for call in task.solution.get(cfg.modality.name, [])]
     provider = make_provider(cfg, solution)
     screens = ScreenSaver(episode_dir / "screens")

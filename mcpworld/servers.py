@@ -12,30 +12,47 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+import yaml
 from omegaconf import OmegaConf
 
 from mcpworld.env.base import Environment
 from mcpworld.errors import UserError
 from mcpworld.mcp.client import EventSink, ServerPool
-from mcpworld.mcp.install import servers_dir
+from mcpworld.mcp.install import ROOT, servers_dir
 from mcpworld.mcp.spec import ServerSpec, parse_servers
 from mcpworld.tasks.model import Task
+
+
+CONF_APPS = ROOT / "conf" / "app"
 
 
 def offers_mcp(cfg: Any) -> bool:
     return "mcp" in cfg.modality.tools
 
 
+def app_servers(cfg: Any, app: str) -> list[Any]:
+    """The MCP servers an app's config gives its tasks: the selected app config's, or (when a
+    selection like ``app=all`` runs the app) those in its own ``conf/app/<app>.yaml``."""
+    if cfg.app.name == app:
+        return OmegaConf.to_container(cfg.app.mcp_servers, resolve=True) or []
+    path = CONF_APPS / f"{app}.yaml"
+    return (yaml.safe_load(path.read_text()) or {}).get("mcp_servers") or [] if path.is_file() else []
+
+
 def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:
     """The task's servers (or its app config's), catalog names expanded; placeholders still open."""
-    entries = task.mcp_servers or OmegaConf.to_container(cfg.app.mcp_servers, resolve=True) or []
+    entries = task.mcp_servers or app_servers(cfg, task.app)
     catalog = OmegaConf.to_container(cfg.mcp.catalog, resolve=True) or {}
-    where = str(task.source) if task.mcp_servers else f"conf/app/{cfg.app.name}.yaml"
+    where = str(task.source) if task.mcp_servers else f"conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 
 
 def unavailable(cfg: Any, task: Task) -> str | None:
-    """Why this task cannot get its servers here (a catalog server not installed), or None."""
+    """Why this task cannot be run with its servers here (none to offer, or a catalog server not
+    installed), or None."""
+    if offers_mcp(cfg) and not {"computer", "bash"} & set(cfg.modality.tools) \
+            and not task_servers(cfg, task) and not task.local_tools:
+        return f"it has no MCP servers, and modality={cfg.modality.name} offers no other tools"
     if not offers_mcp(cfg) or cfg.env.mcp_sandbox == "klavis" or cfg.mcp.proxy.mode == "replay":
         return None  # hosted, or answered from cassettes: nothing runs here
     values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}

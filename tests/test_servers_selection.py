@@ -10,7 +10,7 @@ import pytest
 
 from mcpworld.errors import UserError
 from mcpworld.experiment import choose_tasks
-from mcpworld.servers import withheld
+from mcpworld.servers import task_servers, withheld
 from tests.test_config import make
 
 
@@ -45,6 +45,20 @@ def test_a_server_that_is_not_installed_skips_with_the_install_command(tmp_path,
     # replaying cassettes needs no server at all
     cfg = make("modality=mcp", f"tasks.root={tmp_path}", f"mcp.servers_dir={tmp_path}/none", "mcp.proxy.mode=replay")
     assert [t.id for t in choose_tasks(cfg)] == ["toolathlon/fine"]
+
+
+def test_tasks_without_servers_are_skipped_by_mcp_only(capsys):
+    cfg = make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", "app=mousepad")
+    assert [t.id for t in choose_tasks(cfg)] == ["mousepad/append_line"]  # its app config gives it filesystem
+    # app=all runs it too: the servers come from conf/app/mousepad.yaml whichever selection runs it
+    (task,) = choose_tasks(make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line"))
+    assert [s.name for s in task_servers(make("modality=mcp"), task)] == ["filesystem"]
+    cfg = make("modality=mcp", "provider=openai_compat", "task=xterm/count_errors")
+    with pytest.raises(UserError, match="every selected task was skipped"):
+        choose_tasks(cfg)
+    assert "has no MCP servers, and modality=mcp offers no other tools" in capsys.readouterr().err
+    assert [t.id for t in choose_tasks(make("modality=hybrid", "provider=openai_compat",
+                                            "task=xterm/count_errors"))] == ["xterm/count_errors"]
 
 
 def test_a_native_task_with_a_bad_server_entry_is_a_user_error(tmp_path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import subprocess
 import time
@@ -85,6 +84,8 @@ class ServerPool:
 
     # --- starting --------------------------------------------------------------------------------
     def _child_env(self, spec: ServerSpec) -> dict[str, str]:
+        """What a server gets on top of the SDK's allow-list (PATH, HOME, USER …): never the
+        harness's secrets — a terminal server is as good as the agent's shell."""
         env = {"HOME": str(self.home)} if self.home else {}
         return {**env, **spec.env}
 
@@ -133,9 +134,11 @@ class ServerPool:
         return read, write
 
     async def _spawn_http(self, spec: ServerSpec, log: Path, deadline: float) -> None:
+        from mcp.client.stdio import get_default_environment
+
         out = self._stack.enter_context(open(log, "w"))
         proc = subprocess.Popen([spec.command, *spec.args], cwd=spec.cwd, stdout=out, stderr=out,
-                                stdin=subprocess.DEVNULL, env={**os.environ, **self._child_env(spec)},
+                                stdin=subprocess.DEVNULL, env={**get_default_environment(), **self._child_env(spec)},
                                 start_new_session=True)
         self._stack.callback(_stop_process, proc)
         where = urlparse(spec.url)

@@ -133,3 +133,23 @@ async def test_one_proxy_in_front_of_several_servers_prefixes_their_tools(tmp_pa
         assert {"fs-list_directory", "git-git_status"} <= names
         listing = await p.call("many", "fs-list_directory", {"path": str(tmp_path)})
         assert "many.jsonl" in listing.content[0].text
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_servers_never_see_the_harness_secrets(tmp_path: Path, events: list, transport: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-harness-secret")
+    port = free_port()
+    script = tmp_path / "env_server.py"
+    script.write_text(
+        "import os, sys\nfrom mcp.server.mcpserver import MCPServer\nserver = MCPServer('env')\n"
+        "@server.tool()\ndef environment() -> str:\n    return repr(sorted(os.environ.items()))\n"
+        f"server.run('stdio') if sys.argv[1:] == [] else server.run('streamable-http', port={port})\n")
+    spec = (ServerSpec(name="env", command=sys.executable, args=[str(script)], env={"GIVEN": "yes"})
+            if transport == "stdio" else
+            ServerSpec(name="env", command=sys.executable, args=[str(script), "http"], env={"GIVEN": "yes"},
+                       transport="http", url=f"http://127.0.0.1:{port}/mcp"))
+    async with pool([spec], tmp_path, events) as p:
+        seen = (await p.call("env", "environment", {})).content[0].text
+    assert "sk-ant-harness-secret" not in seen and "ANTHROPIC_API_KEY" not in seen
+    assert "('GIVEN', 'yes')" in seen and f"('HOME', '{tmp_path}')" in seen
