@@ -141,8 +141,20 @@ class TrackingConfig:
     backend: str = "mlflow"  # mlflow | none
     uri: str = "sqlite:///outputs/mlflow.db"
     artifact_root: str = "outputs/mlartifacts"
-    experiment: str = "default"
+    experiment: str = "default"  # the MLflow experiment; experiment presets name theirs
     log_screenshots: bool = True
+    traces: bool = True  # one MLflow trace per episode (LLM and TOOL spans)
+
+
+@dataclass
+class GpuTelemetryConfig:
+    source: str = "local"  # local: NVML on this host | none. (A remote sampler for a remote model server can come.)
+    rate_hz: float = 4.0
+
+
+@dataclass
+class TelemetryConfig:
+    gpu: GpuTelemetryConfig = field(default_factory=GpuTelemetryConfig)
 
 
 @dataclass
@@ -163,6 +175,7 @@ class RootConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
     task: Any = None  # one id, a glob ("mousepad/*"), or a list of them
     attempts: int = 1

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.prompts import system_prompt
@@ -22,10 +23,13 @@ from mcpworld.servers import episode_servers, withheld
 from mcpworld.tasks.model import Task
 from mcpworld.telemetry.trace import Trace
 
+if TYPE_CHECKING:
+    from mcpworld.telemetry.gpu import EpisodeGpu, GpuMonitor
+
 
 def labels(cfg: Any) -> dict[str, str]:
     return {"model": cfg.model.name, "provider": cfg.provider.name, "resolution": cfg.resolution.name,
-            "modality": cfg.modality.name, "env": cfg.env.backend}
+            "modality": cfg.modality.name, "env": cfg.env.backend, "seed": str(cfg.seed)}
 
 
 class ScreenSaver:
@@ -75,14 +79,27 @@ def write_trajectory(path: Path, messages: list[dict[str, Any]], result: Episode
     path.write_text(json.dumps(log, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
 
 
-def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Environment) -> EpisodeResult:
+def gpu_energy(sampled: "EpisodeGpu", result: EpisodeResult, events: list[dict[str, Any]]) -> None:
+    """The episode's GPU metrics, and the energy of each LLM call's window (trace times are wall
+    clock, the sampler's monotonic)."""
+    result.gpu = sampled.metrics()
+    offset = time.monotonic() - time.time()
+    result.llm_energy_j = [
+        sampled.energy_between(e["ts"] + offset - float(e.get("latency_s") or 0.0), e["ts"] + offset)
+        for e in events if e.get("type") == "llm_call"]
+
+
+def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Environment,
+                gpu: "GpuMonitor | None" = None) -> EpisodeResult:
     episode_dir.mkdir(parents=True, exist_ok=True)
     result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg))
     trace = Trace(episode_dir / "trace.jsonl")
     started = time.monotonic()
     trace.emit("episode_start", task=task.id, attempt=attempt, instruction=task.instruction, **result.labels)
+    sampled = None
     try:
-        _run(cfg, task, episode_dir, env, result, trace)
+        with gpu.episode(episode_dir / "gpu.csv") if gpu else nullcontext() as sampled:
+            _run(cfg, task, episode_dir, env, result, trace)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination, result.reason = "infra_error", "infra_error", str(exc)
         raise
@@ -97,6 +114,8 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
         except Exception as exc:
             trace.emit("error", kind="teardown", message=str(exc))
         result.duration_s = round(time.monotonic() - started, 4)
+        if sampled is not None:
+            gpu_energy(sampled, result, trace.events)
         trace.emit("episode_end", status=result.status, score=result.score, reason=result.reason,
                    duration_s=result.duration_s)
         trace.close()

@@ -25,7 +25,10 @@ from mcpworld.result import EpisodeResult
 from mcpworld.servers import unavailable
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
-from mcpworld.telemetry.tracking import flatten, make_tracker
+from mcpworld.progress import SweepProgress
+from mcpworld.telemetry.gpu import make_gpu_monitor
+from mcpworld.telemetry.provenance import run_tags
+from mcpworld.telemetry.tracking import flatten, make_tracker, mask_secrets, strip_secrets, sweep_parent
 
 
 def job_dir() -> Path:
@@ -119,7 +122,12 @@ def run_job(cfg: DictConfig) -> float:
     runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
     tracker = make_tracker(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    tracker.start_job(job_name(), {**flatten(resolved), **model.params}, {"mcpworld.job_dir": str(out)})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
+    tracker.start_job(job_name(), {**flatten(resolved), **model.params},
+                      {"mcpworld.job_dir": str(out), **run_tags(resolved, mask_secrets(job_name()))},
+                      parent_run_id=sweep_parent(out))
+    gpu = make_gpu_monitor(cfg.telemetry.gpu.source, cfg.telemetry.gpu.rate_hz)
     print(f"mcpworld: {len(runs)} episode(s) of {len(tasks)} task(s) → {out}")
 
     slots: queue.Queue = queue.Queue()
@@ -140,7 +148,7 @@ def run_job(cfg: DictConfig) -> float:
                 if retry:  # keep the failed try for inspection, run the episode again
                     episode_dir.rename(episode_dir.with_name(f"{attempt}.infra_error{retry}"))
                 try:
-                    result = run_episode(cfg, task, attempt, episode_dir, env)
+                    result = run_episode(cfg, task, attempt, episode_dir, env, gpu)
                 except (UserError, EndpointUnreachable) as exc:
                     fatal = fatal or exc
                     result = EpisodeResult.read(episode_dir / "result.json")
@@ -153,21 +161,21 @@ def run_job(cfg: DictConfig) -> float:
         return result
 
     try:
-        with ThreadPoolExecutor(max_workers=len(envs)) as pool:
+        with ThreadPoolExecutor(max_workers=len(envs)) as pool, SweepProgress(len(runs)) as progress:
             for future in [pool.submit(one, t, a) for t, a in runs]:
                 result = future.result()
                 if result is not None:
                     results.append(result)
-                    print(f"  [{len(results)}/{len(runs)}] {result.task_id:<36} {result.status:<12} "
-                          f"score={result.score:.2f} steps={result.steps} {result.duration_s:.1f}s"
-                          + (f"  ({result.reason[:120]})" if result.reason and result.status != "success" else ""))
+                    progress.done(result)
     finally:
         for env in envs:
             env.close()
+        if gpu is not None:
+            gpu.close()
         summary = {**summarize(results, len(runs)), **model.metrics}
         (out / "summary.json").write_text(json.dumps({"job": job_name(), **summary}, indent=2))
-        tracker.finish_job(summary, [p for p in (out / ".hydra", out / "summary.json") if p.exists()],
-                           failed=fatal is not None)
+        artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
+        tracker.finish_job(summary, artifacts, failed=fatal is not None, job_dir=out)
     from mcpworld.summary import print_job_table
 
     print_job_table(job_name(), results)
@@ -194,4 +202,14 @@ def summarize(results: list[EpisodeResult], planned: int) -> dict[str, float]:
     }
     if ttfts:
         out["ttft_p50_s"] = statistics.median(ttfts)
+        out["ttft_p90_s"] = statistics.quantiles(ttfts, n=10, method="inclusive")[-1] if len(ttfts) > 1 else ttfts[0]
+    ratios = [r.key_steps["ratio"] for r in judged if r.key_steps.get("total")]
+    if ratios:
+        out["keystep_ratio"] = statistics.fmean(ratios)
+    energies = [r.gpu["gpu.energy_j"] for r in results if "gpu.energy_j" in r.gpu]
+    if energies:
+        out["gpu.energy_j"] = sum(energies)
+        successes = sum(r.status == "success" for r in results if "gpu.energy_j" in r.gpu)
+        if successes:
+            out["gpu.energy_per_success_j"] = sum(energies) / successes
     return out

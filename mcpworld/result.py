@@ -56,6 +56,8 @@ class EpisodeResult:
     screenshots: int = 0
     key_steps: dict[str, Any] = field(default_factory=dict)  # total, completed, ratio, progress, timeline
     labels: dict[str, str] = field(default_factory=dict)  # model, provider, resolution, modality …
+    gpu: dict[str, float] = field(default_factory=dict)  # gpu.energy_j, gpu.power_w_mean … (empty: no GPU)
+    llm_energy_j: list[float | None] = field(default_factory=list)  # per LLM call, in call order
 
     def count_tool(self, name: str, ok: bool) -> None:
         counts = self.tool_calls.setdefault(name, ToolCounts())
@@ -93,6 +95,10 @@ class EpisodeResult:
                 out[f"keysteps.{key}"] = float(self.key_steps[key])
         for metric in self.metrics:
             out[f"metric.{metric.name}"] = metric.score
+        out.update(self.gpu)
+        energies = [e for e in self.llm_energy_j if e is not None]
+        if energies:
+            out["gpu.energy_per_llm_call_j"] = sum(energies) / len(energies)
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -24,15 +24,25 @@ def print_job_table(name: str, results: list[EpisodeResult]) -> None:
 
 
 class SweepSummary(Callback):
-    """After a multirun, one table comparing every job of the sweep."""
+    """A multirun's MLflow parent run (opened first, closed last) and, at the end, one table
+    comparing every job of the sweep."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from mcpworld.telemetry.tracking import start_sweep_run
+
+        start_sweep_run(config, Path(config.hydra.sweep.dir), list(config.hydra.overrides.task))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from mcpworld.telemetry.tracking import finish_sweep_run
+
         sweep_dir = Path(config.hydra.sweep.dir)
         rows = []
         for path in sorted(sweep_dir.glob("*/summary.json"), key=lambda p: int(p.parent.name)
                            if p.parent.name.isdigit() else 0):
             data = json.loads(path.read_text())
             rows.append((path.parent.name, data))
+        finish_sweep_run(sweep_dir, {"jobs": float(len(rows)),
+                                     "episodes": float(sum(d["episodes"] for _, d in rows))})
         if not rows:
             return
         table = Table(title=f"mcpworld sweep: {sweep_dir}")

@@ -1,22 +1,35 @@
-"""Trackers: one run per Hydra job, one child run per episode. ``none`` never imports mlflow.
+"""Trackers: a multirun's parent run (``mcpworld.level=sweep``) → one run per Hydra job (``job``) →
+one child run per episode (``episode``) with its MLflow trace. ``none`` never imports mlflow.
 
-Trackers only read results; a tracking failure is reported but never loses what is on disk.
+Trackers only read results. MLflow work happens on one background thread, so episodes never wait
+for it; the job waits for it to drain at the end. A tracking failure (a remote ``mlflow server``
+down, a full disk) never loses what is on disk: failed operations are retried when the job ends
+(the tracker catches up), and what still failed is named in one message and in
+``tracking_pending.json``, from where ``python -m mcpworld.telemetry.upload JOB_DIR`` logs it later.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import queue
 import re
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mcpworld.errors import UserError
 from mcpworld.result import EpisodeResult
 
 # whole words of a key (``api_key``, ``access_token``), not ``max_tokens``
 SECRET_KEY = re.compile(r"(^|[_.-])(api[_-]?key|apikey|token|secret|password|passwd|authorization)($|[_.-])", re.I)
+SECRET_ASSIGNMENT = re.compile(
+    r"((?:api[_-]?key|apikey|token|secret|password|passwd|authorization)\w*\s*[=:]\s*)([^\s,\]]+)", re.I)
 MAX_PARAM_LEN = 6000
+LEVEL = "mcpworld.level"
+EPISODE_ARTIFACTS = ("screens", "logs", "mcp", "overlong")
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:
@@ -32,66 +45,194 @@ def flatten(data: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def strip_secrets(data: Any) -> Any:
+    """A config tree with secret-named keys' values replaced by ``***`` (for config artifacts)."""
+    if isinstance(data, dict):
+        return {k: ("***" if SECRET_KEY.search(str(k)) and v is not None else strip_secrets(v)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [strip_secrets(v) for v in data]
+    return data
+
+
+def mask_secrets(text: str) -> str:
+    """``provider.api_key=sk-…`` (an override, a YAML line) with its value hidden."""
+    return SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + "***", text)
+
+
 class Tracker:
     """No-op base: ``tracking=none``."""
 
-    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str]) -> None: ...
+    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
+                  parent_run_id: str | None = None) -> None: ...
 
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None: ...
 
-    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool = False) -> None: ...
+    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool = False,
+                   job_dir: Path | None = None) -> list[str]:
+        """Wait for the tracker to drain; what could not be logged (empty when all was)."""
+        return []
 
 
 class MlflowTracker(Tracker):
-    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True):
+    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True,
+                 traces: bool = True):
+        self.uri = absolute_sqlite_uri(uri)
+        self.artifact_root, self.experiment = artifact_root, experiment
+        self.log_screenshots, self.traces = log_screenshots, traces
+        self.client: Any = None
+        self.experiment_id: str | None = None
+        self.job_run_id: str | None = None
+        self.pending: list[tuple[str, Callable[[], None], dict[str, Any]]] = []  # (what, retry, record)
+        self.busy_s = 0.0  # time spent logging, for the overhead figure
+        self._queue: queue.Queue = queue.Queue()
+        self._worker = threading.Thread(target=self._work, name="mlflow-tracker", daemon=True)
+        self._worker.start()
+
+    # --- the caller's side: enqueue, never block on MLflow --------------------------------------------
+    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
+                  parent_run_id: str | None = None) -> None:
+        self._submit("job run", lambda: self._start_job(name, params, tags, parent_run_id), {"kind": "job"})
+
+    def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
+        record = {"kind": "episode", "task_id": result.task_id, "attempt": result.attempt, "dir": str(episode_dir)}
+        self._submit(f"episode {result.task_id}#{result.attempt} ({episode_dir})",
+                     lambda: self._log_episode(result, episode_dir), record)
+
+    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool = False,
+                   job_dir: Path | None = None) -> list[str]:
+        self._submit("job run summary", lambda: self._finish_job(metrics, artifacts, failed), {"kind": "summary"})
+        self._queue.put(None)
+        self._worker.join()
+        if self.pending:  # catch up: the store may be back (a restarted server)
+            retry, self.pending = self.pending, []
+            for what, op, record in retry:
+                self._run(what, op, record)
+        not_logged = [what for what, _, _ in self.pending]
+        if not_logged:
+            where = ""
+            if job_dir is not None:
+                path = Path(job_dir) / "tracking_pending.json"
+                path.write_text(json.dumps({"uri": mask_secrets(self.uri), "experiment": self.experiment,
+                                            "not_logged": [r for _, _, r in self.pending]}, indent=2))
+                where = f"; listed in {path} — log them later with: python -m mcpworld.telemetry.upload {job_dir}"
+            print(f"mcpworld: warning: {len(not_logged)} item(s) not logged to MLflow ({mask_secrets(self.uri)}): "
+                  + "; ".join(not_logged) + where, file=sys.stderr)
+        if self.traces and self.client is not None:
+            try:
+                import mlflow
+
+                mlflow.flush_trace_async_logging()
+            except Exception as exc:  # traces are a view of trace.jsonl, which is on disk
+                print(f"mcpworld: warning: MLflow traces not flushed: {exc}", file=sys.stderr)
+        return not_logged
+
+    # --- the worker's side ------------------------------------------------------------------------------
+    def _submit(self, what: str, op: Callable[[], None], record: dict[str, Any]) -> None:
+        self._queue.put((what, op, record))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            self._run(*item)
+
+    def _run(self, what: str, op: Callable[[], None], record: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        try:
+            op()
+        except Exception as exc:  # the episode is on disk; remember exactly what was not logged
+            self.pending.append((f"{what}: {type(exc).__name__}: {str(exc)[:200]}", op, record))
+        finally:
+            self.busy_s += time.perf_counter() - started
+
+    def _connect(self) -> None:
+        if self.client is not None:
+            return
+        if self.uri.startswith(("http://", "https://")):  # a server that is down: fail in seconds, not minutes
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+        import mlflow
         from mlflow.tracking import MlflowClient
 
-        self.uri = absolute_sqlite_uri(uri)
-        self.client = MlflowClient(tracking_uri=self.uri)
-        self.log_screenshots = log_screenshots
-        self.failures: list[str] = []
-        exp = self.client.get_experiment_by_name(experiment)
+        client = MlflowClient(tracking_uri=self.uri)
+        exp = client.get_experiment_by_name(self.experiment)
         if exp is None:
-            location = (Path(artifact_root).absolute() / experiment).as_uri()
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+            location = (Path(self.artifact_root).absolute() / self.experiment).as_uri()
+            self.experiment_id = client.create_experiment(self.experiment, artifact_location=location)
         else:
             self.experiment_id = exp.experiment_id
-        self.job_run_id: str | None = None
+        if self.traces:
+            mlflow.set_tracking_uri(self.uri)  # the trace exporter writes to the global store
+        self.client = client
 
-    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str]) -> None:
+    def _start_job(self, name: str, params: dict[str, str], tags: dict[str, str], parent: str | None) -> None:
+        self._connect()
+        tags = {LEVEL: "job", **tags, **({"mlflow.parentRunId": parent} if parent else {})}
         run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
         self.job_run_id = run.info.run_id
         self._log(self.job_run_id, params, {})
 
-    def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
-        try:
-            tags = {"mlflow.parentRunId": self.job_run_id, "task_id": result.task_id, "app": result.app,
-                    "status": result.status, **{k: str(v) for k, v in result.labels.items()}}
-            run = self.client.create_run(self.experiment_id, run_name=f"{result.task_id}#{result.attempt}",
-                                         tags=tags)
-            params = {"task_id": result.task_id, "app": result.app, "attempt": str(result.attempt),
-                      "termination": result.termination, **result.labels}
-            self._log(run.info.run_id, params, result.numbers())
-            for item in sorted(episode_dir.iterdir()):
-                if item.is_file():
-                    self.client.log_artifact(run.info.run_id, str(item))
-                elif item.name == "screens" and self.log_screenshots or item.name == "logs":
-                    self.client.log_artifacts(run.info.run_id, str(item), artifact_path=item.name)
-            self.client.set_terminated(run.info.run_id, "FINISHED" if result.status != "infra_error" else "FAILED")
-        except Exception as exc:  # the episode is on disk; say exactly what was not logged
-            self._failed(f"episode {result.task_id}#{result.attempt} ({episode_dir}): {exc}")
+    def _log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
+        if self.job_run_id is None:
+            raise RuntimeError("the job run was not created")
+        tags = {LEVEL: "episode", "mlflow.parentRunId": self.job_run_id, "task_id": result.task_id,
+                "app": result.app, "status": result.status, **{k: str(v) for k, v in result.labels.items()}}
+        run = self.client.create_run(self.experiment_id, run_name=f"{result.task_id}#{result.attempt}", tags=tags)
+        run_id = run.info.run_id
+        params = {"task_id": result.task_id, "app": result.app, "attempt": str(result.attempt),
+                  "termination": result.termination, **result.labels}
+        self._log(run_id, params, result.numbers())
+        for item in sorted(episode_dir.iterdir()):
+            if item.is_file():
+                self.client.log_artifact(run_id, str(item))
+            elif item.name in EPISODE_ARTIFACTS and (item.name != "screens" or self.log_screenshots):
+                self.client.log_artifacts(run_id, str(item), artifact_path=item.name)
+        if self.log_screenshots and (episode_dir / "screens").is_dir():
+            self._log_gif(run_id, episode_dir / "screens")
+        if self.traces and (episode_dir / "trace.jsonl").is_file():
+            from mcpworld.telemetry.spans import log_trace
+            from mcpworld.telemetry.trace import read_trace
 
-    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool = False) -> None:
-        try:
-            self._log(self.job_run_id, {}, metrics)
+            log_trace(self.client, self.experiment_id, run_id, read_trace(episode_dir / "trace.jsonl"),
+                      result.llm_energy_j)
+        self.client.set_terminated(run_id, "FINISHED" if result.status != "infra_error" else "FAILED")
+
+    def _log_gif(self, run_id: str, screens: Path) -> None:
+        import tempfile
+
+        from mcpworld.telemetry.trajectory_gif import make_gif
+
+        with tempfile.TemporaryDirectory() as tmp:
+            gif = make_gif(screens, Path(tmp) / "trajectory.gif")
+            if gif is not None:
+                self.client.log_artifact(run_id, str(gif))
+
+    def _finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool) -> None:
+        if self.job_run_id is None:
+            raise RuntimeError("the job run was not created")
+        import shutil
+        import tempfile
+
+        self._log(self.job_run_id, {}, metrics)
+        with tempfile.TemporaryDirectory() as tmp:  # overrides may carry a key typed on the command line
             for path in artifacts:
+                copy = Path(tmp) / path.name
                 if path.is_dir():
-                    self.client.log_artifacts(self.job_run_id, str(path), artifact_path=path.name)
+                    shutil.copytree(path, copy)
+                    files = [f for f in copy.rglob("*") if f.is_file()]
                 elif path.exists():
-                    self.client.log_artifact(self.job_run_id, str(path))
-            self.client.set_terminated(self.job_run_id, "FAILED" if failed else "FINISHED")
-        except Exception as exc:
-            self._failed(f"job run summary: {exc}")
+                    shutil.copy2(path, copy)
+                    files = [copy]
+                else:
+                    continue
+                for f in files:
+                    try:
+                        f.write_text(mask_secrets(f.read_text(encoding="utf-8")), encoding="utf-8")
+                    except UnicodeDecodeError:
+                        continue
+                if copy.is_dir():
+                    self.client.log_artifacts(self.job_run_id, str(copy), artifact_path=path.name)
+                else:
+                    self.client.log_artifact(self.job_run_id, str(copy))
+        self.client.set_terminated(self.job_run_id, "FAILED" if failed else "FINISHED")
 
     def _log(self, run_id: str, params: dict[str, str], metrics: dict[str, float]) -> None:
         from mlflow.entities import Metric, Param
@@ -101,10 +242,6 @@ class MlflowTracker(Tracker):
         metric_list = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
         for i in range(0, max(len(param_list), 1), 100):  # MLflow takes at most 100 params per batch
             self.client.log_batch(run_id, metrics=metric_list if i == 0 else [], params=param_list[i:i + 100])
-
-    def _failed(self, what: str) -> None:
-        self.failures.append(what)
-        print(f"mcpworld: warning: not logged to MLflow: {what}", file=sys.stderr)
 
 
 def absolute_sqlite_uri(uri: str) -> str:
@@ -123,5 +260,55 @@ def make_tracker(cfg: Any) -> Tracker:
         return Tracker()
     if backend == "mlflow":
         return MlflowTracker(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment,
-                             cfg.tracking.log_screenshots)
+                             cfg.tracking.log_screenshots, cfg.tracking.get("traces", True))
     raise UserError(f"tracking.backend={backend!r} is unknown; known: mlflow, none")
+
+
+SWEEP_FILE = ".mcpworld_sweep.json"
+
+
+def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | None:
+    """The parent run a multirun's job runs nest under; its id is left in the sweep folder for the
+    jobs (which may run in other processes or on other hosts sharing the folder)."""
+    if cfg.tracking.backend != "mlflow":
+        return None
+    try:
+        tracker = MlflowTracker(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment, traces=False)
+        tracker._connect()
+        run = tracker.client.create_run(tracker.experiment_id, run_name=f"sweep {Path(sweep_dir).as_posix()}",
+                                        tags={LEVEL: "sweep", "mcpworld.sweep_dir": str(sweep_dir),
+                                              "mcpworld.sweep": mask_secrets(" ".join(overrides))[:5000]})
+    except Exception as exc:
+        print(f"mcpworld: warning: no MLflow parent run for this sweep ({type(exc).__name__}: {exc}); "
+              "its jobs are logged without one", file=sys.stderr)
+        return None
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps({"run_id": run.info.run_id, "uri": tracker.uri}))
+    return run.info.run_id
+
+
+def sweep_parent(job_dir: Path) -> str | None:
+    """The sweep's parent run id when this job belongs to one."""
+    path = Path(job_dir).parent / SWEEP_FILE
+    try:
+        return json.loads(path.read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def finish_sweep_run(sweep_dir: Path, metrics: dict[str, float]) -> None:
+    path = Path(sweep_dir) / SWEEP_FILE
+    try:
+        info = json.loads(path.read_text())
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=info["uri"])
+        now = int(time.time() * 1000)
+        from mlflow.entities import Metric
+
+        client.log_batch(info["run_id"], metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
+        client.set_terminated(info["run_id"], "FINISHED")
+    except FileNotFoundError:
+        return
+    except Exception as exc:
+        print(f"mcpworld: warning: the sweep's MLflow parent run was not closed: {exc}", file=sys.stderr)

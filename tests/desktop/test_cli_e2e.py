@@ -46,22 +46,48 @@ def test_oracle_sweep_two_resolutions_logs_to_mlflow(tmp_path):
     client = MlflowClient(f"sqlite:///{db}")
     exp = client.get_experiment_by_name("e2e")
     runs = client.search_runs([exp.experiment_id])
-    jobs = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    assert len(jobs) == 2
+    level = lambda name: [r for r in runs if r.data.tags.get("mcpworld.level") == name]  # noqa: E731
+    (sweep,) = level("sweep")
+    assert "mlflow.parentRunId" not in sweep.data.tags and sweep.data.metrics["jobs"] == 2
+    jobs = level("job")
+    assert len(jobs) == 2 and all(j.data.tags["mlflow.parentRunId"] == sweep.info.run_id for j in jobs)
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{db}")
     for job in jobs:
         assert job.data.params["provider.name"] == "oracle"
-        assert job.data.metrics["success_rate"] == 1.0
+        assert job.data.metrics["success_rate"] == 1.0 and job.data.metrics["mean_steps"] > 0
+        tags = job.data.tags
+        assert len(tags["mcpworld.git.commit"]) == 40 and tags["mcpworld.git.dirty"] in ("true", "false")
+        assert tags["mcpworld.version.mlflow"] and tags["mcpworld.host"] and len(tags["mcpworld.config_hash"]) == 16
+        assert "resolution=" in tags["mcpworld.overrides"]
         children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == job.info.run_id]
-        assert len(children) == 5
+        assert len(children) == 5 and all(c.data.tags["mcpworld.level"] == "episode" for c in children)
         child = children[0]
-        for key in ("model", "provider", "resolution", "app", "task_id"):
+        assert {"task_id", "app", "modality", "status"} <= set(child.data.tags)
+        for key in ("model", "provider", "resolution", "app", "task_id", "seed"):
             assert key in child.data.params
         assert child.data.metrics["score"] == 1.0 and child.data.metrics["steps"] > 0
         assert child.data.metrics["duration_s"] > 0
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"result.json", "trace.jsonl", "screens"} <= names
-        assert ".hydra" in {a.path for a in client.list_artifacts(job.info.run_id)}
+        assert {"result.json", "trace.jsonl", "screens", "trajectory.gif"} <= names
+        assert {".hydra", "resolved_config.yaml", "summary.json"} <= {a.path for a in client.list_artifacts(job.info.run_id)}
+        (trace,) = client.search_traces(locations=[exp.experiment_id], run_id=child.info.run_id)
+        kinds = [span.span_type for span in trace.data.spans]
+        assert kinds[0] == "AGENT" and kinds.count("LLM") == child.data.metrics["llm_calls"]
+        assert kinds.count("TOOL") == child.data.metrics["steps"]
     assert {j.data.params["resolution.name"] for j in jobs} == {"square", "rect"}
+
+    # the paper tables and a plot from that sweep
+    report = subprocess.run([sys.executable, "-m", "mcpworld.report", "experiment=e2e", "--tracking-uri",
+                             f"sqlite:///{db}", "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    table = (tmp_path / "report" / "summary.csv").read_text().splitlines()
+    # header + (square, rect) x (mousepad, xterm), every group at 100 %
+    assert len(table) == 5 and table[0].startswith("model,resolution,modality,app,episodes")
+    assert all(",1.0," in row for row in table[1:])
+    assert Image.open(tmp_path / "report" / "success.png").size[0] > 200
 
 
 def test_do_nothing_scores_zero_on_every_builtin_task(tmp_path):
@@ -126,7 +152,7 @@ def test_qwen3vl_32b_square_multirun_against_an_ollama_endpoint(tmp_path):
 
     client = MlflowClient(f"sqlite:///{db}")
     runs = client.search_runs([client.get_experiment_by_name("ollama").experiment_id])
-    (job,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    (job,) = [r for r in runs if r.data.tags.get("mcpworld.level") == "job"]
     assert job.data.params["ollama.quantization"] and job.data.params["ollama.digest"]
     assert job.data.metrics["ollama.vram_bytes"] > 0 and job.data.metrics["success_rate"] == 1.0
 
