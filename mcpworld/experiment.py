@@ -48,7 +48,7 @@ def job_name() -> str:
     except ValueError:
         return "adhoc"
     overrides = [o for o in hc.overrides.task]
-    return ",".join(overrides) or "default"
+    return mask_secrets(",".join(overrides)) or "default"  # names runs: an override may hold a key
 
 
 def choose_tasks(cfg: Any) -> list[Task]:
@@ -125,7 +125,7 @@ def run_job(cfg: DictConfig) -> float:
     out.mkdir(parents=True, exist_ok=True)
     (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
     tracker.start_job(job_name(), {**flatten(resolved), **model.params},
-                      {"mcpworld.job_dir": str(out), **run_tags(resolved, mask_secrets(job_name()))},
+                      {"mcpworld.job_dir": str(out), **run_tags(resolved, job_name())},
                       parent_run_id=sweep_parent(out))
     gpu = make_gpu_monitor(cfg.telemetry.gpu.source, cfg.telemetry.gpu.rate_hz)
     print(f"mcpworld: {len(runs)} episode(s) of {len(tasks)} task(s) → {out}")

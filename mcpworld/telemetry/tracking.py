@@ -25,8 +25,7 @@ from mcpworld.result import EpisodeResult
 
 # whole words of a key (``api_key``, ``access_token``), not ``max_tokens``
 SECRET_KEY = re.compile(r"(^|[_.-])(api[_-]?key|apikey|token|secret|password|passwd|authorization)($|[_.-])", re.I)
-SECRET_ASSIGNMENT = re.compile(
-    r"((?:api[_-]?key|apikey|token|secret|password|passwd|authorization)\w*\s*[=:]\s*)([^\s,\]]+)", re.I)
+ASSIGNMENT = re.compile(r"([A-Za-z0-9_.-]+)(\s*[=:]\s*)([^\s,\]]+)")
 MAX_PARAM_LEN = 6000
 LEVEL = "mcpworld.level"
 EPISODE_ARTIFACTS = ("screens", "logs", "mcp", "overlong")
@@ -55,8 +54,12 @@ def strip_secrets(data: Any) -> Any:
 
 
 def mask_secrets(text: str) -> str:
-    """``provider.api_key=sk-…`` (an override, a YAML line) with its value hidden."""
-    return SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + "***", text)
+    """``provider.api_key=sk-…`` (an override, a YAML line) with its value hidden; ``max_tokens``
+    and the like are not secrets."""
+    def hide(m: re.Match) -> str:  # a value may itself hold an assignment: key: a.api_key=…
+        return m.group(1) + m.group(2) + ("'***'" if SECRET_KEY.search(m.group(1)) else mask_secrets(m.group(3)))
+
+    return ASSIGNMENT.sub(hide, text)
 
 
 class Tracker:
@@ -113,6 +116,7 @@ class MlflowTracker(Tracker):
             if job_dir is not None:
                 path = Path(job_dir) / "tracking_pending.json"
                 path.write_text(json.dumps({"uri": mask_secrets(self.uri), "experiment": self.experiment,
+                                            "job_run_id": self.job_run_id,
                                             "not_logged": [r for _, _, r in self.pending]}, indent=2))
                 where = f"; listed in {path} — log them later with: python -m mcpworld.telemetry.upload {job_dir}"
             print(f"mcpworld: warning: {len(not_logged)} item(s) not logged to MLflow ({mask_secrets(self.uri)}): "
