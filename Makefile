@@ -42,6 +42,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/step_overhead.py
 	$(PY) benchmarks/mcp_overhead.py
+	$(PY) benchmarks/tracking_overhead.py
 
 clean:
 	rm -rf outputs

@@ -7,6 +7,7 @@ import json
 import queue
 import statistics
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,10 @@ def run_job(cfg: DictConfig) -> float:
         summary = {**summarize(results, len(runs)), **model.metrics}
         (out / "summary.json").write_text(json.dumps({"job": job_name(), **summary}, indent=2))
         artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
+        waited = time.perf_counter()
         tracker.finish_job(summary, artifacts, failed=fatal is not None, job_dir=out)
+        tracking = {"tracking_busy_s": round(tracker.busy_s, 4), "tracking_wait_s": round(time.perf_counter() - waited, 4)}
+        (out / "summary.json").write_text(json.dumps({"job": job_name(), **summary, **tracking}, indent=2))
     from mcpworld.summary import print_job_table
 
     print_job_table(job_name(), results)

@@ -65,6 +65,8 @@ def mask_secrets(text: str) -> str:
 class Tracker:
     """No-op base: ``tracking=none``."""
 
+    busy_s = 0.0  # time spent logging (on the tracker's own thread)
+
     def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
                   parent_run_id: str | None = None) -> None: ...
 
@@ -121,13 +123,6 @@ class MlflowTracker(Tracker):
                 where = f"; listed in {path} — log them later with: python -m mcpworld.telemetry.upload {job_dir}"
             print(f"mcpworld: warning: {len(not_logged)} item(s) not logged to MLflow ({mask_secrets(self.uri)}): "
                   + "; ".join(not_logged) + where, file=sys.stderr)
-        if self.traces and self.client is not None:
-            try:
-                import mlflow
-
-                mlflow.flush_trace_async_logging()
-            except Exception as exc:  # traces are a view of trace.jsonl, which is on disk
-                print(f"mcpworld: warning: MLflow traces not flushed: {exc}", file=sys.stderr)
         return not_logged
 
     # --- the worker's side ------------------------------------------------------------------------------
@@ -150,6 +145,8 @@ class MlflowTracker(Tracker):
     def _connect(self) -> None:
         if self.client is not None:
             return
+        # traces are written by this thread, when logged (no exporter queue to flush or to lose)
+        os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
         if self.uri.startswith(("http://", "https://")):  # a server that is down: fail in seconds, not minutes
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
@@ -189,25 +186,25 @@ class MlflowTracker(Tracker):
                 self.client.log_artifact(run_id, str(item))
             elif item.name in EPISODE_ARTIFACTS and (item.name != "screens" or self.log_screenshots):
                 self.client.log_artifacts(run_id, str(item), artifact_path=item.name)
-        if self.log_screenshots and (episode_dir / "screens").is_dir():
-            self._log_gif(run_id, episode_dir / "screens")
-        if self.traces and (episode_dir / "trace.jsonl").is_file():
-            from mcpworld.telemetry.spans import log_trace
+        if (episode_dir / "trace.jsonl").is_file():
             from mcpworld.telemetry.trace import read_trace
 
-            log_trace(self.client, self.experiment_id, run_id, read_trace(episode_dir / "trace.jsonl"),
-                      result.llm_energy_j)
+            events = read_trace(episode_dir / "trace.jsonl")
+            self._log_page(run_id, events, episode_dir)
+            if self.traces:
+                from mcpworld.telemetry.spans import log_trace
+
+                log_trace(self.client, self.experiment_id, run_id, events, result.llm_energy_j)
         self.client.set_terminated(run_id, "FINISHED" if result.status != "infra_error" else "FAILED")
 
-    def _log_gif(self, run_id: str, screens: Path) -> None:
+    def _log_page(self, run_id: str, events: list[dict[str, Any]], episode_dir: Path) -> None:
         import tempfile
 
-        from mcpworld.telemetry.trajectory_gif import make_gif
+        from mcpworld.telemetry.trajectory_page import make_page
 
         with tempfile.TemporaryDirectory() as tmp:
-            gif = make_gif(screens, Path(tmp) / "trajectory.gif")
-            if gif is not None:
-                self.client.log_artifact(run_id, str(gif))
+            page = make_page(events, episode_dir if self.log_screenshots else Path(tmp), Path(tmp) / "trajectory.html")
+            self.client.log_artifact(run_id, str(page))
 
     def _finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool) -> None:
         if self.job_run_id is None:

@@ -70,7 +70,7 @@ def test_oracle_sweep_two_resolutions_logs_to_mlflow(tmp_path):
         assert child.data.metrics["score"] == 1.0 and child.data.metrics["steps"] > 0
         assert child.data.metrics["duration_s"] > 0
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"result.json", "trace.jsonl", "screens", "trajectory.gif"} <= names
+        assert {"result.json", "trace.jsonl", "screens", "trajectory.html"} <= names
         assert {".hydra", "resolved_config.yaml", "summary.json"} <= {a.path for a in client.list_artifacts(job.info.run_id)}
         (trace,) = client.search_traces(locations=[exp.experiment_id], run_id=child.info.run_id)
         kinds = [span.span_type for span in trace.data.spans]
