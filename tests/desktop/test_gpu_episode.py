@@ -1,0 +1,56 @@
+"""GPU telemetry inside a real episode: a backend standing in for NVML (one GPU at a steady 150 W
+whose energy counter advances with the wall clock) is sampled while the oracle works a desktop;
+the episode gets its energy, a gpu.csv and an energy per LLM call."""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+import pytest
+
+from mcpworld.env import make_environment
+from mcpworld.episode import run_episode
+from mcpworld.tasks.select import BUILTIN_ROOT, discover
+from mcpworld.telemetry.gpu import GpuMonitor, Sample
+from tests.test_config import make
+
+pytestmark = [pytest.mark.desktop, pytest.mark.slow]
+WATTS = 150.0
+
+
+class SteadyGpu:
+    """read() as NVML would answer it: 150 W, the counter (mJ) = 150 W x seconds since start."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def read(self) -> list[Sample]:
+        t = time.monotonic()
+        return [Sample(t=t, gpu=0, util_pct=80.0, mem_mb=20_000.0, temp_c=61.0, power_w=WATTS,
+                       energy_mj=(t - self.t0) * WATTS * 1000)]
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_episode_measures_its_energy(tmp_path: Path) -> None:
+    cfg = make("task=mousepad/create_todo", "tracking=none")
+    (task,) = [t for t in discover(BUILTIN_ROOT) if t.id == "mousepad/create_todo"]
+    monitor = GpuMonitor(SteadyGpu(), rate_hz=20)
+    env = make_environment(cfg)
+    try:
+        result = run_episode(cfg, task, 0, tmp_path / "ep", env, monitor)
+    finally:
+        env.close()
+        monitor.close()
+    assert result.status == "success"
+    # the sampler covered the whole episode: energy ≈ 150 W x its duration
+    assert result.gpu["gpu.energy_j"] == pytest.approx(WATTS * result.duration_s, rel=0.15)
+    assert result.gpu["gpu.power_w_mean"] == pytest.approx(WATTS) and result.gpu["gpu.temp_max_c"] == 61.0
+    assert len(result.llm_energy_j) == result.llm_calls
+    rows = list(csv.DictReader((tmp_path / "ep" / "gpu.csv").open()))
+    assert len(rows) >= 5 and set(rows[0]) >= {"t", "gpu", "power_w", "energy_mj"}
+    numbers = result.numbers()
+    assert numbers["gpu.energy_j"] == result.gpu["gpu.energy_j"]
