@@ -31,7 +31,7 @@ class SweepProgress:
         reason = f"  ({result.reason[:120]})" if result.reason and result.status != "success" else ""
         self.progress.console.print(
             f"  [{int(n)}/{self.total}] {result.task_id:<36} {result.status:<12} score={result.score:.2f} "
-            f"steps={result.steps} {result.duration_s:.1f}s{reason}", markup=False, highlight=False)
+            f"steps={result.steps} {result.duration_s:.1f}s{reason}", markup=False, highlight=False, soft_wrap=True)
         self.progress.update(self.task, advance=1, tally=self._tally())
 
     def __enter__(self) -> "SweepProgress":
