@@ -1,8 +1,8 @@
 """Trackers: a multirun's parent run (``mcpworld.level=sweep``) → one run per Hydra job (``job``) →
 one child run per episode (``episode``) with its MLflow trace. ``none`` never imports mlflow.
 
-Trackers only read results. MLflow work happens on one background thread, so episodes never wait
-for it; the job waits for it to drain at the end. A tracking failure (a remote ``mlflow server``
+Trackers only read results. MLflow work happens in a child process, so episodes never wait for it
+(nor share an interpreter lock with it); the job waits for it to drain at the end. A tracking failure (a remote ``mlflow server``
 down, a full disk) never loses what is on disk: failed operations are retried when the job ends
 (the tracker catches up), and what still failed is named in one message and in
 ``tracking_pending.json``, from where ``python -m mcpworld.telemetry.upload JOB_DIR`` logs it later.
@@ -15,7 +15,6 @@ import os
 import queue
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -65,7 +64,7 @@ def mask_secrets(text: str) -> str:
 class Tracker:
     """No-op base: ``tracking=none``."""
 
-    busy_s = 0.0  # time spent logging (on the tracker's own thread)
+    busy_s = 0.0  # time spent logging (by the tracker's own process)
 
     def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
                   parent_run_id: str | None = None) -> None: ...
@@ -79,6 +78,59 @@ class Tracker:
 
 
 class MlflowTracker(Tracker):
+    """The job's tracker: logging runs in a child process (its own interpreter, so MLflow's import
+    and its sqlalchemy work never hold the episodes' GIL); calls only enqueue."""
+
+    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True,
+                 traces: bool = True):
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")  # no re-import; the job has no threads yet
+        self._jobs, self._answers = context.Queue(), context.Queue()
+        settings = (uri, artifact_root, experiment, log_screenshots, traces)
+        self._process = context.Process(target=_serve, args=(settings, self._jobs, self._answers),
+                                        name="mlflow-tracker", daemon=True)
+        self._process.start()
+
+    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
+                  parent_run_id: str | None = None) -> None:
+        self._jobs.put(("start_job", (name, params, tags, parent_run_id)))
+
+    def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
+        self._jobs.put(("log_episode", (result, episode_dir)))
+
+    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool = False,
+                   job_dir: Path | None = None) -> list[str]:
+        self._jobs.put(("finish_job", (metrics, artifacts, failed, job_dir)))
+        while True:
+            try:
+                not_logged, self.busy_s = self._answers.get(timeout=1.0)
+                break
+            except queue.Empty:
+                if not self._process.is_alive():
+                    why = (f"the MLflow tracker process exited with code {self._process.exitcode}; this job's runs "
+                           f"may be incomplete" + (f": log them with python -m mcpworld.telemetry.upload {job_dir}"
+                                                    if job_dir else ""))
+                    print(f"mcpworld: warning: {why}", file=sys.stderr)
+                    return [why]
+        self._process.join(timeout=30)
+        return not_logged
+
+
+def _serve(settings: tuple, jobs: Any, answers: Any) -> None:
+    """The tracker process: run the job's logging calls in order, answer the last one."""
+    logger = MlflowLogger(*settings)
+    while True:
+        name, args = jobs.get()
+        if name == "finish_job":
+            answers.put((logger.finish_job(*args), logger.busy_s))
+            return
+        getattr(logger, name)(*args)
+
+
+class MlflowLogger(Tracker):
+    """Synchronous MLflow logging with catch-up: what the tracker process (and uploads) run."""
+
     def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True,
                  traces: bool = True):
         self.uri = absolute_sqlite_uri(uri)
@@ -89,25 +141,19 @@ class MlflowTracker(Tracker):
         self.job_run_id: str | None = None
         self.pending: list[tuple[str, Callable[[], None], dict[str, Any]]] = []  # (what, retry, record)
         self.busy_s = 0.0  # time spent logging, for the overhead figure
-        self._queue: queue.Queue = queue.Queue()
-        self._worker = threading.Thread(target=self._work, name="mlflow-tracker", daemon=True)
-        self._worker.start()
 
-    # --- the caller's side: enqueue, never block on MLflow --------------------------------------------
     def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
                   parent_run_id: str | None = None) -> None:
-        self._submit("job run", lambda: self._start_job(name, params, tags, parent_run_id), {"kind": "job"})
+        self._run("job run", lambda: self._start_job(name, params, tags, parent_run_id), {"kind": "job"})
 
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         record = {"kind": "episode", "task_id": result.task_id, "attempt": result.attempt, "dir": str(episode_dir)}
-        self._submit(f"episode {result.task_id}#{result.attempt} ({episode_dir})",
-                     lambda: self._log_episode(result, episode_dir), record)
+        self._run(f"episode {result.task_id}#{result.attempt} ({episode_dir})",
+                  lambda: self._log_episode(result, episode_dir), record)
 
     def finish_job(self, metrics: dict[str, float], artifacts: list[Path], failed: bool = False,
                    job_dir: Path | None = None) -> list[str]:
-        self._submit("job run summary", lambda: self._finish_job(metrics, artifacts, failed), {"kind": "summary"})
-        self._queue.put(None)
-        self._worker.join()
+        self._run("job run summary", lambda: self._finish_job(metrics, artifacts, failed), {"kind": "summary"})
         if self.pending:  # catch up: the store may be back (a restarted server)
             retry, self.pending = self.pending, []
             for what, op, record in retry:
@@ -124,14 +170,6 @@ class MlflowTracker(Tracker):
             print(f"mcpworld: warning: {len(not_logged)} item(s) not logged to MLflow ({mask_secrets(self.uri)}): "
                   + "; ".join(not_logged) + where, file=sys.stderr)
         return not_logged
-
-    # --- the worker's side ------------------------------------------------------------------------------
-    def _submit(self, what: str, op: Callable[[], None], record: dict[str, Any]) -> None:
-        self._queue.put((what, op, record))
-
-    def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            self._run(*item)
 
     def _run(self, what: str, op: Callable[[], None], record: dict[str, Any]) -> None:
         started = time.perf_counter()
@@ -274,7 +312,7 @@ def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | No
     if cfg.tracking.backend != "mlflow":
         return None
     try:
-        tracker = MlflowTracker(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment, traces=False)
+        tracker = MlflowLogger(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment, traces=False)
         tracker._connect()
         run = tracker.client.create_run(tracker.experiment_id, run_name=f"sweep {Path(sweep_dir).as_posix()}",
                                         tags={LEVEL: "sweep", "mcpworld.sweep_dir": str(sweep_dir),

@@ -16,7 +16,7 @@ import yaml
 
 from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking import MlflowTracker, flatten
+from mcpworld.telemetry.tracking import MlflowLogger, flatten
 
 
 def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
@@ -31,7 +31,7 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
     pending = json.loads(pending_file.read_text()) if pending_file.is_file() else {}
     tracking = resolved.get("tracking") or {}
     uri = uri or pending.get("uri") or tracking.get("uri") or "sqlite:///outputs/mlflow.db"
-    tracker = MlflowTracker(uri, tracking.get("artifact_root") or artifact_root,
+    tracker = MlflowLogger(uri, tracking.get("artifact_root") or artifact_root,
                             experiment or pending.get("experiment") or tracking.get("experiment") or "default",
                             bool(tracking.get("log_screenshots", True)), bool(tracking.get("traces", True)))
     summary = json.loads((job_dir / "summary.json").read_text()) if (job_dir / "summary.json").is_file() else {}

@@ -15,7 +15,7 @@ from mcpworld.progress import SweepProgress
 from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.provenance import config_hash, git_state
 from mcpworld.telemetry.spans import log_trace
-from mcpworld.telemetry.tracking import MlflowTracker, flatten, mask_secrets, strip_secrets
+from mcpworld.telemetry.tracking import MlflowLogger, MlflowTracker, flatten, mask_secrets, strip_secrets
 from mcpworld.telemetry.trajectory_page import make_page
 
 
@@ -127,16 +127,16 @@ def test_each_llm_call_gets_the_energy_of_its_window() -> None:
 
 
 def test_the_tracker_catches_up_after_a_failed_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tracker = MlflowTracker(f"sqlite:///{tmp_path}/m.db", str(tmp_path / "art"), "catchup", traces=False)
-    real, calls = MlflowTracker._connect, []
+    real, tries = MlflowLogger._connect, tmp_path / "tries"
 
-    def flaky(self) -> None:
-        calls.append(1)
-        if len(calls) == 1:
+    def flaky(self) -> None:  # runs in the tracker process: count tries in a file
+        tries.write_text(tries.read_text() + "x" if tries.exists() else "x")
+        if tries.read_text() == "x":
             raise ConnectionError("store unreachable")
         real(self)
 
-    monkeypatch.setattr(MlflowTracker, "_connect", flaky)
+    monkeypatch.setattr(MlflowLogger, "_connect", flaky)  # inherited by the forked tracker process
+    tracker = MlflowTracker(f"sqlite:///{tmp_path}/m.db", str(tmp_path / "art"), "catchup", traces=False)
     episode = tmp_path / "ep"
     episode.mkdir()
     (episode / "result.json").write_text("{}")
@@ -144,9 +144,12 @@ def test_the_tracker_catches_up_after_a_failed_connection(tmp_path: Path, monkey
     tracker.log_episode(EpisodeResult(task_id="t/x", app="t", status="success", score=1.0), episode)
     assert tracker.finish_job({"success_rate": 1.0}, [], job_dir=tmp_path) == []
     assert not (tmp_path / "tracking_pending.json").exists()
-    runs = tracker.client.search_runs([tracker.experiment_id])
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/m.db")
+    runs = client.search_runs([client.get_experiment_by_name("catchup").experiment_id])
     assert sorted(r.data.tags["mcpworld.level"] for r in runs) == ["episode", "job"]
-    assert tracker.busy_s > 0
+    assert tracker.busy_s > 0 and tries.read_text() == "xx"  # failed once, then connected
 
 
 def test_progress_counts_successes_and_errors() -> None:
