@@ -43,6 +43,7 @@ the script; it is still recorded.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -109,6 +110,9 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
 # -------------------------------------------------------------------- protocol checks
 
 
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+
+
 def validate(body: dict[str, Any], headers: dict[str, str]) -> str | None:
     """The first reason the real API would reject this request with 400, else None."""
     if "anthropic-version" not in headers:
@@ -141,6 +145,11 @@ def validate(body: dict[str, Any], headers: dict[str, str]) -> str | None:
     for b in body.get("system") or []:
         if not str(b.get("text", "")).strip():
             return "system: text content blocks must be non-empty"
+    for i, tool in enumerate(body.get("tools") or []):
+        if not TOOL_NAME.fullmatch(str(tool.get("name", ""))):
+            return f"tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
+        if "type" not in tool and (tool.get("input_schema") or {}).get("type") != "object":
+            return f"tools.{i}.custom.input_schema.type: Input should be 'object'"
     return None
 
 
