@@ -19,6 +19,7 @@ from mcpworld.env.base import Environment
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.evaluation.verdict import judge
 from mcpworld.result import EpisodeResult
+from mcpworld.mcp.spec import replace_in
 from mcpworld.servers import episode_servers, withheld
 from mcpworld.tasks.model import Task
 from mcpworld.telemetry.trace import Trace
@@ -45,19 +46,6 @@ class ScreenSaver:
         (self.folder / name).write_bytes(data)
         self.count += 1
         return f"screens/{name}"
-
-
-def fill_workspace(call: dict[str, Any], workspace: str) -> dict[str, Any]:
-    """An oracle call with ``{workspace}`` in its string arguments made this episode's path."""
-    def fill(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace("{workspace}", workspace)
-        if isinstance(value, list):
-            return [fill(v) for v in value]
-        if isinstance(value, dict):
-            return {k: fill(v) for k, v in value.items()}
-        return value
-    return {"tool": call["tool"], "args": fill(call["args"])}
 
 
 def write_trajectory(path: Path, messages: list[dict[str, Any]], result: EpisodeResult) -> None:
@@ -133,7 +121,7 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
     hosted = cfg.env.mcp_sandbox == "klavis" and "mcp" in cfg.modality.tools
     workspace = cfg.env.klavis.workspace if hosted else str(env.resolve(task.workspace))
-    solution = [fill_workspace(call, workspace) for call in task.solution.get(cfg.modality.name, [])]
+    solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace)
     provider = make_provider(cfg, solution)
     screens = ScreenSaver(episode_dir / "screens")
     first = tools["computer"].coords.fit(env.settle(None)) if "computer" in tools else None

@@ -9,6 +9,7 @@ family start any server.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator
 
@@ -35,8 +36,14 @@ def app_servers(cfg: Any, app: str) -> list[Any]:
     selection like ``app=all`` runs the app) those in its own ``conf/app/<app>.yaml``."""
     if cfg.app.name == app:
         return OmegaConf.to_container(cfg.app.mcp_servers, resolve=True) or []
+    return list(_app_file_servers(app))
+
+
+@lru_cache(maxsize=None)
+def _app_file_servers(app: str) -> tuple[Any, ...]:
+    """``conf/app/<app>.yaml``'s servers, read once per process (asked for at every episode)."""
     path = CONF_APPS / f"{app}.yaml"
-    return (yaml.safe_load(path.read_text()) or {}).get("mcp_servers") or [] if path.is_file() else []
+    return tuple((yaml.safe_load(path.read_text()) or {}).get("mcp_servers") or []) if path.is_file() else ()
 
 
 def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:

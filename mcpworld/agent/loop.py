@@ -22,7 +22,7 @@ from mcpworld.agent.tools.normalize import normalize_call
 from mcpworld.env.screen import FORMATS, encode
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.result import EpisodeResult
-from mcpworld.telemetry.trace import Trace
+from mcpworld.telemetry.trace import Trace, preview
 
 IMAGE_PLACEHOLDER = "[older screenshot removed to save context]"
 NUDGE = "Continue with a tool call, or call `done` when the task is finished."
@@ -59,10 +59,6 @@ def prune_images(messages: list[dict[str, Any]], keep: int) -> None:
                 if seen > keep:
                     content[i] = {"type": "text", "text": IMAGE_PLACEHOLDER}
 
-
-def _preview(args: dict[str, Any], limit: int = 300) -> str:
-    text = json.dumps(args, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def fingerprint(text: str, image: bytes | None) -> str:
@@ -182,7 +178,7 @@ class AgentLoop:
                     return
                 if loop:
                     r.loops += 1
-                    self.trace.emit("loop", kind=loop, tool=call.name, args=_preview(call.arguments), step=r.steps)
+                    self.trace.emit("loop", kind=loop, tool=call.name, args=preview(call.arguments), step=r.steps)
                     if lim.loop_stop:
                         r.termination = "loop"
                         return
@@ -234,13 +230,13 @@ class AgentLoop:
         if error is not None:  # the model sees the error, the trace a hallucination
             obs = Observation(text=f"Error: {error}", ok=False)
             self.result.hallucinations += 1
-            self.trace.emit("hallucination", kind=kind, tool=name, args=_preview(args), error=error)
+            self.trace.emit("hallucination", kind=kind, tool=name, args=preview(args), error=error)
         latency = time.perf_counter() - start
         self.result.count_tool(name if tool else "unknown", obs.ok)
-        event: dict[str, Any] = {"tool": name, "args": _preview(args), "ok": obs.ok,
+        event: dict[str, Any] = {"tool": name, "args": preview(args), "ok": obs.ok,
                                  "latency_s": round(latency, 4), "step": self.result.steps + 1}
         if (written, raw_args) != (name, args):
-            event["as_written"] = {"tool": written, "args": _preview(raw_args)}
+            event["as_written"] = {"tool": written, "args": preview(raw_args)}
         if error:
             event["error"] = error
         elif obs.text:

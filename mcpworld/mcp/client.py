@@ -9,7 +9,6 @@ failure.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import subprocess
@@ -24,6 +23,7 @@ import anyio
 
 from mcpworld.errors import InfraError
 from mcpworld.mcp.spec import ServerSpec
+from mcpworld.telemetry.trace import preview
 
 # Some servers print banners to stdout before speaking JSON-RPC; the SDK skips such lines but logs
 # each one as an error with a traceback. The server's own stderr is kept in the episode's logs.
@@ -38,10 +38,6 @@ def _tail(path: Path, limit: int = 600) -> str:
     except OSError:
         return ""
 
-
-def _preview(args: dict[str, Any], limit: int = 300) -> str:
-    text = json.dumps(args, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 @dataclass
@@ -178,11 +174,11 @@ class ServerPool:
             error = _reason(exc)
         latency = round(time.perf_counter() - started, 4)
         if error is not None:
-            self.on_event("mcp_call", server=server, tool=tool, args=_preview(args), latency_s=latency,
+            self.on_event("mcp_call", server=server, tool=tool, args=preview(args), latency_s=latency,
                           ok=False, error=error)
             raise ToolCallFailed(f"{server}-{tool}: {error}")
         is_error = bool(getattr(result, "is_error", False))
-        self.on_event("mcp_call", server=server, tool=tool, args=_preview(args), latency_s=latency,
+        self.on_event("mcp_call", server=server, tool=tool, args=preview(args), latency_s=latency,
                       ok=not is_error, **({"error": _first_text(result)[:300]} if is_error else {}))
         return result
 

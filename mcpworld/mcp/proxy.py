@@ -24,26 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpworld.mcp.spec import replace_in
+
 MODES = ("record", "replay", "fault")
 FAULT_KINDS = ("error", "latency", "drop")
 
 
 def _key(tool: str, arguments: dict[str, Any] | None) -> str:
     return tool + "\x00" + json.dumps(arguments or {}, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def swap(value: Any, old: str | None, new: str | None) -> Any:
-    """``value`` with every ``old`` inside its strings replaced by ``new`` (the episode's workspace
-    path ⇄ ``{workspace}``, so a cassette recorded in one episode answers another)."""
-    if not old or new is None:
-        return value
-    if isinstance(value, str):
-        return value.replace(old, new)
-    if isinstance(value, list):
-        return [swap(v, old, new) for v in value]
-    if isinstance(value, dict):
-        return {k: swap(v, old, new) for k, v in value.items()}
-    return value
 
 
 @dataclass
@@ -126,10 +114,10 @@ class Proxy:
         self.workspace = args.workspace
 
     def _portable(self, value: Any) -> Any:
-        return swap(value, self.workspace, "{workspace}")
+        return replace_in(value, self.workspace, "{workspace}")
 
     def _local(self, value: Any) -> Any:
-        return swap(value, "{workspace}", self.workspace)
+        return replace_in(value, "{workspace}", self.workspace)
 
     # --- upstream ---------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

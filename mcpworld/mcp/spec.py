@@ -48,6 +48,20 @@ class ServerSpec:
         return None if shutil.which(self.command) else f"{self.command!r} is not on PATH"
 
 
+def replace_in(value: Any, old: str | None, new: str | None) -> Any:
+    """``value`` (strings, lists, dicts, nested) with every ``old`` in its strings replaced by ``new``:
+    the episode's workspace path ⇄ ``{workspace}`` in oracle calls and proxy cassettes."""
+    if not old or new is None:
+        return value
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, list):
+        return [replace_in(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: replace_in(v, old, new) for k, v in value.items()}
+    return value
+
+
 def _entry(raw: Any, where: str) -> dict[str, Any]:
     if isinstance(raw, str):
         return {"name": raw}

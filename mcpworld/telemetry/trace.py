@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import Any
 
 
+def preview(args: Any, limit: int = 300) -> str:
+    """Tool-call arguments as a trace event shows them: JSON, cut at ``limit`` characters."""
+    text = json.dumps(args, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 class Trace:
     """Append-only event log; ``emit`` is cheap and thread-safe."""
 

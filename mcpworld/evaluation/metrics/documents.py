@@ -259,6 +259,15 @@ def _open_pair(result: Any, expected: Any) -> tuple[_Docx, _Docx] | None:
     return None if a is None or b is None else (a, b)
 
 
+def _same(result: Any, expected: Any, extract: Any) -> float:
+    """1.0 when ``extract`` gives the same value for the result .docx as for the gold one."""
+    docs = _open_pair(result, expected)
+    if docs is None:
+        return 0.0
+    got, want = (extract(d) for d in docs)
+    return float(got == want)
+
+
 def _ratio(a: str, b: str) -> float:
     return fuzz.ratio(a, b) / 100.0
 
@@ -369,11 +378,7 @@ def _table_cells(d: _Docx) -> list[list[list[str]]]:
 @metric("compare_docx_tables")
 def compare_docx_tables(result: Any, expected: Any) -> float:
     """Same number of top-level tables as the gold .docx, same shape, same (stripped) cell text."""
-    docs = _open_pair(result, expected)
-    if docs is None:
-        return 0.0
-    got, want = (_table_cells(d) for d in docs)
-    return float(got == want)
+    return _same(result, expected, _table_cells)
 
 
 def _images(d: _Docx) -> list[bytes | tuple[str, tuple[int, int], bytes]]:
@@ -410,11 +415,7 @@ def compare_docx_images(result: Any, expected: Any) -> float:
     table instead, which is not document order and includes images no longer shown. Two
     documents without images match.
     """
-    docs = _open_pair(result, expected)
-    if docs is None:
-        return 0.0
-    got, want = (_images(d) for d in docs)
-    return float(got == want)
+    return _same(result, expected, _images)
 
 
 @metric("compare_line_spacing")
@@ -510,11 +511,7 @@ def compare_highlighted_text(result: Any, expected: Any) -> float:
     matched LibreOffice files). Colours are not compared. OSWorld compared sets of the first
     text element of each run, which ignored duplicates, order and split runs.
     """
-    docs = _open_pair(result, expected)
-    if docs is None:
-        return 0.0
-    got, want = (_highlighted_segments(d) for d in docs)
-    return float(got == want)
+    return _same(result, expected, _highlighted_segments)
 
 
 # ---------------------------------------------------------------------------------------------
