@@ -1,8 +1,15 @@
-"""``python -m mcpworld [overrides] [-m]``: compose the config with Hydra and run one job."""
+"""``python -m mcpworld [overrides] [-m]``: compose the config with Hydra and run one job (or a sweep).
+
+How a run ends: a job's error is one line. In a single run it is the exit status (2 for an error
+the user can fix, 1 for a harness bug, whose traceback is kept in the job's ``error.txt``); in a
+sweep the failed job is recorded and the sweep goes on, and the exit status is 1 when any job
+failed. Ctrl-C or SIGTERM stop everything cleanly (130 / 143), and the same command resumes.
+"""
 
 from __future__ import annotations
 
 import sys
+import traceback
 
 import hydra
 from omegaconf import DictConfig
@@ -14,14 +21,40 @@ register()
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
     from mcpworld.errors import UserError
-    from mcpworld.experiment import run_job
+    from mcpworld.experiment import JobFailed, job_dir, one_line, run_job
 
     try:
         return run_job(cfg)
-    except UserError as exc:
-        print(f"mcpworld: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    except Exception as exc:
+        line = one_line(exc)
+        expected = isinstance(exc, (UserError, JobFailed))
+        if not expected:  # a harness bug: one line here, the whole story on disk
+            where = job_dir() / "error.txt"
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_text(traceback.format_exc())
+            line += f" (traceback in {where})"
+        if HydraConfig.get().mode == RunMode.MULTIRUN:  # the sweep goes on; its end reports this job
+            print(f"mcpworld: job {HydraConfig.get().job.num} failed: {line}", file=sys.stderr)
+            return 0.0
+        print(f"mcpworld: error: {line}", file=sys.stderr)
+        sys.exit(2 if expected else 1)
+
+
+def run() -> int:
+    from mcpworld import summary
+    from mcpworld.interrupt import raise_on_sigterm
+
+    raise_on_sigterm()
+    try:
+        main()
+    except KeyboardInterrupt as exc:
+        summary.sweep_interrupted()
+        return int(getattr(exc, "exit_code", 130))
+    return summary.SWEEP_EXIT_CODE
 
 
 if __name__ == "__main__":
@@ -29,4 +62,4 @@ if __name__ == "__main__":
 
     if wants_preview(sys.argv[1:]):  # Hydra refuses --multirun with --cfg; print the sweep's jobs instead
         sys.exit(preview(sys.argv[1:]))
-    main()
+    sys.exit(run())

@@ -181,6 +181,7 @@ class RootConfig:
     attempts: int = 1
     infra_retries: int = 1  # an episode that ends in infra_error is run again (its first try is kept aside)
     concurrency: int = 1
+    resume: bool = True  # the same run/sweep dir again: skip finished episodes (false: start over)
     seed: int = 0
 
 

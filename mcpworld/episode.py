@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import traceback
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.prompts import system_prompt
@@ -18,6 +19,7 @@ from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.env.base import Environment
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.evaluation.verdict import judge
+from mcpworld.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.result import EpisodeResult
 from mcpworld.mcp.spec import replace_in
 from mcpworld.servers import episode_servers, withheld
@@ -78,7 +80,11 @@ def gpu_energy(sampled: "EpisodeGpu", result: EpisodeResult, events: list[dict[s
 
 
 def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Environment,
-                gpu: "GpuMonitor | None" = None) -> EpisodeResult:
+                gpu: "GpuMonitor | None" = None, stop: StopSignal | None = None) -> EpisodeResult:
+    """Run one attempt and write its result.json, whatever happens. The status blames the agent
+    only for the agent's doing: a dead display, a crashed harness part or an endpoint that fails
+    is ``infra_error`` (retried), a stopped run ``interrupted``."""
+    stop = stop or StopSignal()
     episode_dir.mkdir(parents=True, exist_ok=True)
     result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg))
     trace = Trace(episode_dir / "trace.jsonl")
@@ -87,15 +93,23 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
     sampled = None
     try:
         with gpu.episode(episode_dir / "gpu.csv") if gpu else nullcontext() as sampled:
-            _run(cfg, task, episode_dir, env, result, trace)
+            _run(cfg, task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination, result.reason = "infra_error", "infra_error", str(exc)
         raise
-    except InfraError as exc:
-        result.status, result.termination, result.reason = "infra_error", "infra_error", str(exc)
-    except Exception as exc:  # a harness bug still leaves a result behind
-        result.status, result.termination = "agent_error", "agent_error"
-        result.reason = f"{type(exc).__name__}: {exc}"
+    except (EpisodeInterrupted, asyncio.CancelledError, KeyboardInterrupt):
+        result.status = result.termination = "interrupted"
+        result.reason = f"the run was stopped ({stop.reason or 'interrupt'})"
+    except Exception as exc:  # the environment or a harness part failed: never the agent's failure
+        if stop.is_set():  # the desktop was killed under it because the run is stopping
+            result.status = result.termination = "interrupted"
+            result.reason = f"the run was stopped ({stop.reason})"
+        else:
+            result.status, result.termination = "infra_error", "infra_error"
+            prefix = "" if isinstance(exc, InfraError) else "harness error: "
+            result.reason = f"{prefix}{type(exc).__name__}: {exc}" if prefix else str(exc)
+            trace.emit("error", kind="infra" if isinstance(exc, InfraError) else "harness", message=result.reason,
+                       traceback=traceback.format_exc()[-4000:])
     finally:
         try:
             env.end_episode()
@@ -111,9 +125,30 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
     return result
 
 
-def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace) -> None:
+def episode_limits(cfg: Any, task: Task) -> tuple[int, float]:
+    """Steps and seconds the agent gets: the tighter of the task's own bound and the run's
+    ``agent.max_steps`` / ``agent.timeout_s`` (so a user's override always takes effect, and a
+    task can only ask for less)."""
+    max_steps = cfg.agent.max_steps if task.max_steps is None else min(task.max_steps, cfg.agent.max_steps)
+    timeout_s = cfg.agent.timeout_s if not task.timeout_s else min(float(task.timeout_s), cfg.agent.timeout_s)
+    return max_steps, timeout_s
+
+
+def watch_apps(env: Environment, trace: Trace) -> Callable[[], None]:
+    """After each step: an app that exited under the agent is an ``app_exit`` event in the trace."""
+    def check() -> None:
+        for event in env.app_exits():
+            trace.emit("app_exit", **event)
+
+    return check
+
+
+def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
+         stop: StopSignal) -> None:
     t0 = time.monotonic()
+    stop.check()
     env.reset(task, episode_dir)
+    stop.check()
     result.setup_s = round(time.monotonic() - t0, 4)
     trace.emit("setup_done", seconds=result.setup_s)
 
@@ -125,9 +160,9 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     provider = make_provider(cfg, solution)
     screens = ScreenSaver(episode_dir / "screens")
     first = tools["computer"].coords.fit(env.settle(None)) if "computer" in tools else None
-    max_steps = cfg.agent.max_steps if task.max_steps is None else min(task.max_steps, cfg.agent.max_steps)
+    max_steps, timeout_s = episode_limits(cfg, task)
     limits = Limits(max_steps=max_steps, max_llm_calls=cfg.agent.max_llm_calls,
-                    timeout_s=task.timeout_s or cfg.agent.timeout_s, keep_screenshots=cfg.agent.keep_screenshots,
+                    timeout_s=timeout_s, keep_screenshots=cfg.agent.keep_screenshots,
                     image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
     shown = tools["computer"].coords.image if "computer" in tools else (env.width, env.height)
@@ -136,21 +171,26 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     async def drive() -> None:
         nonlocal loop
         try:
-            async with episode_servers(cfg, task, env, episode_dir, trace.emit) as pool:
-                if "mcp" in cfg.modality.tools:
-                    overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
-                    extra = {**(mcp_tools(pool, overlong) if pool else {}),
-                             **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output)}
-                    tools.update({**extra, "done": tools.pop("done")})  # done stays last
-                loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
-                                 send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                                 withheld=withheld(cfg, task))
-                prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
-                if task.system_prompt:
-                    prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)
-                await loop.run(prompt, task.instruction, first)
+            with stop.watching():
+                await serve_and_run()
         finally:
             await provider.aclose()
+
+    async def serve_and_run() -> None:
+        nonlocal loop
+        async with episode_servers(cfg, task, env, episode_dir, trace.emit) as pool:
+            if "mcp" in cfg.modality.tools:
+                overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
+                extra = {**(mcp_tools(pool, overlong) if pool else {}),
+                         **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output)}
+                tools.update({**extra, "done": tools.pop("done")})  # done stays last
+            loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
+                             send_images=getattr(provider, "vision", True) and cfg.model.vision,
+                             withheld=withheld(cfg, task), after_step=watch_apps(env, trace))
+            prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
+            if task.system_prompt:
+                prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)
+            await loop.run(prompt, task.instruction, first)
 
     t1 = time.monotonic()
     try:
@@ -163,6 +203,7 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     if result.termination == "infra_error":
         result.status = "infra_error"
         return
+    stop.check()  # a stopping run does not judge a cut-short episode
 
     t2 = time.monotonic()
     verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json")

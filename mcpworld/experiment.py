@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from mcpworld import resume
 from mcpworld.agent.providers import make_provider
 from mcpworld.agent.providers.base import ModelInfo
-from mcpworld.env import make_environment
+from mcpworld.env import leftovers, make_environment
+from mcpworld.env.base import Environment
 from mcpworld.episode import run_episode
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
-from mcpworld.result import EpisodeResult
+from mcpworld.interrupt import StopSignal, signals_deferred
+from mcpworld.pool import EpisodePool
+from mcpworld.result import NOT_JUDGED, EpisodeResult
 from mcpworld.servers import unavailable
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
@@ -115,87 +117,132 @@ def preflight(cfg: Any) -> ModelInfo:
         raise UserError(str(exc)) from exc
 
 
+class JobFailed(Exception):
+    """A job that could not finish; its one-line reason is in summary.json already."""
+
+
 def run_job(cfg: DictConfig) -> float:
-    check_config(cfg)
-    tasks = choose_tasks(cfg)
-    model = preflight(cfg)
+    """Run the job's episodes; summary.json always says how it ended (FINISHED, FAILED or KILLED)."""
     out = job_dir()
-    runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
-    tracker = make_tracker(cfg)
+    try:
+        check_config(cfg)
+        tasks = choose_tasks(cfg)
+        model = preflight(cfg)
+    except Exception as exc:  # nothing ran: the job failed before its first episode
+        write_summary(out, {"status": "FAILED", "reason": one_line(exc), **summarize([], 0)})
+        raise
+    return _run_episodes(cfg, tasks, model, out)
+
+
+def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Path) -> float:
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    out.mkdir(parents=True, exist_ok=True)
+    runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
+    resumed = resume.plan(out, resume.job_hash(resolved), cfg.resume, [(t.id, a) for t, a in runs])
+    todo = [(t, a) for t, a in runs if (t.id, a) not in resumed.done]
+    if resumed.done or resumed.set_aside:
+        print(f"mcpworld: {out}: {resumed.describe(len(todo))}")
+    reaped = leftovers.reap()
+    if reaped:
+        print(f"mcpworld: removed {len(reaped)} desktop(s) left behind by killed runs", file=sys.stderr)
+    tracker = make_tracker(cfg)
     (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
     tracker.start_job(job_name(), {**flatten(resolved), **model.params},
-                      {"mcpworld.job_dir": str(out), **run_tags(resolved, job_name())},
+                      {"mcpworld.job_dir": str(out.absolute()), **run_tags(resolved, job_name())},
                       parent_run_id=sweep_parent(out))
     gpu = make_gpu_monitor(cfg.telemetry.gpu.source, cfg.telemetry.gpu.rate_hz)
-    print(f"mcpworld: {len(runs)} episode(s) of {len(tasks)} task(s) → {out}")
+    print(f"mcpworld: {len(todo)} episode(s) of {len(tasks)} task(s) → {out}")
 
-    slots: queue.Queue = queue.Queue()
-    envs = [make_environment(cfg) for _ in range(max(1, cfg.concurrency))]
-    for env in envs:
-        slots.put(env)
-    results: list[EpisodeResult] = []
+    stop = StopSignal()
+    envs: list[Environment] = []
+    results: list[EpisodeResult] = list(resumed.done.values())
     fatal: Exception | None = None
+    status, reason = "FINISHED", ""
 
-    def one(task: Task, attempt: int) -> EpisodeResult | None:
+    def one(env: Environment, run: tuple[Task, int]) -> EpisodeResult:
         nonlocal fatal
-        if fatal is not None:  # the endpoint is down or an app is missing: don't repeat the failure
-            return None
-        env = slots.get()
+        task, attempt = run
         episode_dir = out / "episodes" / task.id / str(attempt)
-        try:
-            for retry in range(cfg.infra_retries + 1):
-                if retry:  # keep the failed try for inspection, run the episode again
-                    episode_dir.rename(episode_dir.with_name(f"{attempt}.infra_error{retry}"))
-                try:
-                    result = run_episode(cfg, task, attempt, episode_dir, env, gpu)
-                except (UserError, EndpointUnreachable) as exc:
-                    fatal = fatal or exc
-                    result = EpisodeResult.read(episode_dir / "result.json")
-                    break
-                if result.status != "infra_error":
-                    break
-        finally:
-            slots.put(env)
-        tracker.log_episode(result, episode_dir)
+        for retry in range(cfg.infra_retries + 1):
+            if retry:  # keep the failed try for inspection, run the episode again
+                resume.set_aside(episode_dir, "infra_error")
+            try:
+                result = run_episode(cfg, task, attempt, episode_dir, env, gpu, stop)
+            except (UserError, EndpointUnreachable) as exc:  # every later episode would fail the same way
+                fatal = fatal or exc
+                pool.halt()
+                return EpisodeResult.read(episode_dir / "result.json")
+            if result.status != "infra_error" or stop.is_set():
+                break
         return result
 
     try:
-        with ThreadPoolExecutor(max_workers=len(envs)) as pool, SweepProgress(len(runs)) as progress:
-            for future in [pool.submit(one, t, a) for t, a in runs]:
-                result = future.result()
-                if result is not None:
-                    results.append(result)
-                    progress.done(result)
+        envs = [make_environment(cfg) for _ in range(min(cfg.concurrency, len(todo)))]
+        pool: EpisodePool = EpisodePool(envs, one, stop)
+        with SweepProgress(len(todo)) as progress:
+            def finished(result: EpisodeResult) -> None:
+                results.append(result)
+                tracker.log_episode(result, out / "episodes" / result.task_id / str(result.attempt))
+                progress.done(result)
+
+            pool.run(todo, finished)
+        if fatal is not None:
+            status, reason = "FAILED", one_line(fatal)
+    except KeyboardInterrupt as exc:
+        status, reason = "KILLED", f"interrupted by {getattr(exc, 'signal_name', 'SIGINT')}"
+        raise
+    except Exception as exc:
+        status, reason = "FAILED", one_line(exc)
+        raise
     finally:
-        for env in envs:
-            env.close()
-        if gpu is not None:
-            gpu.close()
-        summary = {**summarize(results, len(runs)), **model.metrics}
-        (out / "summary.json").write_text(json.dumps({"job": job_name(), **summary}, indent=2))
-        artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
-        waited = time.perf_counter()
-        tracker.finish_job(summary, artifacts, failed=fatal is not None, job_dir=out)
-        tracking = {"tracking_busy_s": round(tracker.busy_s, 4), "tracking_wait_s": round(time.perf_counter() - waited, 4)}
-        (out / "summary.json").write_text(json.dumps({"job": job_name(), **summary, **tracking}, indent=2))
+        with signals_deferred():
+            for env in envs:
+                env.close()
+            if gpu is not None:
+                gpu.close()
+            ended = {"status": status, **({"reason": reason} if reason else {})}
+            summary = {**summarize(results, len(runs)), **model.metrics}
+            write_summary(out, {**ended, **summary})
+            artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
+            waited = time.perf_counter()
+            tracker.finish_job(summary, artifacts, status=status, job_dir=out)
+            tracking = {"tracking_busy_s": round(tracker.busy_s, 4),
+                        "tracking_wait_s": round(time.perf_counter() - waited, 4)}
+            write_summary(out, {**ended, **summary, **tracking})
+            if status == "KILLED":
+                print(f"mcpworld: stopped; {len(results)} of {len(runs)} episode(s) have a result in {out}. "
+                      f"Run the same command with hydra.run.dir={out} (hydra.sweep.dir= for a sweep) to resume.",
+                      file=sys.stderr)
     from mcpworld.summary import print_job_table
 
     print_job_table(job_name(), results)
     if fatal is not None:
-        raise UserError(str(fatal))
+        raise JobFailed(reason)
     return summary["success_rate"]
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line: its message (a user error's is made for reading), else its type too."""
+    text = " ".join(str(exc).split())
+    return text if isinstance(exc, UserError) and text else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """summary.json, replaced whole (a reader never sees half of it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(json.dumps({"job": job_name(), **summary}, indent=2))
+    tmp.replace(out / "summary.json")
 
 
 def summarize(results: list[EpisodeResult], planned: int) -> dict[str, float]:
     """Job-level numbers. Infra errors are not agent failures: the rate is over the rest."""
-    judged = [r for r in results if r.status != "infra_error"]
+    judged = [r for r in results if r.status not in NOT_JUDGED]
     ttfts = [t for r in results for t in r.ttft_s]
     out = {
         "episodes": float(len(results)),
         "episodes_planned": float(planned),
-        "infra_errors": float(len(results) - len(judged)),
+        "infra_errors": float(sum(r.status == "infra_error" for r in results)),
+        "interrupted": float(sum(r.status == "interrupted" for r in results)),
         "success_rate": (sum(r.status == "success" for r in judged) / len(judged)) if judged else 0.0,
         "mean_score": statistics.fmean(r.score for r in judged) if judged else 0.0,
         "mean_steps": statistics.fmean(r.steps for r in judged) if judged else 0.0,

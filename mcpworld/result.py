@@ -7,7 +7,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("success", "failure", "timeout", "agent_error", "infra_error")
+STATUSES = ("success", "failure", "timeout", "agent_error", "infra_error", "interrupted")
+# Not a verdict on the agent: run again on resume, left out of success rates.
+NOT_JUDGED = ("infra_error", "interrupted")
 
 
 @dataclass
@@ -35,7 +37,7 @@ class EpisodeResult:
     status: str = "infra_error"
     score: float = 0.0
     reason: str = ""
-    termination: str = ""  # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error
+    termination: str = ""  # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted
     final_action: str | None = None  # DONE / FAIL as declared by the agent
     steps: int = 0
     llm_calls: int = 0

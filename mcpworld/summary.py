@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,32 +24,98 @@ def print_job_table(name: str, results: list[EpisodeResult]) -> None:
     Console().print(table)
 
 
+# Set when a sweep ends: 1 when any of its jobs failed (``python -m mcpworld`` exits with it).
+SWEEP_EXIT_CODE = 0
+_active_sweep: Path | None = None  # the running sweep's folder, closed as KILLED on an interrupt
+
+
+def ensure_writable(folder: Path, key: str) -> None:
+    """Make the output folder now, so an unwritable one is one line (not a traceback) before any job."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".mcpworld-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        print(f"mcpworld: error: cannot write to the output folder {folder} ({exc.strerror or exc}); "
+              f"choose another with {key}=DIR", file=sys.stderr)
+        sys.exit(2)
+
+
+def job_rows(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Each job folder of the sweep with its summary; a job that left none crashed."""
+    rows = []
+    jobs = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)) \
+        if sweep_dir.is_dir() else []
+    for folder in jobs:
+        try:
+            data = json.loads((folder / "summary.json").read_text())
+        except (OSError, ValueError):
+            data = {"status": "FAILED", "reason": "the job ended without a summary (its process died)"}
+        rows.append((folder.name, data))
+    return rows
+
+
+def sweep_interrupted() -> None:
+    """Close the running sweep's parent run as KILLED (Ctrl-C or SIGTERM ended it)."""
+    global _active_sweep
+    if _active_sweep is None:
+        return
+    from mcpworld.telemetry.tracking import finish_sweep_run
+
+    rows = job_rows(_active_sweep)
+    finish_sweep_run(_active_sweep, sweep_counts(rows), status="KILLED")
+    print(f"mcpworld: sweep stopped after {len(rows)} job(s); run the same command with "
+          f"hydra.sweep.dir={_active_sweep} to resume it", file=sys.stderr)
+    _active_sweep = None
+
+
+def sweep_counts(rows: list[tuple[str, dict[str, Any]]]) -> dict[str, float]:
+    failed = sum(d.get("status", "FINISHED") != "FINISHED" for _, d in rows)
+    return {"jobs": float(len(rows)), "jobs_failed": float(failed),
+            "episodes": float(sum(d.get("episodes", 0) for _, d in rows))}
+
+
 class SweepSummary(Callback):
-    """A multirun's MLflow parent run (opened first, closed last) and, at the end, one table
-    comparing every job of the sweep."""
+    """Checks the output folder before anything runs; a multirun's MLflow parent run (opened first,
+    closed last, FAILED when a job failed) and, at the end, one table comparing every job."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        ensure_writable(Path(config.hydra.run.dir), "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _active_sweep, SWEEP_EXIT_CODE
         from mcpworld.telemetry.tracking import start_sweep_run
 
-        start_sweep_run(config, Path(config.hydra.sweep.dir), list(config.hydra.overrides.task))
+        sweep_dir = Path(config.hydra.sweep.dir)
+        ensure_writable(sweep_dir, "hydra.sweep.dir")
+        SWEEP_EXIT_CODE = 0
+        _active_sweep = sweep_dir
+        start_sweep_run(config, sweep_dir, list(config.hydra.overrides.task))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _active_sweep, SWEEP_EXIT_CODE
         from mcpworld.telemetry.tracking import finish_sweep_run
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        rows = []
-        for path in sorted(sweep_dir.glob("*/summary.json"), key=lambda p: int(p.parent.name)
-                           if p.parent.name.isdigit() else 0):
-            data = json.loads(path.read_text())
-            rows.append((path.parent.name, data))
-        finish_sweep_run(sweep_dir, {"jobs": float(len(rows)),
-                                     "episodes": float(sum(d["episodes"] for _, d in rows))})
+        _active_sweep = None
+        rows = job_rows(sweep_dir)
+        counts = sweep_counts(rows)
+        SWEEP_EXIT_CODE = 1 if counts["jobs_failed"] else 0
+        finish_sweep_run(sweep_dir, counts, status="FAILED" if counts["jobs_failed"] else "FINISHED")
         if not rows:
             return
         table = Table(title=f"mcpworld sweep: {sweep_dir}")
-        for col in ("job", "overrides", "episodes", "success rate", "mean score", "infra errors"):
+        for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors"):
             table.add_column(col, overflow="fold")
         for num, data in rows:
-            table.add_row(num, data.get("job", ""), f"{data['episodes']:.0f}", f"{data['success_rate']:.0%}",
-                          f"{data['mean_score']:.2f}", f"{data['infra_errors']:.0f}")
+            status = data.get("status", "FINISHED")
+            if data.get("reason"):
+                status += f": {data['reason']}"
+            table.add_row(num, data.get("job", ""), status, f"{data.get('episodes', 0):.0f}",
+                          f"{data.get('success_rate', 0):.0%}", f"{data.get('mean_score', 0):.2f}",
+                          f"{data.get('infra_errors', 0):.0f}")
         Console().print(table)
+        if SWEEP_EXIT_CODE:
+            print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed (see the table)",
+                  file=sys.stderr)

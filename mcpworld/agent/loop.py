@@ -97,7 +97,8 @@ class LoopDetector:
 class AgentLoop:
     def __init__(self, provider: Provider, tools: dict[str, Tool], limits: Limits, trace: Trace,
                  result: EpisodeResult, save_image: Callable[[bytes, str], str] | None = None,
-                 send_images: bool = True, withheld: frozenset[str] = frozenset()):
+                 send_images: bool = True, withheld: frozenset[str] = frozenset(),
+                 after_step: Callable[[], None] | None = None):
         self.provider, self.tools, self.limits = provider, tools, limits
         self.trace, self.result = trace, result
         self.save_image = save_image
@@ -108,6 +109,7 @@ class AgentLoop:
         # a call to one is the hallucination kind "outside_modality"
         self.withheld = withheld
         self.messages: list[dict[str, Any]] = []  # the conversation, for trajectory logs
+        self.after_step = after_step  # the episode's watch on the desktop (apps that exited …)
 
     async def run(self, system: str, instruction: str, first_screen: Image | None) -> None:
         r = self.result
@@ -128,9 +130,11 @@ class AgentLoop:
             self.trace.emit("error", kind="infra", message=str(exc))
         except UserError:
             raise
-        except Exception as exc:  # a bug in a provider or tool must not lose the episode
-            r.termination, r.reason = "agent_error", f"{type(exc).__name__}: {exc}"
-            self.trace.emit("error", kind="agent", message=r.reason)
+        except Exception as exc:  # a harness bug (provider, tool) is not the agent's failure, nor lost
+            import traceback
+
+            r.termination, r.reason = "infra_error", f"harness error: {type(exc).__name__}: {exc}"
+            self.trace.emit("error", kind="harness", message=r.reason, traceback=traceback.format_exc()[-4000:])
 
     async def _steps(self, messages: list[dict[str, Any]], deadline: float) -> None:
         r, lim = self.result, self.limits
@@ -163,6 +167,8 @@ class AgentLoop:
                     continue
                 obs = await self._call_tool(call.name, call.arguments)
                 r.steps += 1
+                if self.after_step:
+                    self.after_step()
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"})
                 data = self._encode(obs.image) if obs.image is not None else None
                 shown = [(data, lim.image_format)] if data is not None else []

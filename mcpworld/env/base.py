@@ -88,6 +88,13 @@ class Environment(abc.ABC):
     def close(self) -> None:
         """Stop everything this environment started and remove its files. Safe to call twice."""
 
+    def app_exits(self) -> list[dict[str, Any]]:
+        """Apps launched by setup that exited since the last call (each reported once)."""
+        return []
+
+    def kill(self) -> None:
+        """Stop the desktop's processes now, from any thread (used when a run is interrupted)."""
+
     def accessibility_tree(self, timeout_s: float = 60.0) -> str:
         """The live AT-SPI tree of the desktop as XML (see ``a11y_dump``), read by the
         distribution's python3-pyatspi inside the environment's display and D-Bus session."""

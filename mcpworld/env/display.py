@@ -1,20 +1,29 @@
-"""An Xvfb display with its own D-Bus session and a light window manager."""
+"""An Xvfb display with its own D-Bus session and a light window manager.
+
+The display number is chosen by the X server itself (``-displayfd``): it takes the first number
+whose lock it can create and writes it to a pipe once it accepts connections, so two episodes
+starting at once can never share a display, and a server that exited never counts as started.
+Every process of the desktop carries ``MARKER=<desktop id>`` in its environment, so teardown
+(and the reaping of a killed run's leftovers) kills exactly this desktop's processes.
+"""
 
 from __future__ import annotations
 
+import os
+import select
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from Xlib import display as xdisplay
-from Xlib import error as xerror
 
 from mcpworld.env.processes import ProcessSet
 from mcpworld.errors import InfraError, UserError
 
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
 # GTK apps join the AT-SPI bus by themselves; Chromium and Qt only when asked to.
+MARKER = "MCPWORLD_DESKTOP"  # environment variable naming the desktop a process belongs to
 A11Y_ENV = {"ACCESSIBILITY_ENABLED": "1", "QT_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1"}
 
 
@@ -26,44 +35,30 @@ def require_binary(name: str, package: str | None = None) -> str:
     return path
 
 
-def free_display_number(start: int = 90, end: int = 600) -> int:
-    """First display number with neither a lock file nor a socket (claimed by Xvfb on start)."""
-    for n in range(start, end):
-        if not Path(f"/tmp/.X{n}-lock").exists() and not (X_SOCKET_DIR / f"X{n}").exists():
-            return n
-    raise InfraError(f"no free X display number in {start}..{end}")
-
-
 class VirtualDisplay:
     """Xvfb + dbus-daemon + window manager, all stopped by ``stop``."""
 
     def __init__(self, width: int, height: int, window_manager: str = "openbox",
-                 start_timeout_s: float = 10.0):
+                 start_timeout_s: float = 10.0, desktop_id: str = ""):
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.start_timeout_s = start_timeout_s
+        self.desktop_id = desktop_id or f"pid{os.getpid()}-{id(self)}"
         self.number: int | None = None
         self.name = ""
         self.env: dict[str, str] = {}
         self.procs: ProcessSet | None = None
+        self._xvfb: subprocess.Popen | None = None
 
     def start(self, base_env: dict[str, str]) -> None:
         require_binary("Xvfb", "xvfb")
         require_binary("dbus-daemon", "dbus")
         if self.window_manager:
             require_binary(self.window_manager)
-        for _ in range(5):  # another process may grab the same number between check and start
-            self.number = free_display_number()
-            self.name = f":{self.number}"
-            self.procs = ProcessSet(marker=("DISPLAY", self.name))
-            xvfb = self.procs.spawn(
-                ["Xvfb", self.name, "-screen", "0", f"{self.width}x{self.height}x24",
-                 "-noreset", "-nolisten", "tcp", "-dpi", "96"], env=base_env)
-            if self._wait_ready(xvfb):
-                break
-            self.procs.stop()
-        else:
-            raise InfraError("Xvfb failed to start on 5 display numbers")
+        base_env = dict(base_env, **{MARKER: self.desktop_id})
+        self.procs = ProcessSet(marker=(MARKER, self.desktop_id))
+        self.number = self._start_xvfb(base_env)
+        self.name = f":{self.number}"
         self.env = dict(base_env, DISPLAY=self.name, **A11Y_ENV)
         bus = self.procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
                                env=self.env, stdout=subprocess.PIPE, text=True)
@@ -76,17 +71,42 @@ class VirtualDisplay:
             self.procs.spawn([self.window_manager], env=self.env)
             self._wait_window_manager()
 
-    def _wait_ready(self, xvfb: subprocess.Popen) -> bool:
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if xvfb.poll() is not None:
-                return False
-            try:
-                xdisplay.Display(self.name).close()
-                return True
-            except (xerror.DisplayError, ConnectionError, OSError):
-                time.sleep(0.02)
-        return False
+    def _start_xvfb(self, env: dict[str, str]) -> int:
+        """Start Xvfb and return the display number it claimed, once it accepts connections."""
+        read_end, write_end = os.pipe()
+        try:
+            self._xvfb = self.procs.spawn(
+                ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{self.width}x{self.height}x24",
+                 "-noreset", "-nolisten", "tcp", "-dpi", "96"], env=env, pass_fds=(write_end,),
+                stderr=subprocess.PIPE)
+            os.close(write_end)
+            write_end = -1
+            text = b""
+            deadline = time.monotonic() + self.start_timeout_s
+            while not text.endswith(b"\n") and time.monotonic() < deadline:
+                ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
+                chunk = os.read(read_end, 32) if ready else b""
+                if not chunk:
+                    break
+                text += chunk
+        finally:
+            os.close(read_end)
+            if write_end >= 0:
+                os.close(write_end)
+        if text.strip().isdigit():
+            self._xvfb.stderr.close()  # never read again: Xvfb must not block on a full pipe
+            return int(text.strip())
+        exited = self._xvfb.poll() is not None
+        if not exited:
+            self._xvfb.kill()
+        err = self._xvfb.stderr.read().decode(errors="replace").strip()[-300:] if exited else ""
+        self.procs.stop()
+        why = f"exited with {self._xvfb.returncode}" if exited else f"did not start within {self.start_timeout_s:.0f}s"
+        raise InfraError(f"Xvfb {why}" + (f": {err}" if err else ""))
+
+    def alive(self) -> bool:
+        """The X server is still running (an episode whose display died is an infra error)."""
+        return self._xvfb is not None and self._xvfb.poll() is None
 
     def _wait_window_manager(self) -> None:
         """EWMH window managers announce themselves via _NET_SUPPORTING_WM_CHECK on the root."""
@@ -106,9 +126,23 @@ class VirtualDisplay:
         if self.procs:
             self.procs.stop()
             self.procs = None
+        self._xvfb = None
         if self.number is not None:  # Xvfb killed hard leaves its lock and socket behind
-            for stale in (Path(f"/tmp/.X{self.number}-lock"), X_SOCKET_DIR / f"X{self.number}"):
-                try:
-                    stale.unlink()
-                except (FileNotFoundError, PermissionError):
-                    pass
+            remove_stale_lock(self.number)
+            self.number = None
+
+
+def remove_stale_lock(number: int) -> None:
+    """Remove display ``number``'s lock file and socket unless a live X server still holds them."""
+    lock = Path(f"/tmp/.X{number}-lock")
+    try:
+        pid = int(lock.read_text().strip())
+        os.kill(pid, 0)
+        return  # its server lives on (it is not ours any more)
+    except (OSError, ValueError):
+        pass
+    for stale in (lock, X_SOCKET_DIR / f"X{number}"):
+        try:
+            stale.unlink()
+        except (FileNotFoundError, PermissionError):
+            pass

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from PIL.Image import Image
 
-from mcpworld.env import screen
+from mcpworld.env import leftovers, screen
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.context import build_golden, copy_into_home, restore
 from mcpworld.env.display import VirtualDisplay, require_binary
@@ -23,8 +26,21 @@ from mcpworld.errors import InfraError
 from mcpworld.tasks.model import Task
 
 def default_workroot() -> Path:
-    base = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    return Path(tempfile.mkdtemp(prefix="mcpworld-", dir=base))
+    """A fresh work folder owned by this process (a killed run's folders are reaped by a later one)."""
+    workroot = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX, dir=leftovers.work_bases()[0]))
+    leftovers.claim(workroot)
+    return workroot
+
+
+@dataclass
+class Launched:
+    """An app a setup step launched: watched so its exit during the episode is reported."""
+
+    argv: list[str]
+    proc: subprocess.Popen
+    window: int
+    pattern: str
+    reported: bool = False
 
 
 class LocalEnvironment(Environment):
@@ -48,6 +64,7 @@ class LocalEnvironment(Environment):
         self.task: Task | None = None
         self._golden: dict[str, Path] = {}
         self._launches = 0
+        self.launched: list[Launched] = []
 
     # --- lifecycle ---------------------------------------------------------------------------
     def reset(self, task: Task, episode_dir: Path) -> None:
@@ -63,7 +80,8 @@ class LocalEnvironment(Environment):
         for d in (self.runtime_dir, self.cache_dir):
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True, mode=0o700)
-        self.display = VirtualDisplay(self.width, self.height, self.window_manager)
+        self.launched = []
+        self.display = VirtualDisplay(self.width, self.height, self.window_manager, desktop_id=str(self.workroot))
         self.display.start(scrubbed_env(self.home, self.runtime_dir))
         self.input = XInput(self.display.name)
         self.windows = Windows(self.display.name)
@@ -78,9 +96,17 @@ class LocalEnvironment(Environment):
             if part:
                 part.close()
         self.input = self.windows = self.screen = None
+        self.launched = []
         if self.display:
             self.display.stop()
             self.display = None
+
+    def kill(self) -> None:
+        """Stop the desktop's processes now, from any thread (an interrupt whose episode does not
+        end by itself): the episode's next X or shell call fails and it ends."""
+        display = self.display
+        if display and display.procs:
+            display.procs.stop(grace_s=0.2)
 
     def close(self) -> None:
         self.end_episode()
@@ -117,6 +143,25 @@ class LocalEnvironment(Environment):
             raise InfraError(f"{argv[0]} {state} but no window matching {pattern!r} appeared within "
                              f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
         self.windows.activate(wid)
+        self.launched.append(Launched(argv, proc, wid, pattern))
+
+    def app_exits(self) -> list[dict[str, Any]]:
+        """Launched apps that exited since the last call: their process ended and their window is gone."""
+        if not self.launched or not self.windows:
+            return []
+        exits = []
+        open_windows = None
+        for app in self.launched:
+            if app.reported or app.proc.poll() is None:
+                continue
+            if open_windows is None:
+                open_windows = {wid for wid, _, _ in self.windows.list()}
+            if app.window in open_windows:  # the launcher handed over to a process that still runs
+                continue
+            app.reported = True
+            exits.append({"app": Path(app.argv[0]).name, "command": shlex.join(app.argv)[:300],
+                          "returncode": app.proc.returncode, "window": app.pattern})
+        return exits
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
         result = self._run(self._argv(command, shell), timeout_s, 4000)
@@ -145,13 +190,32 @@ class LocalEnvironment(Environment):
 
     # --- agent-facing ----------------------------------------------------------------------------
     def screenshot(self) -> Image:
-        return self.screen.grab()
+        with self._display_checked():
+            return self.screen.grab()
 
     def settle(self, before: Image | None = None) -> Image:
-        frame, _ = screen.settle(self.screen, before, self.settle_policy)
+        with self._display_checked():
+            frame, _ = screen.settle(self.screen, before, self.settle_policy)
         return frame
 
+    @contextmanager
+    def _display_checked(self) -> Iterator[None]:
+        """An X call that fails because the X server died is the environment's failure, not the agent's."""
+        try:
+            yield
+        except InfraError:
+            raise
+        except Exception as exc:
+            if self.display is None or not self.display.alive():
+                name = self.display.name if self.display else "the display"
+                raise InfraError(f"the X server {name} died ({type(exc).__name__}: {exc})".replace(" ()", "")) from exc
+            raise
+
     def act(self, action: Action) -> None:
+        with self._display_checked():
+            self._act(action)
+
+    def _act(self, action: Action) -> None:
         kind = action["kind"]
         inp = self.input
         if kind == "move":
@@ -182,7 +246,8 @@ class LocalEnvironment(Environment):
         return min(max(int(round(y)), 0), self.height - 1)
 
     def cursor_position(self) -> tuple[int, int]:
-        return self.input.pointer()
+        with self._display_checked():
+            return self.input.pointer()
 
     def shell(self, command: str, timeout: float = 30.0, max_output: int = 20_000) -> ShellResult:
         return self._run(["bash", "-c", command], timeout, max_output)

@@ -414,12 +414,13 @@ async def test_unreachable_real_endpoint_propagates(tmp_path: Path, desk: FakeDe
     await provider.aclose()
 
 
-async def test_a_provider_bug_is_an_agent_error(tmp_path: Path, desk: FakeDesktop) -> None:
+async def test_a_provider_bug_is_the_harness_failure_not_the_agents(tmp_path: Path, desk: FakeDesktop) -> None:
     provider = Scripted([RuntimeError("boom")])
     loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
     await run(loop, trace)
-    assert result.termination == "agent_error" and "RuntimeError: boom" in result.reason
-    assert events(tmp_path, "error")[0]["kind"] == "agent"
+    assert result.termination == "infra_error" and "RuntimeError: boom" in result.reason
+    error = events(tmp_path, "error")[0]
+    assert error["kind"] == "harness" and "RuntimeError: boom" in error["traceback"]
 
 
 async def test_infinite_coordinate_goes_back_to_the_model(tmp_path: Path, desk: FakeDesktop) -> None:

@@ -1,0 +1,62 @@
+"""Desktops left behind by a run that was killed (kill -9, a crashed host process).
+
+Each local desktop's work folder (``/dev/shm/mcpworld-*``) holds ``owner.json`` naming the process
+that made it. A later run finds folders whose owner is gone, kills the processes still marked with
+that desktop (Xvfb, D-Bus, the window manager, apps) and removes the folder. A live owner's
+desktops are never touched, so parallel runs on one host are safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+
+from mcpworld.env.display import MARKER
+from mcpworld.env.processes import kill_marked
+
+OWNER_FILE = "owner.json"
+PREFIX = "mcpworld-"
+
+
+def work_bases() -> list[Path]:
+    """Where desktop work folders are made: /dev/shm when writable, else the temp dir."""
+    bases = [Path(tempfile.gettempdir())]
+    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
+        bases.insert(0, Path("/dev/shm"))
+    return bases
+
+
+def claim(workroot: Path) -> None:
+    """Record this process as the owner of ``workroot``."""
+    me = psutil.Process()
+    (workroot / OWNER_FILE).write_text(json.dumps({"pid": me.pid, "started": me.create_time()}))
+
+
+def owner_alive(workroot: Path) -> bool:
+    """True when the folder's owner still runs (an unreadable owner file may be mid-write: alive)."""
+    try:
+        owner = json.loads((workroot / OWNER_FILE).read_text())
+        proc = psutil.Process(int(owner["pid"]))
+        return abs(proc.create_time() - float(owner["started"])) < 1.0  # not a recycled pid
+    except psutil.NoSuchProcess:
+        return False
+    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+        return True
+
+
+def reap(bases: list[Path] | None = None) -> list[Path]:
+    """Kill the processes and remove the folders of desktops whose owner died; the folders reaped."""
+    reaped = []
+    for base in bases or work_bases():
+        for workroot in sorted(base.glob(PREFIX + "*")):
+            if not (workroot / OWNER_FILE).is_file() or owner_alive(workroot):
+                continue
+            kill_marked(MARKER, str(workroot))
+            shutil.rmtree(workroot, ignore_errors=True)
+            reaped.append(workroot)
+    return reaped

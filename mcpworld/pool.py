@@ -1,0 +1,96 @@
+"""Episodes on N desktops at once: one worker thread per desktop, results handed to the caller's
+thread as they finish.
+
+Workers are daemon threads, so an episode stuck in a call that ignores cancellation can never keep
+the process alive. On Ctrl-C/SIGTERM no new episode starts, running ones are told to stop (their
+agent task is cancelled), and whatever has not ended after ``grace_s`` has its desktop killed under
+it; the results that did arrive are still handed over before the interrupt goes on up.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Callable, Generic, TypeVar
+
+from mcpworld.env.base import Environment
+from mcpworld.interrupt import Interrupted, StopSignal, signals_deferred
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+class EpisodePool(Generic[Item, Result]):
+    def __init__(self, envs: list[Environment], run_one: Callable[[Environment, Item], Result],
+                 stop: StopSignal, grace_s: float = 10.0):
+        self.envs, self.run_one, self.stop = envs, run_one, stop
+        self.grace_s = grace_s
+        self._halted = threading.Event()
+
+    def halt(self) -> None:
+        """Start nothing new; running episodes finish normally (an endpoint that went down)."""
+        self._halted.set()
+
+    def run(self, items: list[Item], on_result: Callable[[Result], None]) -> None:
+        todo: queue.Queue[Item] = queue.Queue()
+        for item in items:
+            todo.put(item)
+        done: queue.Queue[tuple[Result | None, BaseException | None]] = queue.Queue()
+
+        def work(env: Environment) -> None:
+            while not (self.stop.is_set() or self._halted.is_set()):
+                try:
+                    item = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((self.run_one(env, item), None))
+                except BaseException as exc:  # handed to the caller, never lost in a thread
+                    done.put((None, exc))
+
+        workers = [threading.Thread(target=work, args=(env,), name=f"episode-{i}", daemon=True)
+                   for i, env in enumerate(self.envs)]
+        for worker in workers:
+            worker.start()
+        failure: BaseException | None = None
+        try:
+            while any(w.is_alive() for w in workers) or not done.empty():
+                try:
+                    result, error = done.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if error is None:
+                    on_result(result)
+                elif isinstance(error, KeyboardInterrupt):
+                    raise error
+                else:  # a harness bug outside the episode: let the others end, then report it
+                    failure = failure or error
+                    self.halt()
+        except KeyboardInterrupt as exc:
+            with signals_deferred():
+                self._wind_down(workers, done, on_result,
+                                exc.signal_name if isinstance(exc, Interrupted) else "SIGINT")
+            raise
+        if failure is not None:
+            raise failure
+
+    def _wind_down(self, workers: list[threading.Thread], done: queue.Queue,
+                   on_result: Callable[[Result], None], why: str) -> None:
+        """Stop the running episodes and hand over their (interrupted) results, within a bound."""
+        self.stop.set(why)
+        deadline = time.monotonic() + self.grace_s
+        killed = False
+        while any(w.is_alive() for w in workers) or not done.empty():
+            if not killed and time.monotonic() > deadline:
+                for env in self.envs:  # an episode blocked on its desktop: pull the desktop away
+                    env.kill()
+                killed, deadline = True, time.monotonic() + self.grace_s
+            elif killed and time.monotonic() > deadline:
+                return  # daemon threads: they cannot hold the process
+            try:
+                result, error = done.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if error is None:
+                on_result(result)
