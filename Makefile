@@ -43,6 +43,7 @@ bench: setup
 	$(PY) benchmarks/step_overhead.py
 	$(PY) benchmarks/mcp_overhead.py
 	$(PY) benchmarks/tracking_overhead.py
+	$(PY) benchmarks/concurrency.py
 
 clean:
 	rm -rf outputs

@@ -58,6 +58,7 @@ class AppConfig:
     # MCP servers for this app's tasks that list none themselves: catalog names or {name, command, ...}
     # (also used when another selection, e.g. app=all, runs this app's tasks)
     mcp_servers: List[Any] = field(default_factory=list)
+    relaunch_on_exit: bool = False  # an app that exits during an episode is started again (app_exit event either way)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from mcpworld.agent.loop import AgentLoop, Limits
+from mcpworld.apps import app_setting
 from mcpworld.agent.prompts import system_prompt
 from mcpworld.agent.providers import make_provider
 from mcpworld.agent.tools import build_toolset
@@ -134,11 +135,15 @@ def episode_limits(cfg: Any, task: Task) -> tuple[int, float]:
     return max_steps, timeout_s
 
 
-def watch_apps(env: Environment, trace: Trace) -> Callable[[], None]:
-    """After each step: an app that exited under the agent is an ``app_exit`` event in the trace."""
+def watch_apps(env: Environment, trace: Trace, relaunch: bool) -> Callable[[], None]:
+    """After each step: an app that exited under the agent is an ``app_exit`` event in the trace,
+    and started again when its app config says ``relaunch_on_exit``."""
     def check() -> None:
-        for event in env.app_exits():
-            trace.emit("app_exit", **event)
+        for exited in env.app_exits():
+            argv = exited.pop("argv", None)
+            trace.emit("app_exit", **exited, relaunched=relaunch)
+            if relaunch:
+                env.relaunch({**exited, "argv": argv})
 
     return check
 
@@ -166,6 +171,7 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
                     image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
     shown = tools["computer"].coords.image if "computer" in tools else (env.width, env.height)
+    relaunch = bool(app_setting(cfg, task.app, "relaunch_on_exit", False))
     loop: AgentLoop | None = None
 
     async def drive() -> None:
@@ -186,7 +192,7 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
                 tools.update({**extra, "done": tools.pop("done")})  # done stays last
             loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(cfg, task), after_step=watch_apps(env, trace))
+                             withheld=withheld(cfg, task), after_step=watch_apps(env, trace, relaunch))
             prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
             if task.system_prompt:
                 prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)

@@ -157,6 +157,7 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
     results: list[EpisodeResult] = list(resumed.done.values())
     fatal: Exception | None = None
     status, reason = "FINISHED", ""
+    wall_s = 0.0
 
     def one(env: Environment, run: tuple[Task, int]) -> EpisodeResult:
         nonlocal fatal
@@ -178,6 +179,7 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
     try:
         envs = [make_environment(cfg) for _ in range(min(cfg.concurrency, len(todo)))]
         pool: EpisodePool = EpisodePool(envs, one, stop)
+        began = time.monotonic()
         with SweepProgress(len(todo)) as progress:
             def finished(result: EpisodeResult) -> None:
                 results.append(result)
@@ -185,6 +187,7 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
                 progress.done(result)
 
             pool.run(todo, finished)
+        wall_s = time.monotonic() - began
         if fatal is not None:
             status, reason = "FAILED", one_line(fatal)
     except KeyboardInterrupt as exc:
@@ -200,7 +203,7 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
             if gpu is not None:
                 gpu.close()
             ended = {"status": status, **({"reason": reason} if reason else {})}
-            summary = {**summarize(results, len(runs)), **model.metrics}
+            summary = {**summarize(results, len(runs)), **model.metrics, "episodes_wall_s": round(wall_s, 3)}
             write_summary(out, {**ended, **summary})
             artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
             waited = time.perf_counter()

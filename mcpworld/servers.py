@@ -9,22 +9,18 @@ family start any server.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-import yaml
 from omegaconf import OmegaConf
 
+from mcpworld.apps import app_setting
 from mcpworld.env.base import Environment
 from mcpworld.errors import UserError
 from mcpworld.mcp.client import EventSink, ServerPool
-from mcpworld.mcp.install import ROOT, servers_dir
+from mcpworld.mcp.install import servers_dir
 from mcpworld.mcp.spec import ServerSpec, parse_servers
 from mcpworld.tasks.model import Task
-
-
-CONF_APPS = ROOT / "conf" / "app"
 
 
 def offers_mcp(cfg: Any) -> bool:
@@ -32,18 +28,8 @@ def offers_mcp(cfg: Any) -> bool:
 
 
 def app_servers(cfg: Any, app: str) -> list[Any]:
-    """The MCP servers an app's config gives its tasks: the selected app config's, or (when a
-    selection like ``app=all`` runs the app) those in its own ``conf/app/<app>.yaml``."""
-    if cfg.app.name == app:
-        return OmegaConf.to_container(cfg.app.mcp_servers, resolve=True) or []
-    return list(_app_file_servers(app))
-
-
-@lru_cache(maxsize=None)
-def _app_file_servers(app: str) -> tuple[Any, ...]:
-    """``conf/app/<app>.yaml``'s servers, read once per process (asked for at every episode)."""
-    path = CONF_APPS / f"{app}.yaml"
-    return tuple((yaml.safe_load(path.read_text()) or {}).get("mcp_servers") or []) if path.is_file() else ()
+    """The MCP servers an app's config gives its tasks (see ``mcpworld.apps``)."""
+    return list(app_setting(cfg, app, "mcp_servers") or [])
 
 
 def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:

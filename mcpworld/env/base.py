@@ -92,6 +92,10 @@ class Environment(abc.ABC):
         """Apps launched by setup that exited since the last call (each reported once)."""
         return []
 
+    def relaunch(self, exited: dict[str, Any]) -> None:
+        """Start an app that ``app_exits`` reported again, as its setup step did."""
+        raise NotImplementedError
+
     def kill(self) -> None:
         """Stop the desktop's processes now, from any thread (used when a run is interrupted)."""
 

@@ -160,8 +160,11 @@ class LocalEnvironment(Environment):
                 continue
             app.reported = True
             exits.append({"app": Path(app.argv[0]).name, "command": shlex.join(app.argv)[:300],
-                          "returncode": app.proc.returncode, "window": app.pattern})
+                          "returncode": app.proc.returncode, "window": app.pattern, "argv": app.argv})
         return exits
+
+    def relaunch(self, exited: dict[str, Any]) -> None:
+        self.launch(exited["argv"], window=exited["window"])
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
         result = self._run(self._argv(command, shell), timeout_s, 4000)

@@ -160,3 +160,25 @@ def _environ(proc: psutil.Process) -> dict[str, str]:
         return proc.environ()
     except (psutil.Error, OSError):
         return {}
+
+
+def test_an_exited_app_is_an_event_and_relaunched_when_its_config_says_so(tmp_path):
+    from mcpworld.episode import watch_apps
+    from mcpworld.telemetry.trace import Trace
+
+    env = LocalEnvironment(400, 300)
+    trace = Trace(tmp_path / "trace.jsonl")
+    try:
+        env.reset(xterm_task(tmp_path), tmp_path / "episode")
+        first = env.launched[0].proc
+        first.kill()
+        first.wait()
+        time.sleep(0.3)  # the window manager drops the window
+        watch_apps(env, trace, relaunch=True)()
+        (event,) = [e for e in trace.events if e["type"] == "app_exit"]
+        assert event["app"] == "xterm" and event["relaunched"] is True and "argv" not in event
+        assert len(env.launched) == 2 and env.launched[1].proc.poll() is None
+        assert env.windows.find("probe") is not None
+    finally:
+        trace.close()
+        env.close()
