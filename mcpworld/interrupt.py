@@ -9,6 +9,7 @@ signal cancels the agent's task at once (an LLM call in flight included), so the
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import threading
@@ -37,7 +38,13 @@ def raise_on_sigterm() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
+    owner = os.getpid()
+
     def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:  # a forked child (the MLflow tracker) keeps the default: it just ends
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise Interrupted("SIGTERM")
 
     signal.signal(signal.SIGTERM, handler)
