@@ -109,13 +109,12 @@ class SweepSummary(Callback):
         for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors"):
             table.add_column(col, overflow="fold")
         for num, data in rows:
-            status = data.get("status", "FINISHED")
-            if data.get("reason"):
-                status += f": {data['reason']}"
-            table.add_row(num, data.get("job", ""), status, f"{data.get('episodes', 0):.0f}",
+            table.add_row(num, data.get("job", ""), data.get("status", "FINISHED"), f"{data.get('episodes', 0):.0f}",
                           f"{data.get('success_rate', 0):.0%}", f"{data.get('mean_score', 0):.2f}",
                           f"{data.get('infra_errors', 0):.0f}")
         Console().print(table)
+        for num, data in rows:  # whole lines: a reason must be readable, not folded into a cell
+            if data.get("status", "FINISHED") != "FINISHED":
+                print(f"  job {num} {data['status']}: {data.get('reason', '')}", flush=True)
         if SWEEP_EXIT_CODE:
-            print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed (see the table)",
-                  file=sys.stderr)
+            print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed", file=sys.stderr)

@@ -115,8 +115,8 @@ def test_a_failed_job_does_not_end_the_sweep(tmp_path):
     assert failed["status"] == "FAILED" and "unreachable" in failed["reason"]
     ok = json.loads((tmp_path / "sweep" / "1" / "summary.json").read_text())
     assert ok["status"] == "FINISHED" and ok["success_rate"] == 1.0
-    table = " ".join(proc.stdout.split())
-    assert "FAILED" in table and "unreachable" in table and "1 of 2 job(s) failed" in proc.stderr
+    assert "job 0 FAILED:" in proc.stdout and "unreachable" in proc.stdout.split("job 0 FAILED:")[1]
+    assert "1 of 2 job(s) failed" in proc.stderr
     runs = mlflow_runs(tmp_path)
     (sweep,) = [r for r in runs if r.data.tags["mcpworld.level"] == "sweep"]
     assert sweep.info.status == "FAILED" and sweep.data.metrics["jobs_failed"] == 1
