@@ -1,8 +1,12 @@
-"""Log a finished job's folder to MLflow after the fact: for a job whose tracking store was down
-(``tracking_pending.json``), or one run with ``tracking=none``. Everything is read from disk:
+"""Log a job's folder to MLflow after the fact: what a job could not log (its store was down:
+``tracking_pending.json``), or a whole job run with ``tracking=none``. Everything is read from disk:
 ``resolved_config.yaml`` (params), ``summary.json`` (job metrics) and every episode's folder.
 
     python -m mcpworld.telemetry.upload JOB_DIR [--uri URI] [--experiment NAME]
+
+The job's existing run is found (the pending file's ``job_run_id``, or the ``mcpworld.job_dir``
+tag) and only what it lacks is added: episodes with no complete run, and those listed as pending.
+Running it again adds nothing.
 """
 
 from __future__ import annotations
@@ -16,42 +20,46 @@ import yaml
 
 from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking import MlflowLogger, flatten
+from mcpworld.telemetry.tracking import (JOB_DIR, RUN_STATUSES, MlflowLogger, flatten, mask_secrets, read_pending,
+                                         reason)
 
 
 def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
            artifact_root: str = "outputs/mlartifacts") -> list[str]:
-    """Log the job and its episodes; what still could not be logged."""
-    job_dir = Path(job_dir)
+    """Log what the job's runs lack; what still could not be logged."""
+    job_dir = Path(job_dir).absolute()
     config_file = job_dir / "resolved_config.yaml"
     if not config_file.is_file():
         raise SystemExit(f"mcpworld.telemetry.upload: {job_dir} is not a job folder (no resolved_config.yaml)")
     resolved = yaml.safe_load(config_file.read_text()) or {}
-    pending_file = job_dir / "tracking_pending.json"
-    pending = json.loads(pending_file.read_text()) if pending_file.is_file() else {}
+    pending = read_pending(job_dir)
     tracking = resolved.get("tracking") or {}
     uri = uri or pending.get("uri") or tracking.get("uri") or "sqlite:///outputs/mlflow.db"
     tracker = MlflowLogger(uri, tracking.get("artifact_root") or artifact_root,
-                            experiment or pending.get("experiment") or tracking.get("experiment") or "default",
-                            bool(tracking.get("log_screenshots", True)), bool(tracking.get("traces", True)))
-    summary = json.loads((job_dir / "summary.json").read_text()) if (job_dir / "summary.json").is_file() else {}
+                           experiment or pending.get("experiment") or tracking.get("experiment") or "default",
+                           bool(tracking.get("log_screenshots", True)), bool(tracking.get("traces", True)))
+    summary_file = job_dir / "summary.json"
+    summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {"status": "FAILED"}
     name = str(summary.pop("job", job_dir.name))
-    listed = {r.get("dir") for r in pending.get("not_logged", []) if r.get("kind") == "episode"}
-    if pending.get("job_run_id"):  # the job run exists: add only what it is missing
-        tracker.job_run_id = pending["job_run_id"]
-    else:
-        listed = set()
-        tracker.start_job(name, flatten(resolved), {"mcpworld.job_dir": str(job_dir), "mcpworld.uploaded": "true",
+    status = summary.get("status") if summary.get("status") in RUN_STATUSES else "FINISHED"
+    try:
+        job_status = tracker.attach(job_dir, pending.get("job_run_id"))
+    except Exception as exc:
+        raise SystemExit(f"mcpworld.telemetry.upload: the tracking store {mask_secrets(tracker.uri)} cannot be "
+                         f"read ({reason(exc)}); nothing was logged") from None
+    if job_status is None:
+        tracker.start_job(name, flatten(resolved), {JOB_DIR: str(job_dir), "mcpworld.uploaded": "true",
                                                     **run_tags(resolved, name)})
-    for result_file in sorted((job_dir / "episodes").rglob("result.json")):
-        if not listed or str(result_file.parent) in listed:
-            tracker.log_episode(EpisodeResult.read(result_file), result_file.parent)
-    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float))}
-    artifacts = [p for p in (job_dir / ".hydra", job_dir / "summary.json", config_file) if p.exists()]
-    not_logged = tracker.finish_job(metrics, artifacts, job_dir=job_dir)
-    if not not_logged and pending_file.is_file():
-        pending_file.unlink()
-    return not_logged
+    elif job_status != "RUNNING" and not pending and not tracker.unlogged_episodes(job_dir):
+        return []  # everything is in MLflow already
+    for record in pending.get("not_logged", []):  # listed: logged again even where a run exists
+        key = record.get("key") or f"{record.get('task_id')}/{record.get('attempt')}"
+        folder = job_dir / "episodes" / key
+        if record.get("kind") == "episode" and (folder / "result.json").is_file():
+            tracker.log_episode(EpisodeResult.read(folder / "result.json"), folder)
+    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    artifacts = [p for p in (job_dir / ".hydra", summary_file, config_file) if p.exists()]
+    return tracker.finish_job(metrics, artifacts, status=status, job_dir=job_dir)  # and the unlogged episodes
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,8 +70,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     not_logged = upload(args.job_dir, args.uri, args.experiment)
     if not_logged:
-        sys.exit(1)
-    print(f"mcpworld: logged {args.job_dir} to MLflow")
+        sys.exit(1)  # the one-line summary was printed, and the pending file rewritten
+    print(f"mcpworld: {args.job_dir} is logged to MLflow")
 
 
 if __name__ == "__main__":

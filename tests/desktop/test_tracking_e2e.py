@@ -47,6 +47,8 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
     (result,) = results(tmp_path / "run")
     assert result["status"] == "success"
     assert "not logged to MLflow" in proc.stderr and "mousepad/create_todo#0" in proc.stderr
+    assert "Traceback" not in proc.stderr  # the outage is one line, not MLflow's retries and tracebacks
+    assert len([line for line in proc.stderr.splitlines() if "MLflow" in line]) == 1
     pending = json.loads((tmp_path / "run" / "tracking_pending.json").read_text())
     assert pending["job_run_id"] is None
     assert [r["kind"] for r in pending["not_logged"]] == ["job", "episode", "summary"]
@@ -66,6 +68,11 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
         assert by_level["episode"].data.tags["mlflow.parentRunId"] == by_level["job"].info.run_id
         assert by_level["episode"].data.metrics["success"] == 1.0
         assert by_level["job"].data.metrics["success_rate"] == 1.0
+        assert by_level["job"].info.status == by_level["episode"].info.status == "FINISHED"
+        again = subprocess.run([sys.executable, "-m", "mcpworld.telemetry.upload", str(tmp_path / "run")], cwd=ROOT,
+                               capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert len(client.search_runs([client.get_experiment_by_name("outage").experiment_id])) == 2  # no duplicate
     finally:
         server.terminate()
         server.wait(timeout=30)
