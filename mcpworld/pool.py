@@ -12,7 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from mcpworld.env.base import Environment
 from mcpworld.interrupt import Interrupted, StopSignal, signals_deferred
@@ -51,15 +51,11 @@ class EpisodePool(Generic[Item, Result]):
 
         workers = [threading.Thread(target=work, args=(env,), name=f"episode-{i}", daemon=True)
                    for i, env in enumerate(self.envs)]
-        for worker in workers:
-            worker.start()
         failure: BaseException | None = None
         try:
-            while any(w.is_alive() for w in workers) or not done.empty():
-                try:
-                    result, error = done.get(timeout=0.2)
-                except queue.Empty:
-                    continue
+            for worker in workers:
+                worker.start()
+            for result, error in _arrivals(workers, done):
                 if error is None:
                     on_result(result)
                 elif isinstance(error, KeyboardInterrupt):
@@ -81,16 +77,24 @@ class EpisodePool(Generic[Item, Result]):
         self.stop.set(why)
         deadline = time.monotonic() + self.grace_s
         killed = False
-        while any(w.is_alive() for w in workers) or not done.empty():
+        for result, error in _arrivals(workers, done, idle=True):
             if not killed and time.monotonic() > deadline:
                 for env in self.envs:  # an episode blocked on its desktop: pull the desktop away
                     env.kill()
                 killed, deadline = True, time.monotonic() + self.grace_s
             elif killed and time.monotonic() > deadline:
                 return  # daemon threads: they cannot hold the process
-            try:
-                result, error = done.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if error is None:
+            if error is None and result is not None:
                 on_result(result)
+
+
+def _arrivals(workers: list[threading.Thread], done: queue.Queue,
+              idle: bool = False) -> Iterator[tuple[Any, BaseException | None]]:
+    """(result, error) pairs as the workers hand them over, until all ended and all were taken;
+    with ``idle``, also (None, None) every 0.2 s with nothing new (so the caller can watch a clock)."""
+    while any(w.is_alive() for w in workers) or not done.empty():
+        try:
+            yield done.get(timeout=0.2)
+        except queue.Empty:
+            if idle:
+                yield None, None
