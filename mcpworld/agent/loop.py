@@ -204,7 +204,9 @@ class AgentLoop:
         self.trace.emit("llm_call", n=r.llm_calls, ttft_s=reply.ttft_s, latency_s=reply.latency_s,
                         tokens_in=reply.usage.input_tokens, tokens_out=reply.usage.output_tokens,
                         tokens_estimated=reply.usage.estimated, finish_reason=reply.finish_reason,
-                        text=reply.text[:500], tool_calls=[c.name for c in reply.tool_calls])
+                        text=reply.text[:500], tool_calls=[c.name for c in reply.tool_calls],
+                        **({"reasoning": reply.reasoning[:2000]} if reply.reasoning else {}),
+                        **({"refusal": reply.refusal[:500]} if reply.refusal else {}))
 
     @staticmethod
     def _assistant_message(reply: Reply) -> dict[str, Any]:

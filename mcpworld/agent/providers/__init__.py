@@ -19,6 +19,13 @@ def http_options(cfg: Any) -> dict[str, Any]:
             "label": cfg.provider.name, "start_hint": cfg.provider.start_hint}
 
 
+def ollama_model_hint(name: str, model_id: str) -> str:
+    """What to pull: the chosen model, or (the oracle has no weights) how to choose a real one."""
+    if name == "oracle":
+        return "No model is chosen: pick one with model=… (e.g. model=qwen3vl_8b; conf/model/ lists them)."
+    return f"Then `ollama pull {model_id}` (or let provider.pull=true do it)."
+
+
 def make_provider(cfg: Any, solution: list[dict[str, Any]]) -> Provider:
     """The provider for one episode; ``solution`` is what the oracle replays."""
     kind = cfg.provider.kind
@@ -35,6 +42,7 @@ def make_provider(cfg: Any, solution: list[dict[str, Any]]) -> Provider:
             return OpenAICompatProvider(**options)
         from mcpworld.agent.providers.ollama import OllamaProvider
 
+        options["start_hint"] = f"{options['start_hint']} {ollama_model_hint(cfg.model.name, cfg.model.id)}".strip()
         return OllamaProvider(pull=cfg.provider.pull, unload_others=cfg.provider.unload_others,
                               context_length=cfg.model.context_length, **options)
     if kind == "anthropic":

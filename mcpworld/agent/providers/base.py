@@ -47,6 +47,8 @@ class Reply:
     ttft_s: float | None = None  # time to first token, from the stream
     latency_s: float = 0.0  # whole request
     finish_reason: str | None = None
+    reasoning: str = ""  # thinking the server sent apart (reasoning_content) or inside <think>…</think>
+    refusal: str = ""  # OpenAI's delta.refusal / message.refusal: the model declined (also the text, if none)
 
 
 @dataclass

@@ -73,6 +73,8 @@ class OpenAICompatProvider(HttpProvider):
 
     async def _read_stream(self, resp: httpx.Response, start: float) -> Reply:
         text_parts: list[str] = []
+        reasoning_parts: list[str] = []
+        refusal_parts: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         ttft: float | None = None
         usage: Usage | None = None
@@ -101,7 +103,12 @@ class OpenAICompatProvider(HttpProvider):
                     text_parts.append(delta["content"])
                     got_token = True
                 # Reasoning tokens are tokens too: ttft should not include a model's thinking time.
-                if delta.get("reasoning_content") or delta.get("reasoning"):
+                thinking = delta.get("reasoning_content") or delta.get("reasoning")
+                if thinking:
+                    reasoning_parts.append(str(thinking))
+                    got_token = True
+                if delta.get("refusal"):
+                    refusal_parts.append(delta["refusal"])
                     got_token = True
                 for frag in delta.get("tool_calls") or []:
                     _merge_tool_fragment(calls, frag)
@@ -115,10 +122,8 @@ class OpenAICompatProvider(HttpProvider):
                     finish = choice["finish_reason"]
         if not done and finish is None:  # the body ended mid-reply: a partial answer is not an answer
             raise Retryable(InfraError(self.scrub(f"{self.label} stream from {self.base_url} ended before the reply was complete")))
-        text, tool_calls = _calls(calls, "".join(text_parts))
-        if usage is None:
-            usage = Usage(output_tokens=estimate_tokens(_output_text(text, tool_calls)), estimated=True)
-        return Reply(text=text, tool_calls=tool_calls, usage=usage, ttft_s=ttft, finish_reason=finish)
+        return _reply("".join(text_parts), "".join(reasoning_parts), "".join(refusal_parts), calls, usage,
+                      finish, ttft)
 
     def _read_json(self, resp: httpx.Response) -> Reply:
         body = self.json_body(resp)
@@ -134,15 +139,49 @@ class OpenAICompatProvider(HttpProvider):
             _merge_tool_fragment(calls, {**tc, "index": i})
         if message.get("function_call") and not calls:
             _merge_tool_fragment(calls, {"index": 0, "function": message["function_call"]})
-        content, tool_calls = _calls(calls, content)
-        if body.get("usage"):
-            usage = _usage(body["usage"])
-        else:
-            usage = Usage(output_tokens=estimate_tokens(_output_text(content, tool_calls)), estimated=True)
-        return Reply(text=content, tool_calls=tool_calls, usage=usage, finish_reason=choice.get("finish_reason"))
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+        return _reply(content, str(reasoning), message.get("refusal") or "", calls,
+                      _usage(body["usage"]) if body.get("usage") else None, choice.get("finish_reason"), None)
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def split_thinking(text: str) -> tuple[str, str]:
+    """(answer, reasoning): ``<think>…</think>`` blocks (LM Studio, some vLLM/Ollama setups) are
+    reasoning, not answer; a lone ``</think>`` (servers that drop the opening tag) ends reasoning
+    that began with the reply, and an unclosed ``<think>`` runs to the end."""
+    reasoning: list[str] = []
+    close = text.find(THINK_CLOSE)
+    if close >= 0 and THINK_OPEN not in text[:close]:
+        reasoning.append(text[:close])
+        text = text[close + len(THINK_CLOSE):]
+    answer: list[str] = []
+    while (start := text.find(THINK_OPEN)) >= 0:
+        answer.append(text[:start])
+        end = text.find(THINK_CLOSE, start)
+        reasoning.append(text[start + len(THINK_OPEN):] if end < 0 else text[start + len(THINK_OPEN):end])
+        text = "" if end < 0 else text[end + len(THINK_CLOSE):]
+    answer.append(text)
+    return "".join(answer).strip() if reasoning else "".join(answer), "\n".join(r.strip() for r in reasoning)
+
+
+def _reply(text: str, reasoning: str, refusal: str, calls: dict[int, dict[str, Any]], usage: Usage | None,
+           finish: str | None, ttft: float | None) -> Reply:
+    """One reply from what a stream or a JSON body held: thinking split off the answer, tool calls
+    (structured, else written in the answer), a refusal kept as the answer when there is no other."""
+    answer, thought = split_thinking(text)
+    reasoning = "\n".join(r for r in (reasoning, thought) if r)
+    answer, tool_calls = _calls(calls, answer)
+    if refusal and not answer:
+        answer = refusal
+    if usage is None:
+        usage = Usage(output_tokens=estimate_tokens(_output_text(answer + reasoning, tool_calls)), estimated=True)
+    return Reply(text=answer, tool_calls=tool_calls, usage=usage, ttft_s=ttft, finish_reason=finish,
+                 reasoning=reasoning, refusal=refusal)
 
 
 def _calls(calls: dict[int, dict[str, Any]], text: str) -> tuple[str, list[ToolCall]]:
@@ -153,16 +192,21 @@ def _calls(calls: dict[int, dict[str, Any]], text: str) -> tuple[str, list[ToolC
 
 
 def _merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) -> None:
-    """Streamed tool calls arrive in pieces keyed by ``index``; the arguments string is split."""
-    idx = frag.get("index")
-    if idx is None:  # a few servers omit index: a new id starts a new call
-        if frag.get("id") and not any(c["id"] == frag["id"] for c in calls.values()):
-            idx = len(calls)
-        else:
-            idx = max(calls) if calls else 0
-    acc = calls.setdefault(idx, {"id": "", "name": "", "arguments": ""})
-    if frag.get("id"):
-        acc["id"] = frag["id"]
+    """Streamed tool calls arrive in pieces keyed by ``index``, the arguments string split. A piece
+    with a new ``id`` starts a new call even when its index repeats (Ollama before 0.20.6 sends
+    parallel calls all at index 0); a piece without an id continues the latest call at its index."""
+    idx, fid = frag.get("index"), frag.get("id")
+    same_id = [k for k, c in calls.items() if fid and c["id"] == fid]
+    at_index = [k for k, c in calls.items() if idx is None or c["index"] == idx]
+    if same_id:
+        key = same_id[-1]
+    elif at_index and not (fid and calls[at_index[-1]]["id"]):
+        key = at_index[-1]
+    else:
+        key = len(calls)
+    acc = calls.setdefault(key, {"id": "", "name": "", "arguments": "", "index": idx})
+    if fid:
+        acc["id"] = fid
     fn = frag.get("function") or {}
     if fn.get("name") and fn["name"] != acc["name"]:  # some servers repeat the name on every piece
         acc["name"] += fn["name"]
