@@ -88,6 +88,9 @@ def choose_tasks(cfg: Any) -> list[Task]:
     return tasks
 
 
+MIN_SIDE, MAX_SIDE = 200, 8192  # a screen an app can show a window on, up to 8K
+
+
 def check_config(cfg: Any) -> None:
     """Value checks the schema's types cannot express."""
     from mcpworld.env.screen import FORMATS
@@ -98,6 +101,21 @@ def check_config(cfg: Any) -> None:
         raise UserError(f"model.coordinates={cfg.model.coordinates!r} is unknown; use pixels or normalized_1000")
     if cfg.attempts < 1 or cfg.concurrency < 1:
         raise UserError("attempts and concurrency must be at least 1")
+    if cfg.agent.max_steps < 0:  # 0 is allowed: the do-nothing baseline (the agent acts not once)
+        raise UserError(f"agent.max_steps={cfg.agent.max_steps} must be 0 (do nothing) or more")
+    positive = {"agent.max_llm_calls": cfg.agent.max_llm_calls,
+                "agent.timeout_s": cfg.agent.timeout_s, "agent.bash_timeout_s": cfg.agent.bash_timeout_s,
+                "agent.keep_screenshots": cfg.agent.keep_screenshots, "env.app_timeout_s": cfg.env.app_timeout_s}
+    for key, value in positive.items():
+        if value <= 0:
+            raise UserError(f"{key}={value} must be positive (a bound of zero ends every episode before it starts)")
+    if not 1 <= cfg.agent.image_quality <= 100:
+        raise UserError(f"agent.image_quality={cfg.agent.image_quality} must be 1..100 (JPEG quality; 85 is the default)")
+    for side in ("width", "height"):
+        value = cfg.resolution[side]
+        if not MIN_SIDE <= value <= MAX_SIDE:
+            raise UserError(f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels "
+                            "(or pick resolution=square|rect|wxga|fhd)")
 
 
 def preflight(cfg: Any) -> ModelInfo:

@@ -89,6 +89,25 @@ def _check_getter_cfg(cfg: Any, key: str, where: str) -> None:
         raise UserError(f"{where}: evaluator.{key}: {exc}") from None
 
 
+def _check_options(name: str, options: dict[str, Any], where: str) -> None:
+    """Options are keyword arguments of the metric: a misspelled one (``ignore_cse``) is named with
+    the metric's real ones, before any episode, instead of failing the metric as if the agent had."""
+    import difflib
+    import inspect
+
+    params = list(inspect.signature(get_metric(name)).parameters.values())
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    known = [p.name for p in params[1:] if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                     inspect.Parameter.KEYWORD_ONLY)]
+    for key in options:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UserError(f"{where}: evaluator.options: metric {name!r} has no option {key!r}; {hint}"
+                            f"its options: {', '.join(k for k in known if k != 'expected') or 'none'}")
+
+
 def validate_spec(spec: Any, where: str) -> SpecPlan:
     """Check a spec up front; UserError naming ``where`` (the task file) and the bad key."""
     if not isinstance(spec, dict):
@@ -124,9 +143,14 @@ def validate_spec(spec: Any, where: str) -> SpecPlan:
     for cfg in expected:
         if cfg is not None:
             _check_getter_cfg(cfg, "expected", where)
-    for opts in options:
+    for name, opts in zip(funcs, options):
         if opts is not None and not isinstance(opts, dict):
             raise UserError(f"{where}: evaluator.options entries must be mappings of keyword arguments, got {opts!r}")
+        _check_options(name, opts or {}, where)
+    for cfg in expected:
+        if cfg is not None and cfg.get("type") == "rule" and not isinstance(cfg.get("rules"), (dict, list)):
+            raise UserError(f"{where}: evaluator.expected: a 'rule' needs 'rules' as a mapping (e.g. rules: "
+                            f"{{expected: ...}}) or a list of them, got {cfg.get('rules')!r}")
     conj = spec.get("conj") or "and"
     if conj not in CONJUNCTIONS:
         raise UserError(f"{where}: evaluator.conj must be 'and' or 'or', got {conj!r}")

@@ -43,6 +43,20 @@ def find_task_files(root: Path) -> list[Path]:
             if is_osworld_task(data) or (path.name == "config.json" and is_mcpworld_task(data)) \
                     or (path.name == "task_config.json" and is_toolathlon_config(data)):
                 found.append(path)
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        except json.JSONDecodeError as exc:
+            if looks_like_task(path):  # a broken task file is an error, not a silently missing task
+                raise TaskFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+                                    "fix the file or move it out of the task folder") from None
+            continue
+        except (UnicodeDecodeError, OSError):
             continue
     return sorted(found)
+
+
+def looks_like_task(path: Path) -> bool:
+    """A JSON file named as MCPWorld/Toolathlon tasks are, or whose text has OSWorld's task keys
+    (context data JSON that happens to be broken is not ours to judge)."""
+    if path.name in ("config.json", "task_config.json"):
+        return True
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return all(f'"{key}"' in text for key in ("id", "instruction", "evaluator"))

@@ -56,13 +56,17 @@ def normalize_call(call: Any, where: str) -> dict[str, Any]:
 
 
 def _number(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    """A positive number (a bound of zero or less would end every episode before it starts)."""
     value = data.get(key)
     if value is None:
         return None
     try:
-        return kind(value)
+        number = kind(value)
     except (TypeError, ValueError):
         raise TaskFileError(f"{where}: '{key}' must be a number, got {value!r}") from None
+    if number <= 0:
+        raise TaskFileError(f"{where}: '{key}' must be positive, got {value!r} (leave it out for the run's bound)")
+    return number
 
 
 def load_task(path: Path, root: Path | None = None) -> Task:
@@ -70,6 +74,9 @@ def load_task(path: Path, root: Path | None = None) -> Task:
     where = str(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 4]!r}); "
+                            "save the file as UTF-8") from None
     except yaml.YAMLError as exc:
         raise TaskFileError(f"{where}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
@@ -86,7 +93,11 @@ def load_task(path: Path, root: Path | None = None) -> Task:
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise TaskFileError(f"{where}: 'params' must be a mapping")
-    needed = jinja2.meta.find_undeclared_variables(_jinja.parse(str(data["instruction"])))
+    try:
+        needed = jinja2.meta.find_undeclared_variables(_jinja.parse(str(data["instruction"])))
+    except jinja2.TemplateSyntaxError as exc:
+        raise TaskFileError(f"{where}: instruction: template syntax error: {exc.message} "
+                            f"(line {exc.lineno} of the instruction)") from None
     missing = sorted(needed - set(params))
     if missing:
         raise TaskFileError(f"{where}: instruction uses undefined param(s) {', '.join(missing)}; add them under 'params'")
