@@ -104,7 +104,9 @@ def test_model_picks_its_provider() -> None:
     assert "localhost:11434" in cfg.provider.base_url
     assert cfg.provider.api_key is None
     assert cfg.model.coordinates == "normalized_1000" and cfg.model.id == "qwen3-vl:32b"
-    assert "qwen3-vl:32b" in cfg.provider.start_hint  # ${model.id} interpolated
+    from mcpworld.agent.providers import make_provider
+
+    assert "`ollama pull qwen3-vl:32b`" in make_provider(cfg, []).start_hint  # the chosen model's id
 
 
 def test_model_provider_can_be_overridden_on_the_command_line() -> None:
