@@ -22,6 +22,7 @@ from mcpworld.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.evaluation.verdict import judge
 from mcpworld.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.result import EpisodeResult
+from mcpworld.secrets import redact
 from mcpworld.mcp.spec import replace_in
 from mcpworld.servers import episode_servers, withheld
 from mcpworld.tasks.model import Task
@@ -67,7 +68,7 @@ def write_trajectory(path: Path, messages: list[dict[str, Any]], result: Episode
                          "input_tokens": result.tokens_in, "output_tokens": result.tokens_out,
                          "total_tokens": result.tokens_in + result.tokens_out},
            "status": status}
-    path.write_text(json.dumps(log, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    path.write_text(redact(json.dumps(log, ensure_ascii=False, indent=1, default=str)), encoding="utf-8")
 
 
 def gpu_energy(sampled: "EpisodeGpu", result: EpisodeResult, events: list[dict[str, Any]]) -> None:

@@ -31,7 +31,8 @@ from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 from mcpworld.progress import SweepProgress
 from mcpworld.telemetry.gpu import make_gpu_monitor
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking import flatten, make_tracker, mask_secrets, strip_secrets, sweep_parent
+from mcpworld.secrets import mask_secrets, register_secrets, strip_secrets
+from mcpworld.telemetry.tracking import flatten, make_tracker, sweep_parent
 
 
 def job_dir() -> Path:
@@ -142,6 +143,7 @@ class JobFailed(Exception):
 def run_job(cfg: DictConfig) -> float:
     """Run the job's episodes; summary.json always says how it ended (FINISHED, FAILED or KILLED)."""
     out = job_dir()
+    register_secrets([cfg.provider.api_key, cfg.env.klavis.api_key])  # redacted wherever they turn up
     try:
         check_config(cfg)
         tasks = choose_tasks(cfg)

@@ -26,7 +26,7 @@ RUN_MECHANICS = ("resume", "concurrency", "attempts", "infra_retries")
 def job_hash(resolved: dict[str, Any]) -> str:
     """The hash that decides whether a folder's episodes belong to this config (secrets and run
     mechanics left out, so a rotated key or more attempts still resume)."""
-    from mcpworld.telemetry.tracking import strip_secrets
+    from mcpworld.secrets import strip_secrets
     from mcpworld.telemetry.provenance import config_hash
 
     return config_hash({k: v for k, v in strip_secrets(resolved).items() if k not in RUN_MECHANICS})

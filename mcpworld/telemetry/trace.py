@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpworld.secrets import redact_tree
+
 
 def preview(args: Any, limit: int = 300) -> str:
     """Tool-call arguments as a trace event shows them: JSON, cut at ``limit`` characters."""
@@ -26,7 +28,9 @@ class Trace:
         self.events: list[dict[str, Any]] = []
 
     def emit(self, type: str, **data: Any) -> dict[str, Any]:
-        event = {"type": type, "t": round(time.monotonic() - self._t0, 4), "ts": time.time(), **data}
+        """Record one event; a known secret value anywhere in it (a tool's output that printed a
+        key) is redacted before it reaches the file, the spans or the trajectory page."""
+        event = {"type": type, "t": round(time.monotonic() - self._t0, 4), "ts": time.time(), **redact_tree(data)}
         with self._lock:
             self.events.append(event)
             if self._file:

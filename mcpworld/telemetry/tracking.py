@@ -27,11 +27,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mcpworld.errors import UserError
+from mcpworld.secrets import SECRET_KEY, mask_secrets, strip_secrets  # noqa: F401 (re-exported)
 from mcpworld.result import EpisodeResult
 
-# whole words of a key (``api_key``, ``access_token``), not ``max_tokens``
-SECRET_KEY = re.compile(r"(^|[_.-])(api[_-]?key|apikey|token|secret|password|passwd|authorization)($|[_.-])", re.I)
-ASSIGNMENT = re.compile(r"([A-Za-z0-9_.-]+)(\s*[=:]\s*)([^\s,\]]+)")
 MAX_PARAM_LEN = 6000
 LEVEL = "mcpworld.level"
 EPISODE_ARTIFACTS = ("screens", "logs", "mcp", "overlong")
@@ -48,24 +46,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, str]:
     else:
         out[prefix.rstrip(".")] = str(data)[:MAX_PARAM_LEN]
     return out
-
-
-def strip_secrets(data: Any) -> Any:
-    """A config tree with secret-named keys' values replaced by ``***`` (for config artifacts)."""
-    if isinstance(data, dict):
-        return {k: ("***" if SECRET_KEY.search(str(k)) and v is not None else strip_secrets(v)) for k, v in data.items()}
-    if isinstance(data, list):
-        return [strip_secrets(v) for v in data]
-    return data
-
-
-def mask_secrets(text: str) -> str:
-    """``provider.api_key=sk-…`` (an override, a YAML line) with its value hidden; ``max_tokens``
-    and the like are not secrets."""
-    def hide(m: re.Match) -> str:  # a value may itself hold an assignment: key: a.api_key=…
-        return m.group(1) + m.group(2) + ("'***'" if SECRET_KEY.search(m.group(1)) else mask_secrets(m.group(3)))
-
-    return ASSIGNMENT.sub(hide, text)
 
 
 KEY_UNSAFE = re.compile(r"[^\w.\- :/]")

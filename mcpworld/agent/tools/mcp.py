@@ -16,6 +16,7 @@ from typing import Any
 
 from mcpworld.agent.tools.base import Observation, Tool
 from mcpworld.mcp.client import RemoteTool, ServerPool, ToolCallFailed
+from mcpworld.secrets import redact
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 MAX_NAME = 64  # OpenAI's and Anthropic's limit on function names
@@ -45,7 +46,7 @@ class Overlong:
         self.count += 1
         output_id = f"{self.count:03d}-{UNSAFE.sub('_', source)}"
         self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / f"{output_id}.txt").write_text(text, encoding="utf-8")
+        (self.folder / f"{output_id}.txt").write_text(redact(text), encoding="utf-8")
         return (text[:self.max_chars] + f"\n[output cut: {self.max_chars} of {len(text)} characters shown; the full "
                 f"text is saved as id {output_id!r}: read it with local-view_overlong_tooloutput or "
                 "local-search_overlong_tooloutput]")
