@@ -58,7 +58,10 @@ def run() -> int:
 
 
 if __name__ == "__main__":
+    from mcpworld.secrets import hide_from_proc
     from mcpworld.sweep_preview import preview, wants_preview
+
+    sys.argv[1:] = hide_from_proc(sys.argv[1:])  # before anything reads them: Hydra, the agent's shell
 
     if wants_preview(sys.argv[1:]):  # Hydra refuses --multirun with --cfg; print the sweep's jobs instead
         sys.exit(preview(sys.argv[1:]))

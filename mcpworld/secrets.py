@@ -74,3 +74,45 @@ def redact_tree(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return [redact_tree(v) for v in data]
     return data
+
+
+HANDOFF_FD = "MCPWORLD_SECRETS_FD"
+
+
+def hide_from_proc(argv: list[str]) -> list[str]:
+    """Keep this run's secrets out of ``/proc/<pid>/environ`` and ``/proc/<pid>/cmdline``, which any
+    process of the same user (the agent's shell, until the desktop runs as its own user) can read.
+
+    When the environment holds secret-named variables or the command line a secret override, the
+    process starts itself again (exec) without them: masked argv, no secret variables, and both
+    handed over through a pipe that only the new image reads. It puts them back into ``os.environ``
+    and ``sys.argv``, which live in process memory that ``/proc`` does not show. Returns the real
+    arguments (in the new image) or ``argv`` unchanged; does not return when it execs."""
+    import json
+    import sys
+
+    handoff = os.environ.pop(HANDOFF_FD, None)
+    if handoff is not None:  # the new image: take the secrets back from the pipe
+        with os.fdopen(int(handoff), "r", encoding="utf-8") as pipe:
+            saved = json.load(pipe)
+        os.environ.update(saved["env"])
+        return list(saved["argv"])
+    secret_env = {k: v for k, v in os.environ.items() if SECRET_KEY.search(k)}
+    masked = [mask_secrets(a) for a in argv]
+    if not secret_env and masked == argv:
+        return argv
+    payload = json.dumps({"env": secret_env, "argv": argv}).encode()
+    read_end, write_end = os.pipe()
+    if len(payload) >= 60_000:  # a pipe holds 64 KiB; more would block before the exec
+        os.close(read_end)
+        os.close(write_end)
+        return argv
+    os.write(write_end, payload)
+    os.close(write_end)
+    os.set_inheritable(read_end, True)
+    env = {k: v for k, v in os.environ.items() if k not in secret_env}
+    env[HANDOFF_FD] = str(read_end)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "mcpworld", *masked], env)
+    return argv  # not reached

@@ -3,6 +3,7 @@ printed line, and no trace — not even when the agent's shell digs it out of /p
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,7 +29,8 @@ def test_keys_reach_no_file_no_output_and_no_trace(tmp_path):
         "  expected: {type: rule, rules: {expected: hi}}\n"
         "solution:\n"
         "  cli:\n"  # what a curious agent could do: print the harness's environment
-        "    - bash: {command: \"tr '\\\\0' '\\\\n' < /proc/$PPID/environ | grep API_KEY; echo hi > ~/out.txt\"}\n")
+        "    - bash: {command: \"cat /proc/$PPID/environ /proc/$PPID/cmdline | tr '\\\\0' '\\\\n' | grep -i api_key; "
+        "echo hi > ~/out.txt\"}\n")
     proc = subprocess.run(
         [sys.executable, "-m", "mcpworld", "-m", f"provider.api_key={OVERRIDE_KEY}", "modality=cli",
          f"tasks.root={tmp_path / 'suite'}", f"hydra.sweep.dir={tmp_path}/sweep",
@@ -43,5 +45,20 @@ def test_keys_reach_no_file_no_output_and_no_trace(tmp_path):
         assert OVERRIDE_KEY.encode() not in data and ENV_KEY.encode() not in data, path
     for text in (proc.stdout, proc.stderr):
         assert OVERRIDE_KEY not in text and ENV_KEY not in text
-    traces = list(tmp_path.rglob("trace.jsonl"))
-    assert any("***" in t.read_text() for t in traces)  # what the shell printed was there, redacted
+    (trace,) = [t for t in tmp_path.rglob("trace.jsonl") if t.parent.name == "0"]
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    (call,) = [e for e in events if e["type"] == "tool_call" and e["tool"] == "bash"]
+    # the harness's /proc shows neither the variable nor the override: only the masked argument
+    assert "ANTHROPIC_API_KEY" not in call["output"] and "provider.api_key='***'" in call["output"], call
+
+
+def test_a_secret_a_tool_prints_is_redacted_in_the_trace(tmp_path, monkeypatch):
+    from mcpworld import secrets
+    from mcpworld.telemetry.trace import Trace
+
+    secrets.register_secrets(["sk-registered-5555555555"])
+    trace = Trace(tmp_path / "trace.jsonl")
+    trace.emit("tool_call", output="key=sk-registered-5555555555", args={"nested": ["sk-registered-5555555555"]})
+    trace.close()
+    text = (tmp_path / "trace.jsonl").read_text()
+    assert "sk-registered" not in text and text.count("***") == 2
