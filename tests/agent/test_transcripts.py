@@ -164,3 +164,40 @@ def test_the_ollama_hint_names_a_real_model_never_the_oracle():
     assert "model=qwen3vl_8b" in ollama_model_hint("oracle", "oracle")
     assert "ollama pull oracle" not in ollama_model_hint("oracle", "oracle")
     assert "`ollama pull qwen3-vl:32b`" in ollama_model_hint("qwen3vl_32b", "qwen3-vl:32b")
+
+
+ANTHROPIC = {
+    "anthropic_text.sse": lambda r: r.text and not r.tool_calls,
+    "anthropic_tool_use.sse": lambda r: len(r.tool_calls) == 1 and r.tool_calls[0].name,
+    "anthropic_computer_use.sse": lambda r: r.tool_calls[0].arguments == {"action": "left_click",
+                                                                           "coordinate": [512, 384]},
+    "anthropic_tool_no_args.sse": lambda r: len(r.tool_calls) == 1 and r.tool_calls[0].arguments == {},
+    "anthropic_quoted_tool_input.sse": lambda r: len(r.tool_calls) == 1,
+    "anthropic_max_tokens_partial_json.sse": lambda r: r.finish_reason == "max_tokens",
+    "anthropic_refusal.sse": lambda r: r.finish_reason == "refusal" and r.refusal,
+    "anthropic_thinking_refusal.sse": lambda r: r.refusal and r.reasoning,
+}
+
+
+async def anthropic_replay(body: bytes, status: int = 200, sse: bool = True):
+    from mcpworld.agent.providers.anthropic import AnthropicProvider
+
+    server = Replay(body, status, sse)
+    provider = AnthropicProvider(model="m", base_url=server.url.removesuffix("/v1"), api_key="k", max_retries=0)
+    try:
+        return await provider.complete([{"role": "user", "content": "hi"}], [])
+    finally:
+        await provider.aclose()
+        server.close()
+
+
+@pytest.mark.parametrize("name", sorted(ANTHROPIC))
+async def test_recorded_anthropic_transcripts_parse(name):
+    reply = await anthropic_replay(recorded(name))
+    assert ANTHROPIC[name](reply), reply
+
+
+@pytest.mark.parametrize("name,status", [("anthropic_stream_overloaded.sse", 200), ("anthropic_529.json", 529)])
+async def test_recorded_anthropic_errors_are_infra_errors(name, status):
+    with pytest.raises(InfraError):
+        await anthropic_replay(recorded(name), status=status, sse=name.endswith(".sse"))

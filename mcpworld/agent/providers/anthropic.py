@@ -134,6 +134,7 @@ class AnthropicProvider(HttpProvider):
                     block["partial_json"] += delta.get("partial_json") or ""
                     got_token = True
                 elif delta.get("type") == "thinking_delta":  # thinking is output too, as in openai_compat
+                    block["thinking"] = (block.get("thinking") or "") + (delta.get("thinking") or "")
                     got_token = True
             elif kind == "message_delta":
                 stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
@@ -256,7 +257,10 @@ def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str
     else:
         out_text = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
         counted = Usage(output_tokens=estimate_tokens(out_text), estimated=True)
-    return Reply(text=text, tool_calls=calls, usage=counted, finish_reason=stop_reason)
+    reasoning = "".join(b.get("thinking") or "" for b in blocks if b.get("type") == "thinking")
+    refusal = (text or "the model declined (stop_reason: refusal)") if stop_reason == "refusal" else ""
+    return Reply(text=text, tool_calls=calls, usage=counted, finish_reason=stop_reason, reasoning=reasoning,
+                 refusal=refusal)
 
 
 def _request_text(body: dict[str, Any]) -> str:
