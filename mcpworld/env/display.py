@@ -60,7 +60,9 @@ class VirtualDisplay:
         self.number = self._start_xvfb(base_env)
         self.name = f":{self.number}"
         self.env = dict(base_env, DISPLAY=self.name, **A11Y_ENV)
-        bus = self.procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+        # the bus socket in the desktop's own runtime folder: a killed daemon leaves nothing in /tmp
+        where = [f"--address=unix:dir={base_env['XDG_RUNTIME_DIR']}"] if base_env.get("XDG_RUNTIME_DIR") else []
+        bus = self.procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", *where],
                                env=self.env, stdout=subprocess.PIPE, text=True)
         address = bus.stdout.readline().strip()
         if not address:
