@@ -21,8 +21,10 @@ def http_options(cfg: Any) -> dict[str, Any]:
 
 def ollama_model_hint(name: str, model_id: str) -> str:
     """What to pull: the chosen model, or (the oracle has no weights) how to choose a real one."""
-    if name == "oracle":
-        return "No model is chosen: pick one with model=… (e.g. model=qwen3vl_8b; conf/model/ lists them)."
+    from mcpworld.agent.providers.ollama import CHOOSE_MODEL, NOT_MODELS
+
+    if name == "oracle" or model_id in NOT_MODELS:
+        return f"No model is chosen: {CHOOSE_MODEL}."
     return f"Then `ollama pull {model_id}` (or let provider.pull=true do it)."
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
-from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_data
+from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
 from mcpworld.errors import InfraError
 
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
@@ -105,13 +105,13 @@ class AnthropicProvider(HttpProvider):
         usage: dict[str, Any] = {}
         ttft: float | None = None
         stop_reason: str | None = None
-        async for line in resp.aiter_lines():
-            data = sse_data(line)
-            if not data:
-                continue
+        stop_details: dict[str, Any] = {}
+        async for data in sse_payloads(resp):
             try:
                 event = json.loads(data)
             except json.JSONDecodeError:
+                continue
+            if not isinstance(event, dict):
                 continue
             kind = event.get("type")
             got_token = False
@@ -138,6 +138,7 @@ class AnthropicProvider(HttpProvider):
                     got_token = True
             elif kind == "message_delta":
                 stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                stop_details = (event.get("delta") or {}).get("stop_details") or stop_details
                 usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
             elif kind == "error":
                 raise self._stream_error(event.get("error") or {})
@@ -151,7 +152,7 @@ class AnthropicProvider(HttpProvider):
         for block in blocks.values():
             if block.get("type") == "tool_use" and block["partial_json"]:
                 block["input"] = block["partial_json"]
-        reply = _reply([blocks[i] for i in sorted(blocks)], usage, stop_reason)
+        reply = _reply([blocks[i] for i in sorted(blocks)], usage, stop_reason, stop_details)
         reply.ttft_s = ttft
         return reply
 
@@ -159,7 +160,8 @@ class AnthropicProvider(HttpProvider):
         body = self.json_body(resp)
         if body.get("type") == "error":
             raise self._stream_error(body.get("error") or {})
-        return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"))
+        return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"),
+                      body.get("stop_details") or {})
 
     def _stream_error(self, error: dict[str, Any]) -> Exception:
         kind = error.get("type", "error")
@@ -242,7 +244,8 @@ def _tool_use(tc: dict[str, Any]) -> dict[str, Any]:
             "input": args if isinstance(args, dict) else parse_arguments(args or "")}
 
 
-def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str | None) -> Reply:
+def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str | None,
+           stop_details: dict[str, Any] | None = None) -> Reply:
     text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
     calls = []
     for i, b in enumerate(b for b in blocks if b.get("type") == "tool_use"):
@@ -258,9 +261,20 @@ def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str
         out_text = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
         counted = Usage(output_tokens=estimate_tokens(out_text), estimated=True)
     reasoning = "".join(b.get("thinking") or "" for b in blocks if b.get("type") == "thinking")
-    refusal = (text or "the model declined (stop_reason: refusal)") if stop_reason == "refusal" else ""
-    return Reply(text=text, tool_calls=calls, usage=counted, finish_reason=stop_reason, reasoning=reasoning,
+    refusal = _refusal(text, stop_details or {}) if stop_reason == "refusal" else ""
+    return Reply(text=text or refusal, tool_calls=calls, usage=counted, finish_reason=stop_reason, reasoning=reasoning,
                  refusal=refusal)
+
+
+def _refusal(text: str, details: dict[str, Any]) -> str:
+    """What a ``refusal`` stop says: the server's explanation (``stop_details``) when it gave one,
+    else the text streamed before the stop, else that the model declined; never empty, so the
+    trace shows the refusal even when the stream carried no text."""
+    why = str(details.get("explanation") or "").strip()
+    category = f" ({details['category']})" if details.get("category") else ""
+    if why:
+        return f"{why}{category}"
+    return text or f"The model declined (stop_reason: refusal){category}."
 
 
 def _request_text(body: dict[str, Any]) -> str:

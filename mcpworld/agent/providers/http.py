@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -120,6 +121,8 @@ class HttpProvider(Provider):
                 if "text/event-stream" in resp.headers.get("content-type", ""):
                     return await read_stream(resp, start)
                 await resp.aread()
+                if looks_like_sse(resp.content):  # some proxies and servers label a stream text/plain or JSON
+                    return await read_stream(resp, start)
                 return read_json(resp)
 
         return await self.timed(request, url)
@@ -143,6 +146,12 @@ class HttpProvider(Provider):
             return Retryable(InfraError(msg), retry_after(resp))
         return InfraError(msg)
 
+    def body_error(self, error: Any, where: str = "stream error") -> Exception:
+        """An error object a server put inside a 200 reply: retried when it says the server is
+        overloaded or failed (an HTTP 429/5xx in disguise), else raised at once."""
+        exc = InfraError(self.scrub(f"{self.label} {where}: {excerpt(error)}"))
+        return Retryable(exc) if is_transient(error) else exc
+
     def scrub(self, text: str) -> str:
         """Never let the api key leak into an error message (servers sometimes echo it)."""
         if self.api_key:
@@ -154,6 +163,59 @@ def sse_data(line: str) -> str | None:
     """The payload of an SSE ``data:`` line; None for separators, ``event:`` lines and comments."""
     line = line.strip()
     return line[5:].strip() if line.startswith("data:") else None
+
+
+async def sse_payloads(resp: httpx.Response) -> AsyncIterator[str]:
+    """Each event's data from an SSE body. The spec lets one event's data span several ``data:``
+    lines (joined by newlines, ended by a blank line), while some servers leave out the blank line
+    between events; so a data line that is whole JSON (or ``[DONE]``) by itself is one event, and
+    anything else is joined with the lines after it until it is whole or a blank line ends it."""
+    pending: list[str] = []
+    async for line in resp.aiter_lines():
+        data = sse_data(line)
+        if data is None:
+            if pending and not line.strip():
+                yield "\n".join(pending)
+                pending = []
+            continue
+        pending.append(data)
+        joined = "\n".join(pending)
+        if joined == "[DONE]" or _is_json(joined):
+            yield joined
+            pending = []
+    if pending:
+        yield "\n".join(pending)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def looks_like_sse(body: bytes) -> bool:
+    """An SSE body whatever its content-type says (it starts with a ``data:``/``event:`` field or a comment)."""
+    head = body[:64].lstrip()
+    return head.startswith((b"data:", b"event:", b":"))
+
+
+# What in-body errors that mean "try again" say: an overload, a rate limit, a server fault, a
+# crashed runner (Ollama: "model runner has unexpectedly stopped … (status 500)").
+TRANSIENT = re.compile(r"overload|rate.?limit|server.?error|internal.?server|unavailable|timeout|timed out|api_error"
+                       r"|unexpectedly stopped|status(?: code)?:? ?(?:429|5\d\d)\b", re.I)
+
+
+def is_transient(error: Any) -> bool:
+    """Whether an in-body error object (``{"message", "type", "code"}`` or a string) says "try
+    again": a 429/5xx code, or a type or message naming an overload, rate limit or server fault."""
+    if isinstance(error, dict):
+        code = error.get("code", error.get("status"))
+        if isinstance(code, (int, str)) and str(code).isdigit() and (int(code) == 429 or int(code) >= 500):
+            return True
+        error = f"{error.get('type') or ''} {error.get('message') or ''}"
+    return bool(TRANSIENT.search(str(error)))
 
 
 def estimate_tokens(text: str) -> int:

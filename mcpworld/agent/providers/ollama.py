@@ -25,6 +25,8 @@ from mcpworld.errors import InfraError, UserError
 KEEP_ALIVE = "30m"  # long enough to span the gaps between episodes; Ollama's default is 5m
 # Loading a large model into VRAM, or verifying a pulled layer's digest, is silent for minutes.
 SLOW = httpx.Timeout(600.0, connect=5.0)
+CHOOSE_MODEL = "pick one with model=… (e.g. model=qwen3vl_8b; conf/model/ lists them)"
+NOT_MODELS = ("", "oracle")  # model ids that are no Ollama model: the oracle replays solutions
 DETAIL_PARAMS = {"quantization_level": "ollama.quantization", "parameter_size": "ollama.parameter_size",
                  "family": "ollama.family", "format": "ollama.format"}
 
@@ -41,12 +43,13 @@ class OllamaProvider(OpenAICompatProvider):
         self.root = self.base_url.removesuffix("/v1")  # the native API lives beside /v1
 
     async def preflight(self) -> ModelInfo:
+        if self.model in NOT_MODELS:  # never `ollama pull oracle`
+            raise UserError(f"provider={self.label} needs a language model, and none is chosen: {CHOOSE_MODEL}.")
         tag = full_tag(self.model)
         entry = find(await self._tags(), tag)
         if entry is None:
             if not self.pull:
-                raise UserError(f"model {self.model} is not on the Ollama server at {self.root}: "
-                                f"run `ollama pull {self.model}` (or set provider.pull=true)")
+                raise UserError(f"model {self.model} is not on the Ollama server at {self.root}: {pull_hint(self.model)}")
             await self._pull()
             entry = find(await self._tags(), tag)
             if entry is None:
@@ -119,6 +122,13 @@ class OllamaProvider(OpenAICompatProvider):
             final = err.final if isinstance(err, Retryable) else err
             raise InfraError(f"{final} ({method} {path})")
 
+    def http_error(self, resp: httpx.Response) -> Exception:
+        """Chat's 404 "model 'x' not found" says how to get the model (the one chosen, never the oracle)."""
+        err = super().http_error(resp)
+        if resp.status_code == 404 and "not found" in str(err).lower() and isinstance(err, InfraError):
+            return InfraError(f"{err} {pull_hint(self.model)}")
+        return err
+
     def _auth(self) -> dict[str, str]:
         """Ollama itself has no keys, but a proxy in front of it may."""
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -141,6 +151,13 @@ class OllamaProvider(OpenAICompatProvider):
                   f"server (OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve, or a Modelfile with "
                   f"PARAMETER num_ctx {self.context_length}).", file=sys.stderr)
         return info
+
+
+def pull_hint(model_id: str) -> str:
+    """How to get a missing model: pull the chosen one, or (the oracle has no weights) choose one."""
+    if model_id in NOT_MODELS:
+        return f"No model is chosen: {CHOOSE_MODEL}."
+    return f"Run `ollama pull {model_id}` (or set provider.pull=true)."
 
 
 def full_tag(name: str) -> str:

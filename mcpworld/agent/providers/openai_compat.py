@@ -15,7 +15,7 @@ import httpx
 
 from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
-from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_data
+from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, sse_payloads
 from mcpworld.errors import InfraError
 
 
@@ -72,18 +72,10 @@ class OpenAICompatProvider(HttpProvider):
     # ------------------------------------------------------------------ responses
 
     async def _read_stream(self, resp: httpx.Response, start: float) -> Reply:
-        text_parts: list[str] = []
-        reasoning_parts: list[str] = []
-        refusal_parts: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
+        acc = Accumulator()
         ttft: float | None = None
-        usage: Usage | None = None
-        finish: str | None = None
         done = False
-        async for line in resp.aiter_lines():
-            data = sse_data(line)
-            if data is None:
-                continue
+        async for data in sse_payloads(resp):
             if data == "[DONE]":
                 done = True
                 break
@@ -91,57 +83,30 @@ class OpenAICompatProvider(HttpProvider):
                 chunk = json.loads(data)
             except json.JSONDecodeError:
                 continue
-            if chunk.get("error"):
-                # Some servers report failures inside an otherwise 200 stream.
-                raise InfraError(self.scrub(f"{self.label} stream error: {excerpt(chunk['error'])}"))
-            if chunk.get("usage"):
-                usage = _usage(chunk["usage"])
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                got_token = False
-                if delta.get("content"):
-                    text_parts.append(delta["content"])
-                    got_token = True
-                # Reasoning tokens are tokens too: ttft should not include a model's thinking time.
-                thinking = delta.get("reasoning_content") or delta.get("reasoning")
-                if thinking:
-                    reasoning_parts.append(str(thinking))
-                    got_token = True
-                if delta.get("refusal"):
-                    refusal_parts.append(delta["refusal"])
-                    got_token = True
-                for frag in delta.get("tool_calls") or []:
-                    _merge_tool_fragment(calls, frag)
-                    got_token = True
-                if delta.get("function_call"):  # the legacy single-call field
-                    _merge_tool_fragment(calls, {"index": 0, "function": delta["function_call"]})
-                    got_token = True
-                if got_token and ttft is None:
-                    ttft = time.perf_counter() - start
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
-        if not done and finish is None:  # the body ended mid-reply: a partial answer is not an answer
+            if not isinstance(chunk, dict):
+                continue
+            error = body_error(chunk)
+            if error is not None:  # some servers report failures inside an otherwise 200 stream
+                raise self.body_error(error)
+            if acc.add_chunk(chunk) and ttft is None:
+                ttft = time.perf_counter() - start
+        if not done and acc.finish is None:  # the body ended mid-reply: a partial answer is not an answer
             raise Retryable(InfraError(self.scrub(f"{self.label} stream from {self.base_url} ended before the reply was complete")))
-        return _reply("".join(text_parts), "".join(reasoning_parts), "".join(refusal_parts), calls, usage,
-                      finish, ttft)
+        return acc.reply(ttft)
 
     def _read_json(self, resp: httpx.Response) -> Reply:
         body = self.json_body(resp)
-        if body.get("error"):
-            raise InfraError(self.scrub(f"{self.label} error: {excerpt(body['error'])}"))
+        error = body_error(body)
+        if error is not None:
+            raise self.body_error(error, "error")
+        acc = Accumulator()
         choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        content = message.get("content") or ""
-        if isinstance(content, list):  # content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        calls: dict[int, dict[str, Any]] = {}
-        for i, tc in enumerate(message.get("tool_calls") or []):
-            _merge_tool_fragment(calls, {**tc, "index": i})
-        if message.get("function_call") and not calls:
-            _merge_tool_fragment(calls, {"index": 0, "function": message["function_call"]})
-        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-        return _reply(content, str(reasoning), message.get("refusal") or "", calls,
-                      _usage(body["usage"]) if body.get("usage") else None, choice.get("finish_reason"), None)
+        message = choice.get("message") or choice.get("delta") or {}
+        acc.add_delta({**message, "tool_calls": [{**tc, "index": i} for i, tc in enumerate(message.get("tool_calls") or [])]})
+        if body.get("usage"):
+            acc.usage = _usage(body["usage"])
+        acc.finish = choice.get("finish_reason")
+        return acc.reply(None)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -169,6 +134,99 @@ def split_thinking(text: str) -> tuple[str, str]:
     return "".join(answer).strip() if reasoning else "".join(answer), "\n".join(r.strip() for r in reasoning)
 
 
+class Accumulator:
+    """What the deltas of one reply add up to. Every server's quirks are handled here, once, for
+    streamed chunks and whole JSON messages alike (a message is one big delta)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: Usage | None = None
+        self.finish: str | None = None
+
+    def add_chunk(self, chunk: dict[str, Any]) -> bool:
+        """One streamed chunk; True when it carried generated output (for time to first token)."""
+        if chunk.get("usage"):  # the usage chunk, or continuous usage in every chunk (vLLM): the last wins
+            self.usage = _usage(chunk["usage"])
+        got = False
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            got = self.add_delta(choice.get("delta") or choice.get("message") or {}) or got
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+        return got
+
+    def add_delta(self, delta: dict[str, Any]) -> bool:
+        """One delta (or a whole message): answer, reasoning, refusal and tool-call pieces."""
+        got = False
+        content = delta.get("content")
+        if isinstance(content, list):  # content parts (Mistral's thinking parts among them)
+            for part in content:
+                got = self._add_part(part) or got
+        elif content:
+            self.text.append(str(content))
+            got = True
+        # Reasoning is output too: time to first token should not include a model's thinking time.
+        # Servers name it differently (vLLM/DeepSeek reasoning_content, Ollama/OpenRouter reasoning);
+        # some send the same text under two names, so one is taken.
+        thinking = next((delta[k] for k in REASONING_KEYS if isinstance(delta.get(k), str) and delta[k]), "")
+        if thinking:
+            self.reasoning.append(thinking)
+            got = True
+        if delta.get("refusal"):
+            self.refusal.append(str(delta["refusal"]))
+            got = True
+        for frag in delta.get("tool_calls") or []:
+            if isinstance(frag, dict):
+                merge_tool_fragment(self.calls, frag)
+                got = True
+        if isinstance(delta.get("function_call"), dict) and not delta.get("tool_calls"):  # the legacy single-call field
+            merge_tool_fragment(self.calls, {"index": 0, "function": delta["function_call"]})
+            got = True
+        return got
+
+    def _add_part(self, part: Any) -> bool:
+        if isinstance(part, str):
+            self.text.append(part)
+            return bool(part)
+        if not isinstance(part, dict):
+            return False
+        if part.get("type") in ("thinking", "reasoning"):
+            inner = part.get("thinking") or part.get("reasoning") or part.get("text") or ""
+            if isinstance(inner, list):
+                inner = "".join(p.get("text", "") for p in inner if isinstance(p, dict))
+            self.reasoning.append(str(inner))
+            return bool(inner)
+        if part.get("type") == "refusal":
+            self.refusal.append(str(part.get("refusal") or ""))
+            return True
+        text = part.get("text") if part.get("type") in (None, "text", "output_text") else None
+        if isinstance(text, str) and text:
+            self.text.append(text)
+            return True
+        return False
+
+    def reply(self, ttft: float | None) -> Reply:
+        return _reply("".join(self.text), "".join(self.reasoning), "".join(self.refusal), self.calls,
+                      self.usage, self.finish, ttft)
+
+
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+
+
+def body_error(body: dict[str, Any]) -> Any:
+    """The error a 200 body or stream chunk carries, in any server's shape: ``{"error": …}``
+    (OpenAI, vLLM, Ollama, OpenRouter) or vLLM's older top-level ``{"object": "error", "message": …}``."""
+    if body.get("error"):
+        return body["error"]
+    if body.get("object") == "error" or body.get("type") == "error":
+        return {k: body.get(k) for k in ("message", "type", "code") if body.get(k) is not None}
+    return None
+
+
 def _reply(text: str, reasoning: str, refusal: str, calls: dict[int, dict[str, Any]], usage: Usage | None,
            finish: str | None, ttft: float | None) -> Reply:
     """One reply from what a stream or a JSON body held: thinking split off the answer, tool calls
@@ -191,30 +249,42 @@ def _calls(calls: dict[int, dict[str, Any]], text: str) -> tuple[str, list[ToolC
     return calls_in_text(text)
 
 
-def _merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) -> None:
+def merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) -> None:
     """Streamed tool calls arrive in pieces keyed by ``index``, the arguments string split. A piece
     with a new ``id`` starts a new call even when its index repeats (Ollama before 0.20.6 sends
-    parallel calls all at index 0); a piece without an id continues the latest call at its index."""
-    idx, fid = frag.get("index"), frag.get("id")
+    parallel calls all at index 0); a piece without an id continues the latest call at its index
+    (or the latest call, when there is no index), unless that call's arguments are already a whole
+    object and the piece names a tool and starts another (whole calls sent with no id or index)."""
+    idx, fid = frag.get("index"), frag.get("id") or None
+    fn = frag.get("function") if isinstance(frag.get("function"), dict) else {}
+    name, args = fn.get("name"), fn.get("arguments")
+    piece = json.dumps(args) if isinstance(args, dict) else str(args or "")
     same_id = [k for k, c in calls.items() if fid and c["id"] == fid]
     at_index = [k for k, c in calls.items() if idx is None or c["index"] == idx]
     if same_id:
         key = same_id[-1]
-    elif at_index and not (fid and calls[at_index[-1]]["id"]):
+    elif at_index and not (fid and calls[at_index[-1]]["id"]) and not (name and _restarts(calls[at_index[-1]], piece)):
         key = at_index[-1]
     else:
-        key = len(calls)
+        key = max(calls, default=-1) + 1
     acc = calls.setdefault(key, {"id": "", "name": "", "arguments": "", "index": idx})
     if fid:
         acc["id"] = fid
-    fn = frag.get("function") or {}
-    if fn.get("name") and fn["name"] != acc["name"]:  # some servers repeat the name on every piece
-        acc["name"] += fn["name"]
-    args = fn.get("arguments")
-    if isinstance(args, dict):  # non-standard servers send an object
-        acc["arguments"] += json.dumps(args)
-    elif args:
-        acc["arguments"] += args
+    if name and not acc["arguments"] and name != acc["name"]:
+        acc["name"] += name  # a name in pieces; a server that repeats the whole name on every piece adds nothing
+    elif name and not acc["name"]:
+        acc["name"] = name
+    acc["arguments"] += piece
+
+
+def _restarts(acc: dict[str, Any], piece: str) -> bool:
+    """Whether ``piece`` begins a new arguments object after ``acc``'s complete one."""
+    if not piece.lstrip().startswith("{") or not acc["arguments"].strip():
+        return False
+    try:
+        return isinstance(json.loads(acc["arguments"]), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _to_tool_call(i: int, acc: dict[str, Any]) -> ToolCall:
