@@ -464,3 +464,18 @@ def test_is_vlc_playing_without_a_status_scores_0_and_a_bad_rule_is_an_error():
     assert is_vlc_playing(None, {"type": "file_name", "file_name": "a"}) == 0.0
     with pytest.raises(UserError, match="is_vlc_playing"):
         is_vlc_playing(None, {"type": "title", "title": "a"})
+
+
+def test_check_auto_saving_time_reads_the_documents_autosave_interval(tmp_path):
+    from mcpworld.evaluation.metrics.appstate import check_auto_saving_time
+
+    xcu = tmp_path / "registrymodifications.xcu"
+    item = ('<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" '
+            'oor:op="fuse"><value>{}</value></prop></item>')
+    head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
+    xcu.write_text(head + item.format(3) + "</oor:items>")
+    assert check_auto_saving_time(str(xcu), {"minutes": 3}) == 1.0
+    assert check_auto_saving_time(str(xcu), {"minutes": 10}) == 0.0
+    xcu.write_text(head + "</oor:items>")
+    assert check_auto_saving_time(str(xcu), {"minutes": 3}) == 0.0  # never set: LibreOffice's default
+    assert check_auto_saving_time(None, {"minutes": 3}) == 0.0

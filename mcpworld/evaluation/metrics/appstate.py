@@ -423,6 +423,24 @@ def check_libre_locale(result: str | None, rules: Any) -> float:
     return float(any(fnmatch.fnmatchcase(locale, pattern) for pattern in patterns))
 
 
+@metric("check_auto_saving_time")
+def check_auto_saving_time(result: str | None, rules: Any) -> float:
+    """1 when LibreOffice's autosave interval (``/org.openoffice.Office.Common/Save/Document``
+    ``AutoSaveTimeIntervall``, minutes) is ``rules["minutes"]``; unset or no file scores 0.
+
+    result = path of registrymodifications.xcu (as OSWorld reads it for Impress).
+    """
+    minutes = rule_value(rules, "minutes", "check_auto_saving_time")
+    settings = xcu_settings(result)
+    if settings is None:
+        return 0.0
+    value = settings.get(("/org.openoffice.Office.Common/Save/Document", "AutoSaveTimeIntervall"))
+    try:
+        return float(value is not None and int(value) == int(minutes))
+    except (TypeError, ValueError):
+        return 0.0
+
+
 # ============================================================================================
 # VS Code: settings.json / keybindings.json are JSON with comments (JSONC)
 
