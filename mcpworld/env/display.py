@@ -16,10 +16,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from Xlib import display as xdisplay
-
 from mcpworld.env.desktop_user import DesktopUser
 from mcpworld.env.processes import ProcessSet
+from mcpworld.env.xconnection import open_display
 from mcpworld.errors import InfraError, UserError
 
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
@@ -117,7 +116,7 @@ class VirtualDisplay:
 
     def _wait_window_manager(self) -> None:
         """EWMH window managers announce themselves via _NET_SUPPORTING_WM_CHECK on the root."""
-        d = xdisplay.Display(self.name)
+        d = open_display(self.name)
         try:
             atom = d.intern_atom("_NET_SUPPORTING_WM_CHECK")
             deadline = time.monotonic() + self.start_timeout_s

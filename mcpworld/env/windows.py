@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 import time
 
-from Xlib import X, display as xdisplay, error as xerror
+from Xlib import X, error as xerror
 from Xlib.protocol import event as xevent
+
+from mcpworld.env.xconnection import open_display
 
 
 class Windows:
     def __init__(self, display_name: str):
-        self.d = xdisplay.Display(display_name)
+        self.d = open_display(display_name)
         self.root = self.d.screen().root
         self._client_list = self.d.intern_atom("_NET_CLIENT_LIST")
         self._active = self.d.intern_atom("_NET_ACTIVE_WINDOW")

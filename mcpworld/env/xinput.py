@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from Xlib import X, XK
-from Xlib.display import Display
 from Xlib.ext import xtest
 
+from mcpworld.env.xconnection import open_display
 from mcpworld.errors import UserError
 
 # xdotool/Anthropic-style key names → X keysym names
@@ -64,7 +64,7 @@ class XInput:
     """Synthesises input on one display. Not thread-safe: one per episode thread."""
 
     def __init__(self, display_name: str, key_delay_s: float = 0.0):
-        self.d = Display(display_name)
+        self.d = open_display(display_name)
         if not self.d.query_extension("XTEST"):
             raise RuntimeError(f"display {display_name} has no XTEST extension")
         self.root = self.d.screen().root
