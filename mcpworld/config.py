@@ -4,9 +4,12 @@ wrong type fails at composition with Hydra's message naming the key."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # the Hydra config tree
 
 
 @dataclass
@@ -162,6 +165,19 @@ class TelemetryConfig:
 
 
 @dataclass
+class FilesConfig:
+    """Where the files tasks name by URL come from (mcpworld/downloads.py)."""
+
+    cache_dir: Optional[str] = None  # None: $XDG_CACHE_HOME/mcpworld/files (~/.cache/mcpworld/files)
+    mirror: Optional[str] = None  # a local copy of a suite's file cache (OSWorld's: <domain>/<id>/<file>)
+    # URL prefix -> another URL prefix or a folder: a mapping in YAML, pairs on the command line
+    # (files.rewrite=[[https://huggingface.co/,/data/hf]]: Hydra's override keys cannot hold a URL)
+    rewrite: Any = None
+    retries: int = 3
+    timeout_s: float = 300.0
+
+
+@dataclass
 class TasksConfig:
     root: Optional[str] = None  # a folder of task.yaml files; None = the built-in tasks/
     exclude_tags: List[str] = field(default_factory=list)
@@ -181,6 +197,7 @@ class RootConfig:
     mcp: McpConfig = field(default_factory=McpConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
+    files: FilesConfig = field(default_factory=FilesConfig)
     task: Any = None  # one id, a glob ("mousepad/*"), or a list of them
     attempts: int = 1
     infra_retries: int = 1  # an episode that ends in infra_error is run again (its first try is kept aside)

@@ -31,8 +31,9 @@ from mcpworld.pool import EpisodePool
 from mcpworld.result import NOT_JUDGED, EpisodeResult
 from mcpworld.servers import unavailable
 from mcpworld.tasks.model import Task
+from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
-from mcpworld.progress import SweepProgress
+from mcpworld.progress import DownloadProgress, SweepProgress
 from mcpworld.telemetry.gpu import make_gpu_monitor
 from mcpworld.telemetry.provenance import run_tags
 from mcpworld.secrets import mask_secrets, register_secrets, strip_secrets
@@ -76,6 +77,7 @@ def choose_tasks(cfg: Any) -> list[Task]:
             if task.format == "native":
                 raise  # our own format: the author can fix it
             task.skip_reason = task.skip_reason or str(exc)  # an imported suite: run what we can
+    fetch_task_files(tasks, cfg.files)
     skipped = [t for t in tasks if t.skip_reason]
     for task in skipped:
         print(f"mcpworld: skipping {task.id}: {task.skip_reason}", file=sys.stderr)
@@ -91,6 +93,18 @@ def choose_tasks(cfg: Any) -> list[Task]:
         if not tasks:
             raise UserError(f"no selected task has an oracle solution for modality={cfg.modality.name}")
     return tasks
+
+
+def fetch_task_files(tasks: list[Task], files: Any) -> None:
+    """Download (or find in the cache/mirror) the files runnable tasks name by URL, before any episode."""
+    cache = file_cache(files)  # a bad files.* setting is one error even when no task needs a file
+    todo = [t for t in tasks if not t.skip_reason and remote_urls(t)]
+    if not todo:
+        return
+    with DownloadProgress() as progress:
+        cache.progress = progress.update
+        print(f"mcpworld: fetching the files of {len(todo)} task(s) (cache {cache.root})", file=sys.stderr)
+        localize_all(todo, cache)
 
 
 def missing_program(task: Task) -> str | None:

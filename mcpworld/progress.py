@@ -3,6 +3,7 @@ finished episode also gets one plain line, so logs and CI output keep the record
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from rich.console import Console
@@ -35,6 +36,40 @@ class SweepProgress:
         self.progress.update(self.task, advance=1, tally=self._tally())
 
     def __enter__(self) -> "SweepProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.stop()
+
+
+class DownloadProgress:
+    """One bar per file being downloaded (bytes, rate, ETA), gone when the file is complete; fed
+    from download threads through ``update(url, done, total)``."""
+
+    def __init__(self, console: Console | None = None):
+        from rich.progress import DownloadColumn, TransferSpeedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                 TransferSpeedColumn(), TimeRemainingColumn(), console=console or Console(stderr=True),
+                                 transient=True)
+        self.bars: dict[str, Any] = {}
+        self.lock = threading.Lock()
+
+    def update(self, url: str, done: int, total: int | None) -> None:
+        with self.lock:
+            self._update(url, done, total)
+
+    def _update(self, url: str, done: int, total: int | None) -> None:
+        bar = self.bars.get(url)
+        if bar is None:
+            bar = self.bars[url] = self.progress.add_task(url.rsplit("/", 1)[-1][:40], total=total)
+        self.progress.update(bar, completed=done, total=total)
+        if total is not None and done >= total:
+            self.progress.remove_task(bar)
+            del self.bars[url]
+
+    def __enter__(self) -> "DownloadProgress":
         self.progress.start()
         return self
 

@@ -9,13 +9,13 @@ does it (the cartesian product of the command line's sweeps and the experiment's
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from mcpworld.config import CONF_DIR
+
 MULTIRUN_FLAGS = ("-m", "--multirun")
 CFG_FLAGS = ("-c", "--cfg")
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Protocol
 
 from mcpworld.env.base import Action
 from mcpworld.env.pyautogui_script import Pause, Raises, Unsupported, parse, script_of
-from mcpworld.errors import TaskFileError
+from mcpworld.errors import InfraError, TaskFileError
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,20 @@ def _copy(host: StepHost, p: dict) -> None:
     host.copy_in(str(p["src"]), str(p["dest"]))
 
 
+def _download(host: StepHost, p: dict) -> None:
+    """A file named by URL, through the default file cache. A run localizes these steps into copies
+    before the episode (mcpworld/tasks/remote_files.py, honouring files.mirror/rewrite); this is the
+    path for a step that reaches the desktop unlocalized. A host that cannot serve it is the
+    environment's failure, never the agent's."""
+    from mcpworld.downloads import DownloadError, FileCache
+
+    try:
+        local = FileCache().fetch(str(p["url"]))
+    except DownloadError as exc:
+        raise InfraError(str(exc)) from None
+    host.copy_in(str(local), str(p["dest"]))
+
+
 STEPS: dict[str, Callable[[StepHost, dict], None]] = {
     "launch": _launch,
     "execute": _execute,
@@ -117,11 +131,13 @@ STEPS: dict[str, Callable[[StepHost, dict], None]] = {
     "activate_window": _activate,
     "close_window": _close,
     "copy": _copy,  # a local file into the home (OSWorld download/upload_file of local files)
+    "download": _download,  # a file named by URL (OSWorld download steps)
 }
 
 
 REQUIRED = {"launch": ("command",), "execute": ("command",), "command": ("command",), "open": ("path",),
-            "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest")}
+            "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest"),
+            "download": ("url", "dest")}
 
 
 def validate_steps(steps: list[Any], where: str) -> None:

@@ -31,16 +31,17 @@ def require(cfg: dict[str, Any], key: str) -> Any:
     return cfg[key]
 
 
-def _cache_target(env: "Environment", dest: str) -> Path:
+def cache_target(env: "Environment", dest: str, getter_name: str = "vm_file") -> Path:
+    """Where a getter keeps a file it fetched: ``dest`` inside the episode's cache directory."""
     cache = Path(env.cache_dir)
     target = (cache / dest).resolve()
     if not target.is_relative_to(cache.resolve()):
-        raise UserError(f"getter 'vm_file': dest {dest!r} points outside the cache directory")
+        raise UserError(f"getter {getter_name!r}: dest {dest!r} points outside the cache directory")
     return target
 
 
 def _fetch_to_cache(env: "Environment", path: str, dest: str) -> str | None:
-    target = _cache_target(env, dest)
+    target = cache_target(env, dest)
     try:
         data = env.read_file(path)
     except FileNotFoundError:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mcpworld.errors import InfraError, UserError
-from mcpworld.evaluation.getters import require
+from mcpworld.evaluation.getters import cache_target, require
 from mcpworld.evaluation.registry import getter
 
 if TYPE_CHECKING:
@@ -51,14 +51,6 @@ def accessibility_tree(env: "Environment", cfg: dict[str, Any]) -> str:
 # copying files into the cache
 
 
-def _cache_target(env: "Environment", dest: str, getter_name: str) -> Path:
-    cache = Path(env.cache_dir)
-    target = (cache / dest).resolve()
-    if not target.is_relative_to(cache.resolve()):
-        raise UserError(f"getter {getter_name!r}: dest {dest!r} points outside the cache directory")
-    return target
-
-
 def canonical_home(env: "Environment", data: bytes) -> bytes:
     """``data`` with the episode's real home directory written as ``/home/user``."""
     homes = {str(env.home).rstrip("/"), str(Path(env.home).resolve()).rstrip("/")}
@@ -79,7 +71,7 @@ def _read(env: "Environment", path: str) -> bytes | None:
 
 def _copy_config(env: "Environment", cfg: dict[str, Any], path: str, dest: str, getter_name: str) -> str | None:
     """Copy ``path`` into ``cache_dir/dest`` (home canonicalised unless disabled); local path or None."""
-    target = _cache_target(env, dest, getter_name)
+    target = cache_target(env, dest, getter_name)
     data = _read(env, path)
     if data is None:
         log.info("%s: %s does not exist in the environment", getter_name, path)
@@ -116,7 +108,7 @@ def cache_file(env: "Environment", cfg: dict[str, Any]) -> str | None:
     path = require(cfg, "path")
     if not isinstance(path, str) or not path:
         raise UserError(f"getter 'cache_file': 'path' must be a file name, got {path!r}")
-    target = Path(path) if Path(path).is_absolute() else _cache_target(env, path, "cache_file")
+    target = Path(path) if Path(path).is_absolute() else cache_target(env, path, "cache_file")
     return str(target) if target.is_file() else None
 
 

@@ -1,8 +1,9 @@
 """Loader for OSWorld / Windows-Agent-Arena task JSON (``id``, ``instruction``, ``config``, ``evaluator``).
 
-Setup steps map onto ours; ``download``/``upload_file`` of local files become copies into the home.
-A task that needs what this machine cannot give (network downloads, browser automation over CDP,
-Google Drive) loads with a ``skip_reason`` so a run says so and skips it instead of failing it.
+Setup steps map onto ours: ``download`` of a URL becomes our ``download`` step (fetched through the
+file cache, mcpworld/downloads.py), of a local file, and ``upload_file``, a copy into the home.
+A task that needs what this machine cannot give (Google Drive, a step we lack) loads with a
+``skip_reason`` so a run says so and skips it instead of failing it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mcpworld.env.steps import STEPS, unreplayable
 from mcpworld.errors import TaskFileError
 from mcpworld.tasks.model import Task, read_json
 
-NETWORK_GETTERS = {"cloud_file", "url_dashPart", "active_url_from_accessTree", "info_from_website",
+NETWORK_GETTERS = {"url_dashPart", "active_url_from_accessTree", "info_from_website",
                    "page_info", "googledrive_file", "open_tabs_info", "active_tab_info", "active_tab_url_parse"}
 
 
@@ -42,10 +43,14 @@ def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[
         if kind in ("download", "upload_file"):
             for item in params.get("files") or []:
                 source = item.get("url") or item.get("local_path") or ""
+                if not source or not item.get("path"):
+                    raise TaskFileError(f"{where}: each file of a {kind} step needs 'url' (or 'local_path') "
+                                        f"and 'path', got {item!r}")
                 local = _local_source(source, task_dir)
                 if local is None:
-                    return out, f"setup downloads {source} and this machine has no network"
-                out.append({"copy": {"src": str(local), "dest": item["path"]}})
+                    out.append({"download": {"url": source, "dest": item["path"]}})
+                else:
+                    out.append({"copy": {"src": str(local), "dest": item["path"]}})
         elif kind in STEPS:
             why = unreplayable(kind, params)
             if why:

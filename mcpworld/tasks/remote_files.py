@@ -1,0 +1,104 @@
+"""The files a task names by URL, fetched before its episodes run.
+
+``download`` steps (setup and evaluator postconfig) become ``copy`` steps from the local file, and
+``cloud_file`` getter configs (OSWorld's gold files) get the local path in place of the URL, so an
+episode never waits on the network and a file that cannot be had skips the task (after trying)
+instead of failing the agent.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator
+
+from mcpworld.downloads import DownloadError, FileCache, is_remote
+from mcpworld.env.steps import normalize_step
+from mcpworld.errors import UserError
+from mcpworld.tasks.model import Task
+
+FETCH_HINT = ("fetch the suite's files ahead with `python -m mcpworld.tasks.prefetch tasks.root=<folder>`, "
+              "or serve a local copy with files.mirror=<folder> (files.rewrite maps URL prefixes)")
+
+
+def _steps(task: Task) -> Iterator[list[Any]]:
+    yield task.setup
+    yield task.evaluator.get("postconfig") or []
+
+
+def _cloud_configs(task: Task) -> Iterator[dict[str, Any]]:
+    for key in ("result", "expected"):
+        value = task.evaluator.get(key)
+        for cfg in value if isinstance(value, list) else [value]:
+            if isinstance(cfg, dict) and cfg.get("type") == "cloud_file":
+                yield cfg
+
+
+def remote_urls(task: Task) -> list[str]:
+    """Every http(s) URL the task's steps download or its evaluator's cloud_file getters read."""
+    urls: list[str] = []
+    for steps in _steps(task):
+        for step in steps:
+            kind, params = normalize_step(step)
+            if kind == "download":
+                urls.append(str(params["url"]))
+    for cfg in _cloud_configs(task):
+        paths = cfg.get("path")
+        urls += [str(p) for p in (paths if isinstance(paths, list) else [paths]) if p]
+    return [u for u in dict.fromkeys(urls) if is_remote(u)]
+
+
+def localize(task: Task, cache: FileCache) -> str | None:
+    """Fetch the task's remote files and point its steps and getters at them; the skip reason
+    when one cannot be had (the URL, the cause and the fix), else None."""
+    local: dict[str, str] = {}
+    for url in remote_urls(task):
+        try:
+            local[url] = str(cache.fetch(url))
+        except DownloadError as exc:
+            return f"{exc}; {FETCH_HINT}"
+    for steps in _steps(task):
+        for i, step in enumerate(steps):
+            kind, params = normalize_step(step)
+            if kind == "download":
+                src = local.get(str(params["url"]), str(params["url"]))
+                steps[i] = {"copy": {"src": src, "dest": params["dest"]}}
+    for cfg in _cloud_configs(task):
+        paths = cfg.get("path")
+        cfg["path"] = [local.get(str(p), p) for p in paths] if isinstance(paths, list) else local.get(str(paths), paths)
+    return None
+
+
+def localize_all(tasks: list[Task], cache: FileCache, workers: int = 4) -> None:
+    """``localize`` every task not already skipped, a few downloads at a time; failures become
+    the task's skip_reason."""
+    todo = [t for t in tasks if not t.skip_reason and remote_urls(t)]
+    if not todo:
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for task, reason in zip(todo, pool.map(lambda t: localize(t, cache), todo)):
+            task.skip_reason = reason
+
+
+def rewrite_rules(value: Any) -> dict[str, str]:
+    """``files.rewrite`` as {URL prefix: target}: a mapping, or a list of [prefix, target] pairs."""
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str) \
+            and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in value):
+        return {str(p[0]): str(p[1]) for p in value}
+    raise UserError(f"files.rewrite: expected a mapping of URL prefix to URL prefix or folder, or a list of "
+                    f"[prefix, target] pairs (files.rewrite=[[https://host/,/data/mirror]]), got {value!r}")
+
+
+def file_cache(files: Any, progress: Any = None) -> FileCache:
+    """A FileCache from the run's ``files`` config (FilesConfig or a DictConfig of it)."""
+    from mcpworld.downloads import default_cache_dir
+
+    return FileCache(root=Path(files.cache_dir).expanduser() if files.cache_dir else default_cache_dir(),
+                     mirror=Path(files.mirror).expanduser() if files.mirror else None,
+                     rewrite=rewrite_rules(files.rewrite),
+                     retries=int(files.retries), timeout_s=float(files.timeout_s), progress=progress)
