@@ -2,12 +2,13 @@
 
 Setup steps map onto ours: ``download`` of a URL becomes our ``download`` step (fetched through the
 file cache, mcpworld/downloads.py), of a local file, and ``upload_file``, a copy into the home.
-A task that needs what this machine cannot give (Google Drive, a step we lack) loads with a
-``skip_reason`` so a run says so and skips it instead of failing it.
+A task that needs what this machine cannot give (Windows, a Google account, a step we lack) loads
+with a ``skip_reason`` naming it, so a run says so and skips it instead of failing the agent.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -17,8 +18,15 @@ from mcpworld.env.steps import STEPS, unreplayable
 from mcpworld.errors import TaskFileError
 from mcpworld.tasks.model import Task, read_json
 
-NETWORK_GETTERS = {"url_dashPart", "active_url_from_accessTree", "info_from_website",
-                   "page_info", "googledrive_file", "open_tabs_info", "active_tab_info", "active_tab_url_parse"}
+# What only a Google account gives (OSWorld's Drive tasks log into one with its own credentials).
+ACCOUNT_STEPS = {"googledrive": "a Google Drive account (OSWorld's googledrive setup step logs into one)",
+                 "login": "a website account (OSWorld's login setup step)"}
+ACCOUNT_GETTERS = {"googledrive_file": "a Google Drive account (the googledrive_file getter reads the agent's Drive)"}
+# Windows Agent Arena's tasks for Windows' own programs, and its Windows-only setup steps.
+WINDOWS_APPS = {"file_explorer", "msedge", "edge", "settings", "clock", "windows_calc", "microsoft_paint", "notepad"}
+WINDOWS_STEPS = {"create_folder", "recycle_file", "update_browse_history_edge"}
+# A Windows path (C:\Users\…, %USERPROFILE%) or a Windows shell anywhere in the task's steps or evaluator.
+WINDOWS_TEXT = re.compile(r"(?<![\w\\])[A-Z]:\\\w|%(?:USERPROFILE|APPDATA|LOCALAPPDATA|HOMEPATH)%|\b(?i:powershell)\b")
 
 
 def is_osworld_task(data: Any) -> bool:
@@ -33,13 +41,46 @@ def _local_source(url: str, task_dir: Path) -> Path | None:
     return path if path.is_absolute() else task_dir / path
 
 
+def needs_windows(data: dict[str, Any]) -> str | None:
+    """Why a (WAA) task can only run on Windows: a Windows program, step, path or shell; else None."""
+    apps = [str(a) for a in data.get("related_apps") or []] + [str(data.get("snapshot") or "")]
+    windows_apps = sorted({a for a in apps if a in WINDOWS_APPS})
+    if windows_apps:
+        return f"needs Windows: it works {', '.join(windows_apps)}, a Windows program"
+    for part, steps in (("setup", data.get("config") or []),
+                        ("postconfig", (data.get("evaluator") or {}).get("postconfig") or [])):
+        for step in steps:
+            if isinstance(step, dict) and step.get("type") in WINDOWS_STEPS:
+                return f"needs Windows: its {part} step {step['type']!r} is Windows Agent Arena's, for Windows"
+    for part, value in (("setup", data.get("config")), ("evaluator", data.get("evaluator"))):
+        found = next((text for text in _strings(value) if WINDOWS_TEXT.search(text)), None)
+        if found:
+            return f"needs Windows: its {part} names a Windows path or shell ({found[:70]!r})"
+    return None
+
+
+def _strings(value: Any) -> Any:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[str, Any]], str | None]:
     """(our steps, skip reason or None)."""
     out: list[dict[str, Any]] = []
+    part = "postconfig" if where.endswith("(postconfig)") else "setup"
     for step in steps:
         if not isinstance(step, dict) or "type" not in step:
             raise TaskFileError(f"{where}: each config step needs 'type' and 'parameters', got {step!r}")
         kind, params = step["type"], dict(step.get("parameters") or {})
+        if kind in ACCOUNT_STEPS:
+            return out, f"needs {ACCOUNT_STEPS[kind]}, which mcpworld does not have"
         if kind in ("download", "upload_file"):
             for item in params.get("files") or []:
                 source = item.get("url") or item.get("local_path") or ""
@@ -54,10 +95,11 @@ def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[
         elif kind in STEPS:
             why = unreplayable(kind, params)
             if why:
-                return out, f"{kind} step: {why}"
+                return out, f"its {part} {kind} step: {why}"
             out.append({"type": kind, "parameters": params})
         else:
-            return out, f"setup step {kind!r} is not supported here"
+            return out, (f"its {part} step {kind!r} is one mcpworld does not have "
+                         f"(it has {', '.join(sorted(STEPS))}, download, upload_file)")
     return out, None
 
 
@@ -85,10 +127,9 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None) -> Task:
     evaluator = dict(data["evaluator"])
     post, post_skip = _map_steps(list(evaluator.get("postconfig") or []), path.parent, where + " (postconfig)")
     evaluator["postconfig"] = post
-    skip = skip or post_skip
-    network = sorted(_getter_types(evaluator) & NETWORK_GETTERS)
-    if not skip and network:
-        skip = f"its evaluator reads {', '.join(network)}, which needs the network"
+    account = sorted(ACCOUNT_GETTERS[g] for g in _getter_types(evaluator) & set(ACCOUNT_GETTERS))
+    skip = needs_windows(data) or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have"
+                                                        if account else None)
     apps = data.get("related_apps") or []
     app = str(apps[0] if apps else data.get("snapshot") or "os")
     # the episode's home stands in for the VM's /home/user; tell the agent the path it can use

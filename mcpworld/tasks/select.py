@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import fnmatch
+import logging
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
 from mcpworld.errors import UserError
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.load import find_task_files, load_task_file
+
+log = logging.getLogger(__name__)
 
 BUILTIN_ROOT = Path(__file__).resolve().parents[2] / "tasks"
 
@@ -17,11 +21,25 @@ def discover(root: Path) -> list[Task]:
     if not root.is_dir():
         raise UserError(f"tasks.root={str(root)!r} is not a folder of task.yaml files")
     tasks = [load_task_file(p, root) for p in find_task_files(root)]
-    ids = [t.id for t in tasks]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    qualify_colliding_ids(tasks)
+    ids = Counter(t.id for t in tasks)
+    dupes = sorted(i for i, n in ids.items() if n > 1)
     if dupes:
-        raise UserError(f"duplicate task id(s) under {root}: {', '.join(dupes)}")
+        raise UserError(f"duplicate task id(s) under {root}: {', '.join(dupes)}; give each task its own id")
     return tasks
+
+
+def qualify_colliding_ids(tasks: list[Task]) -> None:
+    """A suite's tasks that share an id become ``<domain folder>/<file name>``, with a warning: WAA
+    has two such pairs, each two different tasks in one domain folder under different file names
+    (``vs_code/982d12a5-…-WOS.json`` and ``…-2-WOS.json``). Our own task files must keep ids unique."""
+    ids = Counter(t.id for t in tasks if t.format != "native")
+    for task in tasks:
+        if task.format != "native" and ids[task.id] > 1:
+            qualified = f"{task.source.parent.name}/{task.source.stem}"
+            log.warning("task id %s is used by %d task files; %s is now %s", task.id, ids[task.id], task.source,
+                        qualified)
+            task.id = qualified
 
 
 def as_patterns(task: Any) -> list[str]:

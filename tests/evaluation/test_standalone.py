@@ -70,7 +70,22 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
 
 
 @pytest.mark.parametrize("change, reason", [
-    ({"config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a"]}}]}, "chrome_open_tabs"),
+    ({"config": [{"type": "teleport", "parameters": {}}]}, "its setup step 'teleport' is one mcpworld does not have"),
+    ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "teleport"}])}, "its postconfig step 'teleport'"),
+    ({"config": [{"type": "googledrive", "parameters": {"settings_file": "s.json", "operation": ["delete"]}}]},
+     "needs a Google Drive account"),
+    ({"evaluator": {"func": "compare_pdfs", "result": {"type": "googledrive_file", "path": ["x.pdf"]},
+                    "expected": {"type": "cloud_file", "path": "https://h/x.pdf"}}}, "needs a Google Drive account"),
+    # Windows Agent Arena: Windows' own programs, its Windows steps, Windows paths and shells
+    ({"related_apps": ["file_explorer"]}, "needs Windows: it works file_explorer"),
+    ({"config": [{"type": "create_folder", "parameters": {"path": "C:\\Users\\Docker\\x"}}]},
+     "needs Windows: its setup step 'create_folder'"),
+    ({"config": [{"type": "download", "parameters": {"files": [
+        {"url": "https://h/a.xlsx", "path": "C:\\Users\\Docker\\Downloads\\a.xlsx"}]}}]},
+     "needs Windows: its setup names a Windows path or shell ('C:\\\\Users\\\\Docker"),
+    ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "launch", "parameters": {
+        "command": ["powershell", "-Command", "Stop-Process", "-Name", "vlc"]}}])},
+     "needs Windows: its evaluator names a Windows path or shell ('powershell')"),
     ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "execute", "parameters": {"command": [
         "python", "-c", "import pyautogui; pyautogui.locateCenterOnScreen('ok.png')"]}}])},
      "pyautogui.locateCenterOnScreen(), which mcpworld does not replay"),
@@ -78,6 +93,25 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
 def test_tasks_this_machine_cannot_run_load_with_a_skip_reason(tmp_path, change, reason):
     task = load_task_file(write_task(tmp_path, dict(TASK, **change)))
     assert reason in task.skip_reason
+
+
+def test_python_escapes_are_not_windows_paths(tmp_path):
+    code = "try:\n    run()\nexcept Exception as e:\n    print(e)"
+    task = load_task_file(write_task(tmp_path, dict(TASK, config=[
+        {"type": "execute", "parameters": {"command": ["python", "-c", code]}}])))
+    assert task.skip_reason is None
+
+
+def test_suite_tasks_sharing_an_id_are_told_apart_by_folder_and_file(tmp_path, caplog):
+    """WAA's two pairs: different tasks, one domain folder, one id, different file names."""
+    other = dict(TASK, instruction="another task")
+    write_task(tmp_path / "vs_code", TASK)
+    (tmp_path / "vs_code" / "0b17a146-demo-2.json").write_text(json.dumps(other))
+    write_task(tmp_path / "os", dict(TASK, id="unique"))
+    tasks = {t.id: t for t in discover(tmp_path)}
+    assert sorted(tasks) == ["unique", "vs_code/0b17a146-demo", "vs_code/0b17a146-demo-2"]
+    assert tasks["vs_code/0b17a146-demo-2"].instruction == "another task"
+    assert "task id 0b17a146-demo is used by 2 task files" in caplog.text
 
 
 def test_a_json_task_missing_a_key_names_file_and_key(tmp_path):
