@@ -181,6 +181,7 @@ class FilesConfig:
 class TasksConfig:
     root: Optional[str] = None  # a folder of task.yaml files; None = the built-in tasks/
     exclude_tags: List[str] = field(default_factory=list)
+    solutions: Optional[str] = None  # a folder of <task id>.yaml oracle solutions for a suite's tasks
 
 
 @dataclass

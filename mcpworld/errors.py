@@ -19,3 +19,9 @@ class InfraError(Exception):
 
 class EndpointUnreachable(InfraError):
     """A model endpoint that cannot be reached at all; further episodes would fail the same way."""
+
+
+class MissingWindow(InfraError):
+    """A step wanted a window that is not there (to activate or close). In an evaluator's postconfig
+    that is often the agent's doing (it closed the app), which OSWorld's setup controller logs and
+    carries on from; anywhere else the environment failed."""

@@ -32,6 +32,7 @@ from mcpworld.result import NOT_JUDGED, EpisodeResult
 from mcpworld.servers import unavailable
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
+from mcpworld.tasks.solutions import attach_solutions
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 from mcpworld.progress import DownloadProgress, SweepProgress
 from mcpworld.telemetry.gpu import make_gpu_monitor
@@ -63,6 +64,8 @@ def job_name() -> str:
 def choose_tasks(cfg: Any) -> list[Task]:
     root = Path(cfg.tasks.root) if cfg.tasks.root else BUILTIN_ROOT
     tasks = select(discover(root), list(cfg.app.apps), as_patterns(cfg.task), list(cfg.tasks.exclude_tags))
+    if cfg.tasks.solutions:
+        attach_solutions(tasks, Path(cfg.tasks.solutions).expanduser())
     templates = OmegaConf.to_container(cfg.evaluator.templates, resolve=True)
     for task in tasks:
         try:

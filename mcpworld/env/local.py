@@ -27,7 +27,7 @@ from mcpworld.env.programs import (Program, command_name, desktop_values, is_por
 from mcpworld.env.steps import run_steps
 from mcpworld.env.windows import Windows
 from mcpworld.env.xinput import XInput
-from mcpworld.errors import InfraError
+from mcpworld.errors import InfraError, MissingWindow
 from mcpworld.tasks.model import Task
 
 logger = logging.getLogger(__name__)
@@ -208,7 +208,14 @@ class LocalEnvironment(Environment):
         # a suite's launch names no window: the program's own main window, else one named like it
         pattern = window or (program.window if program and program.window else Path(name).name)
         deadline = time.monotonic() + (timeout_s or self.app_timeout_s)
-        wid = self.windows.wait(pattern, timeout_s or self.app_timeout_s)
+        # a command that is no app of ours and ends without a window was a command (OSWorld's
+        # `launch: pkill vlc`), not an app that failed to start: its launch is done
+        is_command = window is None and program is None
+        wid = self.windows.wait(pattern, timeout_s or self.app_timeout_s,
+                                give_up=(lambda: proc.poll() is not None) if is_command else None)
+        if wid is None and is_command and proc.poll() is not None:
+            logger.info("launch of %s ended (exit %s) without a window: a command", name, proc.returncode)
+            return
         if wid is None:
             tail = (self.log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
             state = f"exited with {proc.returncode}" if proc.poll() is not None else "is running"
@@ -263,13 +270,13 @@ class LocalEnvironment(Environment):
     def activate_window(self, pattern: str, timeout_s: float = 5) -> None:
         wid = self.windows.wait(pattern, timeout_s)
         if wid is None:
-            raise InfraError(f"no window matching {pattern!r} to activate")
+            raise MissingWindow(f"no window matching {pattern!r} to activate")
         self.windows.activate(wid)
 
     def close_window(self, pattern: str, timeout_s: float = 5) -> None:
         wid = self.windows.wait(pattern, timeout_s)
         if wid is None:
-            raise InfraError(f"no window matching {pattern!r} to close")
+            raise MissingWindow(f"no window matching {pattern!r} to close")
         self.windows.close_window(wid)
 
     def copy_in(self, src: str, dest: str) -> None:

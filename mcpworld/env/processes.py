@@ -23,9 +23,19 @@ from mcpworld.env.desktop_user import DesktopUser
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
+def reachable_by_all(folder: str) -> bool:
+    """Every folder on the way can be entered by any account (an unprivileged desktop user
+    cannot run, say, root's ~/.pyenv/shims/python: its PermissionError would fail the step)."""
+    path = Path(folder)
+    if not path.is_absolute() or not path.is_dir():
+        return False
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
 def scrubbed_env(home: Path, runtime_dir: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if reachable_by_all(p)) \
+        or "/usr/local/bin:/usr/bin:/bin"
     env.setdefault("LANG", "C.UTF-8")
     env.update(HOME=str(home), USER="user", LOGNAME="user", SHELL="/bin/bash", TERM="xterm-256color",
                XDG_RUNTIME_DIR=str(runtime_dir), PWD=str(home))

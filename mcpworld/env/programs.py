@@ -76,6 +76,11 @@ def write_shims(programs: list[Program], bin_dir: Path, values: dict[str, Any]) 
             path = bin_dir / name
             path.write_text(script.replace("{name}", name))
             path.chmod(0o755)
+    # Suites' steps run `python -c …` as on their Ubuntu images, where python is python3; Debian has
+    # no `python` unless python-is-python3 is installed
+    python3 = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    if python3 and not (bin_dir / "python").exists() and not shutil.which("python", path="/usr/local/bin:/usr/bin:/bin"):
+        (bin_dir / "python").symlink_to(python3)
 
 
 def _shim(program: Program, values: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Callable
 
 from Xlib import X, error as xerror
 from Xlib.protocol import event as xevent
@@ -43,11 +44,14 @@ class Windows:
                 return wid
         return None
 
-    def wait(self, pattern: str, timeout_s: float) -> int | None:
+    def wait(self, pattern: str, timeout_s: float, give_up: Callable[[], bool] | None = None) -> int | None:
+        """The first window matching ``pattern`` within ``timeout_s``, or None (also as soon as
+        ``give_up()`` is true, after one last look)."""
         deadline = time.monotonic() + timeout_s
         while True:
+            stop = give_up is not None and give_up()
             wid = self.find(pattern)
-            if wid is not None or time.monotonic() >= deadline:
+            if wid is not None or stop or time.monotonic() >= deadline:
                 return wid
             time.sleep(0.03)
 

@@ -18,26 +18,31 @@ Scoring:
 Fixed anchor bugs: a getter or metric that raises scores that metric 0 with the reason
 ``"getter <type>: <Exc>: msg"`` / ``"metric <name>: <Exc>: msg"`` instead of aborting the task;
 every metric gets fresh getter results (no stale reuse under ``or``); a non-numeric or NaN metric
-value scores 0; scores are clamped to [0, 1]; a failing postconfig scores every metric 0 with the
-reason (an InfraError there too: the agent may have closed the window the steps need).
-Configuration mistakes (UserError) and environment failures in getters/metrics (InfraError) still
+value scores 0; scores are clamped to [0, 1].
+Postconfig as OSWorld runs it: a step that finds no window to activate or close (the agent may
+have closed the app) is logged and grading goes on, so the getters see what the agent left; any
+other failing step is the environment's (the episode is an infra error, never a score of 0).
+Configuration mistakes (UserError) and environment failures in getters/metrics (InfraError)
 propagate: they are not the agent's failure.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.errors import InfraError, MissingWindow, UserError
 from mcpworld.evaluation.registry import get_getter, get_metric
 from mcpworld.result import MetricOutcome
 
 if TYPE_CHECKING:
     from mcpworld.env.base import Environment
+
+log = logging.getLogger(__name__)
 
 INFEASIBLE = "infeasible"
 CONJUNCTIONS = ("and", "or")
@@ -260,13 +265,11 @@ def evaluate_spec(
     if _declared_fail(final_action):
         return _all_zero(plan, "agent declared FAIL (infeasible) but the task is feasible")
 
-    if plan.postconfig:
+    for step in plan.postconfig:
         try:
-            env.run_steps([dict(step) for step in plan.postconfig])
-        except UserError:
-            raise
-        except Exception as exc:  # InfraError included: the agent may have closed the window the steps need
-            return _all_zero(plan, _failure("postconfig", "steps", exc))
+            env.run_steps([dict(step)])
+        except MissingWindow as exc:  # the agent may have closed it: OSWorld logs this and goes on
+            log.warning("postconfig step %s: %s; grading goes on", step.get("type"), exc)
 
     labels = plan.outcome_names()
     outcomes: list[MetricOutcome] = []

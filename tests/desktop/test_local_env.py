@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import psutil
@@ -162,3 +163,26 @@ def test_copy_and_close_window_steps_and_home_user_commands(tmp_path):
                 break
             env.settle(None)
         assert env.windows.find("closing-term") is None
+
+
+def test_a_launched_command_that_ends_without_a_window_is_done(tmp_path):
+    """OSWorld postconfigs `launch` commands too (`pkill vlc`): one that ends is no app that failed;
+    an app that shows no window still is (the test above)."""
+    task = make_task(tmp_path, [{"launch": {"command": ["touch", "/home/user/ran"]}},
+                                {"launch": {"command": ["pkill", "no-such-process-xyz"]}}])  # exits 1, as pkill does
+    with LocalEnvironment(1000, 1000) as env:
+        started = time.monotonic()
+        env.reset(task, tmp_path / "ep")
+        assert time.monotonic() - started < 15  # not two 20 s window waits
+        assert (env.home / "ran").exists()
+
+
+def test_setup_python_is_python3_and_path_holds_only_what_the_account_reaches(tmp_path):
+    task = make_task(tmp_path, [{"execute": {"command": ["python", "-c",
+                                                         "import os, sys; open(os.path.expanduser('~/py'), 'w')"
+                                                         ".write(sys.version + '\\n' + os.environ['PATH'])"]}}])
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(task, tmp_path / "ep")
+        version, path = (env.home / "py").read_text().split("\n")
+    assert version.startswith("3.")
+    assert "/root" not in path

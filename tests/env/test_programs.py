@@ -67,3 +67,15 @@ def test_osworlds_devtools_forwarder_is_recognised_and_nothing_else():
     assert is_port_forwarder(["/usr/bin/socat", "TCP-LISTEN:9222,fork", "TCP:127.0.0.1:1337"])
     assert not is_port_forwarder(["socat", "-", "UNIX-CONNECT:/tmp/x"])
     assert not is_port_forwarder(["google-chrome", "tcp-listen:9222"])
+
+
+def test_a_folder_closed_to_other_accounts_is_not_on_the_desktops_path(tmp_path, monkeypatch):
+    from mcpworld.env.processes import reachable_by_all, scrubbed_env
+
+    closed = tmp_path / "closed" / "bin"
+    closed.mkdir(parents=True)
+    (tmp_path / "closed").chmod(0o700)
+    tmp_path.chmod(0o755)
+    assert reachable_by_all("/usr/bin") and not reachable_by_all(str(closed)) and not reachable_by_all("relative")
+    monkeypatch.setenv("PATH", f"{closed}:/usr/bin:/bin")
+    assert scrubbed_env(tmp_path, tmp_path)["PATH"] == "/usr/bin:/bin"

@@ -1,0 +1,32 @@
+"""Real OSWorld test_all task files, unchanged (tests/data/osworld), run end to end on the real apps:
+with our solution overlays (solutions/osworld) the oracle scores 1.0 on each, and an agent that
+does nothing scores 0.0 on each — the evaluator path of the suite, proven task by task."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.desktop.test_cli_e2e import results, run_cli
+
+pytestmark = [pytest.mark.desktop, pytest.mark.slow]
+
+SUITE = ["tasks.root=tests/data/osworld", "tasks.solutions=solutions/osworld", "provider=oracle",
+         "modality=cli", "concurrency=2", "tracking=none", "infra_retries=0"]
+
+
+def outcomes(folder) -> dict[str, tuple[str, float, str]]:
+    return {r["task_id"]: (r["status"], r["score"], r["reason"]) for r in results(folder)}
+
+
+def test_overlays_score_one_and_doing_nothing_scores_zero(tmp_path):
+    solved = run_cli(tmp_path / "oracle", *SUITE, timeout=1500)
+    assert solved.returncode == 0, solved.stderr[-3000:]
+    got = outcomes(tmp_path / "oracle" / "run")
+    assert len(got) >= 15
+    assert {t: o for t, o in got.items() if o[:2] != ("success", 1.0)} == {}
+
+    idle = run_cli(tmp_path / "idle", *SUITE, "agent.max_steps=0", timeout=1500)
+    assert idle.returncode == 0, idle.stderr[-3000:]
+    nothing = outcomes(tmp_path / "idle" / "run")
+    assert set(nothing) == set(got)
+    assert {t: o for t, o in nothing.items() if o[:2] != ("failure", 0.0)} == {}

@@ -1,0 +1,82 @@
+"""tasks.solutions: oracle solutions of ours attached by id to a suite's unchanged task files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcpworld.errors import TaskFileError, UserError
+from mcpworld.tasks.select import discover
+from mcpworld.tasks.solutions import attach_solutions, load_solutions
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = {"id": "0b17a146-demo", "snapshot": "os", "instruction": "Make ~/x.txt", "config": [],
+        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat ~/x.txt"},
+                      "expected": {"type": "rule", "rules": {"expected": "x\n"}}}}
+
+
+def suite(tmp_path: Path) -> Path:
+    (tmp_path / "suite" / "os").mkdir(parents=True)
+    (tmp_path / "suite" / "os" / "0b17a146-demo.json").write_text(json.dumps(TASK))
+    return tmp_path / "suite"
+
+
+def overlay(tmp_path: Path, name: str, text: str) -> Path:
+    folder = tmp_path / "solutions"
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder
+
+
+def test_a_solution_file_attaches_by_id(tmp_path):
+    tasks = discover(suite(tmp_path))
+    folder = overlay(tmp_path, "os/0b17a146-demo.yaml",
+                     "solution:\n  cli:\n    - bash: {command: 'echo x > ~/x.txt'}\n"
+                     "  gui:\n    - {tool: computer, args: {action: key, text: Return}}\n")
+    assert attach_solutions(tasks, folder) == 1
+    assert tasks[0].solution == {"cli": [{"tool": "bash", "args": {"command": "echo x > ~/x.txt"}}],
+                                 "gui": [{"tool": "computer", "args": {"action": "key", "text": "Return"}}]}
+
+
+def test_an_id_key_names_tasks_whose_id_is_no_file_name(tmp_path):
+    folder = overlay(tmp_path, "a.yaml", "id: vs_code/982d-2-WOS\nsolution: [{computer: {action: wait}}]\n")
+    assert load_solutions(folder)["vs_code/982d-2-WOS"][1] == {"gui": [{"tool": "computer", "args": {"action": "wait"}}]}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("steps: []\n", "needs 'solution:'"),
+    ("solution: {cli: [{bash: {command: x}}]}\nauthor: me\n", "unknown key.*author"),
+    ("solution: {cli: {bash: x}}\n", "must be a list of tool calls"),
+    ("solution: [{bash: {}, computer: {}}]\n", "must be {tool: NAME"),
+    ("solution: [\n", "not valid YAML"),
+])
+def test_a_bad_solution_file_is_one_error_naming_it(tmp_path, text, message):
+    folder = overlay(tmp_path, "os/t.yaml", text)
+    with pytest.raises(TaskFileError, match=message) as err:
+        load_solutions(folder)
+    assert "t.yaml" in str(err.value)
+
+
+def test_two_files_for_one_task_name_both(tmp_path):
+    overlay(tmp_path, "a/t.yaml", "solution: []\n")
+    folder = overlay(tmp_path, "b/x.yaml", "id: t\nsolution: []\n")
+    with pytest.raises(TaskFileError, match="already has a solution file"):
+        load_solutions(folder)
+
+
+def test_a_missing_folder_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="tasks.solutions=.*is not a folder"):
+        load_solutions(tmp_path / "nope")
+
+
+def test_shipped_overlays_are_valid_and_match_their_task_files():
+    """Every solution we ship names a task file the CI proves it on, across four domains."""
+    overlays = load_solutions(ROOT / "solutions" / "osworld")
+    tasks = {t.id: t for t in discover(ROOT / "tests" / "data" / "osworld")}
+    assert len(overlays) >= 15 and set(overlays) == set(tasks)
+    assert len({t.source.parent.name for t in tasks.values()}) >= 4
+    for task_id, (path, solution) in overlays.items():
+        assert path.parent.name == tasks[task_id].source.parent.name, path
+        assert solution.get("cli"), path
