@@ -33,6 +33,7 @@ from mcpworld.servers import unavailable
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
 from mcpworld.tasks.solutions import attach_solutions
+from mcpworld.tasks.websites import skip_unreachable
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 from mcpworld.progress import DownloadProgress, SweepProgress
 from mcpworld.telemetry.gpu import make_gpu_monitor
@@ -81,6 +82,7 @@ def choose_tasks(cfg: Any) -> list[Task]:
                 raise  # our own format: the author can fix it
             task.skip_reason = task.skip_reason or str(exc)  # an imported suite: run what we can
     fetch_task_files(tasks, cfg.files)
+    skip_unreachable(tasks)
     skipped = [t for t in tasks if t.skip_reason]
     for task in skipped:
         print(f"mcpworld: skipping {task.id}: {task.skip_reason}", file=sys.stderr)
