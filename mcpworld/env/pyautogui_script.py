@@ -20,7 +20,7 @@ from mcpworld.env.base import Action
 PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "primary": 1, "secondary": 3}
 SUPPORTED = ("hotkey", "press", "typewrite", "write", "click", "doubleClick", "tripleClick", "rightClick",
-             "moveTo", "scroll", "sleep")
+             "moveTo", "scroll", "sleep", "mouseDown", "mouseUp")
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,15 @@ def _translate(name: str, args: list[Any], kw: dict[str, Any]) -> list[Step]:
         clicks = int(args[0] if args else kw.get("clicks", 0))
         point = _point(list(args[1:]), kw)
         return [dict(kind="scroll", direction="up" if clicks > 0 else "down", amount=abs(clicks), **point)]
-    count = {"doubleClick": 2, "tripleClick": 3}.get(name, int(kw.get("clicks", 1)))
-    button = "right" if name == "rightClick" else str(kw.get("button", "left"))
+    button = "right" if name == "rightClick" else str(args[2] if name in ("mouseDown", "mouseUp") and len(args) > 2
+                                                        else kw.get("button", "left"))
     if button not in BUTTONS:
         raise Unsupported(f"{name}() with button {button!r}")
+    if name in ("mouseDown", "mouseUp"):  # press or release where the pointer is, or after moving to x, y
+        point = _point(list(args[:2]), kw)
+        moved = [dict(kind="move", **point)] if point else []
+        return moved + [{"kind": "down" if name == "mouseDown" else "up", "button": BUTTONS[button]}]
+    count = {"doubleClick": 2, "tripleClick": 3}.get(name, int(kw.get("clicks", 1)))
     return [dict(kind="click", button=BUTTONS[button], count=count, **_point(list(args), kw))]
 
 

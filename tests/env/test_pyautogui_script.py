@@ -90,3 +90,12 @@ def test_screen_placeholders_are_filled_from_the_screen_size():
     filled = fill_screen(command, 1024, 768)
     assert parse(filled[2]) == [{"kind": "click", "button": 1, "count": 1, "x": 512.0, "y": 384.0}]
     assert fill_screen("xdotool mousemove {SCREEN_WIDTH} {SCREEN_HEIGHT}", 1000, 800) == "xdotool mousemove 1000 800"
+
+
+def test_mouse_down_and_up_press_and_release_in_place_or_after_moving():
+    """OSWorld's Impress task 21760ecb clicks into a text box with doubleClick, mouseDown, mouseUp."""
+    assert parse("import pyautogui; pyautogui.mouseDown(); pyautogui.mouseUp()") == [
+        {"kind": "down", "button": 1}, {"kind": "up", "button": 1}]
+    assert parse("import pyautogui; pyautogui.mouseDown(10, 20, 'right'); pyautogui.mouseUp(x=30, y=40)") == [
+        {"kind": "move", "x": 10.0, "y": 20.0}, {"kind": "down", "button": 3},
+        {"kind": "move", "x": 30.0, "y": 40.0}, {"kind": "up", "button": 1}]
