@@ -1,5 +1,5 @@
 """Metrics over application state files: GIMP gimprc, VLC vlcrc, LibreOffice xcu, VS Code JSON,
-Chromium profile files, and a directory listing.
+Chromium profile files, Thunderbird profile files, and a directory listing.
 
 Each metric reads one settings file (a local copy made by a getter) and checks one setting.
 A ``None`` path, a missing file or a file that cannot be parsed scores 0. A settings key the app
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.errors import UserError
+from mcpworld.evaluation.matchers import match_value
 from mcpworld.evaluation.metrics.general import _read_text, rule_value
 from mcpworld.evaluation.registry import metric
 
@@ -700,6 +701,194 @@ def _walk_dicts(data: Any, keys: list[str]) -> Any:
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
     return data
+
+
+# ============================================================================================
+# Thunderbird: prefs.js, msgFilterRules.dat and mbox folder files of a profile
+
+_USER_PREF = re.compile(r'^user_pref\("(?P<key>(?:[^"\\]|\\.)+)",\s*(?P<value>.+)\);$')
+
+
+def _pref_value(literal: str) -> Any:
+    """A prefs.js value (a JS literal: true, 42, "text") as Python; the raw text if it is no JSON."""
+    try:
+        return json.loads(literal)
+    except ValueError:
+        return literal
+
+
+def thunderbird_prefs(text: str) -> list[tuple[str, Any]]:
+    """``(name, value)`` of every ``user_pref("name", value);`` line of a prefs.js, in file order."""
+    prefs = []
+    for line in text.splitlines():
+        match = _USER_PREF.match(line.strip())
+        if match:
+            prefs.append((_pref_value(f'"{match.group("key")}"'), _pref_value(match.group("value").strip())))
+    return prefs
+
+
+def _pref_rules(rules: Any, key: str) -> dict[str, dict[str, Any]]:
+    value = rules.get(key, {}) if isinstance(rules, dict) else None
+    if not isinstance(value, dict) or not all(isinstance(r, dict) for r in value.values()):
+        raise UserError(f"metric 'check_thunderbird_prefs': {key!r} must map pref names to {{method, ref}} rules, got {value!r}")
+    return value
+
+
+@metric("check_thunderbird_prefs")
+def check_thunderbird_prefs(result: str | None, rules: Any) -> float:
+    """1 when every pref of ``rules["expect"]`` is set in prefs.js to a value its ``{method, ref}`` rule
+    accepts, and no pref of ``rules["unexpect"]`` has a value its rule accepts.
+
+    result = path of a profile's prefs.js (Thunderbird writes it on exit; close it first). Values are
+    the JS literals decoded (``true`` is True, strings unescaped), matched by ``matchers.match_value``.
+    A pref Thunderbird left at its default is not in the file: an ``expect`` on it scores 0.
+    """
+    expect, unexpect = _pref_rules(rules, "expect"), _pref_rules(rules, "unexpect")
+    if not expect and not unexpect:
+        raise UserError("metric 'check_thunderbird_prefs' needs 'expect' or 'unexpect' rules")
+    text = _text_or_none(result)
+    if text is None:
+        return 0.0
+    met = dict.fromkeys(expect, False)
+    for name, value in thunderbird_prefs(text):
+        if name in expect:
+            met[name] = match_value(value, expect[name])  # the last line for a pref wins, as in Thunderbird
+        elif name in unexpect and match_value(value, unexpect[name]):
+            return 0.0
+    return float(all(met.values()))
+
+
+_FILTER_TERM = re.compile(r'\b(?:AND|OR) \((?:"(?:[^"\\]|\\.)*"|[^,()]*),[^,()]*,(?:"(?:[^"\\]|\\.)*"|[^)]*)\)|\bALL\b')
+
+
+def _filter_value(raw: str) -> str:
+    """The text of a msgFilterRules.dat value: ``"…"`` with ``\\"`` and ``\\\\`` escapes."""
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        raw = raw[1:-1]
+    return re.sub(r'\\(["\\])', r"\1", raw)
+
+
+def thunderbird_filters(text: str) -> list[dict[str, Any]]:
+    """The filters of a msgFilterRules.dat: ``{name, enabled, type, condition: [terms], actions: [{action,
+    actionValue?}], …}``. ``condition`` is split into its terms (``AND (subject,contains,x)``, ``ALL``)."""
+    filters: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        key, sep, raw = line.partition("=")
+        if not sep:
+            continue
+        value = _filter_value(raw)
+        if key == "name":
+            current = {"name": value, "actions": []}
+            filters.append(current)
+        elif current is None:
+            continue  # the file's header: version, logging
+        elif key == "action":
+            current["actions"].append({"action": value})
+        elif key == "actionValue" and current["actions"]:
+            current["actions"][-1]["actionValue"] = value
+        elif key == "condition":
+            current["condition"] = _FILTER_TERM.findall(value)
+        else:
+            current[key] = value
+    return filters
+
+
+def _filter_records(flt: dict[str, Any]) -> list[dict[str, Any]]:
+    """One flat record per action of a filter (the filter's fields plus that action)."""
+    base = {k: v for k, v in flt.items() if k != "actions"}
+    return [{**base, **action} for action in flt["actions"]] or [base]
+
+
+def _record_list(rules: Any, key: str) -> list[dict[str, Any]]:
+    value = rules.get(key, []) if isinstance(rules, dict) else None
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise UserError(f"metric 'check_thunderbird_filter': {key!r} must be a list of filter records, got {value!r}")
+    return value
+
+
+def _fits(pattern: dict[str, Any], record: dict[str, Any]) -> bool:
+    return all(key in record and record[key] == value for key, value in pattern.items())
+
+
+@metric("check_thunderbird_filter")
+def check_thunderbird_filter(result: str | None, rules: Any) -> float:
+    """1 when every record of ``rules["expect"]`` fits some filter and no filter fits a record of
+    ``rules["unexpect"]``.
+
+    result = path of an account's msgFilterRules.dat. A record such as ``{enabled: "yes", action:
+    "Move to folder", actionValue: "mailbox://…", condition: ["AND (subject,contains,x)"]}`` fits a
+    filter when each of its fields equals the filter's (``condition`` as the list of terms). A filter
+    with several actions fits when one of its actions does; OSWorld looked at the last action only.
+    """
+    expect, unexpect = _record_list(rules, "expect"), _record_list(rules, "unexpect")
+    text = _text_or_none(result)
+    if text is None:
+        return 0.0
+    records = [r for flt in thunderbird_filters(text) for r in _filter_records(flt)]
+    if any(_fits(pattern, r) for pattern in unexpect for r in records):
+        return 0.0
+    return float(all(any(_fits(pattern, r) for r in records) for pattern in expect))
+
+
+# An mbox "From " line starts the file or follows a blank line; other "From " lines are body text.
+_MBOX_SEPARATOR = re.compile(r"(?:\A|(?<=\n\n))From [^\n]*(?:\n|\Z)")
+_MOZILLA_STATUS = re.compile(r"^X-Mozilla-Status: *([0-9A-Fa-f]{1,4})\s*$", re.M)
+MSG_FLAG_EXPUNGED = 0x0008
+
+
+def _mbox_messages(path: str, ignore_status: bool, ignore_keys: bool, remove_deleted: bool,
+                   remove_duplicate: bool) -> list[str] | None:
+    """The normalised messages of an mbox file (or of a single .eml), sorted; None if unreadable."""
+    text = _text_or_none(path)
+    if text is None:
+        return None
+    text = text.replace("\r\n", "\n")
+    # A file that does not start with a "From " line is one message (.eml), whatever its body holds.
+    parts = _MBOX_SEPARATOR.split(text) if text.startswith("From ") else [text]
+    messages = []
+    for message in parts:
+        if not message.strip():
+            continue
+        status = _MOZILLA_STATUS.search(message)
+        if remove_deleted and status and int(status.group(1), 16) & MSG_FLAG_EXPUNGED:
+            continue
+        if ignore_status:
+            message = re.sub(r"^X-Mozilla-Status2?:.*\n?", "", message, flags=re.M)
+        if ignore_keys:
+            message = re.sub(r"^X-Mozilla-Keys:.*\n?", "", message, flags=re.M)
+        messages.append(message.strip())
+    return sorted(set(messages) if remove_duplicate else messages)
+
+
+@metric("check_thunderbird_folder")
+def check_thunderbird_folder(result: Any, expected: Any, ignore_status: bool = False, ignore_keys: bool = False,
+                             remove_deleted: bool = True, remove_duplicate: bool = True) -> float:
+    """1 when each mail folder file holds the same messages as its gold file.
+
+    result, expected: local paths of Thunderbird mbox folder files (``Mail/Local Folders/Bills``) or of
+    single messages (.eml), or parallel lists of them. Messages compare as text, in any order, with
+    the mbox ``From -`` separator lines left out (Thunderbird stamps them with the time it stored the
+    message). ``remove_deleted`` (default on) skips messages whose X-Mozilla-Status has the expunged
+    flag (a message moved away stays in its old folder marked so until the folder is compacted);
+    ``remove_duplicate`` (on) compares sets; ``ignore_status`` / ``ignore_keys`` drop the
+    X-Mozilla-Status(2) / X-Mozilla-Keys headers first (read/starred state, tags).
+
+    OSWorld's version skips every non-empty message while splitting, so it compares nothing and
+    scores 1 whenever the files exist; this one compares the messages, as its options describe.
+    """
+    results, golds = (result, expected) if isinstance(expected, list) else ([result], [expected])
+    if not isinstance(results, list) or len(results) != len(golds):
+        raise UserError(f"metric 'check_thunderbird_folder': result and expected must be paths or equally long lists, "
+                        f"got {result!r} and {expected!r}")
+    options = (bool(ignore_status), bool(ignore_keys), bool(remove_deleted), bool(remove_duplicate))
+    for pred, gold in zip(results, golds):
+        mine = _mbox_messages(pred, *options) if pred else None
+        theirs = _mbox_messages(gold, *options) if gold else None
+        if mine is None or theirs is None or mine != theirs:
+            return 0.0
+    return 1.0
 
 
 # ============================================================================================
