@@ -491,3 +491,31 @@ def test_compare_csv(tmp_path):
         compare_csv(gold, str(tmp_path / "missing.csv"))
     with pytest.raises(UserError, match="unknown options"):
         compare_csv(gold, gold, strict_mode=True)
+
+
+# --- compare_conference_city_in_order ----------------------------------------------------------
+
+
+def test_compare_conference_city_in_order(tmp_path):
+    from mcpworld.evaluation.metrics.tables import compare_conference_city_in_order
+
+    def book(name, cities):
+        wb = openpyxl.Workbook()
+        ws = wb.active
+        ws.append(["Conference", "Year", "City"])
+        for city in cities:
+            ws.append(["ICML", 2013, city])
+        path = tmp_path / name
+        wb.save(path)
+        return str(path)
+
+    rules = {"expected": ["Atlanta", ["Montreal", "Montréal"], ["Los Angeles", "Long Beach", "LA"]]}
+    assert compare_conference_city_in_order(book("a.xlsx", ["Atlanta", "Montréal, Canada", "Long Beach"]), rules) == 1.0
+    assert compare_conference_city_in_order(book("b.xlsx", ["atlanta, ga", "MONTREAL", "LA"]), rules) == 1.0
+    assert compare_conference_city_in_order(book("c.xlsx", ["Atlanta", "Montreal", "Atlanta"]), rules) == 0.0  # "LA" is no substring match
+    assert compare_conference_city_in_order(book("d.xlsx", ["Montreal", "Atlanta", "LA"]), rules) == 0.0  # order
+    assert compare_conference_city_in_order(book("e.xlsx", ["Atlanta", "Montreal"]), rules) == 0.0  # a blank cell
+    assert compare_conference_city_in_order(None, rules) == 0.0
+    assert compare_conference_city_in_order(str(tmp_path / "missing.xlsx"), rules) == 0.0
+    with pytest.raises(UserError, match="expected"):
+        compare_conference_city_in_order(book("f.xlsx", ["Atlanta"]), {"expected": [3]})
