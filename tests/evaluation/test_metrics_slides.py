@@ -306,3 +306,101 @@ def test_check_slide_orientation_portrait(tmp_path):
     assert check_slide_orientation_Portrait(None) == 0.0
     (tmp_path / "bad.pptx").write_bytes(b"PK\x03\x04 truncated")
     assert check_slide_orientation_Portrait(str(tmp_path / "bad.pptx")) == 0.0
+
+
+# --- picture stretch, background colour, slide-number colour family ----------------------------
+
+
+def _png_bytes(color, size=(40, 20)):
+    from io import BytesIO
+
+    from PIL import Image
+
+    buf = BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    buf.seek(0)
+    return buf
+
+
+def picture_deck(path: Path, geometry=None, color=(200, 30, 30), extra=False) -> str:
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    if extra:
+        slide.shapes.add_picture(_png_bytes((0, 0, 255)), Inches(0), Inches(0), Inches(1), Inches(1))
+    left, top, width, height = geometry or (Inches(2), Inches(2), Inches(4), Inches(2))
+    slide.shapes.add_picture(_png_bytes(color), left, top, width, height)
+    prs.save(path)
+    return str(path)
+
+
+def test_check_image_stretch_and_center(tmp_path):
+    from mcpworld.evaluation.metrics.slides import check_image_stretch_and_center
+
+    original = picture_deck(tmp_path / "original.pptx")
+    w, h = Presentation(original).slide_width, Presentation(original).slide_height
+    full = picture_deck(tmp_path / "full.pptx", (0, 0, w, h))
+    assert check_image_stretch_and_center(full, original) == 1.0
+    nearly = picture_deck(tmp_path / "nearly.pptx", (Inches(0.2), Inches(0.1), w - Inches(0.4), h - Inches(0.2)))
+    assert check_image_stretch_and_center(nearly, original) == 1.0
+    # the stretched copy may sit beside another picture
+    assert check_image_stretch_and_center(picture_deck(tmp_path / "two.pptx", (0, 0, w, h), extra=True), original) == 1.0
+    assert check_image_stretch_and_center(original, original) == 0.0  # untouched
+    off_centre = picture_deck(tmp_path / "off.pptx", (Inches(1.5), 0, w, h))
+    assert check_image_stretch_and_center(off_centre, original) == 0.0
+    proportional = picture_deck(tmp_path / "prop.pptx", (0, Inches(1.75), w, Inches(4)))  # width only
+    assert check_image_stretch_and_center(proportional, original) == 0.0
+    other_image = picture_deck(tmp_path / "other.pptx", (0, 0, w, h), color=(10, 200, 10))
+    assert check_image_stretch_and_center(other_image, original) == 0.0
+    assert check_image_stretch_and_center(None, original) == 0.0
+    assert check_image_stretch_and_center(full, str(tmp_path / "missing.pptx")) == 0.0
+
+
+def background_deck(path: Path, slide_colors, master_color=None) -> str:
+    prs = Presentation()
+    if master_color:
+        prs.slide_master.background.fill.solid()
+        prs.slide_master.background.fill.fore_color.rgb = RGBColor.from_string(master_color)
+    for color in slide_colors:
+        slide = prs.slides.add_slide(prs.slide_layouts[6])
+        if color:
+            slide.background.fill.solid()
+            slide.background.fill.fore_color.rgb = RGBColor.from_string(color)
+    prs.save(path)
+    return str(path)
+
+
+def test_evaluate_presentation_fill_to_rgb_distance(tmp_path):
+    from mcpworld.evaluation.metrics.slides import evaluate_presentation_fill_to_rgb_distance as fill_distance
+
+    rules = {"rgb": [0, 0, 255], "original_rgb": [255, 255, 255]}
+    assert fill_distance(background_deck(tmp_path / "blue.pptx", ["0000FF", "0000FF"]), rules) == 1.0
+    assert fill_distance(background_deck(tmp_path / "master.pptx", [None, None], master_color="0000FF"), rules) == 1.0
+    assert fill_distance(background_deck(tmp_path / "white.pptx", ["FFFFFF", "FFFFFF"]), rules) == 0.0
+    assert fill_distance(background_deck(tmp_path / "none.pptx", [None]), rules) == 0.0
+    assert fill_distance(background_deck(tmp_path / "half.pptx", ["0000FF", "FFFFFF"]), rules) == 0.5
+    navy = fill_distance(background_deck(tmp_path / "navy.pptx", ["000080"]), rules)
+    assert navy == pytest.approx(1 - 127 / (3 * 255**2) ** 0.5)
+    # without original_rgb, white is just far from blue
+    assert fill_distance(background_deck(tmp_path / "white2.pptx", ["FFFFFF"]), {"rgb": [0, 0, 255]}) == pytest.approx(
+        1 - (2 * 255**2) ** 0.5 / (3 * 255**2) ** 0.5
+    )
+    assert fill_distance(None, rules) == 0.0
+    with pytest.raises(UserError, match="rgb"):
+        fill_distance(None, {"rgb": "blue"})
+
+
+def test_check_page_number_colors(tmp_path):
+    from mcpworld.evaluation.metrics.slides import check_page_number_colors
+
+    red = {"color": "red"}
+    assert check_page_number_colors(numbered_deck(tmp_path / "a.pptx", field_color="E02010"), red) == 1.0
+    assert check_page_number_colors(numbered_deck(tmp_path / "b.pptx", master_color="C00000"), red) == 1.0
+    # no slide shows a number: the master's placeholder decides
+    assert check_page_number_colors(numbered_deck(tmp_path / "c.pptx", master_color="FF0000", numbers=False), red) == 1.0
+    assert check_page_number_colors(numbered_deck(tmp_path / "d.pptx", field_color="0000FF"), red) == 0.0
+    assert check_page_number_colors(numbered_deck(tmp_path / "d.pptx", field_color="0000FF"), {"color": "blue"}) == 1.0
+    assert check_page_number_colors(numbered_deck(tmp_path / "e.pptx", field_color="FFD0D0"), red) == 0.0  # pale pink: within the margin of 50
+    assert check_page_number_colors(numbered_deck(tmp_path / "f.pptx"), red) == 0.0  # template scheme colour
+    assert check_page_number_colors(None, red) == 0.0
+    with pytest.raises(UserError, match="color"):
+        check_page_number_colors(None, {"color": "purple"})

@@ -550,3 +550,151 @@ def check_slide_orientation_Portrait(result: Any, expected: Any = None) -> float
     if prs is None or prs.slide_width is None or prs.slide_height is None:
         return 0.0
     return float(prs.slide_width < prs.slide_height)
+
+
+# ---------------------------------------------------------------------------------------------
+# pictures, backgrounds and slide numbers (OSWorld Impress tasks)
+
+EMU_PER_INCH = 914400
+STRETCH_TOLERANCE = EMU_PER_INCH // 2
+
+
+def _picture_blob(shape: Any) -> bytes | None:
+    if not isinstance(shape, Picture):
+        return None
+    try:
+        return shape.image.blob
+    except (KeyError, ValueError, AttributeError):  # a linked picture has no embedded image
+        return None
+
+
+@metric("check_image_stretch_and_center")
+def check_image_stretch_and_center(result: Any, expected: Any) -> float:
+    """1 when the first slide's picture now covers the whole slide, centred (within half an inch).
+
+    expected: the original pptx; its first slide's first picture is the one to stretch. The
+    result's first slide must hold a picture with the same image bytes whose width and height
+    are the slide's and whose offsets centre it, each within 0.5 in. Placeholder pictures count
+    (OSWorld saw only free pictures); any copy of the picture may be the stretched one.
+    """
+    prs, original = _open_presentation(result), _open_presentation(expected)
+    if prs is None or original is None or not len(prs.slides) or not len(original.slides):
+        return 0.0
+    blobs = [b for b in (_picture_blob(s) for s in original.slides[0].shapes) if b is not None]
+    if not blobs:
+        return 0.0
+    width, height = original.slide_width, original.slide_height
+    for shape in prs.slides[0].shapes:
+        if _picture_blob(shape) != blobs[0]:
+            continue
+        if (
+            abs(shape.width - width) <= STRETCH_TOLERANCE
+            and abs(shape.height - height) <= STRETCH_TOLERANCE
+            and abs(shape.left - (width - shape.width) / 2) <= STRETCH_TOLERANCE
+            and abs(shape.top - (height - shape.height) / 2) <= STRETCH_TOLERANCE
+        ):
+            return 1.0
+    return 0.0
+
+
+def _rgb_rule(rules: Any, key: str, name: str, default: Any = ...) -> tuple[int, int, int] | None:
+    value = rule_value(rules, key, name, default)
+    if value is None and default is None:
+        return None
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 3
+        or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in value)
+    ):
+        raise UserError(f"metric {name!r}: rules {key!r} must be [r, g, b] with integers 0-255, got {value!r}")
+    return (value[0], value[1], value[2])
+
+
+def _srgb(key: Any) -> tuple[int, int, int] | None:
+    """(r, g, b) of an ``srgb:RRGGBB`` fill key, None for anything else (scheme colours, pictures …)."""
+    if not isinstance(key, str) or not key.startswith("srgb:") or len(key) != 11:
+        return None
+    try:
+        return (int(key[5:7], 16), int(key[7:9], 16), int(key[9:11], 16))
+    except ValueError:
+        return None
+
+
+MAX_RGB_DISTANCE = (3 * 255**2) ** 0.5
+
+
+@metric("evaluate_presentation_fill_to_rgb_distance")
+def evaluate_presentation_fill_to_rgb_distance(result: Any, rules: Any) -> float:
+    """1 minus the mean, over slides, of the distance of each slide's background to ``rules["rgb"]``.
+
+    A slide's distance is the Euclidean RGB distance of its solid background colour to the
+    target, divided by the largest possible (white to black), so partial credit for a near
+    colour. A background that is not a solid RGB colour (picture, gradient, scheme colour,
+    none), or that still is ``rules["original_rgb"]`` when given, is as far as can be (1). The
+    background is the slide's own, else its layout's, else its master's (OSWorld skipped the
+    layout). A presentation without slides scores 0.
+    """
+    name = "evaluate_presentation_fill_to_rgb_distance"
+    target = _rgb_rule(rules, "rgb", name)
+    original = _rgb_rule(rules, "original_rgb", name, default=None)
+    prs = _open_presentation(result)
+    if prs is None or not len(prs.slides):
+        return 0.0
+
+    def distance(slide: Any) -> float:
+        color = _srgb(_background(slide))
+        if color is None or color == original:
+            return 1.0
+        return sum((a - b) ** 2 for a, b in zip(color, target)) ** 0.5 / MAX_RGB_DISTANCE
+
+    slides = list(prs.slides)
+    return 1.0 - sum(distance(slide) for slide in slides) / len(slides)
+
+
+COLOR_MARGIN = 50  # a channel must exceed the others by this much for the colour to be "red" …
+_COLOR_FAMILIES = {
+    "red": lambda r, g, b: r > g + COLOR_MARGIN and r > b + COLOR_MARGIN,
+    "green": lambda r, g, b: g > r + COLOR_MARGIN and g > b + COLOR_MARGIN,
+    "blue": lambda r, g, b: b > r + COLOR_MARGIN and b > g + COLOR_MARGIN,
+    "black": lambda r, g, b: max(r, g, b) < COLOR_MARGIN,
+}
+
+
+def _slide_number_colors(prs: Any) -> list[str | None]:
+    """The colour of every slide number shown on a slide, else of the masters' number placeholders."""
+    shown = [
+        _own_text_color(shape) or _inherited_number_color(slide)
+        for slide in prs.slides
+        for shape in slide.shapes
+        if _is_slide_number(shape) and shape.has_text_frame and shape.text_frame.text.strip()
+    ]
+    if shown:
+        return shown
+    return [
+        _own_text_color(placeholder)
+        for master in prs.slide_masters
+        for placeholder in master.placeholders
+        if placeholder.placeholder_format.type == PP_PLACEHOLDER.SLIDE_NUMBER
+    ]
+
+
+@metric("check_page_number_colors")
+def check_page_number_colors(result: Any, rules: Any) -> float:
+    """1 when the slide numbers are drawn in the colour family ``rules["color"]`` (red, green, blue, black).
+
+    A colour is red/green/blue when that channel exceeds both others by more than 50, black
+    when every channel is below 50. The numbers are those shown on the slides (their own
+    colour, else the layout's or master's number placeholder's); when no slide shows one, the
+    masters' slide-number placeholders. Every one must be an RGB colour of the family, and
+    there must be one. OSWorld took the last non-black RGB run colour anywhere in the first
+    master (whatever text it belonged to) and passed any colour name it did not know.
+    """
+    name = "check_page_number_colors"
+    family = rule_value(rules, "color", name)
+    if family not in _COLOR_FAMILIES:
+        raise UserError(f"metric {name!r}: rules 'color' must be one of {', '.join(_COLOR_FAMILIES)}, got {family!r}")
+    prs = _open_presentation(result)
+    if prs is None:
+        return 0.0
+    colors = [_srgb(color) for color in _slide_number_colors(prs)]
+    return float(bool(colors) and all(c is not None and _COLOR_FAMILIES[family](*c) for c in colors))
