@@ -82,3 +82,14 @@ def test_external_entities_are_not_read(tmp_path):
             f'<desktop-frame {NS}><label name="l">&x;</label></desktop-frame>')
     assert check_accessibility_tree(evil, [{"selectors": ["label"]}]) == 1.0  # parsed
     assert check_accessibility_tree(evil, [{"selectors": ["label"], "text": "secret", "exact": True}]) == 0.0
+
+
+def test_check_left_panel():
+    from mcpworld.evaluation.metrics.accessibility import check_left_panel
+
+    frame = '<frame name="deck.pptx - LibreOffice Impress"><document-frame name="{}"/></frame>'
+    assert check_left_panel(f"<desktop-frame {NS}>{frame.format('Slides View')}</desktop-frame>") == 1.0
+    assert check_left_panel(f"<desktop-frame {NS}>{frame.format('Outline View')}</desktop-frame>") == 0.0
+    assert check_left_panel(f'<desktop-frame {NS}><panel name="Slides View"/></desktop-frame>') == 0.0
+    assert check_left_panel("not xml <") == 0.0
+    assert check_left_panel(None) == 0.0

@@ -481,6 +481,22 @@ def test_check_auto_saving_time_reads_the_documents_autosave_interval(tmp_path):
     assert check_auto_saving_time(None, {"minutes": 3}) == 0.0
 
 
+def test_check_presenter_console_disable(tmp_path):
+    from mcpworld.evaluation.metrics.appstate import check_presenter_console_disable
+
+    xcu = tmp_path / "registrymodifications.xcu"
+    head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
+    item = ('<item oor:path="/org.openoffice.Office.Impress/Misc/Start"><prop oor:name="EnablePresenterScreen" '
+            'oor:op="fuse"><value>{}</value></prop></item>')
+    xcu.write_text(head + item.format("false") + "</oor:items>")
+    assert check_presenter_console_disable(str(xcu)) == 1.0
+    xcu.write_text(head + item.format("false") + item.format("true") + "</oor:items>")
+    assert check_presenter_console_disable(str(xcu)) == 0.0  # the later entry wins
+    xcu.write_text(head + "</oor:items>")
+    assert check_presenter_console_disable(str(xcu)) == 0.0  # never set: on by default
+    assert check_presenter_console_disable(None) == 0.0
+
+
 # --- Thunderbird ------------------------------------------------------------------------------------
 
 from mcpworld.evaluation.metrics.appstate import (  # noqa: E402

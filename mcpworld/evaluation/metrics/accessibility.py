@@ -85,3 +85,15 @@ def check_accessibility_tree(result: Any, rules: Any, osname: str = "ubuntu") ->
         if score == 0.0:
             return 0.0
     return score
+
+
+@metric("check_left_panel")
+def check_left_panel(result: Any) -> float:
+    """1 when LibreOffice Impress shows its slide pane: the tree has a ``document-frame`` named "Slides View".
+
+    result: the ``accessibility_tree`` getter's XML. A closed pane leaves no such frame.
+    """
+    tree = _parse(result)
+    if tree is None:
+        return 0.0
+    return float(any(frame.get("name") == "Slides View" for frame in tree.iter("document-frame")))

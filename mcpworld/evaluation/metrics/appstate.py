@@ -442,6 +442,20 @@ def check_auto_saving_time(result: str | None, rules: Any) -> float:
         return 0.0
 
 
+@metric("check_presenter_console_disable")
+def check_presenter_console_disable(result: str | None) -> float:
+    """1 when Impress's presenter console is switched off (``/org.openoffice.Office.Impress/Misc/Start``
+    ``EnablePresenterScreen`` is false); unset (LibreOffice's default: on) or no file scores 0.
+
+    result = path of registrymodifications.xcu.
+    """
+    settings = xcu_settings(result)
+    if settings is None:
+        return 0.0
+    value = settings.get(("/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen"))
+    return float(isinstance(value, str) and value.strip().lower() == "false")
+
+
 # ============================================================================================
 # VS Code: settings.json / keybindings.json are JSON with comments (JSONC)
 
