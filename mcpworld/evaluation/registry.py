@@ -51,6 +51,7 @@ def _load_builtins() -> None:
     import mcpworld.evaluation.getters_apps  # noqa: F401
     import mcpworld.evaluation.getters_chrome  # noqa: F401
     import mcpworld.evaluation.getters_cloud  # noqa: F401
+    import mcpworld.evaluation.getters_slides  # noqa: F401
     import mcpworld.evaluation.metrics  # noqa: F401
 
 
