@@ -5,7 +5,8 @@ the only place such strings are resolved, so an unknown name fails in one place,
 names that do exist.
 
 - Getter: ``(env, cfg: dict) -> value`` (``cfg`` is the whole config dict, ``type`` included).
-- Metric: ``(result, expected=None, **options) -> float | bool | int`` in [0, 1].
+- Metric: ``(result, expected=None, **options) -> float | bool | int`` in [0, 1] (plus ``env=`` when
+  registered with ``needs_env``).
 """
 
 from __future__ import annotations
@@ -40,9 +41,21 @@ def getter(name: str) -> Callable[[F], F]:
     return _register(GETTERS, "getter", name)
 
 
-def metric(name: str) -> Callable[[F], F]:
-    """Register a metric under the ``func`` name task files use."""
-    return _register(METRICS, "metric", name)
+def metric(name: str, *, needs_env: bool = False) -> Callable[[F], F]:
+    """Register a metric under the ``func`` name task files use. ``needs_env``: the evaluator also
+    passes the Environment as the keyword ``env`` (a metric that must run something in the desktop)."""
+    register = _register(METRICS, "metric", name)
+
+    def decorate(fn: F) -> F:
+        fn.needs_env = needs_env  # type: ignore[attr-defined]
+        return register(fn)
+
+    return decorate
+
+
+def metric_needs_env(fn: Metric) -> bool:
+    """Whether the metric takes the Environment as the keyword ``env`` (see ``metric``)."""
+    return bool(getattr(fn, "needs_env", False))
 
 
 def _load_builtins() -> None:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcpworld.errors import InfraError, MissingWindow, UserError
-from mcpworld.evaluation.registry import get_getter, get_metric
+from mcpworld.evaluation.registry import get_getter, get_metric, metric_needs_env
 from mcpworld.result import MetricOutcome
 
 if TYPE_CHECKING:
@@ -100,11 +100,13 @@ def _check_options(name: str, options: dict[str, Any], where: str) -> None:
     import difflib
     import inspect
 
-    params = list(inspect.signature(get_metric(name)).parameters.values())
+    fn = get_metric(name)
+    params = list(inspect.signature(fn).parameters.values())
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return
     known = [p.name for p in params[1:] if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                     inspect.Parameter.KEYWORD_ONLY)]
+                                                     inspect.Parameter.KEYWORD_ONLY)
+             and not (p.name == "env" and metric_needs_env(fn))]
     for key in options:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
@@ -222,8 +224,10 @@ def _run_metric(env: "Environment", plan: SpecPlan, i: int, label: str) -> Metri
         except Exception as exc:
             return MetricOutcome(label, 0.0, _failure("getter", expected_cfg["type"], exc), actual=preview(result))
     args = (result,) if expected_cfg is None else (result, expected)
+    fn = get_metric(func)
+    options = {**plan.options[i], "env": env} if metric_needs_env(fn) else plan.options[i]
     try:
-        raw = get_metric(func)(*args, **plan.options[i])
+        raw = fn(*args, **options)
     except PASSTHROUGH:
         raise
     except Exception as exc:
