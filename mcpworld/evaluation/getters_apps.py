@@ -504,3 +504,213 @@ def chrome_font_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] 
         return None
     webprefs = _walk(prefs, ["webkit", "webprefs"])
     return {**CHROME_FONT_DEFAULTS, **(webprefs if isinstance(webprefs, dict) else {})}
+
+
+# --------------------------------------------------------------------------------------------
+# desktop settings: default applications, wallpaper
+
+
+# The video types whose default application decides "the default video player" (as OSWorld asks).
+VIDEO_TYPES = (
+    "3gp 3gpp 3gpp2 avi divx dv fli flv mp2t mp4 mp4v-es mpeg mpeg-system msvideo ogg quicktime vnd.divx "
+    "vnd.mpegurl vnd.rn-realvideo webm x-anim x-avi x-flc x-fli x-flv x-m4v x-matroska x-mpeg x-mpeg-system "
+    "x-mpeg2 x-ms-asf x-ms-asf-plugin x-ms-asx x-ms-wm x-ms-wmv x-ms-wmx x-ms-wvx x-msvideo x-nsv x-ogm "
+    "x-ogm+ogg x-theora x-theora+ogg"
+).split()
+
+
+@getter("default_video_player")
+def default_video_player(env: "Environment", cfg: dict[str, Any]) -> str:
+    """The desktop entry (``vlc.desktop``) that is the default application for most video types,
+    by ``xdg-mime query default video/<type>``; ``"unknown"`` when no type has one.
+
+    ``xdg-mime`` reads the user's ``~/.config/mimeapps.list`` (what a file manager's "set as
+    default" and ``xdg-mime default`` write). OSWorld listed most types twice; here each counts once.
+    """
+    types = " ".join(shlex.quote(f"video/{t}") for t in VIDEO_TYPES)
+    script = f'for t in {types}; do printf "%s\\n" "$(xdg-mime query default "$t" 2>/dev/null)"; done'
+    result = env.shell(script, timeout=float(cfg.get("timeout", 60.0)))
+    if result.returncode == 127 or "xdg-mime: command not found" in result.stderr:
+        raise InfraError("getter 'default_video_player' needs xdg-mime (xdg-utils) in the environment")
+    counts: dict[str, int] = {}
+    for line in result.stdout.splitlines():
+        if line.strip():
+            counts[line.strip()] = counts.get(line.strip(), 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else "unknown"  # ties: the first seen
+
+
+def _setting_files(env: "Environment", patterns: list[str]) -> list[tuple[int, str]]:
+    """``(mtime, path)`` of the home files matching the glob patterns (relative to the home)."""
+    globs = " ".join(f'"$HOME"/{p}' for p in patterns)
+    result = env.shell(f'for f in {globs}; do [ -f "$f" ] && printf "%s\\t%s\\n" "$(stat -c %Y "$f")" "$f"; done; true',
+                       timeout=30.0)
+    found = []
+    for line in result.stdout.splitlines():
+        mtime, _, path = line.partition("\t")
+        if mtime.isdigit() and path:
+            found.append((int(mtime), path))
+    return found
+
+
+def _file_uri_path(value: str) -> str:
+    """``'file:///a/b%20c.png'`` (as gsettings prints it) → ``/a/b c.png``."""
+    from urllib.parse import unquote, urlparse
+
+    value = value.strip().strip("'\"")
+    return unquote(urlparse(value).path) if value.startswith("file://") else value
+
+
+def _gsettings_wallpaper(env: "Environment") -> str | None:
+    result = env.shell("gsettings get org.gnome.desktop.background picture-uri", timeout=30.0)
+    if result.returncode != 0 or not result.stdout.strip():
+        return None
+    return _file_uri_path(result.stdout) or None
+
+
+def _pcmanfm_wallpaper(env: "Environment", path: str) -> str | None:
+    data = _read(env, path)
+    if data is None:
+        return None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "wallpaper" and value.strip():
+            return value.strip()
+    return None
+
+
+@getter("vm_wallpaper")
+def vm_wallpaper(env: "Environment", cfg: dict[str, Any]) -> str | None:
+    """Local copy (at ``dest``) of the desktop's wallpaper image file, or None when none is set or
+    the file is gone.
+
+    OSWorld reads GNOME's ``org.gnome.desktop.background picture-uri``. That setting works on this
+    desktop too (``gsettings set`` stores it in the desktop's dconf database), and so does
+    pcmanfm's desktop wallpaper (``pcmanfm --set-wallpaper``, its desktop preferences). The
+    setting written last wins; GSettings' default counts only when nothing was set.
+    """
+    dest = cfg.get("dest") or "wallpaper.png"
+    candidates = _setting_files(env, [".config/dconf/user", ".config/pcmanfm/*/desktop-items-*.conf"])
+    image = None
+    for _, path in sorted(candidates, reverse=True):
+        image = _gsettings_wallpaper(env) if path.endswith("/dconf/user") else _pcmanfm_wallpaper(env, path)
+        if image:
+            break
+    if not image:
+        image = _gsettings_wallpaper(env)
+    if not image:
+        log.info("vm_wallpaper: no wallpaper is set")
+        return None
+    return _copy_config(env, {"canonical_home": False}, image, dest, "vm_wallpaper")
+
+
+# --------------------------------------------------------------------------------------------
+# terminal output
+
+# Where this desktop's xterm logs what it shows (xterm -l -lf <this>; see vm_terminal_output).
+TERMINAL_LOG = "~/.cache/mcpworld/terminal.log"
+
+_OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_CSI = re.compile(r"\x1b\[([0-?]*)[ -/]*([@-~])")
+_OTHER_ESCAPE = re.compile(r"\x1b(?:[()*+][0-9A-Za-z]|[ -/]*[0-~])")
+
+
+def terminal_text(raw: str) -> str:
+    """The text a terminal's output stream leaves on its lines: escape sequences dropped, carriage
+    returns, backspaces and line-editing moves (cursor left/right, erase to end of line, delete and
+    insert characters) replayed, so a command line edited in readline reads as it was run."""
+    raw = _OSC.sub("", raw)
+    lines: list[str] = []
+    line: list[str] = []
+    col = 0
+    pos = 0
+    while pos < len(raw):
+        char = raw[pos]
+        if char == "\x1b":
+            csi = _CSI.match(raw, pos)
+            if csi:
+                params, final = csi.group(1), csi.group(2)
+                count = int(params) if params.isdigit() else 1
+                if final == "D":
+                    col = max(0, col - count)
+                elif final == "C":
+                    col += count
+                elif final == "K" and params in ("", "0"):
+                    del line[col:]
+                elif final == "P":
+                    del line[col:col + count]
+                elif final == "@":
+                    line[col:col] = [" "] * count
+                pos = csi.end()
+                continue
+            other = _OTHER_ESCAPE.match(raw, pos)
+            pos = other.end() if other else pos + 1
+            continue
+        if char == "\n":
+            lines.append("".join(line).rstrip())
+            line, col = [], 0
+        elif char == "\r":
+            col = 0
+        elif char == "\b":
+            col = max(0, col - 1)
+        elif char == "\t" or char >= " ":
+            if col > len(line):
+                line.extend(" " * (col - len(line)))
+            if col < len(line):
+                line[col] = char
+            else:
+                line.append(char)
+            col += 1
+        pos += 1
+    lines.append("".join(line).rstrip())
+    return "\n".join(lines).rstrip()
+
+
+@getter("vm_terminal_output")
+def vm_terminal_output(env: "Environment", cfg: dict[str, Any]) -> str | None:
+    """The text the desktop's terminal shows: its output since it started, as lines (None when no
+    terminal has run).
+
+    OSWorld reads the accessibility text of the focused GNOME Terminal tab (when its window is
+    active). This desktop's terminal is xterm, which has no accessibility text; the desktop starts
+    it logging everything it displays to ``TERMINAL_LOG`` (``xterm -l -lf …``), and this getter
+    replays that log into text (``terminal_text``). Differences: the log holds every xterm of the
+    episode, not only the focused one, and text a full-screen program drew or ``clear`` wiped is
+    still in it. ``path`` reads another log.
+    """
+    data = _read(env, cfg.get("path") or TERMINAL_LOG)
+    if data is None:
+        log.info("vm_terminal_output: no terminal log at %s (no xterm ran, or it was not started logging)",
+                 cfg.get("path") or TERMINAL_LOG)
+        return None
+    return terminal_text(data.decode("utf-8", errors="replace"))
+
+
+# --------------------------------------------------------------------------------------------
+# VS Code
+
+
+@getter("vscode_config")
+def vscode_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
+    """Run a VS Code command by its palette name, then copy the file it writes: local path, or None.
+
+    ``vscode_extension_command`` is typed into the command palette (Ctrl+Shift+P) of the active
+    VS Code window and run; OSWorld's tasks install an evaluation extension whose command writes
+    ``path`` (e.g. the open folder's name into ~/OpenProject.txt). Waits up to ``timeout`` seconds
+    (default 5; OSWorld waited 1) for the file to appear or change, then copies it to ``dest``.
+    """
+    command = require(cfg, "vscode_extension_command")
+    path = require(cfg, "path")
+    target = env.resolve(path)
+    before = target.stat().st_mtime_ns if target.exists() else None
+    env.act({"kind": "key", "keys": "ctrl+shift+p"})
+    time.sleep(0.5)
+    env.act({"kind": "type", "text": str(command)})
+    time.sleep(0.5)
+    env.act({"kind": "key", "keys": "Return"})
+    deadline = time.monotonic() + float(cfg.get("timeout", 5.0))
+    while time.monotonic() < deadline:
+        if target.exists() and target.stat().st_mtime_ns != before:
+            time.sleep(0.2)  # let the extension finish writing
+            break
+        time.sleep(0.1)
+    return _copy_config(env, {"canonical_home": False}, path, cfg.get("dest") or posixpath.basename(path), "vscode_config")

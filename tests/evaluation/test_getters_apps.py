@@ -271,3 +271,130 @@ def test_corrupt_preferences_fail_the_getter(env):
     env.write("~/.config/chromium/Default/Preferences", "{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         chrome_preferences(env, {"type": "chrome_preferences"})
+
+
+# --- desktop settings: default video player, wallpaper --------------------------------------------
+
+import os  # noqa: E402
+
+from mcpworld.evaluation.getters_apps import (  # noqa: E402
+    default_video_player,
+    terminal_text,
+    vm_terminal_output,
+    vm_wallpaper,
+    vscode_config,
+)
+
+
+def _fake_command(tmp_path, monkeypatch, name: str, script: str) -> None:
+    """Put an executable ``name`` running ``script`` first on PATH (the DirEnvironment's shell inherits it)."""
+    folder = tmp_path / "fakebin"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text("#!/bin/bash\n" + script)
+    (folder / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+
+
+def test_default_video_player_is_the_most_common_default(env, tmp_path, monkeypatch):
+    # mp4 and matroska (and the rest) open in VLC, webm in mpv, flv has no default
+    _fake_command(tmp_path, monkeypatch, "xdg-mime", 'case "$3" in video/webm) echo mpv.desktop;; '
+                  'video/x-flv) ;; *) echo vlc.desktop;; esac\n')
+    assert default_video_player(env, {"type": "default_video_player"}) == "vlc.desktop"
+    _fake_command(tmp_path, monkeypatch, "xdg-mime", 'case "$3" in video/webm) echo mpv.desktop;; esac\n')
+    assert default_video_player(env, {"type": "default_video_player"}) == "mpv.desktop"
+    _fake_command(tmp_path, monkeypatch, "xdg-mime", "exit 0\n")
+    assert default_video_player(env, {"type": "default_video_player"}) == "unknown"
+
+
+def test_default_video_player_needs_xdg_mime(env, monkeypatch):
+    monkeypatch.setattr(env, "shell", _FakeShell(env, ShellResult(127, "", "bash: xdg-mime: command not found")))
+    with pytest.raises(InfraError, match="xdg-mime"):
+        default_video_player(env, {"type": "default_video_player"})
+
+
+def test_vm_wallpaper_reads_the_setting_written_last(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(env.home))
+    gnome = env.write("Pictures/space image.png", "gnome wallpaper")
+    pcmanfm = env.write("Pictures/pcman.jpg", "pcmanfm wallpaper")
+    # gsettings prints the URI quoted and percent-encoded
+    _fake_command(tmp_path, monkeypatch, "gsettings", f"echo \"'file://{str(gnome).replace(' ', '%20')}'\"\n")
+    conf = env.write(".config/pcmanfm/default/desktop-items-0.conf", f"[*]\nwallpaper_mode=stretch\nwallpaper={pcmanfm}\n")
+    dconf = env.write(".config/dconf/user", "binary gvdb")
+    os.utime(conf, (1_000, 1_000))
+    local = vm_wallpaper(env, {"type": "vm_wallpaper", "dest": "background.png"})
+    assert Path(local).name == "background.png" and Path(local).read_text() == "gnome wallpaper"
+    os.utime(dconf, (500, 500))
+    assert Path(vm_wallpaper(env, {"type": "vm_wallpaper", "dest": "b.png"})).read_text() == "pcmanfm wallpaper"
+
+
+def test_vm_wallpaper_default_and_none(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(env.home))
+    default = env.write("usr/share/backgrounds/default.webp", "the default")
+    _fake_command(tmp_path, monkeypatch, "gsettings", f"echo \"'file://{default}'\"\n")
+    # nothing set: GSettings' default wallpaper, as OSWorld would get it
+    assert Path(vm_wallpaper(env, {"type": "vm_wallpaper", "dest": "w.png"})).read_text() == "the default"
+    default.unlink()
+    assert vm_wallpaper(env, {"type": "vm_wallpaper", "dest": "w.png"}) is None
+    _fake_command(tmp_path, monkeypatch, "gsettings", "echo 'No such schema' >&2; exit 1\n")
+    assert vm_wallpaper(env, {"type": "vm_wallpaper", "dest": "w.png"}) is None
+
+
+# --- terminal output ------------------------------------------------------------------------------
+
+
+def test_terminal_text_replays_line_editing():
+    # bracketed-paste toggles, a title (OSC), colours, a typo fixed with backspace, a readline
+    # history recall redrawn with cursor moves and erase-to-end, a progress line rewritten with \r
+    raw = ("\x1b]0;user@host: ~\x07\x1b[?2004h\x1b[01;32muser\x1b[00m$ ls -l\x08\x08\x08\x08\x08wc -l *.php\r\n"
+           "\x1b[?2004l\r  54 total\r\n"
+           "$ stty sizr\x08e\r\n43 132\r\n"
+           "$ echo one two\x1b[3D\x1b[Kthree\r\none three\r\n"
+           "10%\r100%\r\n$ ")
+    assert terminal_text(raw) == "user$ wc -l *.php\n  54 total\n$ stty size\n43 132\n$ echo one three\none three\n100%\n$"
+
+
+def test_vm_terminal_output(env):
+    assert vm_terminal_output(env, {"type": "vm_terminal_output"}) is None  # no terminal ran
+    log_path = env.resolve("~/.cache/mcpworld/terminal.log")
+    log_path.parent.mkdir(parents=True)
+    log_path.write_bytes(b"\x1b[?2004hbash-5.2$ stty size\r\n\x1b[?2004l\r43 132\r\n\x1b[?2004hbash-5.2$ ")
+    assert vm_terminal_output(env, {"type": "vm_terminal_output"}) == "bash-5.2$ stty size\n43 132\nbash-5.2$"
+
+
+# --- VS Code --------------------------------------------------------------------------------------
+
+
+class _PaletteEnv:
+    """Stands in for a desktop whose VS Code runs an evaluation extension's command from the palette."""
+
+    def __init__(self, env, writes: str | None):
+        self.env, self.writes, self.actions = env, writes, []
+
+    def __call__(self, action):
+        self.actions.append(action)
+        if action == {"kind": "key", "keys": "Return"} and self.writes is not None:
+            self.env.write("OpenProject.txt", self.writes)
+
+
+def test_vscode_config_runs_the_palette_command_and_copies_its_file(env, monkeypatch):
+    palette = _PaletteEnv(env, "project")
+    monkeypatch.setattr(env, "act", palette, raising=False)
+    cfg = {"type": "vscode_config", "vscode_extension_command": "OpenProject", "path": "/home/user/OpenProject.txt",
+           "dest": "OpenProject.txt"}
+    local = vscode_config(env, cfg)
+    assert Path(local).read_text() == "project"
+    assert palette.actions == [{"kind": "key", "keys": "ctrl+shift+p"}, {"kind": "type", "text": "OpenProject"},
+                               {"kind": "key", "keys": "Return"}]
+
+
+def test_vscode_config_extension_missing(env, monkeypatch):
+    monkeypatch.setattr(env, "act", _PaletteEnv(env, None), raising=False)
+    cfg = {"type": "vscode_config", "vscode_extension_command": "OpenProject", "path": "~/OpenProject.txt", "timeout": 0.3}
+    assert vscode_config(env, cfg) is None
+    with pytest.raises(UserError, match="vscode_extension_command"):
+        vscode_config(env, {"type": "vscode_config", "path": "~/x"})
+
+
+def test_desktop_getters_are_registered():
+    for name in ("default_video_player", "vm_wallpaper", "vm_terminal_output", "vscode_config"):
+        assert name in GETTERS
