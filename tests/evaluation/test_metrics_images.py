@@ -344,3 +344,12 @@ def test_increase_saturation_and_decrease_brightness(save, base):
     assert decrease_brightness(dark, base) == 1.0
     assert decrease_brightness(base, dark) == 0.0
     assert decrease_brightness(dark, None) == 0.0
+
+
+def test_check_file_exists_and_structure_sim(save, base, other, tmp_path):
+    from mcpworld.evaluation.metrics.images import check_file_exists_and_structure_sim
+
+    assert check_file_exists_and_structure_sim(save("export.jpg", scene(), quality=90), base) == 1.0
+    assert check_file_exists_and_structure_sim(other, base) == 0.0
+    assert check_file_exists_and_structure_sim(str(tmp_path / "not_exported.jpg"), base) == 0.0
+    assert check_file_exists_and_structure_sim(None, base) == 0.0

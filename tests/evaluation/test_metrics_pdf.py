@@ -129,3 +129,45 @@ def test_is_gold_text_included_in_pdf(tmp_path):
         is_gold_text_included_in_pdf(pdf, str(bad))
     with pytest.raises(UserError, match="no text"):
         is_gold_text_included_in_pdf(pdf, {})
+
+
+# --- compare_pdf_images -----------------------------------------------------------------------
+
+
+def _receipt(size=(120, 160), shade=30, band=(20, 50)):
+    """A grey page with a dark band and a lighter block: structure a perceptual hash can see."""
+    img = Image.new("RGB", size, (235, 235, 235))
+    for y in range(*band):
+        for x in range(10, size[0] - 10):
+            img.putpixel((x, y), (shade, shade, shade))
+    for y in range(size[1] // 2, size[1] - 20):
+        for x in range(size[0] // 2, size[0] - 15):
+            img.putpixel((x, y), (120, 60, 60))
+    return img
+
+
+def image_pdf(path: Path, *images, fmt_quality=None) -> str:
+    first, *rest = images
+    options = {"quality": fmt_quality} if fmt_quality else {}
+    first.save(path, "PDF", save_all=True, append_images=rest, **options)
+    return str(path)
+
+
+def test_compare_pdf_images(tmp_path):
+    from mcpworld.evaluation.metrics.pdf import compare_pdf_images
+
+    gold = image_pdf(tmp_path / "gold.pdf", _receipt())
+    assert compare_pdf_images(image_pdf(tmp_path / "same.pdf", _receipt()), gold) == 1.0
+    # re-encoded as a smaller JPEG: same picture to a perceptual hash
+    small = _receipt().resize((90, 120)).convert("L")
+    assert compare_pdf_images(image_pdf(tmp_path / "small.pdf", small), gold) == 1.0
+    other = _receipt(band=(100, 150)).transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    assert compare_pdf_images(image_pdf(tmp_path / "other.pdf", other), gold) == 0.0
+    two_gold = image_pdf(tmp_path / "gold2.pdf", _receipt(), _receipt(band=(100, 150)))
+    half = image_pdf(tmp_path / "half.pdf", _receipt(), other)
+    assert compare_pdf_images(half, two_gold) == 0.5
+    assert compare_pdf_images(image_pdf(tmp_path / "one.pdf", _receipt()), two_gold) == 0.0  # count differs
+    assert compare_pdf_images(text_pdf(tmp_path / "text.pdf", "receipt"), gold) == 0.0
+    assert compare_pdf_images(text_pdf(tmp_path / "t1.pdf", "a"), text_pdf(tmp_path / "t2.pdf", "b")) == 1.0  # no images
+    assert compare_pdf_images(None, gold) == 0.0
+    assert compare_pdf_images(str(tmp_path / "missing.pdf"), gold) == 0.0

@@ -480,3 +480,13 @@ def check_textbox_on_leftside(result: Any) -> float:
         return 0.0
     dark_columns = np.flatnonzero((_grey(img) < DARK_LEVEL).any(axis=0))
     return float(dark_columns.size > 0 and dark_columns[0] < img.width * EDGE_FRACTION)
+
+
+@metric("check_file_exists_and_structure_sim")
+def check_file_exists_and_structure_sim(result: Any, expected: Any) -> float:
+    """1 when the exported image exists and has the source's structure (same size, RGB SSIM ≥ 0.9).
+
+    OSWorld's GIMP export task (77b8ab4d): ``check_structure_sim`` under that task's name; a
+    missing export scores 0.
+    """
+    return _ssim_metric("check_file_exists_and_structure_sim", result, expected, SSIM_THRESHOLD)

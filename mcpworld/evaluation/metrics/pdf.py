@@ -138,3 +138,50 @@ def is_gold_text_included_in_pdf(result: Any, expected: Any) -> float:
     if text is None:
         return 0.0
     return float(all(needle in text for needle in needles))
+
+
+PHASH_TOLERANCE = 5  # differing bits of 64 for two images to count as the same picture
+
+
+def _pdf_images(path: Any) -> list[Any] | None:
+    """The images drawn on each page, in page order, decoded with Pillow; None when the PDF is unreadable.
+
+    An image used on two pages counts twice; one pypdf cannot decode is left out (as OSWorld
+    left out those Pillow could not open).
+    """
+    reader = _open_pdf(path)
+    if reader is None:
+        return None
+    images = []
+    for number, page in enumerate(reader.pages):
+        try:
+            files = list(page.images)
+        except Exception as exc:  # a broken resource dictionary: no usable images on this page
+            log.debug("cannot list images on page %d of %s: %s", number, path, exc)
+            continue
+        for file in files:
+            try:
+                images.append(file.image)
+            except Exception as exc:  # an unsupported filter or a corrupt stream
+                log.debug("cannot decode image %s on page %d of %s: %s", file.name, number, path, exc)
+    return images
+
+
+@metric("compare_pdf_images")
+def compare_pdf_images(result: Any, expected: Any) -> float:
+    """Share of the gold PDF's images that the result PDF has at the same position, by perceptual hash.
+
+    Images are paired in page order; a pair matches when their 64-bit perceptual hashes
+    (ImageHash's ``phash``) differ in at most 5 bits, so re-encoding or mild scaling still
+    matches. Different image counts score 0; two PDFs without images score 1 (as in OSWorld,
+    which listed images with PyMuPDF; pypdf finds the same drawn images).
+    """
+    got, want = _pdf_images(result), _pdf_images(expected)
+    if got is None or want is None or len(got) != len(want):
+        return 0.0
+    if not want:
+        return 1.0
+    import imagehash  # pulls scipy and PyWavelets: only when needed
+
+    same = sum(imagehash.phash(a) - imagehash.phash(b) <= PHASH_TOLERANCE for a, b in zip(got, want))
+    return same / len(want)

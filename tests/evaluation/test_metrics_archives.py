@@ -1,0 +1,104 @@
+"""compare_zip_files / compare_archive on zip and tar archives written into tmp_path."""
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from pypdf import PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from mcpworld.errors import UserError
+from mcpworld.evaluation.metrics.archives import compare_archive, compare_zip_files
+from mcpworld.evaluation.registry import METRICS
+
+
+def pdf_bytes(text: str, producer: str = "LibreOffice") -> bytes:
+    """A one-page PDF showing ``text``; ``producer`` changes the bytes, not the text."""
+    writer = PdfWriter()
+    page = writer.add_blank_page(612, 792)
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    stream = DecodedStreamObject()
+    stream.set_data(f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1"))
+    page.replace_contents(stream)
+    writer.add_metadata({"/Producer": producer})
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
+def zip_of(path: Path, files: dict[str, bytes | str], dirs: tuple[str, ...] = ()) -> str:
+    with zipfile.ZipFile(path, "w") as z:
+        for d in dirs:
+            z.writestr(d, "")
+        for name, data in files.items():
+            z.writestr(name, data)
+    return str(path)
+
+
+def tar_of(path: Path, files: dict[str, bytes | str]) -> str:
+    with tarfile.open(path, "w:gz") as t:
+        for name, data in files.items():
+            raw = data.encode() if isinstance(data, str) else data
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            t.addfile(info, io.BytesIO(raw))
+    return str(path)
+
+
+def test_registered():
+    assert METRICS["compare_zip_files"] is compare_zip_files
+    assert METRICS["compare_archive"] is compare_archive
+
+
+def test_compare_zip_files(tmp_path):
+    files = {"essay/essay.docx": b"DOCX", "essay/essay.pdf": pdf_bytes("Recruitment and retention")}
+    gold = zip_of(tmp_path / "gold.zip", files, dirs=("essay/",))
+    assert compare_zip_files(zip_of(tmp_path / "same.zip", files), gold) == 1.0  # no directory entry: same files
+    # the PDF re-made by another writer: other bytes, same text
+    remade = {**files, "essay/essay.pdf": pdf_bytes("Recruitment and retention", producer="pdfTeX")}
+    assert compare_zip_files(zip_of(tmp_path / "remade.zip", remade), gold) == 1.0
+    other_pdf = {**files, "essay/essay.pdf": pdf_bytes("Something else entirely")}
+    assert compare_zip_files(zip_of(tmp_path / "otherpdf.zip", other_pdf), gold) == 0.0
+    assert compare_zip_files(zip_of(tmp_path / "otherdoc.zip", {**files, "essay/essay.docx": b"DOCX2"}), gold) == 0.0
+    assert compare_zip_files(zip_of(tmp_path / "flat.zip", {"essay.docx": b"DOCX", "essay.pdf": files["essay/essay.pdf"]}), gold) == 0.0
+    assert compare_zip_files(zip_of(tmp_path / "less.zip", {"essay/essay.docx": b"DOCX"}), gold) == 0.0
+    (tmp_path / "junk.zip").write_text("not an archive")
+    assert compare_zip_files(str(tmp_path / "junk.zip"), gold) == 0.0
+    assert compare_zip_files(None, gold) == 0.0
+    assert compare_zip_files(gold, str(tmp_path / "missing.zip")) == 0.0
+
+
+def test_compare_archive_pdf_folder(tmp_path):
+    gold_files = {f"lecture_slides/week{i}.pdf": pdf_bytes(f"Lecture {i} on Python") for i in range(3)}
+    gold = zip_of(tmp_path / "gold.zip", gold_files)
+    assert compare_archive(zip_of(tmp_path / "same.zip", gold_files), gold, file_path="lecture_slides", file_type="pdf") == 1.0
+    wrong = {**gold_files, "lecture_slides/week2.pdf": pdf_bytes("Lecture 2 on Scratch")}
+    score = compare_archive(zip_of(tmp_path / "wrong.zip", wrong), gold, file_path="lecture_slides", file_type="pdf")
+    assert 2 / 3 < score < 1.0  # two files identical, the third similar text
+    renamed = {k.replace("week2", "Week2"): v for k, v in gold_files.items()}
+    assert compare_archive(zip_of(tmp_path / "renamed.zip", renamed), gold, file_path="lecture_slides", file_type="pdf") == 0.0
+    # a tar.gz against a zip: the format does not matter, the files do
+    assert compare_archive(tar_of(tmp_path / "same.tar.gz", gold_files), gold, file_path="lecture_slides", file_type="pdf") == 1.0
+    assert compare_archive(zip_of(tmp_path / "same2.zip", gold_files), gold, file_type="pdf") == 0.0  # top level: a folder only
+    assert compare_archive(None, gold, file_type="pdf") == 0.0
+
+
+def test_compare_archive_text_with_options(tmp_path):
+    gold = tar_of(tmp_path / "gold.tar.gz", {"a.txt": "Hello\n", "b.txt": "World\n"})
+    assert compare_archive(tar_of(tmp_path / "same.tar.gz", {"a.txt": "Hello\n", "b.txt": "World\n"}), gold) == 1.0
+    upper = tar_of(tmp_path / "upper.tar.gz", {"a.txt": "HELLO\n", "b.txt": "World\n"})
+    assert compare_archive(upper, gold) == 0.5
+    assert compare_archive(upper, gold, ignore_case=True) == 1.0  # passed on to compare_text_file
+    with pytest.raises(UserError, match="file_type"):
+        compare_archive(upper, gold, file_type="spreadsheet")
+
+
+def test_hostile_member_names_are_skipped(tmp_path):
+    evil = zip_of(tmp_path / "evil.zip", {"../../outside.txt": "x", "/etc/passwd2": "y", "ok.txt": "z"})
+    gold = zip_of(tmp_path / "gold.zip", {"ok.txt": "z"})
+    assert compare_zip_files(evil, gold) == 1.0  # only ok.txt is a member we read
+    assert not (tmp_path.parent / "outside.txt").exists()
