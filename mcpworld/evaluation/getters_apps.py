@@ -714,3 +714,77 @@ def vscode_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
             break
         time.sleep(0.1)
     return _copy_config(env, {"canonical_home": False}, path, cfg.get("dest") or posixpath.basename(path), "vscode_config")
+
+
+# --------------------------------------------------------------------------------------------
+# clipboard
+
+
+def _wait_for_event(display: Any, kind: int, deadline: float) -> Any:
+    import select
+
+    while True:
+        while display.pending_events():
+            event = display.next_event()
+            if event.type == kind:
+                return event
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        select.select([display], [], [], remaining)
+
+
+def read_selection(display_name: str, selection: str = "CLIPBOARD", timeout: float = 5.0) -> str | None:
+    """The text of an X selection (what ``xsel --clipboard --output`` prints), asked of its owner
+    through python-xlib; None when nobody owns it or the owner offers no text.
+
+    Text as UTF8_STRING, else STRING (Latin-1). An owner that answers INCR (a transfer in pieces,
+    for text beyond the X server's request size, a few hundred KiB) is not read: None.
+    """
+    from Xlib import X
+
+    from mcpworld.env.xconnection import open_display
+
+    display = open_display(display_name)
+    try:
+        owned = display.intern_atom(selection)
+        if display.get_selection_owner(owned) == X.NONE:
+            return None
+        window = display.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        prop = display.intern_atom("MCPWORLD_SELECTION")
+        deadline = time.monotonic() + timeout
+        for target, encoding in (("UTF8_STRING", "utf-8"), ("STRING", "latin-1")):
+            window.convert_selection(owned, display.intern_atom(target), prop, X.CurrentTime)
+            display.flush()
+            event = _wait_for_event(display, X.SelectionNotify, deadline)
+            if event is None:
+                raise InfraError(f"the owner of the X selection {selection} did not answer within {timeout:g} s")
+            if event.property == X.NONE:
+                continue
+            reply = window.get_full_property(prop, X.AnyPropertyType)
+            window.delete_property(prop)
+            if reply is None or reply.property_type == display.intern_atom("INCR"):
+                log.info("read_selection: %s is not offered in one piece; not read", selection)
+                return None
+            value = reply.value
+            return value.decode(encoding, errors="replace") if isinstance(value, bytes) else str(value)
+        return None
+    finally:
+        display.close()
+
+
+@getter("vm_clipboard")
+def vm_clipboard(env: "Environment", cfg: dict[str, Any]) -> str | None:
+    """The text on the desktop's clipboard (``selection``: CLIPBOARD, or PRIMARY for the mouse
+    selection), or None when it is empty; read from the X server as ``xsel``/``xclip`` would.
+
+    OSWorld's task reads it with ``xsel --clipboard --output`` inside the VM; this desktop has no
+    xsel unless installed, and this getter needs nothing in the environment but its X display.
+    """
+    selection = str(cfg.get("selection", "CLIPBOARD")).upper()
+    if selection not in ("CLIPBOARD", "PRIMARY", "SECONDARY"):
+        raise UserError(f"getter 'vm_clipboard': selection must be CLIPBOARD, PRIMARY or SECONDARY, got {selection!r}")
+    display = env.shell('printf %s "$DISPLAY"', timeout=10.0).stdout.strip()
+    if not display:
+        raise InfraError("getter 'vm_clipboard' needs the environment's X display (a live desktop)")
+    return read_selection(display, selection, float(cfg.get("timeout", 5.0)))

@@ -398,3 +398,14 @@ def test_vscode_config_extension_missing(env, monkeypatch):
 def test_desktop_getters_are_registered():
     for name in ("default_video_player", "vm_wallpaper", "vm_terminal_output", "vscode_config"):
         assert name in GETTERS
+
+
+def test_vm_clipboard_needs_a_display_and_a_known_selection(env, monkeypatch):
+    from mcpworld.evaluation.getters_apps import vm_clipboard
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(InfraError, match="X display"):
+        vm_clipboard(env, {"type": "vm_clipboard"})
+    with pytest.raises(UserError, match="selection"):
+        vm_clipboard(env, {"type": "vm_clipboard", "selection": "clipboard2"})
+    assert "vm_clipboard" in GETTERS
