@@ -7,9 +7,10 @@ PY         := $(VENV)/bin/python
 BASE_PY    := /usr/bin/python3
 # python3-pyatspi + at-spi2-core: the accessibility_tree getter (run by Debian's /usr/bin/python3).
 # tesseract-ocr: the compare_image_text metric (OCR of a screenshot the agent saved).
+# xsel: OSWorld's tasks read the desktop's clipboard with `xsel --clipboard --output`.
 APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool scrot x11-utils \
               fonts-dejavu-core python3-venv make python3-pyatspi at-spi2-core libatk-adaptor \
-              tesseract-ocr
+              tesseract-ocr xsel
 
 .PHONY: setup apt venv servers apps run test bench clean
 

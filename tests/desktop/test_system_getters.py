@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.evaluation.getters_apps import TERMINAL_LOG, vm_clipboard, vm_terminal_output, vm_wallpaper
+from mcpworld.evaluation.getters_apps import vm_clipboard, vm_terminal_output, vm_wallpaper
 from mcpworld.evaluation.spec import evaluate_spec
+from mcpworld.apps import programs
 from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
@@ -45,11 +46,10 @@ def test_clipboard_copied_in_an_app_is_read_and_graded(tmp_path):
     assert score == 1.0, outcomes
 
 
-def test_terminal_output_of_a_logging_xterm(tmp_path):
-    log_file = "~/" + TERMINAL_LOG.removeprefix("~/")
-    setup = [{"execute": {"command": ["mkdir", "-p", "~/.cache/mcpworld"]}},
-             {"launch": {"command": ["bash", "-c", f"exec xterm -l -lf {log_file} -geometry 132x43"], "window": "xterm"}}]
-    with LocalEnvironment(1000, 800) as env:
+def test_terminal_output_of_the_desktops_xterm(tmp_path):
+    """The desktop's `xterm` (conf/app/xterm.yaml) logs what it shows where the getter reads it."""
+    setup = [{"launch": {"command": ["xterm", "-geometry", "132x43"], "window": "xterm"}}]
+    with LocalEnvironment(1000, 800, programs=programs()) as env:
         env.reset(_task(tmp_path, setup), tmp_path / "ep")
         env.act({"kind": "type", "text": "stty size; echo done-$((6*7))\n"})
         text = _until(lambda: "done-42" in (vm_terminal_output(env, {"type": "vm_terminal_output"}) or "")
