@@ -122,6 +122,22 @@ def _download(host: StepHost, p: dict) -> None:
     host.copy_in(str(local), str(p["dest"]))
 
 
+def _cdp_port(host: StepHost) -> int | None:
+    return (getattr(host, "ports", None) or {}).get("cdp")
+
+
+def _chrome_open_tabs(host: StepHost, p: dict) -> None:
+    from mcpworld.env.chrome_steps import open_tabs
+
+    open_tabs(_cdp_port(host), [str(u) for u in p["urls_to_open"]])
+
+
+def _chrome_close_tabs(host: StepHost, p: dict) -> None:
+    from mcpworld.env.chrome_steps import close_tabs
+
+    close_tabs(_cdp_port(host), [str(u) for u in p["urls_to_close"]])
+
+
 STEPS: dict[str, Callable[[StepHost, dict], None]] = {
     "launch": _launch,
     "execute": _execute,
@@ -132,12 +148,14 @@ STEPS: dict[str, Callable[[StepHost, dict], None]] = {
     "close_window": _close,
     "copy": _copy,  # a local file into the home (OSWorld download/upload_file of local files)
     "download": _download,  # a file named by URL (OSWorld download steps)
+    "chrome_open_tabs": _chrome_open_tabs,  # OSWorld's, over the desktop Chromium's DevTools port
+    "chrome_close_tabs": _chrome_close_tabs,
 }
 
 
 REQUIRED = {"launch": ("command",), "execute": ("command",), "command": ("command",), "open": ("path",),
             "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest"),
-            "download": ("url", "dest")}
+            "download": ("url", "dest"), "chrome_open_tabs": ("urls_to_open",), "chrome_close_tabs": ("urls_to_close",)}
 
 
 def validate_steps(steps: list[Any], where: str) -> None:

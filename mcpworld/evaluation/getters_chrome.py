@@ -26,11 +26,10 @@ scores ``None`` as 0. The episode's home directory in URLs, titles and content i
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from urllib.parse import parse_qs, urlparse
 
+from mcpworld.env.cdp import in_thread as _in_thread
 from mcpworld.errors import InfraError, UserError
 from mcpworld.evaluation.getters import require
 from mcpworld.evaluation.getters_apps import canonical_home
@@ -59,24 +58,6 @@ def cdp_url(env: "Environment", name: str) -> str:
         raise InfraError(f"getter {name!r}: this environment starts no Chromium with a DevTools port "
                          "(app chromium's program config has ports: [cdp])")
     return f"http://127.0.0.1:{port}"
-
-
-def _in_thread(work: Callable[[], T]) -> T:
-    """Run ``work`` in a fresh thread: Playwright's sync API refuses a thread with a running event loop."""
-    box: queue.Queue[tuple[bool, Any]] = queue.Queue()
-
-    def run() -> None:
-        try:
-            box.put((True, work()))
-        except BaseException as exc:  # handed to the caller
-            box.put((False, exc))
-
-    thread = threading.Thread(target=run, name="chrome-getter", daemon=True)
-    thread.start()
-    ok, value = box.get()
-    if not ok:
-        raise value
-    return value
 
 
 def with_browser(env: "Environment", name: str, work: Callable[[Any], T]) -> T | None:

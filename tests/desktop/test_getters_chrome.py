@@ -111,3 +111,17 @@ def test_an_environment_without_a_devtools_port_is_an_infra_error(tmp_path):
 
     with pytest.raises(InfraError, match="DevTools"):
         get("open_tabs_info", NoPorts())
+
+
+def test_osworld_chrome_tab_steps_open_and_close_tabs(tmp_path, site):
+    """OSWorld's setup: launch google-chrome, then chrome_open_tabs (the start tab goes), then
+    chrome_close_tabs (URLs compared as OSWorld compares them)."""
+    setup = [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
+             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [f"{site}/a.html", f"{site}/b.html"]}},
+             {"type": "chrome_close_tabs", "parameters": {"urls_to_close": [site.removeprefix("http://") + "/a.html"]}}]
+    task = Task(id="t/chrome", app="chrome", instruction="x", dir=tmp_path, source=tmp_path / "task.json",
+                setup=setup, format="osworld")
+    with LocalEnvironment(1000, 800, programs=programs()) as env:
+        env.reset(task, tmp_path / "ep")
+        assert wait_for(lambda: get("open_tabs_info", env) == [{"title": "Page B", "url": f"{site}/b.html"}]), \
+            get("open_tabs_info", env)

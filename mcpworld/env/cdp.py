@@ -1,0 +1,27 @@
+"""The episode's Chromium over the DevTools protocol, through Playwright (no browser download:
+``connect_over_cdp`` only speaks the protocol to the desktop's own browser)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def in_thread(work: Callable[[], T]) -> T:
+    """Run ``work`` in a fresh thread: Playwright's sync API refuses a thread with a running event loop."""
+    box: queue.Queue[tuple[bool, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            box.put((True, work()))
+        except BaseException as exc:  # handed to the caller
+            box.put((False, exc))
+
+    threading.Thread(target=run, name="cdp", daemon=True).start()
+    ok, value = box.get()
+    if not ok:
+        raise value
+    return value
