@@ -63,6 +63,7 @@ def _load_builtins() -> None:
     import mcpworld.evaluation.getters  # noqa: F401
     import mcpworld.evaluation.getters_apps  # noqa: F401
     import mcpworld.evaluation.getters_chrome  # noqa: F401
+    import mcpworld.evaluation.getters_chrome_pages  # noqa: F401
     import mcpworld.evaluation.getters_cloud  # noqa: F401
     import mcpworld.evaluation.getters_slides  # noqa: F401
     import mcpworld.evaluation.metrics  # noqa: F401

@@ -18,6 +18,10 @@ from mcpworld.tasks.model import Task
 pytestmark = pytest.mark.desktop
 
 PAGES = {
+    "search.html": ("<title>Flights</title><div class='city'>SEA</div><div class='city'>NYC</div>"
+                    "<div class='pair'>SEA<span>-</span>NYC</div><ul class='cats'><li class='catAllProducts'>"
+                    "<span>Shoes</span></li><li class='catAllProducts'><span>Hats</span></li></ul>"
+                    "<p id='when'> Mar 3 </p><input id='from' value=' Seattle '>"),
     "a.html": "<title>Page A</title><p>alpha</p><a href='b.html?q=cats&lang=en'>to b</a>",
     "b.html": "<title>Page B</title><p>bravo</p>",
 }
@@ -125,3 +129,26 @@ def test_osworld_chrome_tab_steps_open_and_close_tabs(tmp_path, site):
         env.reset(task, tmp_path / "ep")
         assert wait_for(lambda: get("open_tabs_info", env) == [{"title": "Page B", "url": f"{site}/b.html"}]), \
             get("open_tabs_info", env)
+
+
+def test_active_tab_html_parse_reads_the_page_by_class_label_xpath_and_input(tmp_path, site):
+    """OSWorld's shapes for grading what an agent set on a site, read off the live active tab."""
+    url = f"{site}/search.html?sort=price"
+    task = Task(id="t/parse", app="chromium", instruction="x", dir=tmp_path, source=tmp_path / "task.yaml",
+                setup=[{"launch": {"command": ["google-chrome", url], "window": "Flights", "timeout": 60}}])
+    with LocalEnvironment(1000, 800, programs=programs()) as env:
+        env.reset(task, tmp_path / "ep")
+        parse = lambda **cfg: get("active_tab_html_parse", env, **cfg)  # noqa: E731
+        assert parse(category="class", class_singleObject={"city": "first"},
+                     class_multiObject={"city": {"1": "second", "5": "none"}},
+                     class_multiObject_child={"pair": {"0": "from", "1": "to"}},
+                     class_multiObject_search_exist={"city": ["SEA", "LAX", "is_other_exist"]}) == {
+            "first": "SEA", "second": "NYC", "none": "", "from": "SEA", "to": "NYC",
+            "SEA": True, "LAX": False, "is_other_exist": True}
+        assert parse(category="class&url", class_multiObject_li={"cats": ["shoes"]},
+                     url_include_expected=["sort=price", "sort=date"]) == {
+            "shoes": True, "is_other_exist": True, "sort=price": True, "sort=date": False}
+        assert parse(category="label", labelObject={"Mar": "date"}) == {"date": "Mar 3"}
+        assert parse(category="xpath", xpathObject={"//p[@id='when']": "date", "//p[@id='gone']": "x"}) == {
+            "date": "Mar 3", "x": ""}
+        assert parse(category="input", inputObject={"//input[@id='from']": "from"}) == {"from": "Seattle"}

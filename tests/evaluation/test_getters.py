@@ -100,3 +100,10 @@ def test_content_from_vm_file(env):
     assert content_from_vm_file(env, {"type": "content_from_vm_file", "path": "~/gone.txt", "file_type": "txt"}) is None
     with pytest.raises(UserError, match="xlsx"):
         content_from_vm_file(env, {"type": "content_from_vm_file", "path": "~/t.txt", "file_type": "xlsx"})
+
+
+def test_active_tab_html_parse_names_a_bad_category(env):
+    from mcpworld.evaluation.getters_chrome_pages import active_tab_html_parse
+
+    with pytest.raises(UserError, match="category must be one of class, label, xpath, input, class&url"):
+        active_tab_html_parse(env, {"type": "active_tab_html_parse", "category": "css"})
