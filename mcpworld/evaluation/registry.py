@@ -64,6 +64,7 @@ def _load_builtins() -> None:
     import mcpworld.evaluation.getters_apps  # noqa: F401
     import mcpworld.evaluation.getters_chrome  # noqa: F401
     import mcpworld.evaluation.getters_chrome_pages  # noqa: F401
+    import mcpworld.evaluation.getters_chrome_profile  # noqa: F401
     import mcpworld.evaluation.getters_cloud  # noqa: F401
     import mcpworld.evaluation.getters_slides  # noqa: F401
     import mcpworld.evaluation.metrics  # noqa: F401
