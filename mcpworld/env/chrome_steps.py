@@ -3,6 +3,8 @@
 - ``chrome_open_tabs`` (``urls_to_open``): each URL in a new tab of the browser's first context, the
   tab the browser started with closed after the first one opens; a page that does not finish
   loading within 60 s is left loading (OSWorld logs it and goes on).
+- ``update_browse_history`` (``history``: url, title, visit_time_from_now_in_seconds): rows added
+  to the profile's History database before the browser starts (see ``HISTORY_SCRIPT``).
 - ``chrome_close_tabs`` (``urls_to_close``): for each URL, the first tab showing it is closed (URLs
   compare as OSWorld's ``compare_urls``: mcpworld/urls.py).
 
@@ -13,12 +15,14 @@ browser that never answers is the environment's failure (InfraError), never the 
 
 from __future__ import annotations
 
+import json
 import logging
+import shlex
 import time
 from typing import Any, Callable
 
 from mcpworld.env.cdp import in_thread
-from mcpworld.errors import InfraError
+from mcpworld.errors import InfraError, TaskFileError
 from mcpworld.urls import compare_urls
 
 log = logging.getLogger(__name__)
@@ -79,3 +83,42 @@ def close_tabs(port: int | None, urls: list[str]) -> None:
                 log.info("chrome_close_tabs: no tab shows %s", url)
 
     _with_context(port, "chrome_close_tabs", work)
+
+
+# update_browse_history: Chromium's own History database (made by starting the desktop's Chromium
+# headless once when the profile has none, as OSWorld ships one Chrome made), then OSWorld's rows:
+# one url and one visit per entry, visit_time_from_now_in_seconds before now, transition 805306368.
+HISTORY_SCRIPT = r'''
+set -e
+profile="$HOME/.config/google-chrome"
+history="$profile/Default/History"
+if [ ! -f "$history" ]; then
+  "$CHROMIUM" --headless=new --user-data-dir="$profile" --no-first-run --disable-gpu about:blank >/dev/null 2>&1 &
+  browser=$!
+  for _ in $(seq 150); do [ -f "$history" ] && break; sleep 0.2; done
+  sleep 1; kill "$browser" 2>/dev/null || true; wait "$browser" 2>/dev/null || true
+fi
+[ -f "$history" ] || { echo "Chromium made no History database in $profile" >&2; exit 1; }
+python3 - "$history" "$ENTRIES" <<'PY'
+import json, sqlite3, sys, time
+history, entries = sys.argv[1], json.loads(sys.argv[2])
+EPOCH_1601 = 11644473600  # seconds from 1601-01-01 (Chrome's epoch) to 1970-01-01
+db = sqlite3.connect(history)
+for entry in entries:
+    stamp = int((time.time() - float(entry["visit_time_from_now_in_seconds"]) + EPOCH_1601) * 1_000_000)
+    row = db.execute("INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) "
+                     "VALUES (?, ?, 1, 0, ?, 0)", (entry["url"], entry["title"], stamp)).lastrowid
+    db.execute("INSERT INTO visits (url, visit_time, from_visit, transition, segment_id, visit_duration) "
+               "VALUES (?, ?, 0, 805306368, 0, 0)", (row, stamp))
+db.commit()
+PY
+'''
+
+
+def history_command(entries: list[dict], chromium: str) -> list[str]:
+    """The shell command (run as the desktop's account) that adds ``entries`` to the History."""
+    for entry in entries:
+        if not isinstance(entry, dict) or not {"url", "title", "visit_time_from_now_in_seconds"} <= set(entry):
+            raise TaskFileError(f"update_browse_history: each history entry needs url, title and "
+                             f"visit_time_from_now_in_seconds, got {entry!r}")
+    return ["bash", "-c", f"CHROMIUM={shlex.quote(chromium)} ENTRIES={shlex.quote(json.dumps(entries))}\n{HISTORY_SCRIPT}"]

@@ -138,6 +138,12 @@ def _chrome_close_tabs(host: StepHost, p: dict) -> None:
     close_tabs(_cdp_port(host), [str(u) for u in p["urls_to_close"]])
 
 
+def _update_browse_history(host: StepHost, p: dict) -> None:
+    from mcpworld.env.chrome_steps import history_command
+
+    host.execute(history_command(list(p["history"]), "chromium"), False, 90)
+
+
 STEPS: dict[str, Callable[[StepHost, dict], None]] = {
     "launch": _launch,
     "execute": _execute,
@@ -150,12 +156,14 @@ STEPS: dict[str, Callable[[StepHost, dict], None]] = {
     "download": _download,  # a file named by URL (OSWorld download steps)
     "chrome_open_tabs": _chrome_open_tabs,  # OSWorld's, over the desktop Chromium's DevTools port
     "chrome_close_tabs": _chrome_close_tabs,
+    "update_browse_history": _update_browse_history,
 }
 
 
 REQUIRED = {"launch": ("command",), "execute": ("command",), "command": ("command",), "open": ("path",),
             "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest"),
-            "download": ("url", "dest"), "chrome_open_tabs": ("urls_to_open",), "chrome_close_tabs": ("urls_to_close",)}
+            "download": ("url", "dest"), "chrome_open_tabs": ("urls_to_open",), "chrome_close_tabs": ("urls_to_close",),
+            "update_browse_history": ("history",)}
 
 
 def validate_steps(steps: list[Any], where: str) -> None:

@@ -152,3 +152,23 @@ def test_active_tab_html_parse_reads_the_page_by_class_label_xpath_and_input(tmp
         assert parse(category="xpath", xpathObject={"//p[@id='when']": "date", "//p[@id='gone']": "x"}) == {
             "date": "Mar 3", "x": ""}
         assert parse(category="input", inputObject={"//input[@id='from']": "from"}) == {"from": "Seattle"}
+
+
+def test_update_browse_history_adds_osworlds_rows_to_chromiums_own_history(tmp_path):
+    import sqlite3
+
+    entries = [{"url": "https://www.youtube.com/watch?v=1", "title": "A video", "visit_time_from_now_in_seconds": 3600},
+               {"url": "https://www.bbc.co.uk/", "title": "BBC", "visit_time_from_now_in_seconds": 60}]
+    task = Task(id="t/history", app="chrome", instruction="x", dir=tmp_path, source=tmp_path / "task.json",
+                setup=[{"type": "update_browse_history", "parameters": {"history": entries}}], format="osworld")
+    with LocalEnvironment(1000, 800, programs=programs()) as env:
+        env.reset(task, tmp_path / "ep")
+        db = sqlite3.connect(env.home / ".config/google-chrome/Default/History")
+        rows = db.execute("SELECT u.url, u.title, v.transition, u.last_visit_time FROM urls u "
+                          "JOIN visits v ON v.url = u.id ORDER BY u.last_visit_time").fetchall()
+        assert [r[:3] for r in rows] == [(e["url"], e["title"], 805306368) for e in entries]
+        now_1601_us = (time.time() + 11644473600) * 1e6
+        assert abs(now_1601_us - rows[0][3] - 3600e6) < 120e6  # an hour ago, in Chrome's clock
+        assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()  # Chromium's own schema
+        db.close()
+        env.end_episode()
