@@ -89,15 +89,20 @@ def profile_name(env: "Environment", cfg: dict[str, Any]) -> Any:
 
 @getter("data_delete_automacally")
 def data_delete_automacally(env: "Environment", cfg: dict[str, Any]) -> str | None:
-    """``"true"`` when the profile stores any site-setting defaults (``profile.default_content_setting_values``).
+    """``"true"`` when a site-setting default was changed (``profile.default_content_setting_values``).
 
-    OSWorld's test for "delete site data on exit": the key appears once such a default is
-    changed. None without Preferences.
+    OSWorld's test for "delete site data on exit" (the cookies default becomes 4, session only):
+    the key appears once any such default is changed. Current Chromium also writes its own
+    ``has_migrated_*`` flags there on a fresh profile, which would pass the task untouched; those
+    flags are not counted. None without Preferences.
     """
     prefs = _preferences(env, cfg)
     if prefs is None:
         return None
-    return _flag(_get(prefs, "profile", "default_content_setting_values") is not None)
+    defaults = _get(prefs, "profile", "default_content_setting_values")
+    if isinstance(defaults, dict):
+        return _flag(any(not str(key).startswith("has_migrated") for key in defaults))
+    return _flag(defaults is not None)
 
 
 COLOR_SCHEMES = {"system": "system", "default": "system", "0": "system", "light": "light", "1": "light",
@@ -194,9 +199,8 @@ def enabled_experiments(env: "Environment", cfg: dict[str, Any]) -> list[str]:
 def _extension_settings(env: "Environment", cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The per-extension records of ``extensions.settings``, from Preferences and Secure Preferences.
 
-    Chromium keeps these records in ``Secure Preferences`` (its tamper-checked file) in current
-    versions and in ``Preferences`` in older ones; OSWorld reads only Preferences, so on a current
-    browser it would see no extension. None when neither file exists.
+    Chromium on Linux keeps them in Preferences (what OSWorld reads); Chrome builds that enforce
+    tamper checks (Windows, macOS) keep them in ``Secure Preferences``. None when neither exists.
     """
     records: dict[str, Any] = {}
     found = False
@@ -224,18 +228,64 @@ def find_unpacked_extension_path(env: "Environment", cfg: dict[str, Any]) -> lis
     return [record["path"] for record in records if isinstance(record.get("path"), str)]
 
 
+def _extension_folder_manifest(env: "Environment", cfg: dict[str, Any], record: dict[str, Any]) -> Any:
+    """The ``manifest.json`` in an extension's folder (absolute, or relative to the profile's Extensions/)."""
+    path = record.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    if not posixpath.isabs(path) and not path.startswith("~"):
+        profile = posixpath.dirname(_profile_file(env, cfg, "Preferences"))
+        path = posixpath.join(profile, "Extensions", path)
+    data = _read(env, posixpath.join(path, "manifest.json"))
+    if data is None:
+        return None
+    try:
+        manifest = json.loads(data.decode("utf-8-sig", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    name = manifest.get("name")
+    match = re.fullmatch(r"__MSG_(\w+)__", name) if isinstance(name, str) else None
+    if match and isinstance(manifest.get("default_locale"), str):
+        # A localised name: the default locale's message of that key (keys are case-insensitive).
+        messages_path = posixpath.join(path, "_locales", manifest["default_locale"], "messages.json")
+        try:
+            messages = json.loads((_read(env, messages_path) or b"{}").decode("utf-8-sig", errors="replace"))
+        except (ValueError, RecursionError):
+            messages = {}
+        wanted = match.group(1).lower()
+        for key, entry in messages.items() if isinstance(messages, dict) else ():
+            if key.lower() == wanted and isinstance(entry, dict) and isinstance(entry.get("message"), str):
+                manifest = {**manifest, "name": entry["message"]}
+    return manifest
+
+
 @getter("find_installed_extension_name")
 def find_installed_extension_name(env: "Environment", cfg: dict[str, Any]) -> list[str] | None:
-    """The manifest name of every installed extension (records without a manifest are skipped), or None."""
+    """The name of every installed extension, or None without Preferences.
+
+    From the ``manifest`` Chromium copied into the preferences record; current Chromium keeps no
+    such copy for most extensions (OSWorld then sees none of them), so the name is read from the
+    ``manifest.json`` in the extension's folder instead (a ``__MSG_key__`` name in its default
+    locale). Extensions whose name cannot be found are skipped.
+    """
     records = _extension_settings(env, cfg)
     if records is None:
         return None
-    names = [_get(record, "manifest", "name") for record in records]
-    return [name for name in names if isinstance(name, str)]
+    names = []
+    for record in records:
+        name = _get(record, "manifest", "name")
+        if not isinstance(name, str):
+            name = _get(_extension_folder_manifest(env, cfg, record), "name")
+        if isinstance(name, str):
+            names.append(name)
+    return names
 
 
-# Where Chromium keeps the cookie database: Network/ since version 96, the profile folder before.
-COOKIE_FILES = ("Network/Cookies", "Cookies")
+# Where Chromium keeps the cookie database: the profile folder on Linux (what OSWorld reads);
+# Network/ in Windows builds since version 96 (a profile copied from there).
+COOKIE_FILES = ("Cookies", "Network/Cookies")
 
 
 @getter("cookie_data")
@@ -243,8 +293,8 @@ def cookie_data(env: "Environment", cfg: dict[str, Any]) -> list[tuple[Any, ...]
     """Every row of the profile's ``cookies`` table (all columns, ``host_key`` second), or None.
 
     The database is copied to ``dest`` (default ``Cookies``) in the cache first, with its
-    write-ahead log if it has one. OSWorld reads only ``Default/Cookies``; current Chromium
-    keeps it in ``Default/Network/Cookies``, which is tried first.
+    write-ahead log if it has one. ``Default/Cookies`` (OSWorld's file) is read, else
+    ``Default/Network/Cookies``.
     """
     candidates = [_profile_file(env, cfg, name) for name in COOKIE_FILES]
     path = _first_existing(env, candidates)

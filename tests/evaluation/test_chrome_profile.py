@@ -72,6 +72,14 @@ def test_changed_settings(env):
     assert score("exact_match", get(env, "profile_name"), {"expected": "Thomas"}) == 1
 
 
+def test_data_delete_ignores_chromiums_own_migration_flags(env):
+    write_prefs(env, {"profile": {"default_content_setting_values": {"has_migrated_local_network_access": True}}})
+    assert get(env, "data_delete_automacally") == "false"
+    write_prefs(env, {"profile": {"default_content_setting_values": {"has_migrated_local_network_access": True,
+                                                                     "cookies": 4}}})
+    assert get(env, "data_delete_automacally") == "true"
+
+
 def test_startup_page_without_session_settings_is_the_new_tab_page(env):
     write_prefs(env, {"profile": {}})
     assert get(env, "new_startup_page") == "true"
@@ -139,6 +147,21 @@ def test_extension_paths_and_names_from_both_preference_files(env):
     assert sorted(names) == ["Google Translate", "Hello Extensions"]
 
 
+def test_extension_names_from_the_extension_folders(env):
+    # Current Chromium records only the folder of most extensions (no manifest copy).
+    home = str(env.home)
+    write_prefs(env, {"extensions": {"settings": {
+        "aaa": _extension(f"{home}/Desktop/helloExtension", None),
+        "bbb": _extension("bbb/3.2_0", None),
+        "ccc": _extension("ccc/1.0_0", None),  # its folder is gone
+    }}})
+    env.write("~/Desktop/helloExtension/manifest.json", json.dumps({"name": "Hello Extensions", "version": "1"}))
+    store = f"{PROFILE}/Extensions/bbb/3.2_0"
+    env.write(f"{store}/manifest.json", json.dumps({"name": "__MSG_appName__", "default_locale": "en"}))
+    env.write(f"{store}/_locales/en/messages.json", json.dumps({"APPNAME": {"message": "Momentum"}}))
+    assert sorted(get(env, "find_installed_extension_name")) == ["Hello Extensions", "Momentum"]
+
+
 def test_is_expected_installed_extensions():
     installed = ["Zoom Chrome Extension", "Momentum", "Google Translate"]
     name = "is_expected_installed_extensions"
@@ -188,7 +211,8 @@ COOKIE_COLUMNS = (
     "expires_utc INTEGER NOT NULL, is_secure INTEGER NOT NULL, is_httponly INTEGER NOT NULL, "
     "last_access_utc INTEGER NOT NULL, has_expires INTEGER NOT NULL, is_persistent INTEGER NOT NULL, "
     "priority INTEGER NOT NULL, samesite INTEGER NOT NULL, source_scheme INTEGER NOT NULL, "
-    "source_port INTEGER NOT NULL, last_update_utc INTEGER NOT NULL"
+    "source_port INTEGER NOT NULL, last_update_utc INTEGER NOT NULL, source_type INTEGER NOT NULL, "
+    "has_cross_site_ancestor INTEGER NOT NULL"
 )
 
 
@@ -198,24 +222,24 @@ def write_cookies(env, relative: str, hosts: list[str]) -> None:
     with closing(sqlite3.connect(path)) as db:
         db.execute(f"CREATE TABLE cookies ({COOKIE_COLUMNS})")
         for i, host in enumerate(hosts):
-            db.execute("INSERT INTO cookies VALUES (?,?,'',?,'v',x'',?,0,1,0,0,1,1,1,0,2,443,0)",
+            db.execute("INSERT INTO cookies VALUES (?,?,'',?,'v',x'',?,0,1,0,0,1,1,1,0,2,443,0,0,0)",
                        (13_300_000_000_000_000 + i, host, f"c{i}", "/"))
         db.commit()
 
 
-def test_cookie_data_reads_the_network_database_first(env):
-    write_cookies(env, "Cookies", [".old.example"])
-    write_cookies(env, "Network/Cookies", [".amazon.com", "www.google.com"])
+def test_cookie_data_reads_the_linux_database_first(env):
+    write_cookies(env, "Network/Cookies", [".windows.example"])
+    write_cookies(env, "Cookies", [".amazon.com", "www.google.com"])
     rows = get(env, "cookie_data", dest="Cookies")
     assert [row[1] for row in rows] == [".amazon.com", "www.google.com"]
-    assert len(rows[0]) == 18
+    assert len(rows[0]) == 20
     assert (env.cache_dir / "Cookies").is_file()
     rules = {"type": "domains", "domains": [".amazon.com"]}
     assert score("is_cookie_deleted", rows, rules) == 0
 
 
-def test_cookie_data_from_an_older_profile_layout(env):
-    write_cookies(env, "Cookies", ["www.google.com", "amazon.com"])
+def test_cookie_data_from_a_windows_profile_layout(env):
+    write_cookies(env, "Network/Cookies", ["www.google.com", "amazon.com"])
     rows = get(env, "cookie_data")
     assert [row[1] for row in rows] == ["www.google.com", "amazon.com"]
     # OSWorld's URL comparison: ".amazon.com" is not "amazon.com"
