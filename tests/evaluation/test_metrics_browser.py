@@ -36,3 +36,17 @@ def test_url_pattern_and_search_query_metrics():
     assert get_metric("is_expected_url_pattern_match")(None, {"expected": ["x"]}) == 0.0
     assert get_metric("is_expected_search_query")({"url": "https://s.com/?q=cats"}, {"expect": {"pattern": r"q=cat"}}) == 1.0
     assert get_metric("is_expected_search_query")(None, {"expect": {"pattern": "x"}}) == 0.0
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("https://www.airbnb.com.sg/", "https://airbnb.com", True),  # OSWorld drops the public suffix
+    ("maps.google.com", "http://google.com", False),  # a subdomain other than www stays
+    ("http://127.0.0.1:8000/a", "127.0.0.1:9000/a", True),  # and the port goes with the suffix
+    ("https://a.com/x?q=1", "https://a.com/x?q=2", False),
+    ("https://a.com/", "https://a.com", True),
+    ("https://a.com/x/", "https://a.com/x", False),  # only a bare "/" path is no path
+])
+def test_urls_compare_as_osworld_compares_them(a, b, same):
+    from mcpworld.urls import compare_urls
+
+    assert compare_urls(a, b) is same
