@@ -239,11 +239,13 @@ def test_cookie_data_reads_the_linux_database_first(env):
 
 
 def test_cookie_data_from_a_windows_profile_layout(env):
-    write_cookies(env, "Network/Cookies", ["www.google.com", "amazon.com"])
+    write_cookies(env, "Network/Cookies", ["www.google.com", "smile.amazon.com"])
     rows = get(env, "cookie_data")
-    assert [row[1] for row in rows] == ["www.google.com", "amazon.com"]
-    # OSWorld's URL comparison: ".amazon.com" is not "amazon.com"
+    assert [row[1] for row in rows] == ["www.google.com", "smile.amazon.com"]
+    # OSWorld's URL comparison: another subdomain is another site
     assert score("is_cookie_deleted", rows, {"type": "domains", "domains": [".amazon.com"]}) == 1
+    for host in ("amazon.com", "www.amazon.com"):
+        assert score("is_cookie_deleted", [(0, host)], {"type": "domains", "domains": [".amazon.com"]}) == 0
 
 
 def test_cookie_data_of_a_file_that_is_no_database(env):

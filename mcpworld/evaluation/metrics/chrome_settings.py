@@ -44,8 +44,8 @@ def is_extension_installed(result: Any, rules: Any) -> float:
 def is_cookie_deleted(result: Any, rules: Any) -> float:
     """1 when no cookie's host (second column of getter ``cookie_data``'s rows) is one of ``rules["domains"]``.
 
-    Hosts compare as URLs (``compare_urls``), so ``.amazon.com`` matches only ``.amazon.com``
-    cookies, as in OSWorld.
+    Hosts compare as URLs (``compare_urls``, as in OSWorld): ``.amazon.com`` matches cookies of
+    ``amazon.com`` and ``www.amazon.com``, not of another subdomain such as ``smile.amazon.com``.
     """
     kind = rule_value(rules, "type", "is_cookie_deleted")
     if kind != "domains":
