@@ -1,7 +1,6 @@
 import zipfile
 from io import BytesIO
 
-import docx
 import pytest
 from docx.enum.text import (
     WD_ALIGN_PARAGRAPH,
@@ -34,20 +33,8 @@ from mcpworld.evaluation.registry import get_metric
 
 
 @pytest.fixture
-def make(tmp_path):
-    """make(name, *paragraphs, build=fn): save a real .docx and return its path string."""
-
-    def write(name, *paragraphs, build=None):
-        document = docx.Document()
-        for text in paragraphs:
-            document.add_paragraph(text)
-        if build is not None:
-            build(document)
-        path = tmp_path / name
-        document.save(str(path))
-        return str(path)
-
-    return write
+def make(make_docx):
+    return make_docx
 
 
 @pytest.fixture

@@ -2,11 +2,8 @@
 
 import zipfile
 
-import docx
 import pytest
 from docx.enum.text import WD_COLOR_INDEX
-from docx.oxml import OxmlElement
-from docx.oxml.ns import qn
 from docx.shared import Pt, RGBColor
 
 from mcpworld.errors import UserError
@@ -26,27 +23,8 @@ from mcpworld.evaluation.registry import get_metric
 
 
 @pytest.fixture
-def make(tmp_path):
-    """make(name, *paragraphs): a .docx whose paragraphs are strings or lists of (text, {font attrs}) runs."""
-
-    def write(name, *paragraphs, build=None):
-        document = docx.Document()
-        for paragraph in paragraphs:
-            if isinstance(paragraph, str):
-                document.add_paragraph(paragraph)
-                continue
-            p = document.add_paragraph()
-            for text, fmt in paragraph:
-                run = p.add_run(text)
-                for key, value in fmt.items():
-                    setattr(run.font, key, value)
-        if build is not None:
-            build(document)
-        path = tmp_path / name
-        document.save(str(path))
-        return str(path)
-
-    return write
+def make(make_docx):
+    return make_docx
 
 
 def test_registered():
