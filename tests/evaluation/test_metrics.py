@@ -57,7 +57,13 @@ def test_diff_text_file(local):
     close = local("c.txt", "line one\nline 2\n")
     other = local("d.txt", "zzzzzzzzzzzzzzzzzz")
     assert diff_text_file(a, same) == 1.0
-    assert 0.7 < diff_text_file(a, close) < 1.0
+    # one of two lines edited: OSWorld's line-level difflib ratio gives 2*1/4 = 0.5 (was ~0.87 by characters)
+    assert diff_text_file(a, close) == 0.5
+    # empty vs empty: OSWorld 1.0; empty vs two lines: 0.0
+    assert diff_text_file(local("e1.txt", ""), local("e2.txt", "")) == 1.0
+    assert diff_text_file(local("e3.txt", ""), a) == 0.0
+    # trailing newline only: splitlines makes these identical, OSWorld 1.0
+    assert diff_text_file(local("f.txt", "line one\nline two"), a) == 1.0
     assert diff_text_file(a, other) < 0.2
     assert diff_text_file(None, a) == 0.0
     assert diff_text_file(a, None) == 0.0

@@ -8,6 +8,7 @@ spec evaluator turns that into 0 with the error as the reason.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,6 @@ from typing import Any
 
 import yaml
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel
 from rapidfuzz.utils import default_process
 
 from mcpworld.errors import UserError
@@ -86,21 +86,21 @@ def check_include_exclude(result: Any, rules: Any) -> float:
     return float(all(item in haystack for item in include) and not any(item in haystack for item in exclude))
 
 
-# Above this size a character-level comparison gets slow (quadratic); compare lines instead.
+# Above this size a character-level comparison gets slow (quadratic); pdf.py compares words instead.
 CHAR_DIFF_LIMIT = 200_000
 
 
 @metric("diff_text_file")
 def diff_text_file(result_path: str | None, expected_path: str | None) -> float:
-    """Similarity of two text files: 1.0 when identical, else the Indel ratio (partial credit)."""
+    """Line-level similarity of two text files, as OSWorld scores it: difflib's ratio over the lines.
+
+    ``2 * matching lines / (lines in both)``; a changed line counts wholly as different, so one
+    edited line of two scores 0.5. A missing file scores 0 (OSWorld raises on a missing file).
+    """
     result, expected = _read_text(result_path), _read_text(expected_path)
     if result is None or expected is None:
         return 0.0
-    if result == expected:
-        return 1.0
-    if max(len(result), len(expected)) <= CHAR_DIFF_LIMIT:
-        return Indel.normalized_similarity(result, expected)
-    return Indel.normalized_similarity(result.splitlines(), expected.splitlines())
+    return difflib.SequenceMatcher(a=result.splitlines(), b=expected.splitlines()).ratio()
 
 
 _MISSING = object()
