@@ -78,7 +78,7 @@ def test_and_is_the_mean_of_partial_scores(env, local, calls):
     }
     score, outcomes = evaluate_spec(env, spec, "DONE")
     partial = outcomes[0].score
-    assert 0.7 < partial < 1.0 and outcomes[1].score == 1.0
+    assert partial == 0.5 and outcomes[1].score == 1.0  # one of two lines differs
     assert score == pytest.approx((partial + 1.0) / 2)
 
 
