@@ -415,15 +415,14 @@ def _optional_int(rules: Any, key: str, name: str) -> int | None:
 def check_image_size(result: Any, rules: Any) -> float:
     """1 when the image's width and/or height equal ``rules["width"]`` / ``rules["height"]``.
 
-    result: image path; rules: ``{width?, height?, ignore_transparent?}`` (at least one of width
-    and height). With ``ignore_transparent: true`` an image with transparency is measured by the
-    bounding box of its non-transparent pixels (the reference's operator-precedence bug applied
-    that to every image with a transparency key, even without the flag).
+    result: image path; rules: ``{width?, height?, ignore_transparent?}``. With neither width nor
+    height any readable image scores 1, as in OSWorld. With ``ignore_transparent: true`` an image
+    with transparency is measured by the bounding box of its non-transparent pixels (the
+    reference's operator-precedence bug applied that to every image with a transparency key,
+    even without the flag).
     """
     name = "check_image_size"
     width, height = _optional_int(rules, "width", name), _optional_int(rules, "height", name)
-    if width is None and height is None:
-        raise UserError(f"metric {name!r} needs 'width' or 'height' in its rules")
     ignore_transparent = bool(rule_value(rules, "ignore_transparent", name, default=False))
     img = _open(result)
     if img is None:
