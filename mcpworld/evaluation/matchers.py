@@ -6,13 +6,17 @@ A rule is ``{"method": M, "ref": R}``; ``match_value(value, rule)`` says whether
 method                 meaning
 =====================  ===================================================================
 ``eq ne lt le gt ge``  ``value <op> ref``; incomparable types do not match
-``re``                 ``re.search(ref, value)``; value must be a string
-``re.FLAGS``           same with flags, letters from I S M X A: ``re.I``, ``re.S``, ``re.I.S``, ``re.IS``
+``re``                 ``re.search(ref, value)``; value must be a string. As in OSWorld, any
+                       method starting with ``re`` is a regex match (``regex`` too).
+``re.FLAGS``           same with flags after the dots: Python's flag names (``re.IGNORECASE``,
+                       ``re.DOTALL.MULTILINE``, ``re.I.S``) or runs of the letters I S M X A U (``re.IS``)
 ``approx:<tol>``       ``abs(float(value) - float(ref)) <= tol``
 ``range.<l><r>``       ``ref = [low, high]``; ``l`` is ``[`` (low <= value) or ``(`` (low < value),
                        ``r`` is ``]`` (value <= high) or ``)`` (value < high): ``range.[)``.
                        OSWorld's spelling ``range.<e|t><e|t>`` (e: or-equal, t: strict) is accepted too.
-``str_list_eq``        comma-separated string (or list) equals ``ref`` item by item (items stripped)
+``str_list_eq``        comma-separated string (or list) equals ``ref`` item by item. As in OSWorld the
+                       string's outer quotes are dropped (a list validation's formula1 is
+                       ``"a,b"``) and items keep their spaces (``a, b`` has the item `` b``)
 ``str_set_eq``         same, ignoring order and duplicates
 =====================  ===================================================================
 
@@ -35,7 +39,10 @@ COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
     "gt": operator.gt,
     "ge": operator.ge,
 }
-RE_FLAGS = {"I": re.I, "S": re.S, "M": re.M, "X": re.X, "A": re.A}
+RE_FLAGS = {"I": re.I, "S": re.S, "M": re.M, "X": re.X, "A": re.A, "U": re.U}
+# Flag names OSWorld resolves with getattr(re, name); LOCALE/TEMPLATE/DEBUG do not apply to str patterns.
+RE_FLAG_NAMES = {"NOFLAG": 0, "ASCII": re.A, "IGNORECASE": re.I, "UNICODE": re.U, "MULTILINE": re.M,
+                 "DOTALL": re.S, "VERBOSE": re.X, **RE_FLAGS}
 # True = that end is closed (the bound itself is inside the range).
 RANGE_LEFT = {"[": True, "(": False, "e": True, "t": False}
 RANGE_RIGHT = {"]": True, ")": False, "e": True, "t": False}
@@ -54,7 +61,7 @@ def match_value(value: Any, rule: dict[str, Any]) -> bool:
             return bool(COMPARISONS[method](value, ref))
         except TypeError:
             return False
-    if method == "re" or method.startswith("re."):
+    if method.startswith("re"):
         return _match_regex(value, ref, method)
     if method.startswith("approx:"):
         return _match_approx(value, ref, method)
@@ -70,12 +77,16 @@ def match_value(value: Any, rule: dict[str, Any]) -> bool:
 
 def _match_regex(value: Any, ref: Any, method: str) -> bool:
     flags = 0
-    for part in method[3:].split(".") if method != "re" else []:
+    for part in method.split(".")[1:]:
         if not part:
             raise UserError(f"match method {method!r}: empty flag list")
+        if part in RE_FLAG_NAMES:
+            flags |= RE_FLAG_NAMES[part]
+            continue
         for letter in part:
             if letter not in RE_FLAGS:
-                raise UserError(f"match method {method!r}: unknown regex flag {letter!r} (known: {' '.join(RE_FLAGS)})")
+                raise UserError(f"match method {method!r}: unknown regex flag {letter!r} "
+                                f"(a flag name such as IGNORECASE, or letters from {' '.join(RE_FLAGS)})")
             flags |= RE_FLAGS[letter]
     if not isinstance(ref, str):
         raise UserError(f"match method {method!r} needs a string 'ref' (a regular expression), got {ref!r}")
@@ -114,7 +125,7 @@ def _match_range(value: Any, ref: Any, method: str) -> bool:
 
 def _str_items(value: Any) -> list[str] | None:
     if isinstance(value, str):
-        return [item.strip() for item in value.split(",")] if value.strip() else []
+        return value.strip("\"'").split(",")
     if isinstance(value, (list, tuple)):
-        return [str(item).strip() for item in value]
+        return [str(item) for item in value]
     return None

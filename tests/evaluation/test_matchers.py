@@ -36,12 +36,23 @@ from mcpworld.evaluation.matchers import match_value
         (5, "range.et", [5, 10], True),  # OSWorld spelling: e = or-equal, t = strict
         (10, "range.et", [5, 10], False),
         (None, "range.[]", [5, 10], False),
-        ("a, b,c", "str_list_eq", ["a", "b", "c"], True),
+        # OSWorld keeps the items' spaces: " b" is not "b" → False (we used to strip, True)
+        ("a, b,c", "str_list_eq", ["a", "b", "c"], False),
+        ("a,b,c", "str_list_eq", ["a", "b", "c"], True),
+        # a list validation's formula1 as openpyxl reads it: OSWorld drops the outer quotes → True (was False)
+        ('"Pass,Fail,Held"', "str_set_eq", ["Pass", "Fail", "Held"], True),
         ("b,a,c", "str_list_eq", ["a", "b", "c"], False),
         ("b,a,c,a", "str_set_eq", "a,b,c", True),
         ("a,b", "str_set_eq", ["a", "b", "c"], False),
         (None, "str_set_eq", ["a"], False),
-        ("", "str_list_eq", [], True),
+        ("", "str_list_eq", [], False),  # OSWorld: "".split(",") is [""], not [] (was True)
+        ("", "str_list_eq", [""], True),
+        # OSWorld's flag names (getattr(re, name)) and any re-prefixed method (we raised UserError)
+        ("hello world", "re.IGNORECASE", r"^Hello", True),
+        ("A\nb", "re.IGNORECASE.DOTALL", r"a.B", True),
+        ("A\nb", "re.MULTILINE", r"^b", True),
+        ("Hello", "regex", r"^Hel", True),
+        ("hello", "regex", r"^Hel", False),
     ],
 )
 def test_match_value(value, method, ref, expected):
