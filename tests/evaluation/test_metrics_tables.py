@@ -474,10 +474,23 @@ def test_compare_csv(tmp_path):
         return str(path)
 
     gold = write("gold.csv", 'name,city\nAnn,"Paris, FR"\n')
-    assert compare_csv(write("same.csv", '"name","city"\r\nAnn,"Paris, FR"'), gold) == 1.0
-    spaced = write("spaced.csv", "name , city\nAnn,\"Paris, FR\",\n\n")
-    assert compare_csv(spaced, gold) == 0.0
-    assert compare_csv(spaced, gold, strict=False) == 1.0
+    assert compare_csv(write("same.csv", 'name,city\r\nAnn,"Paris, FR"'), gold) == 1.0  # CRLF, no final newline
+    # OSWorld compares lines as text: other quoting is 0.0 (we used to parse CSV and score 1.0)
+    assert compare_csv(write("quoted.csv", '"name","city"\nAnn,"Paris, FR"\n'), gold) == 0.0
+    # strict=False strips whole lines only: OSWorld 1.0 for padded lines ...
+    padded = write("padded.csv", '  name,city \n\tAnn,"Paris, FR"\n')
+    assert compare_csv(padded, gold) == 0.0
+    assert compare_csv(padded, gold, strict=False) == 1.0
+    # ... but 0.0 for spaces inside a line, a trailing empty cell or a trailing blank line (we scored 1.0)
+    assert compare_csv(write("inner.csv", 'name , city\nAnn,"Paris, FR"\n'), gold, strict=False) == 0.0
+    assert compare_csv(write("cell.csv", 'name,city\nAnn,"Paris, FR",\n'), gold, strict=False) == 0.0
+    assert compare_csv(write("blank.csv", 'name,city\nAnn,"Paris, FR"\n\n'), gold, strict=False) == 0.0
+    # a UTF-8 byte-order mark is part of the first line for OSWorld: 0.0 (we dropped it: 1.0)
+    assert compare_csv(write("bom.csv", '\ufeffname,city\nAnn,"Paris, FR"\n'), gold) == 0.0
+    # a Latin-1 file reads as Latin-1 when it is not UTF-8: OSWorld 1.0 (we read U+FFFD: 0.0)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("name,city\nZoë,Köln\n".encode("latin-1"))
+    assert compare_csv(str(latin), write("gold_utf8.csv", "name,city\nZoë,Köln\n")) == 1.0
     upper = write("upper.csv", 'NAME,CITY\nANN,"PARIS, FR"\n')
     assert compare_csv(upper, gold) == 0.0
     assert compare_csv(upper, gold, ignore_case=True) == 1.0

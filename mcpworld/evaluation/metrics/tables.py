@@ -16,8 +16,6 @@ expected workbook (a gold file) that is missing or unreadable raise UserError.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import unicodedata
 import warnings
@@ -45,7 +43,6 @@ from rapidfuzz import fuzz
 
 from mcpworld.errors import UserError
 from mcpworld.evaluation.matchers import match_value
-from mcpworld.evaluation.metrics.general import _read_text
 from mcpworld.evaluation.registry import metric
 
 NAME = "compare_table"
@@ -1332,45 +1329,46 @@ def compare_table(result_path: str | None, expected_path: str | None = None, rul
 # CSV
 
 
-def _csv_rows(path: str, strict: bool, ignore_case: bool) -> list[list[str]] | None:
-    text = _read_text(path)
-    if text is None:
+def _csv_lines(path: str, strict: bool, ignore_case: bool) -> list[str] | None:
+    """The file's lines as OSWorld compares them: UTF-8 (a BOM kept as a character), else Latin-1."""
+    file = Path(path)
+    if not file.is_file():
         return None
-    text = text.removeprefix("\ufeff")
+    data = file.read_bytes()
     try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error:
-        return None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    lines = text.splitlines()
     if not strict:
-        rows = [[cell.strip() for cell in row] for row in rows]
-        rows = [row[:max((i + 1 for i, c in enumerate(row) if c), default=0)] for row in rows]
-        while rows and not rows[-1]:
-            rows.pop()
+        lines = [line.strip() for line in lines]
     if ignore_case:
-        rows = [[cell.lower() for cell in row] for row in rows]
-    return rows
+        lines = [line.lower() for line in lines]
+    return lines
 
 
 @metric("compare_csv")
 def compare_csv(
     result_path: str | None, expected_path: Any = None, strict: bool = True, ignore_case: bool = False, **unknown: Any
 ) -> float:
-    """1 when the result CSV has the same rows and cells as the expected CSV (or any one of a list of them).
+    """1 when the result CSV has the same lines as the expected CSV (or any one of a list of them).
 
     ``result_path``: local CSV path; ``expected_path``: a path or a list of acceptable paths.
-    Parsed with the csv module, so quoting and line endings do not matter. ``strict=False`` strips
-    every cell and ignores trailing empty cells and rows; ``ignore_case`` lower-cases both sides.
-    Expected files that do not exist are skipped; none existing is a UserError.
+    The files are compared line by line as text, as OSWorld does, so quoting matters
+    (``"a",b`` is not ``a,b``) and so does a trailing empty line; only the line-ending style and a
+    final newline do not. ``strict=False`` strips each whole line; ``ignore_case`` lower-cases
+    both sides. Expected files that do not exist are skipped; none existing is a UserError
+    (OSWorld scores 0: the gold file is the task's, not the agent's).
     """
     if unknown:
         raise UserError(f"metric 'compare_csv': unknown options {sorted(unknown)}; it takes 'strict', 'ignore_case'")
     paths = expected_path if isinstance(expected_path, list) else [expected_path]
     if not paths or not all(isinstance(p, str) for p in paths):
         raise UserError(f"metric 'compare_csv': expected must be a CSV path or a list of them, got {expected_path!r}")
-    golds = [rows for rows in (_csv_rows(p, strict, ignore_case) for p in paths) if rows is not None]
+    golds = [lines for lines in (_csv_lines(p, strict, ignore_case) for p in paths) if lines is not None]
     if not golds:
         raise UserError(f"metric 'compare_csv': no expected CSV file could be read among {paths}")
-    result = _csv_rows(result_path, strict, ignore_case) if result_path else None
+    result = _csv_lines(result_path, strict, ignore_case) if result_path else None
     if result is None:
         return 0.0
     return float(any(result == gold for gold in golds))
