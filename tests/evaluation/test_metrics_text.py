@@ -285,8 +285,17 @@ def test_compare_python_pure_text(local):
     moved = local("moved.py", "def f(a, b):\n    pass\nreturn a + b\nprint(f(1, 2))\n")
     fenced = local("fenced.py", "```python\ndef f(a, b):\n    return a + b\n\n\nprint(f(1, 2))\n```\n")
     string_changed = local("s.py", "def f(a, b):\n    return a + b\n\n\nprint(f(1, 2), '# not a comment')\n")
-    assert compare_python_pure_text(same, gold) == 1.0
+    # a comment line and other spacing: OSWorld compares text, 0.0 (we compared tokens: 1.0)
+    assert compare_python_pure_text(same, gold) == 0.0
+    assert compare_python_pure_text(local("ws.py", "def f(a,b):\n    return a+b\nprint(f(1, 2))\n"), gold) == 0.0
+    assert compare_python_pure_text(local("ind2.py", "def f(a, b):\n  return a + b\nprint(f(1, 2))\n"), gold) == 0.0
+    # header, blank lines, trailing spaces and a tab for 4 spaces do not count: OSWorld 1.0
+    layout = "#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\ndef f(a, b):  \n\treturn a + b\n\n\n\nprint(f(1, 2))"
+    assert compare_python_pure_text(local("layout.py", layout), gold) == 1.0
     assert compare_python_pure_text(renested, gold) == 1.0  # blank lines only
+    # identical text that does not tokenize as Python: OSWorld 1.0 (we scored 0.0)
+    broken = "def f(:\n  '''unterminated\n"
+    assert compare_python_pure_text(local("b1.py", broken), local("b2.py", broken)) == 1.0
     assert compare_python_pure_text(different, gold) == 0.0
     assert compare_python_pure_text(moved, gold) == 0.0
     assert compare_python_pure_text(fenced, gold) == 0.0

@@ -18,7 +18,6 @@ import math
 import re
 import sqlite3
 import time
-import tokenize
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -451,39 +450,38 @@ def compare_result_files(result_path: str | None, expected_path: str | None, tol
     return float(any(abs(float(n) - target) <= tolerance for n in numbers))
 
 
-# Tokens that carry no meaning for the comparison; INDENT/DEDENT/NEWLINE keep only their type.
-_SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
-_TYPE_ONLY_TOKENS = {tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE}
+# First-line markers OSWorld skips before comparing Python sources (at most the first 3 lines).
+_PY_HEADER_PREFIXES = ("#!", "# -*- coding:", "# coding:", "# coding=")
 
 
-def _python_tokens(path: str | None) -> list[tuple[int, str]] | None:
-    """The token stream of a Python file without comments and layout; None if missing or not tokenizable."""
-    text = _read_text(path)
-    if text is None:
+def _python_source_lines(path: str | None) -> list[str] | None:
+    """A UTF-8 source's lines as OSWorld compares them; None if missing or not UTF-8.
+
+    A shebang/coding header among the first three lines is dropped, blank lines are dropped,
+    tabs become 4 columns and trailing spaces go; everything else (comments, spacing inside a
+    line, indentation width) is kept.
+    """
+    if not path or not Path(path).is_file():
         return None
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError):
+        lines = Path(path).read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError:
         return None
-    if any(tok.type == tokenize.ERRORTOKEN for tok in tokens):
-        return None
-    return [
-        (tok.type, "" if tok.type in _TYPE_ONLY_TOKENS else tok.string)
-        for tok in tokens
-        if tok.type not in _SKIPPED_TOKENS
-    ]
+    start = 0
+    while start < min(3, len(lines)) and lines[start].strip().startswith(_PY_HEADER_PREFIXES):
+        start += 1
+    return [line.expandtabs(4).rstrip() for line in lines[start:] if line.strip()]
 
 
 @metric("compare_python_pure_text")
 def compare_python_pure_text(result_path: str | None, expected_path: str | None) -> float:
-    """1 when two Python files have the same tokens, ignoring comments, blank lines and whitespace.
+    """1 when two Python files have the same text up to layout, as OSWorld compares them.
 
-    ``result``/``expected``: paths to ``.py`` files. The files are tokenized (never imported or
-    run): comments, blank lines, spacing within lines and the indentation width do not count;
-    the nesting structure, line breaks between statements and string contents do. A file that
-    does not tokenize as Python (for example one wrapped in Markdown fences) scores 0.
+    ``result``/``expected``: paths to ``.py`` files, compared as text (never imported or run).
+    Blank lines, trailing spaces, tab-vs-4-spaces and a shebang/coding header do not count;
+    comments, spacing within a line and indentation width do, as does Markdown around the code.
     """
-    result, expected = _python_tokens(result_path), _python_tokens(expected_path)
+    result, expected = _python_source_lines(result_path), _python_source_lines(expected_path)
     if result is None or expected is None:
         return 0.0
     return float(result == expected)
