@@ -47,7 +47,6 @@ TWIPS_PER_LINE = 240  # w:spacing/@w:line for single spacing under lineRule="aut
 EMU_PER_TWIP = 635
 DEFAULT_TEXT_WIDTH_TWIPS = 12240 - 2 * 1440  # US Letter with 1-inch margins
 SPACING_TOLERANCE = 0.01
-DEFAULT_CONTENT_THRESHOLD = 0.95
 # w:jc values that mean the same thing (strict OOXML spells left/right as start/end).
 JC_ALIASES = {"start": "left", "end": "right"}
 NO_SHADING = {None, "", "auto", "FFFFFF", "ffffff"}
@@ -308,7 +307,7 @@ def compare_docx_files(
     content_only: bool = False,
     fuzzy_match: bool = False,
     delete_empty_lines: bool = False,
-    threshold: float = DEFAULT_CONTENT_THRESHOLD,
+    threshold: float | None = None,
 ) -> float:
     """Paragraph text of the result .docx equals the gold .docx (options relax the comparison).
 
@@ -316,16 +315,17 @@ def compare_docx_files(
 
     - ``ignore_blanks`` (default on): whitespace runs, empty paragraphs and paragraph boundaries
       collapse to one space, so the two whole texts are compared.
-    - ``ignore_case``: compare case-folded. ``delete_empty_lines``: drop blank paragraphs.
+    - ``ignore_case``: compare lower-cased. ``delete_empty_lines``: drop blank paragraphs.
     - ``ignore_order``: compare the paragraphs as a sorted multiset (sorted after the other
       normalisations, so case/whitespace does not change the order; OSWorld sorted first).
-    - ``content_only``: 1 when the rapidfuzz similarity of the whitespace-collapsed texts reaches
-      ``threshold`` (default 0.95), else 0.
+    - ``content_only``: partial credit, the rapidfuzz similarity of the whitespace-collapsed
+      texts, as in OSWorld; with our ``threshold`` option, 1 when it reaches the threshold, else 0.
     - ``fuzzy_match``: partial credit, the similarity itself: of the whole texts with
       ``ignore_blanks``, else the mean per-paragraph similarity over the longer document (a
       missing paragraph counts 0; OSWorld gave 0 for any paragraph-count difference).
     """
-    threshold = _check_threshold(threshold, "threshold", "compare_docx_files")
+    if threshold is not None:
+        threshold = _check_threshold(threshold, "threshold", "compare_docx_files")
     docs = _open_pair(result, expected)
     if docs is None:
         return 0.0
@@ -342,13 +342,13 @@ def _compare_texts(
     content_only: bool = False,
     fuzzy_match: bool = False,
     delete_empty_lines: bool = False,
-    threshold: float = DEFAULT_CONTENT_THRESHOLD,
+    threshold: float | None = None,
 ) -> float:
     """compare_docx_files on two opened documents."""
     collapse = ignore_blanks or content_only
 
     def normalise(texts: list[str]) -> list[str]:
-        out = [t.casefold() if ignore_case else t for t in texts]
+        out = [t.lower() if ignore_case else t for t in texts]
         if collapse:
             out = [re.sub(r"\s+", " ", t).strip() for t in out]
         if delete_empty_lines or collapse:
@@ -359,7 +359,8 @@ def _compare_texts(
     if collapse:
         got_text, want_text = " ".join(got), " ".join(want)
         if content_only:
-            return 1.0 if _ratio(got_text, want_text) >= threshold else 0.0
+            similarity = _ratio(got_text, want_text)
+            return similarity if threshold is None else float(similarity >= threshold)
         if fuzzy_match:
             return _ratio(got_text, want_text)
         return float(got_text == want_text)
