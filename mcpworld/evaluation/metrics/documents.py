@@ -526,7 +526,9 @@ def compare_font_names(result: Any, rules: Any) -> float:
     """Every run with visible text (body, tables, text boxes) uses the font ``rules["font_name"]``.
 
     The font is the effective one (direct, character/paragraph style chain, document defaults,
-    theme). A document without visible text scores 0 (OSWorld passed it vacuously).
+    theme). OSWorld read only a run's direct font over body paragraphs (whitespace runs too), so
+    text that shows the font through its style scored 0 there; we grade what the reader sees.
+    A document without visible text scores 0 (OSWorld passed it vacuously).
     """
     expected = rule_value(rules, "font_name", "compare_font_names")
     d = _open_docx(result)
