@@ -29,7 +29,9 @@ def test_exact_match():
 
 
 def test_fuzzy_match():
-    assert fuzzy_match("Hello World!", {"expected": "hello world"}) == 1.0
+    # case and punctuation count, as in OSWorld's plain fuzz.ratio: 0.78 (we normalised both: 1.0)
+    assert fuzzy_match("Hello World!", {"expected": "hello world"}) == pytest.approx(0.782608695652174)
+    assert fuzzy_match("hello world", {"expected": "hello world"}) == 1.0
     assert 0.5 < fuzzy_match("hello wrld", {"expected": "hello world"}) < 1.0
     assert fuzzy_match("xyz", {"expected": "hello world"}) < 0.3
     assert fuzzy_match("hello wrld", {"expected": "hello world", "threshold": 0.9}) == 1.0

@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 from rapidfuzz import fuzz
-from rapidfuzz.utils import default_process
 
 from mcpworld.errors import UserError
 from mcpworld.evaluation.matchers import match_value
@@ -59,17 +58,19 @@ def exact_match(result: Any, rules: Any) -> float:
 
 @metric("fuzzy_match")
 def fuzzy_match(result: Any, rules: Any) -> float:
-    """Normalised similarity to ``rules["expected"]`` (case/punctuation-insensitive), or 0/1 with ``threshold``.
+    """rapidfuzz similarity to ``rules["expected"]`` as OSWorld scores it (case and punctuation
+    count), or 0/1 with our ``threshold`` option.
 
-    An empty result scores 0: rapidfuzz rates two empty strings as identical.
+    An empty result scores 0 (OSWorld: 1 against an empty expectation, as rapidfuzz rates two
+    empty strings identical; nothing produced is never a match).
     """
     expected = rule_value(rules, "expected", "fuzzy_match")
     threshold = rule_value(rules, "threshold", "fuzzy_match", default=None)
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
         raise UserError(f"metric 'fuzzy_match': threshold must be a number in [0, 1], got {threshold!r}")
-    if result is None or not default_process(str(result)):
+    if result is None or not str(result):
         return 0.0
-    ratio = fuzz.ratio(str(result), str(expected), processor=default_process) / 100.0
+    ratio = fuzz.ratio(str(result), str(expected)) / 100.0
     if threshold is None:
         return ratio
     return 1.0 if ratio >= threshold else 0.0
