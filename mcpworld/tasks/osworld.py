@@ -27,6 +27,13 @@ WINDOWS_APPS = {"file_explorer", "msedge", "edge", "settings", "clock", "windows
 WINDOWS_STEPS = {"create_folder", "recycle_file", "update_browse_history_edge"}
 # A Windows path (C:\Users\…, %USERPROFILE%) or a Windows shell anywhere in the task's steps or evaluator.
 WINDOWS_TEXT = re.compile(r"(?<![\w\\])[A-Z]:\\\w|%(?:USERPROFILE|APPDATA|LOCALAPPDATA|HOMEPATH)%|\b(?i:powershell)\b")
+# What OSWorld's Ubuntu VM runs and our desktop (Xvfb + openbox, no init system) does not. The
+# GNOME desktop schemas are here (gsettings with dconf works), GNOME Shell's own are not.
+DESKTOP_NEEDS = (
+    (re.compile(r"\borg\.gnome\.shell\b"), "GNOME Shell (it reads or sets the org.gnome.shell settings)"),
+    (re.compile(r"\b(?:timedatectl|hostnamectl|localectl|loginctl|systemctl)\b"),
+     "systemd as the init system (its commands talk to systemd's services)"),
+)
 
 
 def is_osworld_task(data: Any) -> bool:
@@ -56,6 +63,19 @@ def needs_windows(data: dict[str, Any]) -> str | None:
         found = next((text for text in _strings(value) if WINDOWS_TEXT.search(text)), None)
         if found:
             return f"needs Windows: its {part} names a Windows path or shell ({found[:70]!r})"
+    return None
+
+
+def needs_desktop(data: dict[str, Any]) -> str | None:
+    """Why a task needs more of a desktop than ours runs (GNOME Shell, systemd); else None.
+
+    Without them the task's setup and its evaluator's command fail whatever the agent does, so a
+    run would blame the agent for the machine."""
+    for part, value in (("setup", data.get("config")), ("evaluator", data.get("evaluator"))):
+        for text in _strings(value):
+            for pattern, what in DESKTOP_NEEDS:
+                if pattern.search(text):
+                    return f"needs {what}, which mcpworld's desktop does not run (its {part}: {text[:70]!r})"
     return None
 
 
@@ -128,7 +148,7 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None) -> Task:
     post, post_skip = _map_steps(list(evaluator.get("postconfig") or []), path.parent, where + " (postconfig)")
     evaluator["postconfig"] = post
     account = sorted(ACCOUNT_GETTERS[g] for g in _getter_types(evaluator) & set(ACCOUNT_GETTERS))
-    skip = needs_windows(data) or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have"
+    skip = needs_windows(data) or needs_desktop(data) or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have"
                                                         if account else None)
     apps = data.get("related_apps") or []
     app = str(apps[0] if apps else data.get("snapshot") or "os")

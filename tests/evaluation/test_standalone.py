@@ -89,10 +89,23 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
     ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "execute", "parameters": {"command": [
         "python", "-c", "import pyautogui; pyautogui.locateCenterOnScreen('ok.png')"]}}])},
      "pyautogui.locateCenterOnScreen(), which mcpworld does not replay"),
+    # what OSWorld's Ubuntu VM runs and our desktop does not: GNOME Shell's settings, systemd
+    ({"config": [{"type": "execute", "parameters": {"command": "gsettings set org.gnome.shell favorite-apps "
+                                                    "\"['thunderbird.desktop']\"", "shell": True}}]},
+     "needs GNOME Shell (it reads or sets the org.gnome.shell settings), which mcpworld's desktop does not run"),
+    ({"evaluator": {"func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status"}}},
+     "needs systemd as the init system"),
 ])
 def test_tasks_this_machine_cannot_run_load_with_a_skip_reason(tmp_path, change, reason):
     task = load_task_file(write_task(tmp_path, dict(TASK, **change)))
     assert reason in task.skip_reason
+
+
+def test_gnome_desktop_settings_that_dconf_keeps_are_runnable(tmp_path):
+    """org.gnome.desktop.* schemas are installed and dconf keeps them: only GNOME Shell's are missing."""
+    task = load_task_file(write_task(tmp_path, dict(TASK, config=[{"type": "execute", "parameters": {
+        "command": ["gsettings", "set", "org.gnome.desktop.screensaver", "lock-enabled", "false"]}}])))
+    assert task.skip_reason is None
 
 
 def test_python_escapes_are_not_windows_paths(tmp_path):
