@@ -193,11 +193,9 @@ def _failure(kind: str, name: str, exc: BaseException) -> str:
 
 def _to_score(raw: Any, name: str) -> tuple[float, str]:
     """A metric's return value as a score in [0, 1], with a reason when it had to be coerced."""
-    if isinstance(raw, bool):
-        return float(raw), ""
-    if not isinstance(raw, (int, float)):
+    if isinstance(raw, (str, bytes)) or not hasattr(raw, "__float__"):
         return 0.0, f"metric {name}: returned {type(raw).__name__}, not a number"
-    score = float(raw)
+    score = float(raw)  # numpy's bool_ and float64 too: OSWorld's evaluate takes float() of them
     if math.isnan(score):
         return 0.0, f"metric {name}: returned NaN"
     if score < 0.0 or score > 1.0:

@@ -1,3 +1,4 @@
+import numpy
 import pytest
 
 from mcpworld.errors import InfraError, MissingWindow, UserError
@@ -189,6 +190,8 @@ def test_broken_result_file_is_zero_with_the_parse_error(env):
         (float("nan"), 0.0, "NaN"),
         ("1", 0.0, "returned str, not a number"),
         (None, 0.0, "returned NoneType"),
+        (numpy.bool_(True), 1.0, ""),
+        (numpy.float64(0.5), 0.5, ""),
     ],
 )
 def test_metric_values_are_coerced_to_scores(env, monkeypatch, value, score, reason):
