@@ -54,8 +54,9 @@ def test_compare_audios_matches_osworld(tmp_path):
              "b": _wav(tmp_path / "b.wav", 660, seconds=1.5),
              "c": _wav(tmp_path / "c.wav", 440, rate=22050, channels=2, seed=1)}
     assert compare_audios(files["a"], files["a"]) == pytest.approx(1.0)
+    # 1e-6: resampling and FFT libraries differ in the last bits between machines
     for first, second, score in OSWORLD_SCORES:
-        assert compare_audios(files[first], files[second]) == pytest.approx(score, abs=1e-9)
+        assert compare_audios(files[first], files[second]) == pytest.approx(score, abs=1e-6)
 
 
 def test_compare_audios_missing_and_empty(tmp_path):
