@@ -67,6 +67,7 @@ def _load_builtins() -> None:
     import mcpworld.evaluation.getters_chrome_profile  # noqa: F401
     import mcpworld.evaluation.getters_cloud  # noqa: F401
     import mcpworld.evaluation.getters_slides  # noqa: F401
+    import mcpworld.evaluation.getters_web  # noqa: F401
     import mcpworld.evaluation.metrics  # noqa: F401
 
 
