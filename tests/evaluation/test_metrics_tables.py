@@ -134,18 +134,35 @@ def test_sheet_name(tmp_path):
     assert compare_table(other, gold, rules=rules({"type": "sheet_name"})) == 0.0
 
 
-def test_sheet_data_precision_case_and_trailing_cells(tmp_path):
+def test_sheet_data_precision_and_trailing_cells(tmp_path):
     gold = xlsx(tmp_path, "g.xlsx", rows=[("Name", "Score"), ("Ann", 1.23456), ("Bob", 7)])
-    close = xlsx(tmp_path, "c.xlsx", rows=[("NAME", "score"), ("ann", 1.23458), ("Bob", 7.0), (None, None)])
-    rule = {"type": "sheet_data", "sheet_idx0": "RI0", "sheet_idx1": "EI0", "ignore_case": True}
+    close = xlsx(tmp_path, "c.xlsx", rows=[("Name", "Score"), ("Ann", 1.23458), ("Bob", 7.0), (None, None)])
+    rule = {"type": "sheet_data", "sheet_idx0": "RI0", "sheet_idx1": "EI0"}
     assert compare_table(close, gold, rules=[rule]) == 1.0
     assert compare_table(close, gold, rules=[{**rule, "precision": 5}]) == 0.0
-    assert compare_table(close, gold, rules=[{**rule, "ignore_case": False}]) == 0.0
     shifted = xlsx(tmp_path, "s.xlsx", rows=[(None, None), *ROWS])
     assert compare_table(shifted, gold, rules=[rule]) == 0.0
     # a sheet the result lacks fails the rule
     assert compare_table(gold, gold, rules=[{**rule, "sheet_idx0": "RNMissing"}]) == 0.0
     assert compare_table(gold, gold, rules=[{**rule, "sheet_idx0": 3}]) == 0.0
+
+
+def test_sheet_data_reads_as_pandas_read_excel(tmp_path):
+    """OSWorld compares pandas.read_excel frames: ignore_case is no option of sheet_data, text that
+    pandas reads as a number or as missing counts as such, and a column's dtype must match."""
+    gold = xlsx(tmp_path, "g.xlsx", rows=[("Name", "Qty"), ("Ann", 1), (None, 2)])
+    upper = xlsx(tmp_path, "u.xlsx", rows=[("NAME", "Qty"), ("ANN", 1), (None, 2)])
+    rule = {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0", "ignore_case": True}
+    assert compare_table(upper, gold, rules=[rule]) == 0.0
+    as_text = xlsx(tmp_path, "t.xlsx", rows=[("Name", "Qty"), ("Ann", "1"), ("NA", " 2 ")])
+    assert compare_table(as_text, gold, rules=[rule]) == 1.0  # "1" and " 2 " read as numbers, "NA" as missing
+    as_int_text = xlsx(tmp_path, "i.xlsx", rows=[("Name", "Qty"), ("Ann", "1"), ("N/A", "2")])
+    assert compare_table(as_int_text, gold, rules=[rule]) == 1.0
+    float_qty = xlsx(tmp_path, "f.xlsx", rows=[("Name", "Qty"), ("Ann", 1), (None, 2.5)])
+    assert compare_table(float_qty, gold, rules=[{**rule, "precision": 0}]) == 0.0  # float64 vs int64
+    repeated = xlsx(tmp_path, "r.xlsx", rows=[("Name", "Name"), ("Ann", 1), (None, 2)])
+    named = xlsx(tmp_path, "n.xlsx", rows=[("Name", "Name.1"), ("Ann", 1), (None, 2)])
+    assert compare_table(repeated, named, rules=[rule]) == 1.0
 
 
 def test_sheet_data_uses_cached_formula_values(tmp_path):
