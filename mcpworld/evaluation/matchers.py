@@ -129,3 +129,50 @@ def _str_items(value: Any) -> list[str] | None:
     if isinstance(value, (list, tuple)):
         return [str(item) for item in value]
     return None
+
+
+class RuleError(Exception):
+    """A rule that OSWorld's matcher could not apply to a value (it raised); its callers score that 0."""
+
+
+_OSWORLD_RANGE_ENDS = {"e": operator.le, "t": operator.lt}
+
+
+def osworld_match_value(value: Any, rule: Any) -> bool:
+    """``value`` against ``{method, ref}`` exactly as OSWorld's ``_match_value_to_rule`` decides it.
+
+    Unlike ``match_value`` nothing is coerced or forgiven: a regex needs a string value, ``approx``
+    a numeric ``ref``, ``range.`` only knows ``e``/``t`` ends, ``str_list_eq``/``str_set_eq`` split a
+    string value and take ``ref`` as it is (a string ref is a sequence of characters). Where
+    OSWorld's matcher raises, this raises RuleError; OSWorld's metrics then score 0, and the
+    metrics that use this function do the same.
+    """
+    try:
+        method = rule["method"]
+        ref = rule.get("ref")
+        if method.startswith("re"):
+            flags = re.RegexFlag(0)
+            for name in method.split(".")[1:]:
+                flag = getattr(re, name)
+                if not isinstance(flag, re.RegexFlag):
+                    raise TypeError(f"re.{name} is not a regex flag")
+                flags |= flag
+            return re.search(ref, value, flags) is not None
+        if method in COMPARISONS:
+            return bool(COMPARISONS[method](value, ref))
+        if method.startswith("approx"):
+            tolerance = float(method.split(":")[1])
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                return False
+            return bool(abs(number - ref) <= tolerance)
+        if method.startswith("range."):
+            left, right = _OSWORLD_RANGE_ENDS[method[6]], _OSWORLD_RANGE_ENDS[method[7]]
+            return bool(left(ref[0], value) and right(value, ref[1]))
+        if method in ("str_list_eq", "str_set_eq"):
+            kind = list if method == "str_list_eq" else set
+            return kind(value.strip("\"'").split(",")) == kind(ref)
+    except Exception as exc:  # noqa: BLE001 - whatever OSWorld's matcher would have raised
+        raise RuleError(f"cannot match {value!r} against {rule!r}: {exc}") from exc
+    raise RuleError(f"unknown match method {method!r}")

@@ -78,3 +78,27 @@ def test_bad_rules_are_user_errors(method, ref, message):
 def test_rule_without_method():
     with pytest.raises(UserError, match="method"):
         match_value(1, {"ref": 1})
+
+
+def test_osworld_match_value_raises_where_osworld_does():
+    from mcpworld.evaluation.matchers import RuleError, osworld_match_value
+
+    assert osworld_match_value("Dark", {"method": "re.IGNORECASE", "ref": "^dark"})
+    assert osworld_match_value(5, {"method": "range.te", "ref": [4, 5]})
+    assert not osworld_match_value(4, {"method": "range.te", "ref": [4, 5]})
+    assert osworld_match_value("a,b", {"method": "str_list_eq", "ref": ["a", "b"]})
+    assert not osworld_match_value("1,2", {"method": "str_list_eq", "ref": [1, 2]})  # ref taken as is
+    assert osworld_match_value("c,b,a", {"method": "str_set_eq", "ref": "abc"})  # a string ref: its letters
+    assert not osworld_match_value("ab,c", {"method": "str_set_eq", "ref": "abc"})
+    assert not osworld_match_value("x", {"method": "approx:0.1", "ref": 1.0})
+    for value, rule in [
+        (5, {"method": "re", "ref": "5"}),
+        ("a", {"method": "re.IS", "ref": "a"}),
+        ("a", {"method": "lt", "ref": 3}),
+        (5, {"method": "approx:0.5", "ref": "5"}),
+        (5, {"method": "range.[]", "ref": [4, 5]}),
+        ([1], {"method": "str_list_eq", "ref": ["1"]}),
+        (1, {"method": "same", "ref": 1}),
+    ]:
+        with pytest.raises(RuleError):
+            osworld_match_value(value, rule)

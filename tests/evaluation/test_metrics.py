@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,12 +19,14 @@ from mcpworld.evaluation.metrics.general import (
 
 
 def test_exact_match():
+    # strings compared stripped (a documented difference: OSWorld compares "42\n" and "42" as unequal)
+    assert exact_match("42\n", {"expected": "42\n"}) == 1.0
     assert exact_match("42\n", {"expected": "42"}) == 1.0
     assert exact_match("  true ", {"expected": "true"}) == 1.0
     assert exact_match("43", {"expected": "42"}) == 0.0
     assert exact_match(["a"], {"expected": ["a"]}) == 1.0
     assert exact_match(None, {"expected": "42"}) == 0.0
-    assert exact_match(None, {"expected": None}) == 0.0  # nothing produced is never a match
+    assert exact_match(None, {"expected": None}) == 1.0  # None == None, as in OSWorld
     with pytest.raises(UserError, match="'expected'"):
         exact_match("42", {"wrong": "42"})
 
@@ -36,8 +39,9 @@ def test_fuzzy_match():
     assert fuzzy_match("xyz", {"expected": "hello world"}) < 0.3
     assert fuzzy_match("hello wrld", {"expected": "hello world", "threshold": 0.9}) == 1.0
     assert fuzzy_match("hello", {"expected": "hello world", "threshold": 0.9}) == 0.0
-    # two empty strings are "identical" to rapidfuzz; an empty/None result must still fail
-    assert fuzzy_match("", {"expected": ""}) == 0.0
+    # as OSWorld's plain fuzz.ratio: two empty strings are identical, None scores 0
+    assert fuzzy_match("", {"expected": ""}) == 1.0
+    assert fuzzy_match("", {"expected": "x"}) == 0.0
     assert fuzzy_match("!!!", {"expected": "..."}) == 0.0
     assert fuzzy_match(None, {"expected": "x"}) == 0.0
     with pytest.raises(UserError, match="threshold"):
@@ -51,6 +55,10 @@ def test_check_include_exclude():
     assert check_include_exclude("alpha beta error", rules) == 0.0
     assert check_include_exclude(None, rules) == 0.0
     assert check_include_exclude("anything", {"exclude": ["x"]}) == 1.0
+    # ``in`` on the result as it is (OSWorld): a list by element, a number cannot be searched
+    assert check_include_exclude(["alpha", "beta"], rules) == 1.0
+    assert check_include_exclude(["alpha beta"], rules) == 0.0
+    assert check_include_exclude(5, {"include": ["5"]}) == 0.0
 
 
 def test_diff_text_file(local):
@@ -90,16 +98,37 @@ def test_check_json(local):
     assert check_json(path, {"unexpect": [{"key": ["editor", "theme"], "method": "eq", "ref": "Dark+"}]}) == 0.0
     assert check_json(path, {"unexpect": [{"key": ["nope"], "method": "eq", "ref": 1}]}) == 1.0
     assert check_json(None, {"expect": []}) == 0.0
-    with pytest.raises(UserError, match="unknown match method 'same'"):
-        check_json(path, {"expect": [{"key": ["editor", "fontSize"], "method": "same", "ref": 14}]})
+    # OSWorld's matcher raising (unknown method, regex on a number) scores 0
+    assert check_json(path, {"expect": [{"key": ["editor", "fontSize"], "method": "same", "ref": 14}]}) == 0.0
+    assert check_json(path, {"expect": [{"key": ["editor", "fontSize"], "method": "re", "ref": "14"}]}) == 0.0
+
+
+def test_check_json_follows_osworld_key_paths_and_unexpect(local):
+    path = local("s.json", json.dumps({"files": ["a", "b"], "name": "abc", "n": 5}))
+    # a missing key in an unexpect item is None: "ne" matches it, a regex cannot be applied → 0
+    assert check_json(path, {"unexpect": [{"key": ["nope"], "method": "ne", "ref": 1}]}) == 0.0
+    assert check_json(path, {"unexpect": [{"key": ["nope"], "method": "re", "ref": "x"}]}) == 0.0
+    # negative list index, string index, a string key path taken character by character
+    assert check_json(path, {"expect": [{"key": ["files", -1], "method": "eq", "ref": "b"}]}) == 1.0
+    assert check_json(path, {"expect": [{"key": ["name", 0], "method": "eq", "ref": "a"}]}) == 1.0
+    assert check_json(path, {"expect": [{"key": "name", "method": "eq", "ref": "abc"}]}) == 0.0
+    # an index out of range escapes OSWorld's per-key handling: 0 even in unexpect
+    assert check_json(path, {"unexpect": [{"key": ["files", 9], "method": "eq", "ref": 1}]}) == 0.0
+    # OSWorld's matcher: flag names only, e/t range ends only, numeric approx ref
+    assert check_json(path, {"expect": [{"key": ["name"], "method": "re.IGNORECASE", "ref": "ABC"}]}) == 1.0
+    assert check_json(path, {"expect": [{"key": ["name"], "method": "re.IS", "ref": "ABC"}]}) == 0.0
+    assert check_json(path, {"expect": [{"key": ["n"], "method": "range.te", "ref": [4, 5]}]}) == 1.0
+    assert check_json(path, {"expect": [{"key": ["n"], "method": "range.[]", "ref": [4, 5]}]}) == 0.0
+    assert check_json(path, {"expect": [{"key": ["n"], "method": "approx:0.5", "ref": "5"}]}) == 0.0
 
 
 def test_check_json_yaml_and_invalid(local):
     path = local("conf.yaml", "server:\n  port: 8080\n  hosts: [a, b]\n")
-    rules = {"expect": [{"key": ["server", "port"], "method": "range.[]", "ref": [1024, 65535]}]}
+    rules = {"expect": [{"key": ["server", "port"], "method": "range.ee", "ref": [1024, 65535]}]}
     assert check_json(path, rules, is_yaml=True) == 1.0
+    assert check_json(local("empty.yaml", ""), {}, is_yaml=True) == 0.0
     broken = local("broken.json", "{not json")
-    with pytest.raises(json.JSONDecodeError):
+    with pytest.raises(json.JSONDecodeError):  # the spec evaluator scores that 0 with the error as reason
         check_json(broken, {"expect": []})
 
 
@@ -107,17 +136,20 @@ def test_literal_match():
     assert literal_match("Paris", "Paris") == 1.0
     assert literal_match("paris", "Paris") == 0.0
     assert literal_match("paris", "Paris", ignore_case=True) == 1.0
-    assert literal_match("x", {"expected": "x"}) == 1.0
+    assert literal_match("x", {"expected": "x"}) == 1.0  # a rules object (mcpworld convenience)
     assert literal_match(["A", "b"], ["a", "b"], type="list", ignore_case=True) == 1.0
+    assert literal_match(["A", 1], ["a", "1"], type="list", ignore_case=True) == 1.0  # items as strings
     assert literal_match(["a"], ["a", "b"], type="list") == 0.0
     assert literal_match("ab", ["a", "b"], type="list") == 0.0
-    assert literal_match(None, "None") == 0.0
+    assert literal_match(None, "None") == 1.0
     with pytest.raises(UserError, match="type"):
         literal_match("a", "a", type="dict")
 
 
 def test_match_in_list_and_is_in_list():
-    assert match_in_list("blue\n", {"expected": ["red", "blue"]}) == 1.0
+    assert match_in_list("blue", {"expected": ["red", "blue"]}) == 1.0
+    assert match_in_list("blue\n", {"expected": ["red", "blue"]}) == 0.0  # nothing stripped (OSWorld)
+    assert match_in_list("lig", {"expected": "light"}) == 1.0  # a string expected: substring
     assert match_in_list("green", {"expected": ["red", "blue"]}) == 0.0
     assert match_in_list(None, {"expected": ["red"]}) == 0.0
     assert is_in_list(["a", "b"], {"expected": "b"}) == 1.0
@@ -132,6 +164,10 @@ def test_file_contains(local):
     assert file_contains(path, {"expected": ["started", "finished ok"]}) == 1.0
     assert file_contains(path, {"expected": ["started", "failed"]}) == 0.0
     assert file_contains(path, {"expected": "started"}) == 1.0
+    assert file_contains(path, {"expected": "startzz"}) == 0.0  # a string is taken letter by letter (OSWorld)
+    binary = local("bin.txt", "")
+    Path(binary).write_bytes(b"\xff\xfe")
+    assert file_contains(binary, {"expected": []}) == 0.0  # not UTF-8: OSWorld could not read it
     assert file_contains(None, {"expected": ["started"]}) == 0.0
 
 
@@ -142,3 +178,12 @@ def test_check_line_number(local):
     assert check_line_number(path, {"expected": 3}) == 0.0
     assert check_line_number(path, {"expected": 1, "pattern": "^note$"}) == 1.0
     assert check_line_number(None, {"expected": 0}) == 0.0
+
+
+def test_check_line_number_uses_osworld_time_regex_and_file_lines(local):
+    # OSWorld's regex: 00-23 hours, no word boundaries; an hour of 25 or a one-digit hour is no time
+    path = local("t.txt", "25:00:00\n5:00:00\n123:45:59\n23:59:60\n")
+    assert check_line_number(path, {"expected": "2"}) == 1.0  # 123:45:59 (23:45:59) and 23:59:60
+    # lines as file iteration splits them: a form feed does not end a line
+    assert check_line_number(local("ff.txt", "10:10:10\x0c11:11:11\n"), {"expected": "1"}) == 1.0
+    assert check_line_number(path, {"expected": "two"}) == 0.0

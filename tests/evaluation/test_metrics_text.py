@@ -43,7 +43,7 @@ def test_registered_with_descriptions():
 @pytest.fixture
 def csv_file(tmp_path):
     path = tmp_path / "people.csv"
-    with path.open("w", newline="", encoding="utf-8-sig") as f:  # with a BOM, as LibreOffice may write
+    with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=["name", "age", "city"])
         writer.writeheader()
         writer.writerow({"name": "Alice", "age": "30", "city": "Paris"})
@@ -53,17 +53,16 @@ def csv_file(tmp_path):
 
 def test_check_csv(csv_file, tmp_path):
     assert check_csv(csv_file, {"expect": [{"name": "Alice", "age": "30"}, {"city": "Berlin, DE"}]}) == 1.0
-    assert check_csv(csv_file, {"expect": [{"name": "Alice", "age": 30}]}) == 1.0  # numbers compare numerically
-    assert (
-        check_csv(csv_file, {"expect": [{"name": {"method": "re", "ref": "^B"}, "age": {"method": "lt", "ref": "30"}}]})
-        == 1.0
-    )
+    # OSWorld's exact equality: the cell "30" is not the number 30, a {method, ref} is no rule
+    assert check_csv(csv_file, {"expect": [{"name": "Alice", "age": 30}]}) == 0.0
+    assert check_csv(csv_file, {"expect": [{"name": {"method": "re", "ref": "^B"}}]}) == 0.0
     # a record must match within one row
     assert check_csv(csv_file, {"expect": [{"name": "Alice", "city": "Berlin, DE"}]}) == 0.0
     assert check_csv(csv_file, {"expect": [{"name": "Carol"}]}) == 0.0
     assert check_csv(csv_file, {"expect": [{"country": "FR"}]}) == 0.0
     assert check_csv(csv_file, {"unexpect": [{"name": "Bob"}]}) == 0.0
     assert check_csv(csv_file, {"expect": [{"name": "Bob"}], "unexpect": [{"name": "Carol"}]}) == 1.0
+    assert check_csv(csv_file, {"unexpect": [{}]}) == 0.0  # an empty record matches every row
     assert check_csv(None, {"expect": [{"name": "Alice"}]}) == 0.0
     assert check_csv(str(tmp_path / "missing.csv"), {"expect": [{"name": "Alice"}]}) == 0.0
     with pytest.raises(UserError, match="check_csv"):
@@ -72,6 +71,17 @@ def test_check_csv(csv_file, tmp_path):
         check_csv(csv_file, {"expect": {"name": "Alice"}})
     with pytest.raises(UserError, match="check_csv"):
         check_csv(csv_file, ["not", "a", "dict"])
+
+
+def test_check_csv_bom_and_short_rows_as_osworld(tmp_path):
+    bom = tmp_path / "bom.csv"
+    bom.write_text("name,age\nAlice,30\n", encoding="utf-8-sig")
+    # OSWorld opened the file as plain UTF-8: the BOM stays in the first column's name
+    assert check_csv(str(bom), {"expect": [{"name": "Alice"}]}) == 0.0
+    assert check_csv(str(bom), {"expect": [{"age": "30"}]}) == 1.0
+    short = tmp_path / "short.csv"
+    short.write_text("a,b\n1\n", encoding="utf-8")
+    assert check_csv(str(short), {"expect": [{"b": None}]}) == 1.0  # the missing cell is None
 
 
 def test_check_list(local):
@@ -88,60 +98,57 @@ def test_check_list(local):
 
 
 def test_check_direct_json_object(local):
-    rules = {"expected": {"name": "O'Brien", "tags": ["a", "b"]}}
-    assert check_direct_json_object({"name": "O'Brien", "tags": ["a", "b"], "extra": 1}, rules) == 1.0
-    # a JSON string with an apostrophe inside a value (OSWorld's quote replacement broke this)
-    assert check_direct_json_object(json.dumps({"name": "O'Brien", "tags": ["a", "b"]}), rules) == 1.0
-    # a Python-literal string (single quotes) is parsed without evaluating anything
-    assert check_direct_json_object("{'name': \"O'Brien\", 'tags': ['a', 'b']}", rules) == 1.0
-    # a JSON file path
-    assert check_direct_json_object(local("r.json", json.dumps({"name": "O'Brien", "tags": ["a", "b"]})), rules) == 1.0
-    assert check_direct_json_object({"name": "O'Brien", "tags": ["b", "a"]}, rules) == 0.0
-    assert (
-        check_direct_json_object({"name": "O'Brien", "tags": ["b", "a"]}, {**rules, "ignore_list_order": True}) == 1.0
-    )
-    assert check_direct_json_object({"name": "O'Brien", "tags": ["b", "a"]}, rules, ignore_list_order=True) == 1.0
+    rules = {"expected": {"name": "OBrien", "tags": ["a", "b"]}}
+    assert check_direct_json_object({"name": "OBrien", "tags": ["a", "b"], "extra": 1}, rules) == 1.0
+    assert check_direct_json_object(json.dumps({"name": "OBrien", "tags": ["a", "b"]}), rules) == 1.0
+    # OSWorld turns every ' into " before parsing: single-quoted dicts parse, an apostrophe inside breaks it
+    assert check_direct_json_object("{'name': 'OBrien', 'tags': ['a', 'b']}", rules) == 1.0
+    assert check_direct_json_object(json.dumps({"name": "O'Brien"}), {"expected": {"name": "O'Brien"}}) == 0.0
+    # a path is just text that is not JSON
+    assert check_direct_json_object(local("r.json", json.dumps({"name": "OBrien", "tags": ["a", "b"]})), rules) == 0.0
+    assert check_direct_json_object({"name": "OBrien", "tags": ["b", "a"]}, rules) == 0.0
+    # OSWorld reads ignore_list_order from inside "expected", where it is compared as a key too: never passes
+    assert check_direct_json_object({"name": "OBrien", "tags": ["b", "a"]}, {**rules, "ignore_list_order": True}) == 0.0
+    in_expected = {"expected": {"tags": ["a", "b"], "ignore_list_order": True}}
+    assert check_direct_json_object({"tags": ["b", "a"], "ignore_list_order": True}, in_expected) == 0.0
     assert check_direct_json_object({"name": "x", "tags": ["a", "b"]}, rules) == 0.0
-    # a missing key fails even when null is expected
-    assert check_direct_json_object({}, {"expected": {"k": None}}) == 0.0
+    # a missing key is None
+    assert check_direct_json_object({}, {"expected": {"k": None}}) == 1.0
+    assert check_direct_json_object({"a": 1}, {"expected": {}}) == 1.0
     assert check_direct_json_object({"k": "v"}, {"expected": {"k": "__EVALUATION_FAILED__"}}) == 0.0
-    assert check_direct_json_object({"k": "__EVALUATION_FAILED__"}, {"expected": {"k": "__EVALUATION_FAILED__"}}) == 0.0
     assert check_direct_json_object(None, rules) == 0.0
     assert check_direct_json_object("not json at all", rules) == 0.0
-    assert check_direct_json_object("__import__('os').system('false')", rules) == 0.0
     assert check_direct_json_object("[1, 2]", rules) == 0.0
-    with pytest.raises(UserError, match="expected"):
-        check_direct_json_object({"a": 1}, {"expected": ["a"]})
-    with pytest.raises(UserError, match="expected"):
-        check_direct_json_object({"a": 1}, {})
+    assert check_direct_json_object({"a": 1}, {"expected": ["a"]}) == 0.0
+    assert check_direct_json_object({"a": 1}, {}) == 0.0
 
 
 def test_check_direct_json_object_expect_in_result():
-    rules = {"expect_in_result": True, "expected": {"title": "Flight", "airline": ["KLM", "Delta"], "stops": 0}}
-    assert (
-        check_direct_json_object({"title": "Cheap Flight to AMS", "airline": ["Delta", "AF"], "stops": 0}, rules) == 1.0
-    )
-    assert check_direct_json_object({"title": "Flight", "airline": "KLM", "stops": 0}, rules) == 1.0
-    assert check_direct_json_object({"title": "Train", "airline": "KLM", "stops": 0}, rules) == 0.0
-    assert check_direct_json_object({"title": "Flight", "airline": ["AF"], "stops": 0}, rules) == 0.0
-    assert check_direct_json_object({"title": "Flight", "airline": "KLM", "stops": 1}, rules) == 0.0
-    assert check_direct_json_object({"title": "Flight", "airline": "KLM"}, rules) == 0.0
+    rules = {"expect_in_result": True, "expected": {"title": "Flight", "airline": ["KLM", "Delta"]}}
+    assert check_direct_json_object({"title": "Cheap Flight to AMS", "airline": ["Delta", "AF"]}, rules) == 1.0
+    assert check_direct_json_object({"title": "Flight", "airline": "KLM"}, rules) == 1.0
+    assert check_direct_json_object({"title": "Train", "airline": "KLM"}, rules) == 0.0
+    assert check_direct_json_object({"title": "Flight", "airline": ["AF"]}, rules) == 0.0
+    assert check_direct_json_object({"airline": "KLM"}, rules) == 0.0
+    # OSWorld: an expected value that is neither a string nor a list scores 0, even when equal
+    assert check_direct_json_object({"stops": 0}, {"expect_in_result": True, "expected": {"stops": 0}}) == 0.0
+    # a list alternative only matches a list element or an equal string, not a number
+    assert check_direct_json_object({"n": 1}, {"expect_in_result": True, "expected": {"n": [1]}}) == 0.0
 
 
 def test_is_included_all_json_objects(local):
+    # OSWorld's behaviour: every key of the RESULT is in the expected file with an equal value
     gold = local("gold.json", json.dumps({"a": 1, "b": [1, 2]}))
     superset = local("sup.json", json.dumps({"a": 1, "b": [1, 2], "c": "extra"}))
     subset = local("sub.json", json.dumps({"a": 1}))
     wrong = local("wrong.json", json.dumps({"a": 2, "b": [1, 2]}))
-    assert is_included_all_json_objects(superset, gold) == 1.0
+    assert is_included_all_json_objects(subset, gold) == 1.0
     assert is_included_all_json_objects(gold, gold) == 1.0
-    assert is_included_all_json_objects(subset, gold) == 0.0  # gold key "b" missing from the result
+    assert is_included_all_json_objects(local("empty.json", "{}"), gold) == 1.0
+    assert is_included_all_json_objects(superset, gold) == 0.0  # result key "c" is not expected
     assert is_included_all_json_objects(wrong, gold) == 0.0
-    gold_list = local("gl.json", json.dumps([{"id": 1}, {"id": 2}]))
-    assert (
-        is_included_all_json_objects(local("rl.json", json.dumps([{"id": 2}, {"id": 3}, {"id": 1}])), gold_list) == 1.0
-    )
-    assert is_included_all_json_objects(local("rl2.json", json.dumps([{"id": 2}])), gold_list) == 0.0
+    gold_list = local("gl.json", json.dumps([{"id": 1}]))
+    assert is_included_all_json_objects(gold_list, gold_list) == 0.0  # objects only
     assert is_included_all_json_objects(None, gold) == 0.0
     assert is_included_all_json_objects(gold + ".missing", gold) == 0.0
     assert is_included_all_json_objects(local("bad.json", "{not json"), gold) == 0.0
@@ -220,36 +227,33 @@ def test_compare_text_file(local):
 
 
 def test_compare_config(local):
-    tasks = local(
-        "tasks.json",
-        "// See https://go.microsoft.com/fwlink/?LinkId=733558\n"
-        '{\n  "version": "2.0.0",\n  "tasks": [\n'
-        '    {"label": "build", "type": "shell", "command": "make", /* c */ "group": "build",},\n  ],\n}\n',
-    )
-    want = {"tasks": [{"label": "build", "command": "make"}]}
-    assert compare_config(tasks, {"expected": want}) == 1.0
-    assert compare_config(tasks, {"expected": json.dumps(want)}) == 1.0
-    assert compare_config(tasks, {"expected": {"tasks": [{"label": "test"}]}}) == 0.0
-    assert compare_config(tasks, {"expected": want}, containment_ok=False) == 0.0
-    exact = {"version": "2.0.0", "tasks": [{"label": "build", "type": "shell", "command": "make", "group": "build"}]}
-    assert compare_config(tasks, {"expected": exact}, containment_ok=False) == 1.0
-    # plain text config
-    ini = local("app.ini", "[main]\ntheme = dark\n")
-    assert compare_config(ini, {"expected": "[main]\ntheme = dark"}, containment_ok=False) == 1.0
-    assert compare_config(ini, {"expected": "theme = dark"}) == 1.0
-    assert compare_config(ini, {"expected": "theme = dark"}, containment_ok=False) == 0.0
-    assert compare_config(ini, {"expected": "theme = light"}) == 0.0
+    settings = local("settings.json", '{"workbench.colorTheme": "Visual Studio Dark", "editor.fontSize": 14}')
+    want = '{"workbench.colorTheme": "Visual Studio Dark"}\n'
+    assert compare_config(settings, {"expected": want}, containment_ok=True) == 1.0
+    assert compare_config(settings, {"expected": want}) == 1.0
+    assert compare_config(settings, {"expected": want}, containment_ok=False) == 0.0
+    assert compare_config(settings, {"expected": '{"workbench.colorTheme": "Light"}'}) == 0.0
+    # OSWorld's containment: lists must be equal; nested dicts by key
+    lists = local("lists.json", '{"a": [1, 2], "b": {"c": 1, "d": 2}}')
+    assert compare_config(lists, {"expected": '{"a": [1]}'}) == 0.0
+    assert compare_config(lists, {"expected": '{"b": {"c": 1}}'}) == 1.0
+    # plain JSON only: a commented file is compared as text (the expected text as a substring)
+    commented = local("c.json", '// c\n{"workbench.colorTheme": "Visual Studio Dark"}')
+    assert compare_config(commented, {"expected": '{"workbench.colorTheme": "Visual Studio Dark"}'}) == 1.0
+    assert compare_config(commented, {"expected": '{"workbench.colorTheme":"Visual Studio Dark"}'}) == 0.0
+    text = local("OpenProject.txt", "my project\n")
+    assert compare_config(text, {"expected": "project"}) == 1.0
+    assert compare_config(text, {"expected": "my project\n"}, containment_ok=False) == 1.0
+    assert compare_config(text, {"expected": "my project"}, containment_ok=False) == 0.0  # not stripped
+    assert compare_config(text, {"expected": ""}) == 0.0
+    assert compare_config(text, {"expected": {"a": 1}}) == 0.0  # OSWorld needs the expected text
     assert compare_config(None, {"expected": "x"}) == 0.0
-    assert compare_config(ini + ".missing", {"expected": "x"}) == 0.0
-    with pytest.raises(UserError, match="compare_config"):
-        compare_config(ini, {"expect": "x"})
-    with pytest.raises(UserError, match="compare_config"):
-        compare_config(ini, {"expected": 5})
+    assert compare_config(text + ".missing", {"expected": "x"}) == 0.0
 
 
 def test_compare_answer():
-    assert compare_answer("42\n", {"expected": "42"}) == 1.0
-    assert compare_answer("  Paris ", {"expected": "Paris"}) == 1.0
+    assert compare_answer("42", {"expected": "42"}) == 1.0
+    assert compare_answer("42\n", {"expected": "42"}) == 0.0  # nothing stripped (OSWorld)
     assert compare_answer("41", {"expected": "42"}) == 0.0
     assert compare_answer("", {"expected": ""}) == 0.0
     assert compare_answer(None, {"expected": "42"}) == 0.0
@@ -260,13 +264,14 @@ def test_compare_answer():
 def test_compare_result_files(local):
     gold = local("gold.txt", "3.14159\n")
     assert compare_result_files(local("r1.txt", "3.14159"), gold) == 1.0
-    assert compare_result_files(local("r2.txt", "3.141592"), gold) == 1.0  # within 1e-4
+    assert compare_result_files(local("r2.txt", "3.141592"), gold) == 1.0  # less than 1e-4 away
     assert compare_result_files(local("r3.txt", "The answer is 3.14159."), gold) == 1.0
     assert compare_result_files(local("r4.txt", "3.15"), gold) == 0.0
-    assert compare_result_files(local("r5.txt", "3.15"), gold, tolerance=0.01) == 1.0
     five = local("five.txt", "5")
-    assert compare_result_files(local("r6.txt", "15"), five) == 0.0  # the anchor's substring test passed this
-    assert compare_result_files(local("r7.txt", "Total: 1,234"), local("big.txt", "1234")) == 1.0
+    assert compare_result_files(local("r6.txt", "15"), five) == 1.0  # OSWorld's substring test
+    assert compare_result_files(local("r7.txt", "Total: 1,234"), local("big.txt", "1234")) == 0.0
+    assert compare_result_files(local("r10.txt", "42.0001"), local("ft.txt", "42")) == 1.0  # "42" in it
+    assert compare_result_files(local("r11.txt", "41.99995"), local("ft2.txt", "42")) == 1.0
     word = local("word.txt", "done\n")
     assert compare_result_files(local("r8.txt", " done "), word) == 1.0
     assert compare_result_files(local("r9.txt", "not done"), word) == 0.0
@@ -303,3 +308,11 @@ def test_compare_python_pure_text(local):
     assert compare_python_pure_text(local("broken.py", "def f(:\n  '''unterminated\n"), gold) == 0.0
     assert compare_python_pure_text(None, gold) == 0.0
     assert compare_python_pure_text(gold + ".missing", gold) == 0.0
+
+
+def test_check_list_lines_keep_their_newline(local):
+    # OSWorld iterates the file: each line keeps its "\n", and only "\n" ends a line
+    assert check_list(local("a.txt", "a \nb\n"), {"expect": [r"\s$"], "unexpect": []}) == 1.0
+    assert check_list(local("b.txt", "a\n"), {"expect": [r"a\n"]}) == 1.0
+    assert check_list(local("c.txt", "a\x0cb\n"), {"expect": ["^b"]}) == 0.0
+    assert check_list(local("d.txt", "\n"), {"unexpect": [".+"]}) == 1.0

@@ -9,6 +9,7 @@ spec evaluator turns that into 0 with the error as the reason.
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import re
 from pathlib import Path
@@ -18,7 +19,7 @@ import yaml
 from rapidfuzz import fuzz
 
 from mcpworld.errors import UserError
-from mcpworld.evaluation.matchers import match_value
+from mcpworld.evaluation.matchers import RuleError, osworld_match_value
 from mcpworld.evaluation.registry import metric
 
 
@@ -43,34 +44,43 @@ def _read_text(path: str | None) -> str | None:
     return p.read_text(encoding="utf-8", errors="replace")
 
 
-def _strip(value: Any) -> Any:
-    return value.strip() if isinstance(value, str) else value
+def read_text_strict(path: str | None) -> str | None:
+    """A local file's text as OSWorld's metrics read it (``open(path)``: UTF-8, universal newlines);
+    None when there is no such file or it is not UTF-8 (OSWorld raised there, which scores 0)."""
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 @metric("exact_match")
 def exact_match(result: Any, rules: Any) -> float:
-    """1 when ``result == rules["expected"]`` (strings compared stripped: command output ends in \\n)."""
+    """1 when ``result == rules["expected"]``, strings compared with surrounding whitespace stripped.
+
+    Deliberate difference from OSWorld, which compares as is: mcpworld's own tasks and templates
+    expect a command's output (``echo x`` gives ``"x\\n"``) to equal ``"x"``. OSWorld's tasks write
+    the newline into the expected text (``"1\\n"``), which still matches; only a result differing
+    from the expected text in surrounding whitespace alone scores 1 here and 0 in OSWorld.
+    """
     expected = rule_value(rules, "expected", "exact_match")
-    if result is None:
-        return 0.0
-    return float(_strip(result) == _strip(expected))
+    strip = lambda value: value.strip() if isinstance(value, str) else value  # noqa: E731
+    return float(bool(strip(result) == strip(expected)))
 
 
 @metric("fuzzy_match")
 def fuzzy_match(result: Any, rules: Any) -> float:
     """rapidfuzz similarity to ``rules["expected"]`` as OSWorld scores it (case and punctuation
-    count), or 0/1 with our ``threshold`` option.
-
-    An empty result scores 0 (OSWorld: 1 against an empty expectation, as rapidfuzz rates two
-    empty strings identical; nothing produced is never a match).
-    """
+    count; ``None`` scores 0, two empty strings 1), or 0/1 with our ``threshold`` option."""
     expected = rule_value(rules, "expected", "fuzzy_match")
     threshold = rule_value(rules, "threshold", "fuzzy_match", default=None)
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
         raise UserError(f"metric 'fuzzy_match': threshold must be a number in [0, 1], got {threshold!r}")
-    if result is None or not str(result):
+    try:
+        ratio = fuzz.ratio(result, expected) / 100.0
+    except TypeError:  # OSWorld raised on a value rapidfuzz cannot compare
         return 0.0
-    ratio = fuzz.ratio(str(result), str(expected)) / 100.0
     if threshold is None:
         return ratio
     return 1.0 if ratio >= threshold else 0.0
@@ -78,13 +88,16 @@ def fuzzy_match(result: Any, rules: Any) -> float:
 
 @metric("check_include_exclude")
 def check_include_exclude(result: Any, rules: Any) -> float:
-    """1 when every ``include`` item is in the result and no ``exclude`` item is."""
+    """1 when every ``include`` item is in the result and no ``exclude`` item is (``in`` on the
+    result as it is: a substring of a string, an element of a list; another type scores 0)."""
     include = rule_value(rules, "include", "check_include_exclude", default=[]) or []
     exclude = rule_value(rules, "exclude", "check_include_exclude", default=[]) or []
     if result is None:
         return 0.0
-    haystack = result if isinstance(result, (str, list, tuple, set, dict)) else str(result)
-    return float(all(item in haystack for item in include) and not any(item in haystack for item in exclude))
+    try:
+        return float(all(item in result for item in include) and not any(item in result for item in exclude))
+    except TypeError:  # OSWorld raised: the result does not support ``in`` with these items
+        return 0.0
 
 
 # Above this size a character-level comparison gets slow (quadratic); pdf.py compares words instead.
@@ -96,131 +109,152 @@ def diff_text_file(result_path: str | None, expected_path: str | None) -> float:
     """Line-level similarity of two text files, as OSWorld scores it: difflib's ratio over the lines.
 
     ``2 * matching lines / (lines in both)``; a changed line counts wholly as different, so one
-    edited line of two scores 0.5. A missing file scores 0 (OSWorld raises on a missing file).
+    edited line of two scores 0.5. A missing or non-UTF-8 file scores 0 (OSWorld raised there).
     """
-    result, expected = _read_text(result_path), _read_text(expected_path)
+    result, expected = read_text_strict(result_path), read_text_strict(expected_path)
     if result is None or expected is None:
         return 0.0
     return difflib.SequenceMatcher(a=result.splitlines(), b=expected.splitlines()).ratio()
 
 
-_MISSING = object()
+class _NotThere(Exception):
+    """A key path that OSWorld's check_json could not follow."""
 
 
-def _walk(data: Any, key: Any) -> Any:
-    """Follow a key path (dict keys, list indices) into parsed JSON; _MISSING if it is not there."""
-    for part in key if isinstance(key, list) else [key]:
-        if isinstance(data, dict) and part in data:
+def _follow(data: Any, key: Any) -> Any:
+    """``data[k]`` for each ``k`` of the key path, as OSWorld follows it: dict keys, list and string
+    indices (negative too); a string key path is followed character by character.
+
+    A missing key or an unindexable value raises _NotThere; an index out of range raises IndexError
+    (OSWorld let that escape its per-key handling)."""
+    for part in key:
+        try:
             data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and -len(data) <= part < len(data):
-            data = data[part]
-        else:
-            return _MISSING
+        except (KeyError, TypeError):
+            raise _NotThere from None
     return data
 
 
 @metric("check_json")
 def check_json(result_path: str | None, rules: Any, is_yaml: bool = False) -> float:
-    """1 when every ``expect`` item matches and no ``unexpect`` item does.
+    """1 when every ``expect`` item matches and no ``unexpect`` item does, as OSWorld decides it.
 
-    Items are ``{"key": [path…], "method": m, "ref": v}`` (see ``matchers.match_value``). A key
-    missing from the file fails an ``expect`` item and satisfies an ``unexpect`` item.
+    Items are ``{"key": [path…], "method": m, "ref": v}`` (``matchers.osworld_match_value``). A key
+    missing from the file fails an ``expect`` item; for an ``unexpect`` item the value is ``None``
+    and the rule is applied to that (``ne`` then matches, a regex cannot be applied). A rule
+    OSWorld could not apply (it raised), an empty YAML file: 0; a file that does not parse raises.
     """
-    expect = rule_value(rules, "expect", "check_json", default=[]) or []
-    unexpect = rule_value(rules, "unexpect", "check_json", default=[]) or []
-    for item in [*expect, *unexpect]:
-        if not isinstance(item, dict) or "key" not in item:
-            raise UserError(f"metric 'check_json': each expect/unexpect item needs 'key', 'method', 'ref'; got {item!r}")
-    text = _read_text(result_path)
+    expect = rule_value(rules, "expect", "check_json", default={}) or []
+    unexpect = rule_value(rules, "unexpect", "check_json", default={}) or []
+    text = read_text_strict(result_path)
     if text is None:
         return 0.0
+    # a file that does not parse raises: the spec evaluator scores it 0 with the parse error as reason
     data = yaml.safe_load(text) if is_yaml else json.loads(text)
-    for item in expect:
-        value = _walk(data, item["key"])
-        if value is _MISSING or not match_value(value, item):
-            return 0.0
-    for item in unexpect:
-        value = _walk(data, item["key"])
-        if value is not _MISSING and match_value(value, item):
-            return 0.0
+    if is_yaml and data is None:
+        return 0.0
+    try:
+        for item in expect:
+            try:
+                value = _follow(data, item["key"])
+            except _NotThere:
+                return 0.0
+            if not osworld_match_value(value, item):
+                return 0.0
+        for item in unexpect:
+            try:
+                value = _follow(data, item["key"])
+            except _NotThere:
+                value = None
+            if osworld_match_value(value, item):
+                return 0.0
+    except (RuleError, IndexError, KeyError, TypeError):
+        return 0.0
     return 1.0
-
-
-def _fold(value: Any, ignore_case: bool) -> Any:
-    return value.lower() if ignore_case and isinstance(value, str) else value
 
 
 @metric("literal_match")
 def literal_match(result: Any, expected: Any, type: str = "str", ignore_case: bool = False) -> float:
-    """1 when ``result`` equals ``expected`` as a string (``type: str``) or item by item (``type: list``).
+    """1 when ``result`` equals ``expected`` compared as strings (``type: str``), or as lists of
+    the items' strings (``type: list``: both must be lists or tuples of the same length).
 
-    ``expected`` may be the literal itself or a rules object ``{"expected": literal}``.
+    ``expected`` may also be a rules object ``{"expected": literal}`` (an mcpworld convenience;
+    OSWorld would compare against the dict's text, which no task of its asks for).
     """
     if isinstance(expected, dict) and "expected" in expected:
         expected = expected["expected"]
-    if result is None:
-        return 0.0
+
+    def text(value: Any) -> str:
+        return str(value).lower() if ignore_case else str(value)
+
     if type == "str":
-        return float(_fold(str(result), ignore_case) == _fold(str(expected), ignore_case))
+        return float(text(result) == text(expected))
     if type == "list":
         if not isinstance(result, (list, tuple)) or not isinstance(expected, (list, tuple)):
             return 0.0
-        return float(
-            len(result) == len(expected)
-            and all(_fold(r, ignore_case) == _fold(e, ignore_case) for r, e in zip(result, expected))
-        )
+        return float(len(result) == len(expected) and [text(r) for r in result] == [text(e) for e in expected])
     raise UserError(f"metric 'literal_match': type must be 'str' or 'list', got {type!r}")
 
 
 @metric("match_in_list")
 def match_in_list(result: Any, rules: Any) -> float:
-    """1 when the result (stripped if a string) is one of the allowed ``rules["expected"]`` values."""
+    """1 when the result is one of ``rules["expected"]`` (``in``: a string expected means a substring)."""
     allowed = rule_value(rules, "expected", "match_in_list")
-    if not isinstance(allowed, list):
-        raise UserError(f"metric 'match_in_list': rules 'expected' must be a list, got {allowed!r}")
-    if result is None:
+    try:
+        return float(result in allowed)
+    except TypeError:
         return 0.0
-    return float(_strip(result) in [_strip(a) for a in allowed])
 
 
 @metric("is_in_list")
 def is_in_list(result: Any, rules: Any) -> float:
     """1 when ``rules["expected"]`` is an element (list result) or substring (string result) of the result."""
     expected = rule_value(rules, "expected", "is_in_list")
-    if result is None:
-        return 0.0
     try:
         return float(expected in result)
-    except TypeError:
+    except TypeError:  # None or another type without ``in``: OSWorld raised
         return 0.0
 
 
 @metric("file_contains")
 def file_contains(path: str | None, rules: Any) -> float:
-    """1 when the file contains every substring in ``rules["expected"]``."""
+    """1 when the file contains each item of ``rules["expected"]`` (a list of strings; as in
+    OSWorld, a plain string is taken item by item, i.e. character by character)."""
     expected = rule_value(rules, "expected", "file_contains")
-    needles = [expected] if isinstance(expected, str) else list(expected)
-    text = _read_text(path)
+    text = read_text_strict(path)
     if text is None:
         return 0.0
-    return float(all(str(needle) in text for needle in needles))
+    try:
+        return float(all(needle in text for needle in expected))
+    except TypeError:
+        return 0.0
 
 
-# A clock time such as 12:03:45 (what OSWorld's only use counts); override with rules["pattern"].
-TIME_PATTERN = r"\b\d{1,2}:\d{2}:\d{2}\b"
+# OSWorld's clock time (00:00:00 to 23:59:60), found anywhere in a line; override with rules["pattern"].
+TIME_PATTERN = r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)"
 
 
 @metric("check_line_number")
 def check_line_number(path: str | None, rules: Any) -> float:
-    """1 when the number of lines matching ``rules["pattern"]`` (default: a HH:MM:SS time) is ``rules["expected"]``."""
+    """1 when the number of lines matching ``rules["pattern"]`` (default: OSWorld's HH:MM:SS time
+    regex) equals ``int(rules["expected"])``; an expected value that is not an integer scores 0."""
     expected = rule_value(rules, "expected", "check_line_number")
     pattern = rule_value(rules, "pattern", "check_line_number", default=TIME_PATTERN)
     try:
-        expected_count = int(expected)
         regex = re.compile(pattern)
-    except (TypeError, ValueError, re.error) as exc:
-        raise UserError(f"metric 'check_line_number': bad rules {rules!r}: {exc}") from None
-    text = _read_text(path)
+    except (TypeError, re.error) as exc:
+        raise UserError(f"metric 'check_line_number': bad pattern {pattern!r}: {exc}") from None
+    text = read_text_strict(path)
     if text is None:
         return 0.0
-    return float(sum(1 for line in text.splitlines() if regex.search(line)) == expected_count)
+    try:
+        expected_count = int(expected)
+    except (TypeError, ValueError):
+        return 0.0
+    return float(sum(1 for line in file_lines(text) if regex.search(line)) == expected_count)
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines that iterating over an open text file yields: split after each ``\\n`` only, line
+    endings kept (``str.splitlines`` would also split at \\f, \\x1c, \\u2028…)."""
+    return list(io.StringIO(text, newline="\n"))

@@ -10,7 +10,6 @@ and raises UserError naming the metric and the key.
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
@@ -23,11 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.errors import UserError
-from mcpworld.evaluation.matchers import match_value
-from mcpworld.evaluation.metrics.general import _read_text, rule_value
+from mcpworld.evaluation.metrics.general import file_lines, read_text_strict, rule_value
 from mcpworld.evaluation.registry import metric
 
-_MISSING = object()
 
 # A getter that could not fetch live data (OSWorld's web getters) puts this in place of a value.
 EVALUATION_FAILED = "__EVALUATION_FAILED__"
@@ -60,49 +57,33 @@ def _rule_lists(rules: Any, name: str) -> tuple[list[Any], list[Any]]:
     return lists[0], lists[1]
 
 
-def _cell_matches(cell: Any, want: Any) -> bool:
-    """One CSV cell (a string, or None for a short row) against a literal or a {method, ref} rule."""
-    if isinstance(want, dict):
-        return cell is not None and match_value(cell, want)
-    if cell is None:
-        return False
-    if isinstance(want, (int, float)) and not isinstance(want, bool):
-        try:
-            return float(cell) == float(want)
-        except ValueError:
-            return False
-    return cell == (want if isinstance(want, str) else str(want))
-
-
 def _record_matches(record: dict[str, Any], row: dict[str, Any]) -> bool:
-    return all(column in row and _cell_matches(row[column], want) for column, want in record.items())
+    """OSWorld's record test: every column is in the row with a cell equal to the value (no coercion:
+    a cell is a string, or None past the end of a short row)."""
+    return all(column in row and row[column] == want for column, want in record.items())
 
 
 @metric("check_csv")
 def check_csv(result_path: str | None, rules: Any) -> float:
     """1 when every ``expect`` record matches some CSV row and no ``unexpect`` record matches any row.
 
-    ``result``: path to a CSV file with a header line (read with ``csv.DictReader``, BOM-tolerant).
-    ``rules``: ``{"expect": [record…], "unexpect": [record…]}``; a record maps column → wanted
-    value. A string value must equal the cell; a number is compared numerically; a
-    ``{"method", "ref"}`` value goes through ``matchers.match_value`` (OSWorld compared only by
-    equality; the matcher form is an extension). A row lacking a record's column does not match.
+    ``result``: path to a CSV file with a header line (``csv.DictReader``; a UTF-8 byte-order mark
+    stays part of the first column's name, as in OSWorld). ``rules``: ``{"expect": [record…],
+    "unexpect": [record…]}``; a record maps column → value, and matches a row whose cells equal
+    the values exactly (strings: ``"3"`` is not ``3``).
     """
     expect, unexpect = _rule_lists(rules, "check_csv")
     for record in [*expect, *unexpect]:
-        if not isinstance(record, dict) or not record:
-            raise UserError(
-                f"metric 'check_csv': each expect/unexpect record must be a non-empty mapping "
-                f"column → value, got {record!r}"
-            )
-    text = _read_text(result_path)
+        if not isinstance(record, dict):
+            raise UserError(f"metric 'check_csv': each expect/unexpect record must be a mapping column → value, got {record!r}")
+    text = read_text_strict(result_path)
     if text is None:
         return 0.0
     try:
-        rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
+        rows = list(csv.DictReader(io.StringIO(text)))
     except csv.Error:
         return 0.0
-    return _expect_unexpect(rows, expect, unexpect, _record_matches)
+    return _expect_unexpect(rows, expect, unexpect, lambda record, row: _record_matches(record, row))
 
 
 def _compile_all(patterns: list[Any], name: str) -> list[re.Pattern[str]]:
@@ -120,133 +101,90 @@ def check_list(result_path: str | None, rules: Any) -> float:
     """1 when each ``expect`` regex matches some line of the file and no ``unexpect`` regex matches any line.
 
     ``result``: path to a text file. ``rules``: ``{"expect": [regex…], "unexpect": [regex…]}``,
-    each tried with ``re.search`` on every line (line endings removed).
+    each tried with ``re.search`` on every line as file iteration yields it (its ``\\n`` kept, as
+    in OSWorld: ``\\s$`` matches every full line).
     """
     expect, unexpect = (_compile_all(p, "check_list") for p in _rule_lists(rules, "check_list"))
-    text = _read_text(result_path)
+    text = read_text_strict(result_path)
     if text is None:
         return 0.0
-    return _expect_unexpect(text.splitlines(), expect, unexpect, lambda regex, line: regex.search(line) is not None)
+    return _expect_unexpect(file_lines(text), expect, unexpect, lambda regex, line: regex.search(line) is not None)
 
 
 # ---------------------------------------------------------------------------------------------
 # JSON objects
 
 
-def _parse_json_text(text: str) -> Any:
-    """JSON, or a Python literal (single-quoted dicts); _MISSING when it is neither. Never evaluates code."""
-    text = text.strip()
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _MISSING
-
-
-def _load_json_file(path: str | None) -> Any:
-    """Parsed JSON of a local file; _MISSING when there is no such file or it is not JSON."""
-    text = _read_text(path)
-    if text is None:
-        return _MISSING
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return _MISSING
-
-
-def _is_file(text: str) -> bool:
-    try:
-        return Path(text).is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def _as_json_object(result: Any) -> Any:
-    """A dict/list result as is; a string as JSON text, or as the path of a JSON file."""
-    if isinstance(result, (dict, list)):
-        return result
-    if not isinstance(result, str):
-        return _MISSING
-    stripped = result.strip()
-    if stripped[:1] not in ("{", "[") and len(stripped) < 4096 and _is_file(stripped):
-        stripped = _read_text(stripped) or ""
-    return _parse_json_text(stripped)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def _equal(value: Any, want: Any, ignore_list_order: bool) -> bool:
-    if ignore_list_order and isinstance(value, list) and isinstance(want, list):
-        return sorted(map(_canonical, value)) == sorted(map(_canonical, want))
-    return value == want
-
-
-def _contains(value: Any, want: Any) -> bool:
-    """``expect_in_result`` semantics for one key."""
-    if isinstance(want, list):
-        # any one of the listed values: an element of a list value, or equal to a scalar value
-        return any((isinstance(value, list) and w in value) or value == w for w in want)
-    if isinstance(want, str):
-        return isinstance(value, (str, list)) and want in value
-    return value == want
-
-
 @metric("check_direct_json_object")
-def check_direct_json_object(
-    result: Any, rules: Any, expect_in_result: bool | None = None, ignore_list_order: bool | None = None
-) -> float:
-    """1 when the result object has every key of ``rules["expected"]`` with the expected value.
+def check_direct_json_object(result: Any, rules: Any) -> float:
+    """1 when the result object has the values ``rules["expected"]`` asks for, as OSWorld decides it.
 
-    ``result``: a dict, a JSON (or Python-literal) string, or the path of a JSON file.
-    ``rules``: ``{"expected": {key: value…}, "expect_in_result": bool, "ignore_list_order": bool}``
-    (both flags may also be given as options). By default values must be equal (lists compared
-    as multisets with ``ignore_list_order``). With ``expect_in_result`` a string value must be a
-    substring of (or an element of) the result's value, a list value means "any one of these" (an
-    element of the result's list, or equal to its scalar), other values must be equal.
-    A key missing from the result fails (OSWorld treated it as ``None``). The marker
-    ``"__EVALUATION_FAILED__"`` as an expected or result value scores 0. Fixed anchor bugs:
-    ``ignore_list_order`` is read from the rules, and quotes inside strings are not mangled.
+    ``result``: a dict, or JSON text (stripped, every ``'`` turned into ``"`` first, so single-quoted
+    Python dicts parse; text that still does not parse scores 0). ``rules``: ``{"expected": {key:
+    value…}, "expect_in_result": bool}``. By default each expected value must equal the result's
+    value for that key (a missing key is ``None``). With ``expect_in_result`` a string must be a
+    substring of (or element of) the result's value, a list means "any one of these" (an element
+    of the result's list, or equal to its string), any other expected value scores 0. The marker
+    ``"__EVALUATION_FAILED__"`` as an expected value scores 0. OSWorld's ``ignore_list_order`` is
+    read from inside ``expected``, where it is also compared as a key, which always fails: kept.
     """
-    expected = rule_value(rules, "expected", "check_direct_json_object")
-    if not isinstance(expected, dict):
-        raise UserError(f"metric 'check_direct_json_object': rules 'expected' must be a mapping, got {expected!r}")
-    in_result = bool(rules.get("expect_in_result", expect_in_result))
-    any_order = bool(rules.get("ignore_list_order", ignore_list_order))
-    data = _as_json_object(result)
-    if not isinstance(data, dict):
+    if isinstance(result, str):
+        try:
+            result = json.loads(result.strip().replace("'", '"'))
+        except (ValueError, RecursionError):
+            return 0.0
+    if result is None or not isinstance(rules, dict):
         return 0.0
-    for key, want in expected.items():
-        value = data.get(key, _MISSING)
-        if value is _MISSING or EVALUATION_FAILED in (want, value):
+    try:
+        expected = rules.get("expected", {})
+        if expected and any(value == EVALUATION_FAILED for value in expected.values()):
             return 0.0
-        ok = _contains(value, want) if in_result else _equal(value, want, any_order)
-        if not ok:
-            return 0.0
-    return 1.0
+        expected = rules["expected"]
+        if not rules.get("expect_in_result", False):
+            for key in expected.keys():
+                if expected.get("ignore_list_order", False):
+                    if sorted(expected.get(key)) != sorted(result.get(key)):
+                        return 0.0
+                elif expected.get(key) != result.get(key):
+                    return 0.0
+            return 1.0
+        for key in expected.keys():
+            want, have = expected.get(key), result.get(key)
+            if isinstance(want, list):
+                if not any((isinstance(have, list) and w in have) or (isinstance(have, str) and w == have) for w in want):
+                    return 0.0
+            elif isinstance(want, str):
+                if want not in have:
+                    return 0.0
+            else:
+                return 0.0
+        return 1.0
+    except Exception:  # noqa: BLE001 - a result or rules of the wrong shape: OSWorld scored 0
+        return 0.0
 
 
 @metric("is_included_all_json_objects")
 def is_included_all_json_objects(result_path: str | None, expected_path: str | None) -> float:
-    """1 when every top-level key/value of the gold JSON file is present, equal, in the result JSON file.
+    """1 when every top-level key of the RESULT JSON object is in the expected JSON object with an
+    equal value (result ⊆ expected; an empty result object passes).
 
-    ``result``: path to the agent's JSON file; ``expected``: path to the gold JSON file. A gold
-    list means every gold element must be an element of the result list. Fixed anchor bug:
-    OSWorld named its first parameter "gold" but is called with the result there, so it checked
-    result ⊆ gold; this checks gold ⊆ result, as described.
+    OSWorld's code names its first parameter "gold" and documents gold ⊆ result, but it is called
+    ``metric(result, expected)``, so it checks result ⊆ expected; that is the behaviour its tasks
+    were written against, and the one kept here. Both files must hold JSON objects; a missing or
+    unparsable file scores 0.
     """
-    result, gold = _load_json_file(result_path), _load_json_file(expected_path)
-    if result is _MISSING or gold is _MISSING:
+    if not result_path or not expected_path:
         return 0.0
-    if isinstance(gold, dict) and isinstance(result, dict):
-        return float(all(key in result and result[key] == value for key, value in gold.items()))
-    if isinstance(gold, list) and isinstance(result, list):
-        return float(all(item in result for item in gold))
-    return 0.0
+    texts = read_text_strict(result_path), read_text_strict(expected_path)
+    if None in texts:
+        return 0.0
+    try:
+        result, expected = (json.loads(text) for text in texts)
+    except (ValueError, RecursionError):
+        return 0.0
+    if not isinstance(result, dict) or not isinstance(expected, dict):
+        return 0.0
+    return float(all(key in expected and result[key] == expected[key] for key in result))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +221,7 @@ def _authorize(action: int, *_: Any) -> int:
 
 def _unit_score(value: Any) -> float:
     """A cell as a score: numbers (or numeric text) clamped to [0, 1]; anything else 0."""
-    if value is None or isinstance(value, (bytes, bytearray)):
+    if value is None:
         return 0.0
     try:
         number = float(value)
@@ -346,11 +284,11 @@ def compare_text_file(
 ) -> float:
     """1 when two text files have the same content.
 
-    ``result``/``expected``: paths to text files. Options: ``ignore_blanks`` (every run of
-    whitespace, newlines included, counts as one space; leading/trailing whitespace ignored),
-    ``ignore_case``.
+    ``result``/``expected``: paths to UTF-8 text files (a missing or non-UTF-8 file scores 0).
+    Options: ``ignore_blanks`` (every run of whitespace, newlines included, counts as one space;
+    leading/trailing whitespace ignored), ``ignore_case``.
     """
-    result, expected = _read_text(result_path), _read_text(expected_path)
+    result, expected = read_text_strict(result_path), read_text_strict(expected_path)
     if result is None or expected is None:
         return 0.0
     return float(
@@ -358,96 +296,74 @@ def compare_text_file(
     )
 
 
-# Strings come first in each alternation so that "//" or "," inside a string is kept.
-_JSON_STRING = r'"(?:\\.|[^"\\])*"'
-_JSONC_COMMENT = re.compile(_JSON_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
-_JSONC_TRAILING_COMMA = re.compile(_JSON_STRING + r"|,(?=\s*[}\]])")
-
-
-def _keep_strings(match: re.Match[str]) -> str:
-    return match.group(0) if match.group(0).startswith('"') else " "
-
-
-def _parse_jsonc(text: str) -> Any:
-    """JSON that may carry // and /* */ comments and trailing commas (VS Code's config files)."""
-    cleaned = _JSONC_TRAILING_COMMA.sub(_keep_strings, _JSONC_COMMENT.sub(_keep_strings, text))
-    try:
-        return json.loads(cleaned)
-    except (ValueError, RecursionError):
-        return _MISSING
-
-
-def _is_subset(want: Any, have: Any) -> bool:
-    """Structural containment: dict keys recursively, list items each contained by some item."""
+def _json_contains(want: Any, have: Any) -> bool:
+    """OSWorld's containment: dict keys recursively; lists and everything else must be equal."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(k in have and _is_subset(v, have[k]) for k, v in want.items())
-    if isinstance(want, list):
-        return isinstance(have, list) and all(any(_is_subset(w, h) for h in have) for w in want)
+        return isinstance(have, dict) and all(k in have and _json_contains(v, have[k]) for k, v in want.items())
     return want == have
 
 
 @metric("compare_config")
 def compare_config(result_path: str | None, rules: Any, containment_ok: bool = True) -> float:
-    """1 when a config file matches ``rules["expected"]``: same text, or (for JSON) the expected structure.
+    """1 when a config file matches the text ``rules["expected"]``, as OSWorld decides it.
 
-    ``result``: path to a config/text file. ``rules``: ``{"expected": text | object}``. Texts are
-    compared with surrounding whitespace stripped. When both sides parse as JSON (comments and
-    trailing commas allowed, as in VS Code files), ``containment_ok`` (default true) asks for the
-    expected object to be contained in the file's (extra keys and list items allowed); false asks
-    for equal objects. For non-JSON text, ``containment_ok`` accepts the expected text as a
-    substring of the file.
+    ``containment_ok`` (default true): when both the file and the expected text parse as JSON,
+    the expected object must be contained in the file's (dict keys recursively, other values
+    equal, lists equal); when either does not parse, the stripped expected text must be a
+    substring of the file. False: the texts are equal, or both parse as equal JSON. Plain JSON
+    only, as in OSWorld (a VS Code settings file with comments is compared as text). An empty or
+    non-text ``expected``, or a missing or non-UTF-8 file, scores 0.
     """
-    expected = rule_value(rules, "expected", "compare_config")
-    if not isinstance(expected, (str, dict, list)):
-        raise UserError(f"metric 'compare_config': rules 'expected' must be text or a JSON object, got {expected!r}")
-    text = _read_text(result_path)
+    expected = rules.get("expected") if isinstance(rules, dict) else None
+    if not result_path or not expected or not isinstance(expected, str):
+        return 0.0
+    text = read_text_strict(result_path)
     if text is None:
         return 0.0
-    if isinstance(expected, str) and text.strip() == expected.strip():
+    if containment_ok:
+        try:
+            have, want = json.loads(text), json.loads(expected)
+        except (ValueError, RecursionError):
+            return float(expected.strip() in text)
+        return float(_json_contains(want, have))
+    if text == expected:
         return 1.0
-    want = _parse_jsonc(expected) if isinstance(expected, str) else expected
-    have = _parse_jsonc(text)
-    if want is not _MISSING and have is not _MISSING:
-        return float(_is_subset(want, have) if containment_ok else want == have)
-    if containment_ok and isinstance(expected, str):
-        return float(expected.strip() in text)
-    return 0.0
+    try:
+        return float(json.loads(text) == json.loads(expected))
+    except (ValueError, RecursionError):
+        return 0.0
 
 
 @metric("compare_answer")
 def compare_answer(result: Any, rules: Any) -> float:
-    """1 when the answer string equals ``rules["expected"]`` (both stripped of surrounding whitespace).
-
-    ``result``: a string (command output, an answer). Empty or None scores 0.
-    """
+    """1 when the answer equals ``rules["expected"]`` exactly (nothing stripped, as in OSWorld); an
+    empty or None answer scores 0."""
     expected = rule_value(rules, "expected", "compare_answer")
-    if result is None or not str(result).strip():
+    if not result:
         return 0.0
-    return float(str(result).strip() == str(expected).strip())
-
-
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+    return float(bool(result == expected))
 
 
 @metric("compare_result_files")
-def compare_result_files(result_path: str | None, expected_path: str | None, tolerance: float = 1e-4) -> float:
-    """1 when the result file holds the gold file's answer: the same number (within ``tolerance``) or the same text.
+def compare_result_files(result_path: str | None, expected_path: str | None) -> float:
+    """1 when the result file holds the gold file's answer, as OSWorld decides it.
 
-    ``result``/``expected``: paths to text files. When the gold content is a number, the result
-    passes if any number in it (it may be a sentence around the number; thousands commas allowed)
-    is within ``tolerance`` (default 1e-4). Otherwise the stripped contents must be equal.
-    Fixed anchor bug: OSWorld's substring test let gold ``5`` pass a result of ``15``.
+    Both contents are stripped. When the gold is a number (``float()`` parses it), the result
+    passes if it contains the gold text (a sentence around the number; note gold ``5`` is in
+    ``15``) or is itself a number less than 1e-4 away. Otherwise the contents must be equal.
+    A missing or non-UTF-8 file scores 0.
     """
-    result, expected = _read_text(result_path), _read_text(expected_path)
+    result, expected = read_text_strict(result_path), read_text_strict(expected_path)
     if result is None or expected is None:
         return 0.0
     result, expected = result.strip(), expected.strip()
-    if not re.fullmatch(_NUMBER, expected):
+    try:
+        target = float(expected)
+        if expected in result:
+            return 1.0
+        return float(abs(float(result) - target) < 1e-4)
+    except (ValueError, OverflowError):
         return float(result == expected)
-    target = float(expected)
-    numbers = re.findall(_NUMBER, _THOUSANDS.sub("", result))
-    return float(any(abs(float(n) - target) <= tolerance for n in numbers))
 
 
 # First-line markers OSWorld skips before comparing Python sources (at most the first 3 lines).
