@@ -299,9 +299,13 @@ def test_is_shortcut_on_desktop(rules, expected):
 
 
 def test_is_shortcut_on_desktop_edge_cases():
+    # as in OSWorld an empty value is contained in any name and matches
     empty_name = "[Desktop Entry]\nName=\nExec=\n"
-    assert score("is_shortcut_on_desktop", {"a.desktop": empty_name}, {"type": "name", "name": "2048"}) == 0
-    assert score("is_shortcut_on_desktop", {"a.desktop": empty_name}, {"type": "exec", "exec": "x"}) == 0
+    assert score("is_shortcut_on_desktop", {"a.desktop": empty_name}, {"type": "name", "name": "2048"}) == 1
+    assert score("is_shortcut_on_desktop", {"a.desktop": empty_name}, {"type": "exec", "exec": "x"}) == 1
+    # "Name=<name>\n" anywhere counts (GenericName= too), as in OSWorld
+    generic = "[Desktop Entry]\nGenericName=Play 2048\nName=Other\n"
+    assert score("is_shortcut_on_desktop", {"a.desktop": generic}, {"type": "name", "name": "Play 2048"}) == 1
     waa = json.dumps({"data": {"description": "Play Puzzle Game 2048. Use your arrow keys."}})
     assert score("is_shortcut_on_desktop", {"a.lnk": waa}, {"type": "description", "description": "Game 2048"}) == 1
     assert score("is_shortcut_on_desktop", None, {"type": "name", "name": "2048"}) == 0

@@ -1,3 +1,4 @@
+import json
 import sqlite3
 from pathlib import Path
 
@@ -24,8 +25,6 @@ from mcpworld.evaluation.metrics.appstate import (
     is_expected_bookmarks,
     is_vlc_recordings_folder,
     loads_jsonc,
-    parse_sexprs,
-    xcu_settings,
 )
 from mcpworld.evaluation.registry import METRICS
 
@@ -60,25 +59,23 @@ GIMPRC = """# GIMP gimprc
 """
 
 
-def test_parse_sexprs():
-    forms = parse_sexprs('(a "x)y" (b 1)) (c)')
-    assert forms == [["a", '"x)y"', ["b", "1"]], ["c"]]
-    with pytest.raises(ValueError):
-        parse_sexprs("(a (b)")
-
-
 def test_check_config_status(local):
+    """OSWorld's line reading: first word = key, last word = value, quotes included."""
     path = local("gimprc", GIMPRC)
     assert check_config_status(path, {"key": "theme", "value": '"Light"'}) == 1.0
-    assert check_config_status(path, {"key": "theme", "value": "Light"}) == 1.0
+    assert check_config_status(path, {"key": "theme", "value": "Light"}) == 0.0  # the quotes are part of the word
     assert check_config_status(path, {"key": "theme", "value": '"Dark"'}) == 0.0
-    assert check_config_status(path, {"key": "undo-levels", "value": 100}) == 1.0
-    assert check_config_status(path, {"key": ["default-view", "show-menubar"], "value": "no"}) == 1.0
-    assert check_config_status(path, {"key": ["default-view", "show-menubar"], "value": True}) == 0.0
-    assert check_config_status(path, {"key": "default-view", "value": "(show-menubar no) (padding-color light-check)"}) == 1.0
-    # absent key: 0 unless a default is given
+    assert check_config_status(path, {"key": "undo-levels", "value": "100"}) == 1.0
+    assert check_config_status(path, {"key": "undo-levels", "value": 100}) == 0.0  # compared as text
+    # a nested setting sits on its own line: its name is the first word there
+    assert check_config_status(path, {"key": "show-menubar", "value": "no"}) == 1.0
+    assert check_config_status(path, {"key": ["default-view", "show-menubar"], "value": "no"}) == 0.0
+    assert check_config_status(local("one", "(default-view show-menubar no)\n"),
+                               {"key": ["default-view", "show-menubar"], "value": "no"}) == 1.0
     assert check_config_status(path, {"key": "show-tips", "value": "yes"}) == 0.0
-    assert check_config_status(path, {"key": "show-tips", "value": "yes", "default": "yes"}) == 1.0
+    # a value with spaces never matches; a line of spaces before the match ends the scan (OSWorld raised)
+    assert check_config_status(local("sp", '(layer-new-name "My Square")\n'), {"key": "layer-new-name", "value": '"My Square"'}) == 0.0
+    assert check_config_status(local("blank", "   \n(undo-levels 100)\n"), {"key": "undo-levels", "value": "100"}) == 0.0
 
 
 def test_check_config_status_missing_and_bad(local):
@@ -104,7 +101,7 @@ qt-max-volume=200
 # qt-minimal-view=0
 qt-slider-colours=10;20;30;0;0;0;99;99;99;50;50;50
 [core] # core program
-input-record-path=/home/user/Desktop/
+input-record-path=/home/user/Desktop
 #one-instance-when-started-from-file=1
 one-instance-when-started-from-file=0
 global-key-play-pause=Ctrl+Space
@@ -124,7 +121,9 @@ def default_vlcrc(local):
 def test_vlc_simple_settings(vlcrc, default_vlcrc):
     assert check_qt_bgcone(vlcrc, {"expected_qt_bgcone": 0}) == 1.0
     assert check_qt_bgcone(default_vlcrc, {"expected_qt_bgcone": 0}) == 0.0
-    assert check_qt_bgcone(default_vlcrc, {"expected_qt_bgcone": True}) == 1.0  # default 1
+    assert check_qt_bgcone(default_vlcrc, {"expected_qt_bgcone": 1}) == 1.0  # default 1
+    assert check_qt_bgcone(default_vlcrc, {"expected_qt_bgcone": True}) == 0.0  # OSWorld compares "True" with "1"
+    assert check_qt_max_volume(vlcrc, {"expected_qt_max_volume": 200.0}) == 0.0  # "200.0" is not "200"
     assert check_qt_max_volume(vlcrc, {"expected_qt_max_volume": 200}) == 1.0
     assert check_qt_max_volume(vlcrc, {"expected_qt_max_volume": "200"}) == 1.0
     assert check_qt_max_volume(default_vlcrc, {"expected_qt_max_volume": 200}) == 0.0
@@ -132,11 +131,11 @@ def test_vlc_simple_settings(vlcrc, default_vlcrc):
     assert check_qt_minimal_view(vlcrc, {"expected_qt_minimal_view": 0}) == 1.0
     assert check_qt_minimal_view(vlcrc, {"expected_qt_minimal_view": 1}) == 0.0
     assert check_one_instance_when_started_from_file(vlcrc, {"expected_one_instance_when_started_from_file": 0}) == 1.0
-    assert check_one_instance_when_started_from_file(default_vlcrc, {"expected": 0}) == 0.0
+    assert check_one_instance_when_started_from_file(default_vlcrc, {"expected_one_instance_when_started_from_file": 0}) == 0.0
     assert check_play_and_exit(default_vlcrc, {"expected_play_and_exit": 0}) == 1.0
     assert check_play_and_exit(default_vlcrc, {"expected_play_and_exit": 1}) == 0.0
     assert check_qt_video_resize(default_vlcrc, {"expected_qt_video_autoresize": 1}) == 1.0
-    assert check_qt_video_resize(default_vlcrc, {"expected_qt_video_resize": 0}) == 0.0
+    assert check_qt_video_resize(default_vlcrc, {"expected_qt_video_autoresize": 0}) == 0.0
 
 
 def test_vlc_missing_file_scores_zero_not_typeerror(local):
@@ -144,9 +143,9 @@ def test_vlc_missing_file_scores_zero_not_typeerror(local):
         (check_qt_bgcone, {"expected_qt_bgcone": 1}),
         (check_qt_max_volume, {"expected_qt_max_volume": 125}),
         (check_qt_minimal_view, {"expected_qt_minimal_view": 0}),
-        (check_qt_video_resize, {"expected": 1}),
-        (check_one_instance_when_started_from_file, {"expected": 1}),
-        (check_play_and_exit, {"expected": 0}),
+        (check_qt_video_resize, {"expected_qt_video_autoresize": 1}),
+        (check_one_instance_when_started_from_file, {"expected_one_instance_when_started_from_file": 1}),
+        (check_play_and_exit, {"expected_play_and_exit": 0}),
         (check_global_key_play_pause, {"expected_global_key_play_pause": 0}),
         (check_qt_slider_colours, {"type": "blackish"}),
         (is_vlc_recordings_folder, {"recording_file_path": "/home/user"}),
@@ -162,13 +161,13 @@ def test_vlc_bad_rules():
         is_vlc_recordings_folder(None, {})
     with pytest.raises(UserError, match="type"):
         check_qt_slider_colours(None, {"type": "pinkish"})
-    with pytest.raises(UserError, match="threshold"):
-        check_qt_slider_colours(None, {"type": "blackish", "threshold": "dark"})
 
 
 def test_is_vlc_recordings_folder(vlcrc, default_vlcrc):
     assert is_vlc_recordings_folder(vlcrc, {"recording_file_path": "/home/user/Desktop"}) == 1.0
-    assert is_vlc_recordings_folder(vlcrc, {"recording_file_path": "~/Desktop"}) == 1.0
+    # compared exactly, as OSWorld: no ~ expansion or trailing-slash folding
+    assert is_vlc_recordings_folder(vlcrc, {"recording_file_path": "~/Desktop"}) == 0.0
+    assert is_vlc_recordings_folder(vlcrc, {"recording_file_path": "/home/user/Desktop/"}) == 0.0
     assert is_vlc_recordings_folder(vlcrc, {"recording_file_path": "/home/user/Videos"}) == 0.0
     assert is_vlc_recordings_folder(default_vlcrc, {"recording_file_path": ""}) == 0.0
 
@@ -178,18 +177,24 @@ def test_check_global_key_play_pause(vlcrc, default_vlcrc):
     assert check_global_key_play_pause(vlcrc, {"expected_global_key_play_pause": 0}) == 0.0
     assert check_global_key_play_pause(default_vlcrc, {"expected_global_key_play_pause": 0}) == 1.0
     assert check_global_key_play_pause(default_vlcrc, {"expected_global_key_play_pause": True}) == 0.0
-    assert check_global_key_play_pause(vlcrc, {"expected_global_key_play_pause": "ctrl+space"}) == 1.0
-    assert check_global_key_play_pause(vlcrc, {"expected_global_key_play_pause": "Space"}) == 0.0
+    assert check_global_key_play_pause(vlcrc, {"expected_global_key_play_pause": "1"}) == 1.0
+    # OSWorld compares "1"/"0" with the rule as text: a key name or true never matches
+    assert check_global_key_play_pause(vlcrc, {"expected_global_key_play_pause": "ctrl+space"}) == 0.0
+    assert check_global_key_play_pause(vlcrc, {"expected_global_key_play_pause": True}) == 0.0
 
 
 def test_check_qt_slider_colours(vlcrc, default_vlcrc, local):
     assert check_qt_slider_colours(vlcrc, {"type": "blackish"}) == 1.0
-    assert check_qt_slider_colours(vlcrc, {"type": "blackish", "threshold": 60}) == 0.0
+    assert check_qt_slider_colours(vlcrc, {"type": "blackish", "threshold": 60}) == 1.0  # OSWorld's bound is always 100
     assert check_qt_slider_colours(default_vlcrc, {"type": "blackish"}) == 0.0
     match = {"type": "match", "expected_qt_slider_colours": "10;20;30;0;0;0;99;99;99;50;50;50"}
     assert check_qt_slider_colours(vlcrc, match) == 1.0
     assert check_qt_slider_colours(default_vlcrc, match) == 0.0
-    assert check_qt_slider_colours(local("odd", "qt-slider-colours=1;2\n"), {"type": "blackish"}) == 0.0
+    # a trailing partial triple is ignored (zip), a non-number scores 0
+    assert check_qt_slider_colours(local("odd", "qt-slider-colours=1;2\n"), {"type": "blackish"}) == 1.0
+    assert check_qt_slider_colours(local("nan", "qt-slider-colours=a;b;c\n"), {"type": "blackish"}) == 0.0
+    # a commented-out line counts too, as in OSWorld
+    assert check_qt_slider_colours(local("c", "qt-slider-colours=0;0;0\n#qt-slider-colours=200;0;0\n"), {"type": "blackish"}) == 0.0
 
 
 # --- LibreOffice ------------------------------------------------------------------------------------
@@ -205,20 +210,12 @@ XCU = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def test_xcu_settings(local):
-    settings = xcu_settings(local("r.xcu", XCU))
-    assert settings[("/org.openoffice.Office.Common/Misc", "List")] == ["a", "b"]
-    assert settings[("/org.openoffice.Office.Common/Font/Substitution/Replacement", "Never")] is None
-    assert xcu_settings(local("broken.xcu", "<oor:items")) is None
-
-
 def test_xcu_with_entities_is_refused(local, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("Times New Roman")
     evil = XCU.replace('<?xml version="1.0" encoding="UTF-8"?>',
                        f'<?xml version="1.0"?><!DOCTYPE oor:items [<!ENTITY x SYSTEM "file://{secret}">]>')
     evil = evil.replace("<value>Times New Roman</value>", "<value>&x;</value>")
-    assert xcu_settings(local("evil.xcu", evil)) is None
     assert find_default_font(local("evil2.xcu", evil), {"font_name": "Times New Roman"}) == 0.0
 
 
@@ -295,15 +292,17 @@ KEYBINDINGS = """// Place your key bindings in this file to override the default
 
 def test_check_json_keybindings(local):
     path = local("keybindings.json", KEYBINDINGS)
-    want = {"key": "ctrl+shift+k", "command": "editor.action.deleteLines", "when": "textInputFocus"}
+    want = {"key": "Shift+Ctrl+K", "command": "editor.action.deleteLines", "when": "textInputFocus"}
     assert check_json_keybindings(path, {"expected": want}) == 1.0
-    assert check_json_keybindings(path, {"expected": [want, {"key": "ctrl+j", "command": "-workbench.action.togglePanel"}]}) == 1.0
-    assert check_json_keybindings(path, {"expected": {**want, "key": "ctrl+k"}}) == 0.0
-    assert check_json_keybindings(path, {"expected": {"key": "ctrl+shift+k", "command": "editor.action.deleteLines"}}) == 0.0
+    assert check_json_keybindings(path, {"expected": {"key": "ctrl+j", "command": "-workbench.action.togglePanel"}}) == 1.0
+    # compared as OSWorld does: the same dict, the key chord exactly as written
+    assert check_json_keybindings(path, {"expected": {**want, "key": "ctrl+shift+k"}}) == 0.0
+    assert check_json_keybindings(path, {"expected": [want]}) == 0.0  # a list is not an entry
+    assert check_json_keybindings(path, {"expected": {"key": "Shift+Ctrl+K", "command": "editor.action.deleteLines"}}) == 0.0
     assert check_json_keybindings(local("obj.json", "{}"), {"expected": want}) == 0.0
     assert check_json_keybindings(None, {"expected": want}) == 0.0
-    with pytest.raises(UserError, match="'expected'"):
-        check_json_keybindings(path, {"expected": "ctrl+k"})
+    # OSWorld also tries the file without its first line
+    assert check_json_keybindings(local("g.json", "garbage\n" + json.dumps([want])), {"expected": want}) == 1.0
 
 
 # --- Chromium ---------------------------------------------------------------------------------------
@@ -330,11 +329,12 @@ ROOTS = {
 def test_is_expected_bookmarks_folders_and_urls(tmp_path):
     folders = {"type": "bookmark_bar_folders_names", "names": ["Work", "Liked Authors"]}
     assert is_expected_bookmarks(ROOTS, folders) == 1.0
-    assert is_expected_bookmarks({"roots": ROOTS, "version": 1}, folders) == 1.0  # whole Bookmarks JSON
+    assert is_expected_bookmarks({"roots": ROOTS, "version": 1}, folders) == 0.0  # the getter gives the roots
     assert is_expected_bookmarks(ROOTS, {**folders, "names": ["Work"]}) == 0.0
     assert is_expected_bookmarks(ROOTS, {**folders, "names": ["Work"], "allow_extra": True}) == 1.0
     urls = {"type": "bookmark_bar_websites_urls", "urls": ["https://site.example.com"]}
-    assert is_expected_bookmarks(ROOTS, urls) == 1.0  # trailing slash of a bare domain ignored
+    assert is_expected_bookmarks(ROOTS, urls) == 0.0  # URLs compared exactly, as OSWorld
+    assert is_expected_bookmarks(ROOTS, {**urls, "urls": ["https://site.example.com/"]}) == 1.0
     assert is_expected_bookmarks(ROOTS, {**urls, "urls": ["https://other.example.com/"]}) == 0.0
     assert is_expected_bookmarks(None, urls) == 0.0
     assert is_expected_bookmarks({}, urls) == 0.0
@@ -374,7 +374,8 @@ def history_db(tmp_path):
 def test_check_history_deleted(history_db, tmp_path):
     before = Path(history_db).read_bytes()
     assert check_history_deleted(history_db, {"type": "keywords", "keywords": ["amazon", "ebay"]}) == 1.0
-    assert check_history_deleted(history_db, {"type": "keywords", "keywords": ["YouTube"]}) == 0.0
+    assert check_history_deleted(history_db, {"type": "keywords", "keywords": ["youtube"]}) == 0.0
+    assert check_history_deleted(history_db, {"type": "keywords", "keywords": ["YouTube"]}) == 1.0  # case-sensitive
     assert Path(history_db).read_bytes() == before  # opened read-only
     rows = [("https://amazon.com/", "A", 0)]
     assert check_history_deleted(rows, {"type": "keywords", "keywords": ["amazon"]}) == 0.0
@@ -395,13 +396,13 @@ def test_check_font_size():
     assert check_font_size(sizes, {"type": "value", "value": 16}) == 0.0
     assert check_font_size(sizes, {"type": "range", "min": 16, "max": 24}) == 1.0
     assert check_font_size(sizes, {"type": "range", "min": 20, "max": 24}) == 0.0  # strict
-    assert check_font_size({"webkit": {"webprefs": {"minimum_font_size": 8}}}, {"type": "value", "value": 16}) == 1.0
+    # no default_font_size in the dict: 0 (OSWorld raised); the getter fills Chromium's defaults in
+    assert check_font_size({"webkit": {"webprefs": {"minimum_font_size": 8}}}, {"type": "value", "value": 16}) == 0.0
     assert check_font_size({"webkit": {"webprefs": {"minimum_font_size": 8}}},
                            {"type": "value", "value": 8, "key": "minimum_font_size"}) == 1.0
     assert check_font_size({"webkit": "junk"}, {"type": "value", "value": 16}) == 0.0
     assert check_font_size(None, {"type": "value", "value": 16}) == 0.0
-    with pytest.raises(UserError, match="numbers"):
-        check_font_size(sizes, {"type": "range", "min": "small", "max": 24})
+    assert check_font_size(sizes, {"type": "range", "min": "small", "max": 24}) == 0.0  # OSWorld raised
     with pytest.raises(UserError, match="type"):
         check_font_size(sizes, {"type": "huge"})
 
@@ -463,7 +464,7 @@ def test_is_vlc_playing_without_a_status_scores_0_and_a_bad_rule_is_an_error():
 
     assert is_vlc_playing(None, {"type": "file_name", "file_name": "a"}) == 0.0
     with pytest.raises(UserError, match="is_vlc_playing"):
-        is_vlc_playing(None, {"type": "title", "title": "a"})
+        is_vlc_playing(None, {"file_name": "a"})
 
 
 def test_check_auto_saving_time_reads_the_documents_autosave_interval(tmp_path):
@@ -491,7 +492,9 @@ def test_check_presenter_console_disable(tmp_path):
     xcu.write_text(head + item.format("false") + "</oor:items>")
     assert check_presenter_console_disable(str(xcu)) == 1.0
     xcu.write_text(head + item.format("false") + item.format("true") + "</oor:items>")
-    assert check_presenter_console_disable(str(xcu)) == 0.0  # the later entry wins
+    assert check_presenter_console_disable(str(xcu)) == 1.0  # the first entry counts, as in OSWorld
+    xcu.write_text(head + item.format(" false ") + "</oor:items>")
+    assert check_presenter_console_disable(str(xcu)) == 0.0  # not trimmed
     xcu.write_text(head + "</oor:items>")
     assert check_presenter_console_disable(str(xcu)) == 0.0  # never set: on by default
     assert check_presenter_console_disable(None) == 0.0
@@ -579,8 +582,11 @@ condition="OR (from,contains,spam@x.org) OR (\"X-Spam\",is,\"yes, really\")"
 def test_thunderbird_filters_parse(local):
     filters = thunderbird_filters(FILTER_RULES)
     assert [f["name"] for f in filters] == ["Promotions", 'Forward "all"', "Two terms"]
-    assert filters[1]["actions"] == [{"action": "Forward", "actionValue": "anonym-x2024@gmail.com"}, {"action": "Mark read"}]
-    assert filters[2]["condition"] == ["OR (from,contains,spam@x.org)", 'OR ("X-Spam",is,"yes, really")']
+    # the last action line wins (OSWorld keeps one action per filter)
+    assert filters[1]["action"] == "Mark read" and filters[1]["actionValue"] == "anonym-x2024@gmail.com"
+    # OSWorld's term pattern wants a bare header name: the quoted custom header is not a term
+    assert filters[2]["condition"] == ["OR (from,contains,spam@x.org)"]
+    assert thunderbird_filters('enabled="yes"\nname="x"\n') is None  # a field before any name: OSWorld raised
 
 
 def test_check_thunderbird_filter(local):
@@ -588,8 +594,9 @@ def test_check_thunderbird_filter(local):
     move = {"enabled": "yes", "action": "Move to folder", "actionValue": "mailbox://nobody@Local%20Folders/Promotions",
             "condition": ["AND (subject,contains,discount)"]}
     assert check_thunderbird_filter(path, {"expect": [move]}) == 1.0
-    # one of several actions of a filter
-    assert check_thunderbird_filter(path, {"expect": [{"action": "Forward", "actionValue": "anonym-x2024@gmail.com", "condition": ["ALL"]}]}) == 1.0
+    # a filter shows only its last action, as in OSWorld
+    assert check_thunderbird_filter(path, {"expect": [{"action": "Forward", "actionValue": "anonym-x2024@gmail.com", "condition": ["ALL"]}]}) == 0.0
+    assert check_thunderbird_filter(path, {"expect": [{"action": "Mark read", "condition": ["ALL"]}]}) == 1.0
     # the OSWorld rule for the forward task wants it enabled: this filter is disabled
     assert check_thunderbird_filter(path, {"expect": [{"enabled": "yes", "action": "Forward", "condition": ["ALL"]}]}) == 0.0
     assert check_thunderbird_filter(path, {"expect": [{**move, "condition": ["AND (subject,contains,sale)"]}]}) == 0.0
@@ -634,3 +641,80 @@ def test_check_thunderbird_folder_single_messages(local):
     eml = "From: x@example.org\r\nSubject: Receipt\r\n\r\nFrom here on, thanks.\r\n"
     assert check_thunderbird_folder(local("a.eml", eml), local("b.eml", eml.replace("\r\n", "\n"))) == 1.0
     assert check_thunderbird_folder(local("c.eml", eml), local("d.eml", eml.replace("thanks", "bye"))) == 0.0
+
+
+def _status(tmp_path, state, **meta):
+    infos = "".join(f'<info name="{k}">{v}</info>' for k, v in meta.items())
+    path = tmp_path / f"status-{len(list(tmp_path.iterdir()))}.xml"
+    path.write_text(f'<root><state>{state}</state><information><category name="meta">{infos}</category></information></root>')
+    return str(path)
+
+
+def test_is_vlc_playing_reads_the_fields_osworld_reads(tmp_path):
+    from mcpworld.evaluation.metrics.appstate import is_vlc_playing
+
+    name = {"type": "file_name", "file_name": "clip.mp4"}
+    assert is_vlc_playing(_status(tmp_path, "playing", filename="/home/user/clip.mp4"), name) == 1.0
+    assert is_vlc_playing(_status(tmp_path, "playing", title="clip.mp4"), name) == 1.0  # the title when no filename
+    assert is_vlc_playing(_status(tmp_path, "paused", filename="clip.mp4"), name) == 0.0
+    assert is_vlc_playing(_status(tmp_path, "playing", filename="clip.mp4"), {"type": "title"}) == 0.0
+    url = {"type": "url", "url": "https://cdn.example.com/videos/master.m3u8"}
+    assert is_vlc_playing(_status(tmp_path, "playing", filename="master.m3u8"), url) == 1.0  # the URL's file name
+    assert is_vlc_playing(_status(tmp_path, "playing", url="see https://cdn.example.com/videos/master.m3u8"), url) == 1.0
+    assert is_vlc_playing(_status(tmp_path, "playing", url="https://cdn.example.com/videos/master.m3u8/x"), url) == 1.0
+    assert is_vlc_playing(_status(tmp_path, "playing", url="https://other.example.com/master2.m3u8"), url) == 0.0
+
+
+def test_libreoffice_settings_read_as_osworld(tmp_path):
+    from mcpworld.evaluation.metrics.appstate import check_auto_saving_time
+
+    head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
+
+    def xcu(*items):
+        path = tmp_path / f"r{len(list(tmp_path.iterdir()))}.xcu"
+        path.write_text(head + "".join(items) + "</oor:items>")
+        return str(path)
+
+    def item(path, prop, value):
+        return f'<item oor:path="{path}"><prop oor:name="{prop}"><value>{value}</value></prop></item>'
+
+    l10n = "/org.openoffice.Setup/L10N"
+    # no ooSetupSystemLocale: OSWorld falls back to ooLocale
+    assert check_libre_locale(xcu(item(l10n, "ooLocale", "de-DE")), {"locale_set": ["de-*"]}) == 1.0
+    assert check_libre_locale(xcu(item(l10n, "ooSetupSystemLocale", "en-US"), item(l10n, "ooSetupSystemLocale", "de-DE")),
+                              {"locale_set": ["de-*"]}) == 0.0  # the first one counts
+    save = "/org.openoffice.Office.Common/Save/Document"
+    assert check_auto_saving_time(xcu(item(save, "AutoSaveTimeIntervall", " 3 ")), {"minutes": 3}) == 1.0
+    assert check_auto_saving_time(xcu(item(save, "AutoSaveTimeIntervall", "3")), {"minutes": "3"}) == 0.0  # 3 != "3"
+    assert check_auto_saving_time(xcu(item(save, "AutoSaveTimeIntervall", "5"), item(save, "AutoSaveTimeIntervall", "3")),
+                                  {"minutes": 3}) == 1.0  # the last item counts
+    font = "/org.openoffice.Office.Writer/DefaultFont"
+    assert find_default_font(xcu(item(font, "Standard", " Times New Roman ")), {"font_name": "Times New Roman"}) == 0.0
+
+
+def test_thunderbird_prefs_read_as_osworld(local):
+    from mcpworld.evaluation.metrics.appstate import check_thunderbird_prefs
+
+    rule = {"expect": {"mail.identity.id1.auto_quote": {"method": "eq", "ref": False}}}
+    assert check_thunderbird_prefs(local("p.js", 'user_pref("mail.identity.id1.auto_quote", false);\n'), rule) == 1.0
+    # exactly one space after the comma, as OSWorld's pattern wants
+    assert check_thunderbird_prefs(local("q.js", 'user_pref("mail.identity.id1.auto_quote",false);\n'), rule) == 0.0
+    # a value that is not JSON anywhere in the file: OSWorld raised, 0
+    assert check_thunderbird_prefs(local("r.js", 'user_pref("mail.identity.id1.auto_quote", false);\nuser_pref("x", abc);\n'), rule) == 0.0
+
+
+def test_moved_jpgs_and_liked_authors_as_osworld():
+    assert check_moved_jpgs({}, {"expected": []}) == 0.0  # OSWorld raised on a tree without children
+    assert check_moved_jpgs({"children": [{"name": "a.jpg"}]}, {"expected": ["a.jpg"]}) == 1.0
+    assert check_moved_jpgs(["a.jpg"], {"expected": ["a.jpg"]}) == 1.0  # our getter's list of names
+
+    def bar(*urls):
+        return {"bookmark_bar": {"children": [{"type": "folder", "name": "Liked Authors",
+                                               "children": [{"type": "url", "url": u} for u in urls]}]}}
+
+    rule = {"type": "liked_authors_websites_urls", "urls": [["https://a/", "https://a2/"], ["https://b/"]]}
+    assert is_expected_bookmarks(bar("https://a2/", "https://b/"), rule) == 1.0
+    assert is_expected_bookmarks(bar("https://a/", "https://b/", "https://b/"), rule) == 1.0  # compared as sets
+    assert is_expected_bookmarks(bar("https://a/"), rule) == 0.0
+    same = {"type": "liked_authors_websites_urls", "urls": [["https://a/", "https://a2/"], ["https://a/", "https://a2/"]]}
+    assert is_expected_bookmarks(bar("https://a/"), same) == 1.0  # both picks may be the same URL

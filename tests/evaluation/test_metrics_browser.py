@@ -13,9 +13,10 @@ def test_is_expected_tabs_compares_the_url_sets_in_any_order_with_osworlds_norma
     assert m(TABS, {"type": "url", "urls": ["file:///home/user/b.html", "https://example.com"]}) == 1.0
     assert m(TABS, {"type": "url", "urls": ["https://example.com"]}) == 0.0  # one tab too many
     assert m(TABS, {"type": "url", "urls": ["https://example.com", "file:///home/user/c.html"]}) == 0.0
-    # the browser's own pages are left out, as in OSWorld
+    # the metric compares every tab it gets, as OSWorld's (the getter leaves the browser's own pages out)
     assert m(TABS + [{"title": "S", "url": "chrome://settings/"}],
-             {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html"]}) == 1.0
+             {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html"]}) == 0.0
+    assert m(TABS + [{"title": "no url"}], {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
     assert m(None, {"type": "url", "urls": []}) == 0.0
     assert m([], {"type": "url", "urls": []}) == 0.0
     with pytest.raises(UserError):
@@ -50,3 +51,14 @@ def test_urls_compare_as_osworld_compares_them(a, b, same):
     from mcpworld.urls import compare_urls
 
     assert compare_urls(a, b) is same
+
+
+def test_url_pattern_and_search_query_edge_cases_as_in_osworld():
+    pattern = get_metric("is_expected_url_pattern_match")
+    assert pattern({"url": None}, {"expected": []}) == 1.0  # no patterns: a tab dict passes
+    assert pattern({"url": None}, {"expected": ["x"]}) == 0.0
+    assert pattern({"title": "no url"}, {"expected": []}) == 0.0
+    search = get_metric("is_expected_search_query")
+    rules = {"expect": {"pattern": "q=nereida"}}
+    assert search({"url": "https://www.google.com/search?q=nereida"}, rules) == 1.0
+    assert search("https://www.google.com/search?q=nereida", rules) == 0.0  # OSWorld needs the tab dict

@@ -106,6 +106,8 @@ def test_check_mp3_meta(tmp_path):
     assert check_mp3_meta(_mp3(tmp_path / "wrong.mp3", title="Missing You"), RULES) == 0.0
     # the untouched file of the task has no ID3 tag at all
     assert check_mp3_meta(_mp3(tmp_path / "blank.mp3"), RULES) == 0.0
+    # … which scores 0 even for a rule an absent tag would pass (OSWorld raised on it)
+    assert check_mp3_meta(_mp3(tmp_path / "blank2.mp3"), {"album": {"method": "eq", "ref": ""}}) == 0.0
     assert check_mp3_meta(None, RULES) == 0.0
     assert check_mp3_meta(str(tmp_path / "missing.mp3"), RULES) == 0.0
     with pytest.raises(UserError, match="check_mp3_meta"):
@@ -154,3 +156,6 @@ def test_is_vlc_fullscreen():
     assert is_vlc_fullscreen(screen, {"width": 1920, "height": 1053}) == 0.0
     assert is_vlc_fullscreen(screen, None) == 0.0
     assert is_vlc_fullscreen(None, screen) == 0.0
+    # compared with ==, as OSWorld: a size given as text is not the number
+    assert is_vlc_fullscreen(screen, {"width": "1920", "height": 1080}) == 0.0
+    assert is_vlc_fullscreen(screen, {"width": 1920}) == 0.0

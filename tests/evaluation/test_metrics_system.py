@@ -4,7 +4,6 @@ from mcpworld.errors import InfraError, UserError
 from mcpworld.evaluation.metrics.system import (
     check_gnome_favorite_apps,
     check_python_file_by_test_suite,
-    gvariant_strings,
     is_in_vm_clickboard,
     is_utc_0,
 )
@@ -59,13 +58,6 @@ def test_is_utc_0():
 
 
 # --- favourite apps -------------------------------------------------------------------------------
-
-
-def test_gvariant_strings():
-    assert gvariant_strings("['thunderbird.desktop', 'vim.desktop']\n") == ["thunderbird.desktop", "vim.desktop"]
-    assert gvariant_strings("@as []") == []
-    assert gvariant_strings("No such schema “org.gnome.shell”") is None
-    assert gvariant_strings("[1, 2]") is None
 
 
 def test_check_gnome_favorite_apps():
@@ -158,3 +150,16 @@ def test_the_evaluator_passes_the_environment(env):
     assert score == 1.0, outcomes
     with pytest.raises(UserError, match="no option 'env'"):
         evaluate_spec(env, {**spec, "options": {"env": 1}}, "DONE")
+
+
+def test_osworld_edge_cases_of_favourites_and_time_zone():
+    rules = {"expected": ["google-chrome.desktop", "thunderbird.desktop"]}
+    # OSWorld eval'd the output: a tuple counts, GVariant's "@as []" does not parse (0)
+    assert check_gnome_favorite_apps("('thunderbird.desktop', 'google-chrome.desktop')", rules) == 1.0
+    assert check_gnome_favorite_apps("@as []", {"expected": []}) == 0.0
+    assert check_gnome_favorite_apps("['thunderbird.desktop', 'thunderbird.desktop']", {"expected": ["thunderbird.desktop", "x"]}) == 0.0
+    # the time-zone line is taken as it is: a trailing space or \r fails, as in OSWorld
+    from mcpworld.evaluation.metrics.system import is_utc_0
+    assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000)\n") == 1.0
+    assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000) \n") == 0.0
+    assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000)\r\n") == 0.0

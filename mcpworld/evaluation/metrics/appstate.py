@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import math
 import os
 import posixpath
 import re
@@ -20,10 +19,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from mcpworld.errors import UserError
 from mcpworld.evaluation.matchers import match_value
-from mcpworld.evaluation.metrics.general import _read_text, rule_value
+from mcpworld.evaluation.metrics.general import _read_text, read_text_strict, rule_value
 from mcpworld.evaluation.registry import metric
 
 
@@ -35,302 +35,283 @@ def _text_or_none(path: str | None) -> str | None:
         return None
 
 
-def _same_value(actual: Any, expected: Any) -> bool:
-    """Settings comparison: numbers numerically, booleans as 0/1, everything else as stripped text."""
-    if isinstance(expected, bool):
-        expected = int(expected)
-    if isinstance(actual, bool):
-        actual = int(actual)
-    try:
-        a, e = float(str(actual).strip()), float(str(expected).strip())
-    except ValueError:
-        return str(actual).strip() == str(expected).strip()
-    return a == e or (math.isnan(a) and math.isnan(e))
-
-
 # ============================================================================================
 # GIMP: gimprc is a list of S-expressions such as (theme "Light") or (default-view (show-menubar no))
 
-_GIMPRC_TOKEN = re.compile(r'\s+|#[^\n]*|\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"#]+', re.S)
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")  # lines as a text file iterates them (ends kept)
 
 
-def parse_sexprs(text: str) -> list[Any]:
-    """Top-level forms of a gimprc as nested lists of tokens (strings keep their quotes).
-
-    ValueError on unbalanced parentheses or an unterminated string.
-    """
-    stack: list[list[Any]] = [[]]
-    pos = 0
-    while pos < len(text):
-        match = _GIMPRC_TOKEN.match(text, pos)
-        if match is None:
-            raise ValueError(f"cannot parse gimprc at offset {pos}")
-        token, pos = match.group(0), match.end()
-        if token.isspace() or token.startswith("#"):
-            continue
-        if token == "(":
-            stack.append([])
-        elif token == ")":
-            if len(stack) == 1:
-                raise ValueError("unbalanced ')' in gimprc")
-            form = stack.pop()
-            stack[-1].append(form)
-        else:
-            stack[-1].append(token)
-    if len(stack) != 1:
-        raise ValueError("unbalanced '(' in gimprc")
-    return stack[0]
-
-
-def _render(value: Any) -> str:
-    return "(" + " ".join(_render(v) for v in value) + ")" if isinstance(value, list) else value
-
-
-def _gimp_lookup(forms: list[Any], key: list[str]) -> str | None:
-    """The value (rest of the form, rendered) at the key path; the last occurrence wins."""
-    found: str | None = None
-    for form in forms:
-        if isinstance(form, list) and form and form[0] == key[0]:
-            rest = form[1:]
-            if len(key) == 1:
-                found = " ".join(_render(v) for v in rest)
-            else:
-                deeper = _gimp_lookup(rest, key[1:])
-                found = deeper if deeper is not None else found
-    return found
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+def _gimprc_words(line: str) -> list[str]:
+    """A gimprc line as OSWorld splits it: outer parentheses trimmed, then split on whitespace."""
+    return line.strip().lstrip("(").rstrip(")\n").split()
 
 
 @metric("check_config_status")
 def check_config_status(result: str | None, rules: Any) -> float:
-    """1 when the gimprc setting ``rules["key"]`` has the value ``rules["value"]``.
+    """1 when some gimprc line sets ``rules["key"]`` to ``rules["value"]``, read line by line as OSWorld does.
 
-    result = path of a gimprc (getter ``gimp_config_file``). ``key`` is a name (``"theme"``) or a
-    path into nested forms (``["default-view", "show-menubar"]``). Values compare with surrounding
-    quotes ignored (``"\\"Light\\""`` and ``"Light"`` both match ``(theme "Light")``); booleans as
-    yes/no. An absent key scores 0 unless ``rules["default"]`` gives GIMP's default to compare.
+    result = path of a gimprc (getter ``gimp_config_file``). Each line that is not a comment is
+    trimmed of its outer parentheses and split on whitespace; it matches when its first word is the
+    key and its last word is the value, quotes included (``(theme "Light")`` needs ``"\\"Light\\""``).
+    A two-name key ``[form, setting]`` needs those as the first two words of one line. As in OSWorld,
+    a value with spaces never matches, and a line holding only spaces before a match ends the scan
+    with 0 (OSWorld raised there).
     """
     key = rule_value(rules, "key", "check_config_status")
     expected = rule_value(rules, "value", "check_config_status")
-    key_path = [key] if isinstance(key, str) else key
-    if not isinstance(key_path, list) or not key_path or not all(isinstance(k, str) for k in key_path):
-        raise UserError(f"metric 'check_config_status': 'key' must be a name or a list of names, got {key!r}")
-    text = _text_or_none(result)
+    if not isinstance(key, (str, list)):
+        raise UserError(f"metric 'check_config_status': 'key' must be a name or a list of two names, got {key!r}")
+    text = read_text_strict(result)
     if text is None:
         return 0.0
-    try:
-        actual = _gimp_lookup(parse_sexprs(text), key_path)
-    except (ValueError, RecursionError):
-        return 0.0
-    if actual is None:
-        actual = rules.get("default")
-        if actual is None:
+    for line in _LINE.findall(text):
+        if line.startswith("#") or line == "\n":
+            continue
+        words = _gimprc_words(line)
+        if not words:
             return 0.0
-    if isinstance(expected, bool):
-        expected = "yes" if expected else "no"
-    if isinstance(actual, bool):
-        actual = "yes" if actual else "no"
-    return float(_same_value(_unquote(str(actual)), _unquote(str(expected))))
-
+        if isinstance(key, str):
+            if words[0] == key and words[-1] == expected:
+                return 1.0
+        elif len(key) == 2:
+            if len(words) < 2:
+                return 0.0
+            if words[0] == key[0] and words[1] == key[1] and words[-1] == expected:
+                return 1.0
+    return 0.0
 
 # ============================================================================================
 # VLC: vlcrc is INI-like; "key=value" lines under [module] sections, defaults commented out with #
+#
+# OSWorld's checks read the vlcrc as UTF-8 and scan it line by line for ``key=``: every line that
+# contains it counts, a commented-out default (``#qt-bgcone=1``) included, the last one wins, and
+# the value is the text after the line's last ``=``, stripped. It compares that text with the
+# expected value as a string (an int rule value turned into its decimal digits, anything else kept
+# as it is: ``1.0`` or ``true`` never equal ``"1"``). These metrics score the same way.
 
 
-def parse_vlcrc(text: str) -> dict[str, str]:
-    """Active ``key=value`` settings of a vlcrc (comments and section headers skipped; last one wins)."""
-    settings: dict[str, str] = {}
-    for line in text.lstrip("\ufeff").splitlines():
-        line = line.strip()
-        if not line or line[0] in "#;[":
-            continue
-        key, sep, value = line.partition("=")
-        if sep:
-            settings[key.strip()] = value.strip()
-    return settings
+def _vlcrc_text(result: str | None) -> str | None:
+    """The vlcrc's text (UTF-8); None when absent or not UTF-8 (OSWorld raised: 0)."""
+    return read_text_strict(result)
+
+
+def _vlcrc_lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def _vlc_last_value(text: str, needle: str, default: str) -> str:
+    """The value of the last line containing ``needle`` (after its last '='), else ``default``."""
+    value = default
+    for line in _vlcrc_lines(text):
+        if needle in line:
+            value = line.split("=")[-1].strip()
+    return value
+
+
+def _vlc_rule_text(value: Any) -> Any:
+    """The expected value as OSWorld compares it: an int (bool included) becomes ``str(value)``."""
+    return str(value) if isinstance(value, int) else value
+
+
+def _vlc_rule(rules: Any, key: str, metric_name: str) -> Any:
+    if not isinstance(rules, dict) or key not in rules:
+        raise UserError(f"metric {metric_name!r} needs {key!r} in its rules, got {rules!r}")
+    return rules[key]
+
+
+def _vlc_setting_is(result: str | None, rules: Any, metric_name: str, setting: str, default: str) -> float:
+    """1 when the last ``setting=`` line of the vlcrc (``default`` if none) has the expected text."""
+    expected = _vlc_rule_text(_vlc_rule(rules, "expected_" + setting.replace("-", "_"), metric_name))
+    text = _vlcrc_text(result)
+    if text is None:
+        return 0.0
+    return float(_vlc_last_value(text, setting + "=", default) == expected)
+
+
+_VLC_META = "information/category[@name='meta']/info[@name='{}']"
+# Where OSWorld looks for the playing item, in order; the first non-empty one is used.
+_VLC_FILE_FIELDS = ("filename", "title", "uri", "location", "name")
+_VLC_URL_FIELDS = [_VLC_META.format(n) for n in ("url", "URI", "location", "title", "filename")] + [
+    f"information/category[@name='Stream 0']/info[@name='{n}']" for n in ("Codec", "Type", "Language")]
+
+
+def _first_text(tree: ET.Element, paths: Iterable[str]) -> str | None:
+    for path in paths:
+        element = tree.find(path)
+        if element is not None and element.text:
+            return element.text
+    return None
+
+
+def _url_fits(actual: str, expected: str) -> bool:
+    """OSWorld's URL test: contained in the shown text, or the shown text is the URL's file name, or
+    both are URLs of the same host and the expected path lies inside the shown one."""
+    if expected in actual or actual.endswith(expected):
+        return True
+    try:
+        wanted = urlparse(expected)
+        if actual == posixpath.basename(wanted.path):
+            return True
+        if "://" in actual:
+            shown = urlparse(actual)
+            return wanted.netloc == shown.netloc and wanted.path in shown.path
+    except ValueError:
+        pass
+    return False
 
 
 @metric("is_vlc_playing")
 def is_vlc_playing(result: str | None, rules: Any = None, **unknown: Any) -> float:
-    """1 when VLC's ``status.xml`` (the ``vlc_playing_info`` getter) says ``playing`` and the media
-    fits the rule: ``{type: file_name, file_name}`` or ``{type: url, url}``, matched as the end of the
-    status's meta ``filename`` / ``url`` (as OSWorld does). Not playing, or no status: 0."""
-    if not isinstance(rules, dict) or rules.get("type") not in ("file_name", "url") or rules["type"] not in rules:
-        raise UserError("metric 'is_vlc_playing' needs rules {type: file_name, file_name: …} or "
-                        f"{{type: url, url: …}}, got {rules!r}")
-    text = _text_or_none(result)
-    if not text:
+    """1 when VLC's ``status.xml`` (getter ``vlc_playing_info``) has state ``playing`` and its item fits
+    the rule, as OSWorld decides it.
+
+    ``{type: file_name, file_name}``: the first non-empty meta ``filename`` / ``title`` / ``uri`` /
+    ``location`` / ``name`` has that base name or ends with it. ``{type: url, url}``: the first
+    non-empty meta ``url`` / ``URI`` / ``location`` / ``title`` / ``filename`` (or Stream 0's codec,
+    type, language) contains the URL, is its file name, or is a URL of the same host whose path
+    contains the expected path. Not playing, no status or another rule type: 0.
+    """
+    if not isinstance(rules, dict) or "type" not in rules:
+        raise UserError(f"metric 'is_vlc_playing' needs rules {{type: file_name | url, …}}, got {rules!r}")
+    text = read_text_strict(result)
+    if text is None:
         return 0.0
     try:
         tree = ET.fromstring(text)
     except ET.ParseError:
         return 0.0
-    if (tree.findtext("state") or "").strip() != "playing":
+    state = tree.find("state")
+    if state is None or state.text != "playing":
         return 0.0
-    field = "filename" if rules["type"] == "file_name" else "url"
-    value = tree.findtext(f"information/category[@name='meta']/info[@name='{field}']")
-    return float(bool(value) and value.endswith(str(rules[rules["type"]])))
-
-
-def _vlc_settings(result: str | None) -> dict[str, str] | None:
-    text = _text_or_none(result)
-    return None if text is None else parse_vlcrc(text)
-
-
-def _vlc_expected(rules: Any, metric_name: str, keys: Iterable[str]) -> Any:
-    """The first of ``keys`` present in the rules (anchor names first, then plain ``expected``)."""
-    names = [*keys, "expected"]
-    if isinstance(rules, dict):
-        for name in names:
-            if name in rules:
-                return rules[name]
-    raise UserError(f"metric {metric_name!r} needs one of {names} in its rules, got {rules!r}")
-
-
-def _vlc_setting_is(result: str | None, rules: Any, metric_name: str, setting: str, default: Any) -> float:
-    """1 when vlcrc ``setting`` (``default`` when VLC left it commented out) equals the expected value."""
-    expected = _vlc_expected(rules, metric_name, ["expected_" + setting.replace("-", "_")])
-    settings = _vlc_settings(result)
-    if settings is None:
-        return 0.0
-    return float(_same_value(settings.get(setting, default), expected))
-
-
-def _norm_path(path: str) -> str:
-    path = path.strip()
-    path = path.removeprefix("file://")
-    if path == "~" or path.startswith("~/"):
-        path = "/home/user" + path[1:]
-    return posixpath.normpath(path) if path else path
+    kind = rules["type"]
+    if kind == "file_name":
+        expected = _vlc_rule(rules, "file_name", "is_vlc_playing")
+        shown = _first_text(tree, [_VLC_META.format(n) for n in _VLC_FILE_FIELDS])
+        if not shown:
+            return 0.0
+        return float(posixpath.basename(shown) == expected or shown.endswith(expected))
+    if kind == "url":
+        expected = _vlc_rule(rules, "url", "is_vlc_playing")
+        shown = _first_text(tree, _VLC_URL_FIELDS)
+        return float(bool(shown) and _url_fits(shown, expected))
+    return 0.0
 
 
 @metric("is_vlc_recordings_folder")
 def is_vlc_recordings_folder(result: str | None, rules: Any) -> float:
     """1 when VLC's recordings folder (vlcrc ``input-record-path``) is ``rules["recording_file_path"]``.
 
-    result = vlcrc path (getter ``vlc_config``, which writes the episode home as /home/user).
-    Paths compare normalised (``~`` = /home/user, trailing slashes and ``file://`` ignored).
-    Unset (VLC's default) scores 0.
+    result = vlcrc path (getter ``vlc_config``, which writes the episode home as /home/user). As in
+    OSWorld the first uncommented line that mentions ``input-record-path`` decides, and its value
+    (after the last '=', stripped) must equal the rule's text exactly (no trailing-slash or ``~``
+    normalisation). Unset (VLC's default) scores 0.
     """
-    expected = rule_value(rules, "recording_file_path", "is_vlc_recordings_folder")
-    settings = _vlc_settings(result)
-    if settings is None:
+    expected = _vlc_rule(rules, "recording_file_path", "is_vlc_recordings_folder")
+    text = _vlcrc_text(result)
+    if text is None:
         return 0.0
-    actual = settings.get("input-record-path", "")
-    return float(bool(actual) and _norm_path(actual) == _norm_path(str(expected)))
+    for line in _vlcrc_lines(text):
+        if line.startswith("#") or not line.strip():
+            continue
+        if "input-record-path" in line:
+            return float(line.split("=")[-1].strip() == expected)
+    return 0.0
 
 
 @metric("check_qt_bgcone")
 def check_qt_bgcone(result: str | None, rules: Any) -> float:
     """1 when vlcrc ``qt-bgcone`` (the cone shown behind audio; default 1) is ``rules["expected_qt_bgcone"]``."""
-    return _vlc_setting_is(result, rules, "check_qt_bgcone", "qt-bgcone", 1)
+    return _vlc_setting_is(result, rules, "check_qt_bgcone", "qt-bgcone", "1")
 
 
 @metric("check_qt_max_volume")
 def check_qt_max_volume(result: str | None, rules: Any) -> float:
     """1 when vlcrc ``qt-max-volume`` (default 125) is ``rules["expected_qt_max_volume"]``."""
-    return _vlc_setting_is(result, rules, "check_qt_max_volume", "qt-max-volume", 125)
+    return _vlc_setting_is(result, rules, "check_qt_max_volume", "qt-max-volume", "125")
 
 
 @metric("check_qt_minimal_view")
 def check_qt_minimal_view(result: str | None, rules: Any) -> float:
     """1 when vlcrc ``qt-minimal-view`` (default 0) is ``rules["expected_qt_minimal_view"]``."""
-    return _vlc_setting_is(result, rules, "check_qt_minimal_view", "qt-minimal-view", 0)
+    return _vlc_setting_is(result, rules, "check_qt_minimal_view", "qt-minimal-view", "0")
 
 
 @metric("check_qt_video_resize")
 def check_qt_video_resize(result: str | None, rules: Any) -> float:
-    """1 when vlcrc ``qt-video-autoresize`` (default 1) is ``rules["expected_qt_video_autoresize"]``.
-
-    ``expected_qt_video_resize`` or ``expected`` are accepted as the rule key too.
-    """
-    expected = _vlc_expected(rules, "check_qt_video_resize", ["expected_qt_video_autoresize", "expected_qt_video_resize"])
-    return _vlc_setting_is(result, {"expected": expected}, "check_qt_video_resize", "qt-video-autoresize", 1)
+    """1 when vlcrc ``qt-video-autoresize`` (default 1) is ``rules["expected_qt_video_autoresize"]``
+    (not an OSWorld metric; read like the other vlcrc checks)."""
+    return _vlc_setting_is(result, rules, "check_qt_video_resize", "qt-video-autoresize", "1")
 
 
 @metric("check_one_instance_when_started_from_file")
 def check_one_instance_when_started_from_file(result: str | None, rules: Any) -> float:
-    """1 when vlcrc ``one-instance-when-started-from-file`` (default 1) is the expected 0/1.
-
-    Rule key ``expected_one_instance_when_started_from_file`` (or ``expected``).
-    """
+    """1 when vlcrc ``one-instance-when-started-from-file`` (default 1) is
+    ``rules["expected_one_instance_when_started_from_file"]``."""
     return _vlc_setting_is(result, rules, "check_one_instance_when_started_from_file",
-                           "one-instance-when-started-from-file", 1)
+                           "one-instance-when-started-from-file", "1")
 
 
 @metric("check_play_and_exit")
 def check_play_and_exit(result: str | None, rules: Any) -> float:
     """1 when vlcrc ``play-and-exit`` (default 0) is ``rules["expected_play_and_exit"]``."""
-    return _vlc_setting_is(result, rules, "check_play_and_exit", "play-and-exit", 0)
+    return _vlc_setting_is(result, rules, "check_play_and_exit", "play-and-exit", "0")
 
 
 @metric("check_global_key_play_pause")
 def check_global_key_play_pause(result: str | None, rules: Any) -> float:
-    """1 when VLC's global play/pause hotkey (vlcrc ``global-key-play-pause``) is as expected.
+    """1 when VLC's global play/pause hotkey is set (``rules["expected_global_key_play_pause"]`` 1)
+    or not (0).
 
-    ``rules["expected_global_key_play_pause"]``: 1/true = some global key is set, 0/false = none
-    (VLC's default); a string = exactly that key (case-insensitive, e.g. ``"Ctrl+Space"``).
+    As in OSWorld the last ``global-key-play-pause=`` line counts as "1" when it has a value and
+    "0" when empty (no line: "0"); that is compared with the rule value as text, so a key name
+    (``"Ctrl+Space"``) or ``true`` never matches.
     """
-    expected = _vlc_expected(rules, "check_global_key_play_pause", ["expected_global_key_play_pause"])
-    settings = _vlc_settings(result)
-    if settings is None:
+    expected = _vlc_rule_text(_vlc_rule(rules, "expected_global_key_play_pause", "check_global_key_play_pause"))
+    text = _vlcrc_text(result)
+    if text is None:
         return 0.0
-    actual = settings.get("global-key-play-pause", "")
-    if isinstance(expected, str) and not expected.strip().isdigit():
-        return float(actual.lower() == expected.strip().lower())
-    return float(_same_value(int(bool(actual)), expected))
+    state = "0"
+    for line in _vlcrc_lines(text):
+        if "global-key-play-pause=" in line:
+            state = "1" if line.split("=")[-1].strip() else "0"
+    return float(state == expected)
 
 
 VLC_SLIDER_DEFAULT = "153;210;153;20;210;20;255;199;15;245;39;29"
-
-
-def _slider_colours(value: str) -> list[tuple[int, ...]] | None:
-    try:
-        numbers = [int(part) for part in value.split(";") if part.strip()]
-    except ValueError:
-        return None
-    if not numbers or len(numbers) % 3:
-        return None
-    return [tuple(numbers[i:i + 3]) for i in range(0, len(numbers), 3)]
+BLACKISH_BELOW = 100
 
 
 @metric("check_qt_slider_colours")
 def check_qt_slider_colours(result: str | None, rules: Any) -> float:
     """1 when VLC's volume-slider colours (vlcrc ``qt-slider-colours``) fit the rule.
 
-    ``rules["type"]``: ``match`` (the ``r;g;b;…`` string equals ``expected_qt_slider_colours``) or
-    ``blackish`` (every colour has all channels below ``threshold``, default 100). Unset = VLC's
-    default green-to-red palette.
+    ``rules["type"]``: ``match`` (the value text equals ``expected_qt_slider_colours``) or
+    ``blackish`` (every r;g;b triple has all channels below 100). As in OSWorld the last line that
+    mentions ``qt-slider-colours`` gives the value (VLC's default green-to-red palette if none); a
+    value that is not ``;``-separated integers scores 0, and a trailing partial triple is ignored.
     """
-    kind = rule_value(rules, "type", "check_qt_slider_colours")
-    if kind == "match":
-        expected = _vlc_expected(rules, "check_qt_slider_colours", ["expected_qt_slider_colours"])
-    elif kind == "blackish":
-        threshold = rules.get("threshold", 100)
-        if not _is_number(threshold):
-            raise UserError(f"metric 'check_qt_slider_colours': threshold must be a number, got {threshold!r}")
-    else:
+    kind = _vlc_rule(rules, "type", "check_qt_slider_colours")
+    if kind not in ("match", "blackish"):
         raise UserError(f"metric 'check_qt_slider_colours': type must be 'match' or 'blackish', got {kind!r}")
-    settings = _vlc_settings(result)
-    if settings is None:
+    expected = _vlc_rule(rules, "expected_qt_slider_colours", "check_qt_slider_colours") if kind == "match" else None
+    text = _vlcrc_text(result)
+    if text is None:
         return 0.0
-    colours = _slider_colours(settings.get("qt-slider-colours", VLC_SLIDER_DEFAULT))
-    if colours is None:
-        return 0.0
+    value = _vlc_last_value(text, "qt-slider-colours", VLC_SLIDER_DEFAULT)
     if kind == "match":
-        return float(colours == _slider_colours(str(expected)))
-    return float(all(channel < threshold for colour in colours for channel in colour))
-
+        return float(value == expected)
+    try:
+        numbers = [int(part) for part in value.split(";")]
+    except ValueError:
+        return 0.0
+    triples = zip(numbers[0::3], numbers[1::3], numbers[2::3])
+    return float(all(channel < BLACKISH_BELOW for triple in triples for channel in triple))
 
 # ============================================================================================
 # LibreOffice: registrymodifications.xcu
 
 OOR = "{http://openoffice.org/2001/registry}"
-XSI_NIL = "{http://www.w3.org/2001/XMLSchema-instance}nil"
 # Enough for any real profile; a bigger file is not a LibreOffice settings file.
 XCU_MAX_BYTES = 64 * 1024 * 1024
 
@@ -352,74 +333,63 @@ def _parse_xml_safely(path: str | None) -> ET.Element | None:
         return None
 
 
-def _xcu_value(prop: ET.Element) -> Any:
-    """A prop's value: text, list of ``<it>`` items, or None (nil / no value)."""
-    values = prop.findall("value")
-    if not values:
-        return None
-    value = next((v for v in values if not v.attrib), values[0])  # the unlocalised one if any
-    if value.get(XSI_NIL) == "true":
-        return None
-    items = value.findall("it")
-    return [it.text or "" for it in items] if items else (value.text or "")
+def _items(root: ET.Element, path: str) -> list[ET.Element]:
+    """``<item oor:path=path>`` elements anywhere in the document, in document order."""
+    return [item for item in root.iter("item") if item.get(f"{OOR}path") == path]
 
 
-def xcu_settings(path: str | None) -> dict[tuple[str, str], Any] | None:
-    """``{(node path, prop name): value}`` from a registrymodifications.xcu, or None if unreadable.
-
-    ``<node>`` children extend the item's path (``/org.openoffice.Office.Common/Foo/Bar``).
-    A later entry for the same setting wins, as when LibreOffice reads the file.
-    """
-    root = _parse_xml_safely(path)
-    if root is None:
-        return None
-    settings: dict[tuple[str, str], Any] = {}
-
-    def visit(element: ET.Element, node_path: str) -> None:
-        for child in element:
-            if child.tag == "prop":
-                settings[(node_path, child.get(f"{OOR}name", ""))] = _xcu_value(child)
-            elif child.tag == "node":
-                visit(child, f"{node_path}/{child.get(f'{OOR}name', '')}")
-
-    for item in root.iter("item"):
-        visit(item, item.get(f"{OOR}path", ""))
-    return settings
+def _props(element: ET.Element, name: str, direct: bool = False) -> list[ET.Element]:
+    """``<prop oor:name=name>`` children (``direct``) or descendants of ``element``."""
+    found = element.findall("prop") if direct else [p for p in element.iter("prop") if p is not element]
+    return [prop for prop in found if prop.get(f"{OOR}name") == name]
 
 
 @metric("find_default_font")
 def find_default_font(result: str | None, rules: Any) -> float:
-    """1 when LibreOffice Writer's default font (``Standard`` by default) is ``rules["font_name"]``.
+    """1 when LibreOffice Writer's default font (DefaultFont ``Standard``) is ``rules["font_name"]``.
 
-    result = path of registrymodifications.xcu (getter ``libreoffice_config``). ``rules["font_type"]``
-    picks another DefaultFont entry (Heading, List, Caption, Index). Never changed = 0.
+    result = path of registrymodifications.xcu (getter ``libreoffice_config`` / ``vm_file``). As in
+    OSWorld the last ``<value>`` of a ``Standard`` prop under a DefaultFont item counts, compared
+    exactly (no trimming). ``rules["font_type"]`` (ours) picks another DefaultFont entry.
+    Never changed, or an unreadable file = 0.
     """
     expected = rule_value(rules, "font_name", "find_default_font")
     font_type = rule_value(rules, "font_type", "find_default_font", default="Standard")
-    settings = xcu_settings(result)
-    if settings is None:
+    root = _parse_xml_safely(result)
+    if root is None:
         return 0.0
-    actual = settings.get(("/org.openoffice.Office.Writer/DefaultFont", font_type))
-    return float(isinstance(actual, str) and actual.strip() == str(expected).strip())
+    font = None
+    for item in _items(root, "/org.openoffice.Office.Writer/DefaultFont"):
+        for prop in _props(item, font_type):
+            for value in prop.findall("value"):
+                font = value.text
+    return float(font is not None and font == expected)
+
+
+def _locale_values(root: ET.Element, prop_name: str) -> list[ET.Element]:
+    """``<value>`` children of ``prop_name`` props directly under items whose path ends in ``L10N``."""
+    return [value for item in root.iter("item") if item.get(f"{OOR}path", "").endswith("L10N")
+            for prop in _props(item, prop_name, direct=True) for value in prop.findall("value")]
 
 
 @metric("check_libre_locale")
 def check_libre_locale(result: str | None, rules: Any) -> float:
-    """1 when LibreOffice's locale setting (``ooSetupSystemLocale``) matches a ``rules["locale_set"]`` pattern.
+    """1 when LibreOffice's locale setting matches a ``rules["locale_set"]`` pattern (case-sensitive
+    fnmatch globs such as ``"de-*"``).
 
-    result = path of registrymodifications.xcu. Patterns are case-sensitive fnmatch globs
-    (``"de-*"``). Never set ("Default") scores 0: the anchor fell back to the grading host's locale.
+    result = path of registrymodifications.xcu. As in OSWorld the first ``ooSetupSystemLocale``
+    value of an ``…L10N`` item is the locale, else the first ``ooLocale`` one; neither, or an empty
+    value, scores 0.
     """
     patterns = rule_value(rules, "locale_set", "check_libre_locale")
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+    if not isinstance(patterns, (list, str)) or not all(isinstance(p, str) for p in patterns):
         raise UserError(f"metric 'check_libre_locale': locale_set must be a list of patterns, got {patterns!r}")
-    settings = xcu_settings(result)
-    if settings is None:
+    root = _parse_xml_safely(result)
+    if root is None:
         return 0.0
-    locale = settings.get(("/org.openoffice.Setup/L10N", "ooSetupSystemLocale"))
-    if not isinstance(locale, str) or not locale:
+    values = _locale_values(root, "ooSetupSystemLocale") or _locale_values(root, "ooLocale")
+    locale = values[0].text if values else None
+    if locale is None:
         return 0.0
     return float(any(fnmatch.fnmatchcase(locale, pattern) for pattern in patterns))
 
@@ -427,34 +397,50 @@ def check_libre_locale(result: str | None, rules: Any) -> float:
 @metric("check_auto_saving_time")
 def check_auto_saving_time(result: str | None, rules: Any) -> float:
     """1 when LibreOffice's autosave interval (``/org.openoffice.Office.Common/Save/Document``
-    ``AutoSaveTimeIntervall``, minutes) is ``rules["minutes"]``; unset or no file scores 0.
+    ``AutoSaveTimeIntervall``, minutes) equals ``rules["minutes"]``.
 
-    result = path of registrymodifications.xcu (as OSWorld reads it for Impress).
+    result = path of registrymodifications.xcu (as OSWorld reads it for Impress). As in OSWorld the
+    last such item counts, its value must be an integer (spaces allowed) equal to the rule value as
+    Python compares them (``"3"`` is not 3); unset, empty, not a number or no file scores 0.
     """
     minutes = rule_value(rules, "minutes", "check_auto_saving_time")
-    settings = xcu_settings(result)
-    if settings is None:
+    root = _parse_xml_safely(result)
+    if root is None:
         return 0.0
-    value = settings.get(("/org.openoffice.Office.Common/Save/Document", "AutoSaveTimeIntervall"))
+    interval = None
+    for item in _items(root, "/org.openoffice.Office.Common/Save/Document"):
+        props = _props(item, "AutoSaveTimeIntervall")
+        if props:
+            value = props[0].find(".//value")
+            if value is None:
+                return 0.0  # OSWorld raised here
+            interval = value.text
+    if interval is None:
+        return 0.0
     try:
-        return float(value is not None and int(value) == int(minutes))
-    except (TypeError, ValueError):
+        return float(int(interval) == minutes)
+    except ValueError:
         return 0.0
 
 
 @metric("check_presenter_console_disable")
 def check_presenter_console_disable(result: str | None) -> float:
-    """1 when Impress's presenter console is switched off (``/org.openoffice.Office.Impress/Misc/Start``
-    ``EnablePresenterScreen`` is false); unset (LibreOffice's default: on) or no file scores 0.
+    """1 when Impress's presenter console is switched off: the first ``EnablePresenterScreen`` prop of
+    ``/org.openoffice.Office.Impress/Misc/Start`` has the value ``false`` (any case, not trimmed),
+    as OSWorld reads it. Unset (LibreOffice's default: on), empty or no file scores 0.
 
     result = path of registrymodifications.xcu.
     """
-    settings = xcu_settings(result)
-    if settings is None:
+    root = _parse_xml_safely(result)
+    if root is None:
         return 0.0
-    value = settings.get(("/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen"))
-    return float(isinstance(value, str) and value.strip().lower() == "false")
-
+    props = [prop for item in _items(root, "/org.openoffice.Office.Impress/Misc/Start")
+             for prop in _props(item, "EnablePresenterScreen", direct=True)]
+    if not props:
+        return 0.0
+    value = props[0].find("value")
+    text = value.text if value is not None else None
+    return float(text is not None and text.lower() == "false")
 
 # ============================================================================================
 # VS Code: settings.json / keybindings.json are JSON with comments (JSONC)
@@ -481,9 +467,8 @@ def loads_jsonc(text: str) -> Any:
 _UNREADABLE = object()
 
 
-def _load_jsonc_file(path: str | None) -> Any:
+def _load_jsonc(text: str | None) -> Any:
     """Parsed JSONC, or ``_UNREADABLE``."""
-    text = _text_or_none(path)
     if text is None:
         return _UNREADABLE
     try:
@@ -494,60 +479,42 @@ def _load_jsonc_file(path: str | None) -> Any:
 
 @metric("check_json_settings")
 def check_json_settings(result: str | None, rules: Any) -> float:
-    """1 when every top-level setting in ``rules["expected"]`` (a dict) is in the settings file with that value.
+    """1 when every top-level setting in ``rules["expected"]`` (a dict) is in the settings file with
+    an equal value (Python equality, as OSWorld: ``1 == true``, nested objects compared whole).
 
-    result = path of a VS Code-style settings.json; comments and trailing commas are tolerated.
+    result = path of a VS Code-style settings.json (UTF-8). OSWorld parsed it as strict JSON, so a
+    file with comments or a trailing comma (which VS Code itself writes and reads) scored 0 there;
+    here they are tolerated, the one deliberate difference.
     """
     expected = rule_value(rules, "expected", "check_json_settings")
     if not isinstance(expected, dict):
         raise UserError(f"metric 'check_json_settings': 'expected' must be a mapping of settings, got {expected!r}")
-    data = _load_jsonc_file(result)
+    data = _load_jsonc(read_text_strict(result))
     if not isinstance(data, dict):
         return 0.0
     return float(all(key in data and data[key] == value for key, value in expected.items()))
 
 
-_MODIFIER_ORDER = {"ctrl": 0, "shift": 1, "alt": 2, "meta": 3, "cmd": 3, "win": 3}
-
-
-def _normalise_chord(keys: Any) -> Any:
-    """``"Shift+Ctrl+K  ctrl+c"`` → ``"ctrl+shift+k ctrl+c"``: lower case, modifiers in a fixed order."""
-    if not isinstance(keys, str):
-        return keys
-    chords = []
-    for chord in keys.lower().split():
-        parts = [p for p in chord.split("+") if p]
-        modifiers = sorted((p for p in parts[:-1] if p in _MODIFIER_ORDER), key=_MODIFIER_ORDER.__getitem__)
-        others = [p for p in parts[:-1] if p not in _MODIFIER_ORDER]
-        chords.append("+".join([*modifiers, *others, *parts[-1:]]))
-    return " ".join(chords)
-
-
-def _normalise_binding(binding: Any) -> Any:
-    if not isinstance(binding, dict):
-        return binding
-    return {k: _normalise_chord(v) if k in ("key", "mac", "linux", "win") else v for k, v in binding.items()}
-
-
 @metric("check_json_keybindings")
 def check_json_keybindings(result: str | None, rules: Any) -> float:
-    """1 when each expected key binding is an entry of the keybindings file.
+    """1 when ``rules["expected"]`` (one binding ``{key, command[, when, args]}``) is an entry of the
+    keybindings file, compared as OSWorld does: the same fields with equal values (key chords
+    exactly, case included).
 
-    result = path of a VS Code keybindings.json (a JSON list; comments and trailing commas are
-    tolerated). ``rules["expected"]`` is one binding ``{key, command[, when, args]}`` or a list.
-    An entry matches when it has exactly the same fields; key chords compare case-insensitively
-    with modifiers in any order.
+    result = path of a VS Code keybindings.json, a JSON list. As in OSWorld the file is read whole,
+    or else without its first line (VS Code's ``// Place your key bindings…`` header); comments and
+    trailing commas elsewhere are tolerated, which OSWorld's strict JSON reading did not.
     """
     expected = rule_value(rules, "expected", "check_json_keybindings")
-    wanted = expected if isinstance(expected, list) else [expected]
-    if not wanted or not all(isinstance(b, dict) for b in wanted):
-        raise UserError(f"metric 'check_json_keybindings': 'expected' must be a binding object or a list of them, got {expected!r}")
-    data = _load_jsonc_file(result)
+    text = read_text_strict(result)
+    if text is None:
+        return 0.0
+    data = _load_jsonc(text)
+    if not isinstance(data, list):
+        data = _load_jsonc(text.split("\n", 1)[1] if "\n" in text else "")
     if not isinstance(data, list):
         return 0.0
-    present = [_normalise_binding(entry) for entry in data]
-    return float(all(_normalise_binding(binding) in present for binding in wanted))
-
+    return float(expected in data)
 
 # ============================================================================================
 # Chromium profile: Bookmarks roots, History sqlite, Preferences font sizes
@@ -558,30 +525,6 @@ def _children(node: Any) -> list[dict[str, Any]]:
     return [c for c in children if isinstance(c, dict)] if isinstance(children, list) else []
 
 
-def _url_key(url: Any) -> str:
-    """Chromium stores ``https://a.com`` as ``https://a.com/``; compare both the same."""
-    text = str(url).strip()
-    return text[:-1] if re.fullmatch(r"[a-zA-Z][\w+.-]*://[^/?#]+/", text) else text
-
-
-def _assign(slots: list[set[str]], actual: list[str]) -> bool:
-    """Whether each actual URL can take a distinct slot it is allowed in (and every slot is used)."""
-    if len(slots) != len(actual):
-        return False
-    owner: dict[int, int] = {}  # slot index -> actual index
-
-    def place(i: int, seen: set[int]) -> bool:
-        for s, allowed in enumerate(slots):
-            if actual[i] in allowed and s not in seen:
-                seen.add(s)
-                if s not in owner or place(owner[s], seen):
-                    owner[s] = i
-                    return True
-        return False
-
-    return all(place(i, set()) for i in range(len(actual)))
-
-
 def _string_list(rules: dict[str, Any], key: str, metric_name: str) -> list[Any]:
     value = rule_value(rules, key, metric_name)
     if not isinstance(value, list):
@@ -589,25 +532,45 @@ def _string_list(rules: dict[str, Any], key: str, metric_name: str) -> list[Any]
     return value
 
 
-def _same_items(actual: list[str], expected: list[str], allow_extra: bool) -> bool:
-    return set(expected) <= set(actual) if allow_extra else set(actual) == set(expected)
+def _covers(choices: list[list[str]], urls: set[str]) -> bool:
+    """Whether one URL can be picked from each list so that the picks are exactly ``urls``.
+
+    Each list may only pick a URL of ``urls``; every URL needs a list of its own that allows it
+    (a matching), the other lists then pick any allowed URL.
+    """
+    allowed = [set(choice) & urls for choice in choices]
+    if any(not a for a in allowed):
+        return False
+    owner: dict[int, str] = {}  # list index -> the URL it is reserved for
+
+    def place(url: str, seen: set[int]) -> bool:
+        for i, a in enumerate(allowed):
+            if url in a and i not in seen:
+                seen.add(i)
+                if i not in owner or place(owner[i], seen):
+                    owner[i] = url
+                    return True
+        return False
+
+    return all(place(url, set()) for url in urls)
 
 
 @metric("is_expected_bookmarks")
 def is_expected_bookmarks(result: Any, rules: Any) -> float:
-    """1 when the bookmark bar holds the expected folders / URLs.
+    """1 when the bookmark bar holds the expected folders / URLs, as OSWorld checks them.
 
-    result = the Bookmarks ``roots`` object (getter ``bookmarks``) or the whole Bookmarks JSON.
+    result = the Bookmarks ``roots`` object (getter ``bookmarks``).
     ``rules["type"]``:
 
-    - ``bookmark_bar_folders_names``: the bar's folder names equal ``names`` (as sets);
-    - ``bookmark_bar_websites_urls``: the bar's URL bookmarks equal ``urls`` (as sets);
-    - ``liked_authors_websites_urls``: the folder ``folder`` (default "Liked Authors") on the bar
-      holds one URL per ``urls`` entry, an entry being a URL or a list of acceptable URLs.
+    - ``bookmark_bar_folders_names``: the set of the bar's folder names is the set ``names``;
+    - ``bookmark_bar_websites_urls``: the set of the bar's URL bookmarks is the set ``urls``
+      (URLs compared exactly: ``https://a.com`` is not ``https://a.com/``);
+    - ``liked_authors_websites_urls``: the bar's folder "Liked Authors" (``folder``, ours) holds a
+      set of URLs that one pick from each ``urls`` entry (a URL or a list of acceptable URLs) makes
+      exactly; duplicates count once.
 
-    ``rules["allow_extra"]: true`` lets other bookmarks sit on the bar (the first two types);
-    by default they fail it, as in the anchor. A bare domain with and without its trailing ``/``
-    compare equal.
+    ``rules["allow_extra"]: true`` (ours, for the first two types) lets other bookmarks sit on the
+    bar. An empty result or a bookmark without its type/name/url scores 0.
     """
     kind = rule_value(rules, "type", "is_expected_bookmarks")
     if kind not in ("bookmark_bar_folders_names", "bookmark_bar_websites_urls", "liked_authors_websites_urls"):
@@ -615,44 +578,41 @@ def is_expected_bookmarks(result: Any, rules: Any) -> float:
     key = "names" if kind == "bookmark_bar_folders_names" else "urls"
     wanted = _string_list(rules, key, "is_expected_bookmarks")
     allow_extra = bool(rules.get("allow_extra", False))
-    if not isinstance(result, dict):
+    if not result or not isinstance(result, dict):
         return 0.0
-    roots = result.get("roots", result)
-    bar = _children(roots.get("bookmark_bar") if isinstance(roots, dict) else None)
-    if kind == "bookmark_bar_folders_names":
-        names = [str(c.get("name")) for c in bar if c.get("type") == "folder"]
-        return float(_same_items(names, [str(n) for n in wanted], allow_extra))
-    if kind == "bookmark_bar_websites_urls":
-        urls = [_url_key(c.get("url")) for c in bar if c.get("type") == "url"]
-        return float(_same_items(urls, [_url_key(u) for u in wanted], allow_extra))
-    folder_name = rules.get("folder", "Liked Authors")
-    folder = next((c for c in bar if c.get("type") == "folder" and c.get("name") == folder_name), None)
-    if folder is None:
+    try:
+        bar = result["bookmark_bar"]["children"]
+        if kind != "liked_authors_websites_urls":
+            field, node_type = ("name", "folder") if kind == "bookmark_bar_folders_names" else ("url", "url")
+            found = {node[field] for node in bar if node["type"] == node_type}
+            expected = set(wanted)
+            return float(expected <= found if allow_extra else found == expected)
+        folder_name = rules.get("folder", "Liked Authors")
+        folder = next((node for node in bar if node["type"] == "folder" and node["name"] == folder_name), None)
+        if folder is None:
+            return 0.0
+        urls = {node["url"] for node in folder["children"] if node["type"] == "url"}
+    except (KeyError, TypeError):
         return 0.0
-    urls = [_url_key(c.get("url")) for c in _children(folder) if c.get("type") == "url"]
-    slots = [{_url_key(u) for u in (entry if isinstance(entry, list) else [entry])} for entry in wanted]
-    return float(_assign(slots, urls))
+    choices = [entry if isinstance(entry, list) else [entry] for entry in wanted]
+    return float(_covers(choices, urls))
 
 
-def _history_urls(result: Any) -> list[str] | None:
-    """URLs of a History database copy (path) or of already-read rows; None if unreadable."""
+def _history_urls(result: Any) -> list[Any] | None:
+    """First columns of the History rows (OSWorld's getter gives rows), or the ``url`` column of a
+    History database copy (our getter gives its path, opened read-only); None if unreadable."""
     if isinstance(result, (list, tuple)):
-        urls = []
-        for row in result:
-            if isinstance(row, dict):
-                urls.append(str(row.get("url", "")))
-            elif isinstance(row, (list, tuple)) and row:
-                urls.append(str(row[0]))
-            else:
-                urls.append(str(row))
-        return urls
+        try:
+            return [row[0] for row in result]
+        except (TypeError, IndexError, KeyError):
+            return None
     if not isinstance(result, (str, os.PathLike)) or not Path(result).is_file():
         return None
     uri = Path(result).resolve().as_uri() + "?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True)
         try:
-            return [str(row[0]) for row in connection.execute("SELECT url FROM urls")]
+            return [row[0] for row in connection.execute("SELECT url FROM urls")]
         finally:
             connection.close()
     except sqlite3.Error:
@@ -661,32 +621,32 @@ def _history_urls(result: Any) -> list[str] | None:
 
 @metric("check_history_deleted")
 def check_history_deleted(result: Any, rules: Any) -> float:
-    """1 when no browsing-history URL contains any of ``rules["keywords"]`` (``rules["type"]: keywords``).
+    """1 when no browsing-history URL contains any of ``rules["keywords"]`` (``rules["type"]: keywords``),
+    case-sensitively as in OSWorld.
 
-    result = path of a Chromium History sqlite copy (getter ``history``; opened read-only), or
-    rows whose first column / ``url`` field is the URL. Keywords match case-insensitively.
+    result = rows of getter ``history`` (URL first) or the path of a History sqlite copy.
     """
-    kind = rule_value(rules, "type", "check_history_deleted", default="keywords")
+    kind = rule_value(rules, "type", "check_history_deleted")
     if kind != "keywords":
         raise UserError(f"metric 'check_history_deleted': type must be 'keywords', got {kind!r}")
-    keywords = [str(k).lower() for k in _string_list(rules, "keywords", "check_history_deleted")]
+    keywords = _string_list(rules, "keywords", "check_history_deleted")
     urls = _history_urls(result)
     if urls is None:
         return 0.0
-    return float(not any(keyword in url.lower() for url in urls for keyword in keywords))
-
-
-CHROME_DEFAULT_FONT_SIZE = 16
+    try:
+        return float(not any(keyword in url for keyword in keywords for url in urls))
+    except TypeError:
+        return 0.0
 
 
 @metric("check_font_size")
 def check_font_size(result: Any, rules: Any) -> float:
-    """1 when Chromium's default font size fits the rule.
+    """1 when Chromium's default font size fits the rule, as OSWorld checks it.
 
-    result = the font-size dict of getter ``chrome_font_size`` (or a whole Preferences dict).
-    ``rules["type"]``: ``value`` (equals ``value``) or ``range`` (``min < size < max``, strict as
-    in the anchor). ``rules["key"]`` picks another size (``minimum_font_size``,
-    ``default_fixed_font_size``). An unset default_font_size is Chromium's default, 16.
+    result = the ``webkit.webprefs`` font-size dict of getter ``chrome_font_size`` (or a whole
+    Preferences dict). ``rules["type"]``: ``value`` (equals ``value``) or ``range``
+    (``min < size < max``, strict). ``rules["key"]`` (ours) picks another size
+    (``minimum_font_size``, ``default_fixed_font_size``). No ``default_font_size`` in the dict: 0.
     """
     kind = rule_value(rules, "type", "check_font_size")
     key = rule_value(rules, "key", "check_font_size", default="default_font_size")
@@ -696,19 +656,16 @@ def check_font_size(result: Any, rules: Any) -> float:
         bounds = [rule_value(rules, "min", "check_font_size"), rule_value(rules, "max", "check_font_size")]
     else:
         raise UserError(f"metric 'check_font_size': type must be 'value' or 'range', got {kind!r}")
-    if not all(_is_number(b) for b in bounds):
-        raise UserError(f"metric 'check_font_size': value/min/max must be numbers, got {bounds!r}")
     if not isinstance(result, dict):
         return 0.0
     sizes = _walk_dicts(result, ["webkit", "webprefs"]) if "webkit" in result else result
-    size = sizes.get(key, CHROME_DEFAULT_FONT_SIZE if key == "default_font_size" else None) if isinstance(sizes, dict) else None
-    if not _is_number(size):
+    if not isinstance(sizes, dict) or key not in sizes:
         return 0.0
-    return float(size == bounds[0] if kind == "value" else bounds[0] < size < bounds[1])
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    size = sizes[key]
+    try:
+        return float(bool(size == bounds[0] if kind == "value" else bounds[0] < size < bounds[1]))
+    except TypeError:
+        return 0.0
 
 
 def _walk_dicts(data: Any, keys: list[str]) -> Any:
@@ -716,28 +673,27 @@ def _walk_dicts(data: Any, keys: list[str]) -> Any:
         data = data.get(key) if isinstance(data, dict) else None
     return data
 
-
 # ============================================================================================
 # Thunderbird: prefs.js, msgFilterRules.dat and mbox folder files of a profile
 
-_USER_PREF = re.compile(r'^user_pref\("(?P<key>(?:[^"\\]|\\.)+)",\s*(?P<value>.+)\);$')
+# A prefs.js line as OSWorld reads it: exactly one space after the name's comma, the value a JSON literal.
+_USER_PREF = re.compile(r'^user_pref\("(?P<key>(?:[^"]|\\")+)", (?P<value>.+)\);$')
 
 
-def _pref_value(literal: str) -> Any:
-    """A prefs.js value (a JS literal: true, 42, "text") as Python; the raw text if it is no JSON."""
-    try:
-        return json.loads(literal)
-    except ValueError:
-        return literal
+def thunderbird_prefs(text: str) -> list[tuple[str, Any]] | None:
+    """``(name, value)`` of every ``user_pref("name", value);`` line of a prefs.js, in file order.
 
-
-def thunderbird_prefs(text: str) -> list[tuple[str, Any]]:
-    """``(name, value)`` of every ``user_pref("name", value);`` line of a prefs.js, in file order."""
+    Names are kept as written; values are decoded as JSON (``true`` is True, strings unescaped).
+    None when a value is not JSON (OSWorld raised on such a file, which scores 0).
+    """
     prefs = []
-    for line in text.splitlines():
+    for line in _LINE.findall(text):
         match = _USER_PREF.match(line.strip())
         if match:
-            prefs.append((_pref_value(f'"{match.group("key")}"'), _pref_value(match.group("value").strip())))
+            try:
+                prefs.append((match.group("key"), json.loads(match.group("value"))))
+            except ValueError:
+                return None
     return prefs
 
 
@@ -753,66 +709,63 @@ def check_thunderbird_prefs(result: str | None, rules: Any) -> float:
     """1 when every pref of ``rules["expect"]`` is set in prefs.js to a value its ``{method, ref}`` rule
     accepts, and no pref of ``rules["unexpect"]`` has a value its rule accepts.
 
-    result = path of a profile's prefs.js (Thunderbird writes it on exit; close it first). Values are
-    the JS literals decoded (``true`` is True, strings unescaped), matched by ``matchers.match_value``.
-    A pref Thunderbird left at its default is not in the file: an ``expect`` on it scores 0.
+    result = path of a profile's prefs.js (Thunderbird writes it on exit; close it first). Read as
+    OSWorld reads it: ``user_pref("name", value);`` lines, the last line for a pref deciding an
+    ``expect``; a value that is not a JSON literal anywhere in the file scores 0. A pref Thunderbird
+    left at its default is not in the file: an ``expect`` on it scores 0.
     """
     expect, unexpect = _pref_rules(rules, "expect"), _pref_rules(rules, "unexpect")
     if not expect and not unexpect:
         raise UserError("metric 'check_thunderbird_prefs' needs 'expect' or 'unexpect' rules")
-    text = _text_or_none(result)
-    if text is None:
+    text = read_text_strict(result)
+    prefs = thunderbird_prefs(text) if text is not None else None
+    if prefs is None:
         return 0.0
     met = dict.fromkeys(expect, False)
-    for name, value in thunderbird_prefs(text):
+    for name, value in prefs:
         if name in expect:
-            met[name] = match_value(value, expect[name])  # the last line for a pref wins, as in Thunderbird
+            met[name] = match_value(value, expect[name])
         elif name in unexpect and match_value(value, unexpect[name]):
             return 0.0
     return float(all(met.values()))
 
 
-_FILTER_TERM = re.compile(r'\b(?:AND|OR) \((?:"(?:[^"\\]|\\.)*"|[^,()]*),[^,()]*,(?:"(?:[^"\\]|\\.)*"|[^)]*)\)|\bALL\b')
+# One term of a filter condition, as OSWorld splits it: ``AND (subject,contains,x)`` or ``ALL``.
+_FILTER_TERM = re.compile(r'\b(?:AND|OR) \([\w ]+,[\w \']+,(?:"(?:[^"]|")+"|[^)]+)\)|\bALL\b')
+_FILTER_FIELDS = ("name", "enabled", "type", "action", "actionValue", "condition")
 
 
-def _filter_value(raw: str) -> str:
-    """The text of a msgFilterRules.dat value: ``"…"`` with ``\\"`` and ``\\\\`` escapes."""
-    raw = raw.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        raw = raw[1:-1]
-    return re.sub(r'\\(["\\])', r"\1", raw)
+def _filter_value(line: str, field: str) -> str:
+    """The quoted value of a ``field="…"`` line (its closing quote and line end cut off as OSWorld
+    does: the last two characters), with ``\\"`` and ``\\\\`` unescaped."""
+    return line[len(field) + 2:-2].replace('\\"', '"').replace("\\\\", "\\")
 
 
-def thunderbird_filters(text: str) -> list[dict[str, Any]]:
-    """The filters of a msgFilterRules.dat: ``{name, enabled, type, condition: [terms], actions: [{action,
-    actionValue?}], …}``. ``condition`` is split into its terms (``AND (subject,contains,x)``, ``ALL``)."""
+def thunderbird_filters(text: str) -> list[dict[str, Any]] | None:
+    """The filters of a msgFilterRules.dat as OSWorld reads them: ``{name, enabled, type, action,
+    actionValue, condition: [terms]}``, a filter counted once its ``condition`` line is read.
+
+    A filter's later ``action``/``actionValue`` lines overwrite earlier ones (the last action
+    counts). None when a field line comes before any ``name`` (OSWorld raised).
+    """
     filters: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
-    for line in text.splitlines():
-        key, sep, raw = line.partition("=")
-        if not sep:
+    for line in _LINE.findall(text):
+        field = next((f for f in _FILTER_FIELDS if line.startswith(f + "=")), None)
+        if field is None:
             continue
-        value = _filter_value(raw)
-        if key == "name":
-            current = {"name": value, "actions": []}
-            filters.append(current)
-        elif current is None:
-            continue  # the file's header: version, logging
-        elif key == "action":
-            current["actions"].append({"action": value})
-        elif key == "actionValue" and current["actions"]:
-            current["actions"][-1]["actionValue"] = value
-        elif key == "condition":
+        value = _filter_value(line, field)
+        if field == "name":
+            current = {"name": value}
+            continue
+        if current is None:
+            return None
+        if field == "condition":
             current["condition"] = _FILTER_TERM.findall(value)
+            filters.append(current)
         else:
-            current[key] = value
+            current[field] = value
     return filters
-
-
-def _filter_records(flt: dict[str, Any]) -> list[dict[str, Any]]:
-    """One flat record per action of a filter (the filter's fields plus that action)."""
-    base = {k: v for k, v in flt.items() if k != "actions"}
-    return [{**base, **action} for action in flt["actions"]] or [base]
 
 
 def _record_list(rules: Any, key: str) -> list[dict[str, Any]]:
@@ -833,18 +786,17 @@ def check_thunderbird_filter(result: str | None, rules: Any) -> float:
 
     result = path of an account's msgFilterRules.dat. A record such as ``{enabled: "yes", action:
     "Move to folder", actionValue: "mailbox://…", condition: ["AND (subject,contains,x)"]}`` fits a
-    filter when each of its fields equals the filter's (``condition`` as the list of terms). A filter
-    with several actions fits when one of its actions does; OSWorld looked at the last action only.
+    filter when each of its fields equals the filter's (``condition`` as the list of terms). As in
+    OSWorld a filter with several actions shows only its last one.
     """
     expect, unexpect = _record_list(rules, "expect"), _record_list(rules, "unexpect")
-    text = _text_or_none(result)
-    if text is None:
+    text = read_text_strict(result)
+    filters = thunderbird_filters(text) if text is not None else None
+    if filters is None:
         return 0.0
-    records = [r for flt in thunderbird_filters(text) for r in _filter_records(flt)]
-    if any(_fits(pattern, r) for pattern in unexpect for r in records):
+    if any(_fits(pattern, flt) for pattern in unexpect for flt in filters):
         return 0.0
-    return float(all(any(_fits(pattern, r) for r in records) for pattern in expect))
-
+    return float(all(any(_fits(pattern, flt) for flt in filters) for pattern in expect))
 
 # An mbox "From " line starts the file or follows a blank line; other "From " lines are body text.
 _MBOX_SEPARATOR = re.compile(r"(?:\A|(?<=\n\n))From [^\n]*(?:\n|\Z)")
@@ -913,12 +865,16 @@ def check_thunderbird_folder(result: Any, expected: Any, ignore_status: bool = F
 def check_moved_jpgs(result: Any, rules: Any) -> float:
     """1 when the directory holds exactly the files ``rules["expected"]`` (a list of names).
 
-    result = entry names (getter ``list_directory``) or a tree ``{"children": [{"name"}…]}``.
+    result = entry names (our getter ``list_directory``) or OSWorld's tree ``{"children": [{"name"}…]}``
+    (a tree without ``children`` or a child without ``name`` scores 0, as OSWorld raised).
     Compared as sets, and the counts must agree.
     """
     expected = _string_list(rules, "expected", "check_moved_jpgs")
     if isinstance(result, dict):
-        result = [c.get("name") for c in _children(result)]
+        try:
+            result = [child["name"] for child in result["children"]]
+        except (KeyError, TypeError):
+            return 0.0
     if not isinstance(result, list):
         return 0.0
     names = [str(name) for name in result]

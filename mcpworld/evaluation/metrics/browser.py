@@ -37,8 +37,9 @@ def _match_type(rules: Any, name: str) -> str:
 def is_expected_tabs(result: Any, rules: Any) -> float:
     """1 when the open tabs' URLs are exactly ``rules["urls"]`` (in any order; ``type: url``).
 
-    result = the list of ``{"title", "url"}`` of getter ``open_tabs_info``. As in OSWorld's
-    current version, ``chrome://`` tabs (the browser's own UI) are left out before comparing.
+    result = the list of ``{"title", "url"}`` of getter ``open_tabs_info`` (which leaves out the
+    browser's own ``chrome://`` tabs, as OSWorld's does; the metric compares every tab it is given).
+    A tab without ``url`` scores 0.
     """
     _match_type(rules, "is_expected_tabs")
     expected = rule_value(rules, "urls", "is_expected_tabs")
@@ -46,9 +47,11 @@ def is_expected_tabs(result: Any, rules: Any) -> float:
         raise UserError(f"metric 'is_expected_tabs': urls must be a list, got {expected!r}")
     if not result or not isinstance(result, list):
         return 0.0
-    actual = [_url_of(tab) for tab in result]
-    actual = [url for url in actual if url is not None and not url.startswith("chrome://")]
-    return float(are_lists_equal(expected, actual, compare_urls))
+    try:
+        actual = [tab["url"] for tab in result]
+        return float(are_lists_equal(expected, actual, compare_urls))
+    except (KeyError, TypeError, AttributeError):
+        return 0.0
 
 
 @metric("is_expected_active_tab")
@@ -71,7 +74,8 @@ def is_expected_active_tab(result: Any, rules: Any) -> float:
 def is_expected_url_pattern_match(result: Any, rules: Any) -> float:
     """1 when every regex of ``rules["expected"]`` is found (re.search) in the URL.
 
-    result = a tab dict (its ``url``) or a URL string.
+    result = a tab dict (its ``url``) or a URL string; anything else, or a tab whose url is not a
+    string, scores 0 (with no patterns at all a tab dict scores 1, as in OSWorld).
     """
     patterns = rule_value(rules, "expected", "is_expected_url_pattern_match")
     patterns = [patterns] if isinstance(patterns, str) else patterns
@@ -81,19 +85,27 @@ def is_expected_url_pattern_match(result: Any, rules: Any) -> float:
         compiled = [re.compile(str(p)) for p in patterns]
     except re.error as exc:
         raise UserError(f"metric 'is_expected_url_pattern_match': bad regex: {exc}") from None
-    url = _url_of(result) if result else None
-    if url is None:
+    if not result or not (isinstance(result, str) or isinstance(result, dict) and "url" in result):
+        return 0.0
+    url = result if isinstance(result, str) else result["url"]
+    if not compiled:
+        return 1.0
+    if not isinstance(url, str):
         return 0.0
     return float(all(p.search(url) for p in compiled))
 
 
 @metric("is_expected_search_query")
 def is_expected_search_query(result: Any, rules: Any) -> float:
-    """1 when the active tab's URL matches ``rules["expect"]["pattern"]`` (re.search)."""
+    """1 when the active tab's URL matches ``rules["expect"]["pattern"]`` (re.search).
+
+    result = getter ``active_tab_info``'s dict; as in OSWorld a bare URL string, or a dict without
+    a string ``url``, scores 0.
+    """
     expect = rule_value(rules, "expect", "is_expected_search_query")
     if not isinstance(expect, dict) or "pattern" not in expect:
         raise UserError(f"metric 'is_expected_search_query': expect must be {{pattern: regex}}, got {expect!r}")
-    url = _url_of(result) if result else None
-    if url is None:
+    url = result.get("url") if isinstance(result, dict) and result else None
+    if not isinstance(url, str):
         return 0.0
     return float(re.search(str(expect["pattern"]), url) is not None)

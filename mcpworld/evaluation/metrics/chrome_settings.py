@@ -58,14 +58,12 @@ def is_cookie_deleted(result: Any, rules: Any) -> float:
 
 
 def _entry_values(text: str, key: str) -> list[str]:
-    """The values of ``key=`` lines of a desktop entry (unlocalised key only)."""
+    """The values of ``key=`` lines of a desktop entry (unlocalised key only, the line kept as is)."""
     prefix = key + "="
-    return [line[len(prefix):].rstrip("\r") for line in text.split("\n") if line.startswith(prefix)]
+    return [line[len(prefix):] for line in text.split("\n") if line.startswith(prefix)]
 
 
 def _loosely_equal(expected: str, actual: str, fold_case: bool) -> bool:
-    if not actual:
-        return False
     a, b = (expected.lower(), actual.lower()) if fold_case else (expected, actual)
     return a in b or b in a
 
@@ -84,11 +82,11 @@ def _description(text: str) -> list[str]:
 def is_shortcut_on_desktop(result: Any, rules: Any) -> float:
     """1 when a desktop launcher (getter ``shortcuts_on_desktop``) fits the rule.
 
-    ``type: name``: a ``Name=`` that equals, contains or is contained in ``rules["name"]``
-    (case-insensitive); ``type: exec``: likewise an ``Exec=`` line (case-sensitive);
-    ``type: description`` (WAA): ``rules["description"]`` is part of the launcher's description.
-    OSWorld let an empty ``Name=``/``Exec=`` value match anything (the empty string is contained
-    in every name); here an empty value matches nothing.
+    ``type: name``: the text ``Name=<name>\\n`` is in a launcher, or a ``Name=`` line's value
+    equals, contains or is contained in ``rules["name"]`` (case-insensitive); ``type: exec``:
+    likewise with ``Exec=`` (case-sensitive); ``type: description`` (WAA, ours):
+    ``rules["description"]`` is part of the launcher's description. As in OSWorld an empty value
+    (``Name=``) is contained in any name and matches, and a CRLF line keeps its ``\\r``.
     """
     kind = rule_value(rules, "type", "is_shortcut_on_desktop")
     if kind not in ("name", "exec", "description"):
@@ -103,6 +101,8 @@ def is_shortcut_on_desktop(result: Any, rules: Any) -> float:
                 return 1.0
             continue
         key = "Name" if kind == "name" else "Exec"
+        if f"{key}={wanted}\n" in text:
+            return 1.0
         if any(_loosely_equal(wanted, value, fold_case=kind == "name") for value in _entry_values(text, key)):
             return 1.0
     return 0.0

@@ -166,8 +166,8 @@ def compare_audios(result: str | None, expected: str | None) -> float:
 
 
 def id3_tags(path: str) -> dict[str, list[str]] | None:
-    """The easy ID3 tags of an MP3 (``title``, ``artist``, ``album``…); {} for an untagged file,
-    None when the file does not exist."""
+    """The easy ID3 tags of an MP3 (``title``, ``artist``, ``album``…); None when the file does not
+    exist or has no ID3 tag."""
     from mutagen.easyid3 import EasyID3
     from mutagen.id3 import ID3NoHeaderError
 
@@ -176,7 +176,7 @@ def id3_tags(path: str) -> dict[str, list[str]] | None:
     try:
         return dict(EasyID3(path))
     except ID3NoHeaderError:
-        return {}
+        return None
 
 
 @metric("check_mp3_meta")
@@ -185,8 +185,7 @@ def check_mp3_meta(result: str | None, rules: Any) -> float:
     ``{"title": {"method": "eq", "ref": "Missing You"}, "artist": {…}}``.
 
     result = local path of the MP3. A tag with several values is compared as the values joined by
-    commas; an absent tag as "". A file without any ID3 tag counts as all tags absent (OSWorld
-    raised on it).
+    commas; an absent tag as "". A file without any ID3 tag scores 0 (OSWorld raised on it).
     """
     if not isinstance(rules, dict) or not rules or not all(isinstance(r, dict) for r in rules.values()):
         raise UserError(f"metric 'check_mp3_meta' needs rules mapping tag names to {{method, ref}}, got {rules!r}")
@@ -252,10 +251,11 @@ def compare_videos(result: str | None, expected: str | None, max_frames_to_check
 @metric("is_vlc_fullscreen")
 def is_vlc_fullscreen(result: Any, expected: Any) -> float:
     """1 when the window size equals the screen size (``{"width", "height"}`` dicts, from the getters
-    ``vm_screen_size`` and ``vm_window_size`` in either order); no window (None) scores 0."""
+    ``vm_screen_size`` and ``vm_window_size`` in either order), compared as OSWorld does (``==``:
+    ``"1920"`` is not 1920); no window (None) or a missing field scores 0."""
     if not isinstance(result, dict) or not isinstance(expected, dict):
         return 0.0
     try:
-        return float(int(result["width"]) == int(expected["width"]) and int(result["height"]) == int(expected["height"]))
-    except (KeyError, TypeError, ValueError):
+        return float(bool(result["width"] == expected["width"] and result["height"] == expected["height"]))
+    except KeyError:
         return 0.0

@@ -50,31 +50,19 @@ def is_utc_0(result: str | None) -> float:
     """1 when ``timedatectl status`` output says the time zone is at UTC+0 (its ``Time zone:`` line
     ends ``+0000)``, as in ``Etc/UTC (UTC, +0000)``).
 
-    OSWorld took the fourth output line; this finds the line by its label. No output (timedatectl
-    needs systemd) scores 0.
+    OSWorld took the fourth output line, which is that line only where the machine has a
+    real-time clock (timedatectl drops its ``RTC time:`` line otherwise, as in a container); this
+    finds the line by its label. Like OSWorld it takes the line as it is (a trailing space or
+    ``\\r`` fails). No output (timedatectl needs systemd) scores 0.
     """
     if not isinstance(result, str):
         return 0.0
-    line = next((ln.strip() for ln in result.splitlines() if ln.strip().startswith("Time zone:")), "")
+    line = next((ln for ln in result.split("\n") if ln.lstrip().startswith("Time zone:")), "")
     return float(line.endswith("+0000)"))
 
 
 # --------------------------------------------------------------------------------------------
 # GNOME favourite apps
-
-
-def gvariant_strings(text: str) -> list[str] | None:
-    """A GVariant string array as ``gsettings get`` prints it (``['a.desktop', 'b.desktop']``,
-    ``@as []``); None if the text is not one."""
-    text = text.strip()
-    text = text[len("@as"):].strip() if text.startswith("@as") else text
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        return None
-    return value
 
 
 @metric("check_gnome_favorite_apps")
@@ -83,15 +71,19 @@ def check_gnome_favorite_apps(result: str | None, rules: Any) -> float:
     exactly ``rules["expected"]`` (a list of .desktop names), in any order.
 
     The desktop needs the org.gnome.shell schema: without GNOME Shell the command prints nothing
-    and the score is 0. OSWorld ``eval``'d the output; this parses it as a literal only.
+    and the score is 0. OSWorld ``eval``'d the output; this reads it as a Python literal only (a
+    list or tuple; GVariant's empty ``@as []`` is not one and scores 0, as in OSWorld).
     """
     expected = rule_value(rules, "expected", "check_gnome_favorite_apps")
     if not isinstance(expected, list):
         raise UserError(f"metric 'check_gnome_favorite_apps': 'expected' must be a list of .desktop names, got {expected!r}")
-    apps = gvariant_strings(result) if isinstance(result, str) else None
-    if apps is None:
+    if not isinstance(result, str):
         return 0.0
-    return float(len(apps) == len(expected) and set(apps) == {str(e) for e in expected})
+    try:
+        apps = ast.literal_eval(result)
+        return float(len(apps) == len(expected) and set(apps) == set(expected))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return 0.0
 
 
 # --------------------------------------------------------------------------------------------
