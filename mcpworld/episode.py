@@ -18,7 +18,7 @@ from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.env.base import Environment
-from mcpworld.errors import EndpointUnreachable, InfraError, UserError
+from mcpworld.errors import EndpointUnreachable, EvalError, InfraError, UserError
 from mcpworld.evaluation.verdict import judge
 from mcpworld.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.result import EpisodeResult
@@ -85,7 +85,8 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
                 gpu: "GpuMonitor | None" = None, stop: StopSignal | None = None) -> EpisodeResult:
     """Run one attempt and write its result.json, whatever happens. The status blames the agent
     only for the agent's doing: a dead display, a crashed harness part or an endpoint that fails
-    is ``infra_error`` (retried), a stopped run ``interrupted``."""
+    is ``infra_error`` (retried), a grader that gives no verdict ``eval_error``, a stopped run
+    ``interrupted``."""
     stop = stop or StopSignal()
     episode_dir.mkdir(parents=True, exist_ok=True)
     result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg))
@@ -213,7 +214,13 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     stop.check()  # a stopping run does not judge a cut-short episode
 
     t2 = time.monotonic()
-    verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json")
+    try:
+        verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json")
+    except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
+        result.status, result.reason = "eval_error", str(exc)
+        result.eval_s = round(time.monotonic() - t2, 4)
+        trace.emit("evaluation", score=None, error=result.reason)
+        return
     result.metrics, result.key_steps = verdict.metrics, verdict.key_steps
     score = verdict.score
     threshold = cfg.evaluator.success_threshold

@@ -2,6 +2,7 @@
 
 UserError: something the user can fix (bad config, bad task file, missing app); printed as one line.
 InfraError: the environment or an endpoint failed; the episode is ``infra_error``, never a task failure.
+EvalError: the task's own grader or handler gave no verdict; the episode is ``eval_error``, never a task failure.
 """
 
 
@@ -25,3 +26,9 @@ class MissingWindow(InfraError):
     """A step wanted a window that is not there (to activate or close). In an evaluator's postconfig
     that is often the agent's doing (it closed the app), which OSWorld's setup controller logs and
     carries on from; anywhere else the environment failed."""
+
+
+class EvalError(Exception):
+    """A task's grader or handler could not give a verdict (it failed to import, has a syntax error,
+    ran on an unsuitable interpreter, timed out, printed no verdict). The message names the cause
+    whole. Not an InfraError: running the episode again would not help, fixing the grader would."""

@@ -304,13 +304,14 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
 
 
 def summarize(results: list[EpisodeResult], planned: int) -> dict[str, float]:
-    """Job-level numbers. Infra errors are not agent failures: the rate is over the rest."""
+    """Job-level numbers. Infra and eval errors are not agent failures: the rate is over the rest."""
     judged = [r for r in results if r.status not in NOT_JUDGED]
     ttfts = [t for r in results for t in r.ttft_s]
     out = {
         "episodes": float(len(results)),
         "episodes_planned": float(planned),
         "infra_errors": float(sum(r.status == "infra_error" for r in results)),
+        "eval_errors": float(sum(r.status == "eval_error" for r in results)),
         "interrupted": float(sum(r.status == "interrupted" for r in results)),
         "success_rate": (sum(r.status == "success" for r in judged) / len(judged)) if judged else 0.0,
         "mean_score": statistics.fmean(r.score for r in judged) if judged else 0.0,

@@ -27,9 +27,10 @@ class SweepProgress:
 
     def done(self, result: EpisodeResult) -> None:
         self.successes += result.status == "success"
-        self.errors += result.status in ("infra_error", "agent_error")
+        self.errors += result.status in ("infra_error", "eval_error", "agent_error")
         n = self.progress.tasks[0].completed + 1
-        reason = f"  ({result.reason[:120]})" if result.reason and result.status != "success" else ""
+        # the cause whole: a grader's traceback line or an interpreter fix cut at 120 characters helps no one
+        reason = f"  ({' '.join(result.reason.split())})" if result.reason and result.status != "success" else ""
         self.progress.console.print(
             f"  [{int(n)}/{self.total}] {result.task_id:<36} {result.status:<12} score={result.score:.2f} "
             f"steps={result.steps} {result.duration_s:.1f}s{reason}", markup=False, highlight=False, soft_wrap=True)

@@ -1,8 +1,9 @@
 """``python -m mcpworld.report``: MLflow episode runs → paper tables (CSV, Markdown) and plots.
 
 Only episode runs (tag ``mcpworld.level=episode``) are data; job and sweep runs are summaries of them
-and would count twice. Episodes with status ``infra_error`` say nothing about the agent: they are left
-out of every rate and statistic and only counted (``infra_errors``).
+and would count twice. Episodes with status ``infra_error`` or ``eval_error`` (the task's grader gave
+no verdict) say nothing about the agent: they are left out of every rate and statistic and only
+counted, each in its own column (``infra_errors``, ``eval_errors``).
 
     python -m mcpworld.report experiment=NAME [--group-by model,resolution,modality,app]
         [--tracking-uri sqlite:///outputs/mlflow.db] [--out DIR] [--runs FILTER] [--seed 0] [--resamples 2000]
@@ -34,7 +35,7 @@ PAGE = 10_000
 
 BASE_COLUMNS = ("episodes", "successes", "tasks", "success_rate", "success_ci_low", "success_ci_high",
                 "keystep_ratio", "tokens_mean", "ttft_p50_s", "ttft_p90_s", "steps_mean", "energy_j_mean",
-                "energy_per_success_j", "infra_errors")
+                "energy_per_success_j", "infra_errors", "eval_errors")
 RATE_COLUMNS = {"success_rate", "success_ci_low", "success_ci_high", "keystep_ratio"}
 
 
@@ -47,6 +48,7 @@ class Episode:
     infra_error: bool
     success: float
     metrics: dict[str, float]
+    eval_error: bool = False
 
 
 # ---------------------------------------------------------------- load runs → episodes
@@ -117,7 +119,8 @@ def to_episode(run: Any) -> Episode:
     status = tags.get("status", "")
     success = metrics.get("success", 1.0 if status == "success" else 0.0)
     return Episode(params=params, task_id=params.get("task_id") or tags.get("task_id", run.info.run_id),
-                   infra_error=status == "infra_error", success=float(success), metrics=metrics)
+                   infra_error=status == "infra_error", success=float(success), metrics=metrics,
+                   eval_error=status == "eval_error")
 
 
 # ---------------------------------------------------------------- group
@@ -185,10 +188,11 @@ def mean_or_none(values: Sequence[float]) -> float | None:
 
 
 def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, Any]:
-    """One table row: rates and costs over judged episodes (infra errors only counted)."""
-    judged = [e for e in episodes if not e.infra_error]
+    """One table row: rates and costs over judged episodes (infra and eval errors only counted)."""
+    judged = [e for e in episodes if not e.infra_error and not e.eval_error]
     row: dict[str, Any] = {c: None for c in BASE_COLUMNS}
-    row.update(episodes=len(judged), infra_errors=len(episodes) - len(judged),
+    row.update(episodes=len(judged), infra_errors=sum(e.infra_error for e in episodes),
+               eval_errors=sum(e.eval_error and not e.infra_error for e in episodes),
                tasks=len({e.task_id for e in judged}))
     if not judged:
         return row
@@ -393,7 +397,7 @@ def report(args: argparse.Namespace) -> list[Path]:
         plot_success(rows, args.keys, written[2])
     else:
         written.pop()
-        print("success.png not written: every episode is an infra error")
+        print("success.png not written: every episode is an infra or eval error")
     energy = args.out / "energy_vs_success.png"
     if plot_energy(rows, args.keys, energy):
         written.append(energy)

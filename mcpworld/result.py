@@ -7,9 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("success", "failure", "timeout", "agent_error", "infra_error", "interrupted")
-# Not a verdict on the agent: run again on resume, left out of success rates.
-NOT_JUDGED = ("infra_error", "interrupted")
+STATUSES = ("success", "failure", "timeout", "agent_error", "infra_error", "eval_error", "interrupted")
+# Not a verdict on the agent: run again on resume, left out of success rates. ``eval_error``: the
+# task's grader/handler gave no verdict (crashed, wrong interpreter, no output), see errors.EvalError.
+NOT_JUDGED = ("infra_error", "eval_error", "interrupted")
 
 
 @dataclass
@@ -38,6 +39,7 @@ class EpisodeResult:
     score: float = 0.0
     reason: str = ""
     termination: str = ""  # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted
+    # (eval_error is a status only: the agent ended as its termination says, then the grader failed)
     final_action: str | None = None  # DONE / FAIL as declared by the agent
     steps: int = 0
     llm_calls: int = 0

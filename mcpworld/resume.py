@@ -2,7 +2,8 @@
 ``hydra.sweep.dir`` runs only what is not finished yet.
 
 An episode is keyed by the job's config hash, its task and its attempt. One with a final result
-(a verdict on the agent) is kept and skipped; one that ended ``infra_error`` or ``interrupted``, or
+(a verdict on the agent) is kept and skipped; one that ended ``infra_error``, ``eval_error`` (its
+grader gave no verdict: fix the grader or ``toolathlon.python``, then resume) or ``interrupted``, or
 left no result (a killed process), is set aside under a new name (never deleted) and run again.
 ``resume=false`` sets the whole ``episodes/`` folder aside and starts over.
 """

@@ -22,6 +22,9 @@ def print_job_table(name: str, results: list[EpisodeResult]) -> None:
     for r in results:
         table.add_row(r.task_id, str(r.attempt), r.status, f"{r.score:.2f}", str(r.steps), f"{r.duration_s:.1f}")
     Console().print(table)
+    for r in results:  # whole lines: a grader's failure must be readable, not folded into a cell
+        if r.status == "eval_error":
+            print(f"  {r.task_id} attempt {r.attempt} eval_error: {r.reason}", flush=True)
 
 
 # Set when a sweep ends: 1 when any of its jobs failed (``python -m mcpworld`` exits with it).
@@ -106,12 +109,13 @@ class SweepSummary(Callback):
         if not rows:
             return
         table = Table(title=f"mcpworld sweep: {sweep_dir}")
-        for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors"):
+        for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors",
+                    "eval errors"):
             table.add_column(col, overflow="fold")
         for num, data in rows:
             table.add_row(num, data.get("job", ""), data.get("status", "FINISHED"), f"{data.get('episodes', 0):.0f}",
                           f"{data.get('success_rate', 0):.0%}", f"{data.get('mean_score', 0):.2f}",
-                          f"{data.get('infra_errors', 0):.0f}")
+                          f"{data.get('infra_errors', 0):.0f}", f"{data.get('eval_errors', 0):.0f}")
         Console().print(table)
         for num, data in rows:  # whole lines: a reason must be readable, not folded into a cell
             if data.get("status", "FINISHED") != "FINISHED":

@@ -34,9 +34,10 @@ EPISODES = [
     ("rect", "t1", "calc", 2, "infra_error", None, None),
     ("rect", "t2", "calc", 0, "failure", None, None),
     ("rect", "t2", "calc", 1, "timeout", None, None),
-    # rect / writer: 0 of 2
+    # rect / writer: 0 of 2; the grader that gave no verdict is excluded from the rate and counted apart
     ("rect", "t3", "writer", 0, "failure", None, None),
     ("rect", "t3", "writer", 1, "failure", None, None),
+    ("rect", "t3", "writer", 2, "eval_error", None, None),
 ]
 
 
@@ -59,7 +60,7 @@ def _episode(client, exp_id, parent, model, resolution, task, app, attempt, stat
     success = status == "success"
     metrics = {"success": float(success), "score": float(success), "steps": 4 + attempt, "llm_calls": 4,
                "tokens_in": 1000, "tokens_out": 100, "duration_s": 12.5}
-    if status == "infra_error":  # huge numbers: they must not leak into the statistics
+    if status in ("infra_error", "eval_error"):  # huge numbers: they must not leak into the statistics
         metrics.update(steps=1000, tokens_in=10**7)
     else:
         metrics["keysteps.ratio"] = 1.0 if success else 0.5
@@ -69,7 +70,7 @@ def _episode(client, exp_id, parent, model, resolution, task, app, attempt, stat
         metrics["ttft_s_mean"] = ttft
     _log(client, run.info.run_id, {"task_id": task, "app": app, "attempt": attempt,
                                    "termination": "done" if success else "max_steps", **labels}, metrics)
-    client.set_terminated(run.info.run_id, "FAILED" if status == "infra_error" else "FINISHED")
+    client.set_terminated(run.info.run_id, "FAILED" if status in ("infra_error", "eval_error") else "FINISHED")
 
 
 def _summary_run(client, exp_id, level, name, parent=None, params=None):
@@ -121,6 +122,8 @@ def test_rates_counts_and_costs_per_group(store, tmp_path):
     assert [float(r["success_rate"]) for r in (sq, sw, rc, rw)] == [1.0, 0.5, 0.25, 0.0]
     assert (sq["episodes"], sq["successes"], sq["tasks"], sq["infra_errors"]) == ("4", "4", "2", "0")
     assert (rc["episodes"], rc["successes"], rc["tasks"], rc["infra_errors"]) == ("4", "1", "2", "1")
+    assert (rc["eval_errors"], rw["eval_errors"], rw["infra_errors"], rw["episodes"]) == ("0", "1", "0", "2")
+    assert float(rw["tokens_mean"]) == 1100.0 and float(rw["steps_mean"]) == 4.5  # attempts 0, 1 only
     assert {r["model"] for r in rows.values()} == {"qwen3vl_8b"} and {r["modality"] for r in rows.values()} == {"gui"}
     # the infra error's 10^7 tokens and 1000 steps are not in the means
     assert float(rc["tokens_mean"]) == 1100.0 and float(rc["steps_mean"]) == 4.5
@@ -216,6 +219,7 @@ def test_group_by_model_merges_groups(store, tmp_path):
     assert list(rows) == ["qwen3vl_8b"]
     row = rows["qwen3vl_8b"]
     assert (row["episodes"], row["successes"], row["tasks"], row["infra_errors"]) == ("12", "6", "3", "1")
+    assert row["eval_errors"] == "1"
     assert float(row["success_rate"]) == 0.5
     # per task over both resolutions: t1 n=4 c=3, t2 n=4 c=2, t3 n=4 c=1
     assert float(row["pass@1"]) == 0.5 and float(row["pass@4"]) == 1.0 and float(row["pass^4"]) == 0.0

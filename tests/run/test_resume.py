@@ -36,14 +36,15 @@ def test_finished_episodes_are_kept_unfinished_ones_set_aside(tmp_path):
     episode(tmp_path, "a/y", 0, "failure")
     episode(tmp_path, "a/z", 0, "infra_error")
     episode(tmp_path, "a/w", 0, "interrupted")
+    episode(tmp_path, "a/v", 0, "eval_error")  # the grader gave no verdict: run again once it is fixed
     episode(tmp_path, "a/x", 1, None)  # a killed process left no result
 
-    plan = resume.plan(tmp_path, "h1", True, KEYS)
+    plan = resume.plan(tmp_path, "h1", True, [*KEYS, ("a/v", 0)])
 
     assert sorted(plan.done) == [("a/x", 0), ("a/y", 0)]
     assert plan.done[("a/y", 0)].status == "failure"
     names = sorted(p.name for p in plan.set_aside)
-    assert names == ["0.infra_error1", "0.interrupted1", "1.incomplete1"]
+    assert names == ["0.eval_error1", "0.infra_error1", "0.interrupted1", "1.incomplete1"]
     for p in plan.set_aside:  # kept for inspection, out of the way of the new try
         assert (p / "trace.jsonl").is_file() and not p.with_name(p.name.split(".")[0]).exists()
     assert "2 episode(s) already finished" in plan.describe(3)

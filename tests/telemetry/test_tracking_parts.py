@@ -101,10 +101,11 @@ def result(status: str, energy: float | None = None, ttft: list[float] | None = 
 
 def test_job_numbers_include_energy_per_success_ttft_p90_and_key_steps() -> None:
     rs = [result("success", 100.0, [0.1, 0.2], 1.0), result("failure", 50.0, [0.3], 0.5),
-          result("success", 150.0, [1.0], 1.0), result("infra_error")]
-    out = summarize(rs, 4)
+          result("success", 150.0, [1.0], 1.0), result("infra_error"), result("eval_error")]
+    out = summarize(rs, 5)
     assert out["gpu.energy_j"] == 300.0 and out["gpu.energy_per_success_j"] == 150.0
     assert out["success_rate"] == pytest.approx(2 / 3) and out["infra_errors"] == 1.0
+    assert out["eval_errors"] == 1.0  # counted apart, out of the rate
     assert out["ttft_p50_s"] == pytest.approx(0.25) and 0.3 < out["ttft_p90_s"] <= 1.0
     assert out["keystep_ratio"] == pytest.approx(2.5 / 3)
     assert "gpu.energy_j" not in summarize([result("success")], 1)
