@@ -14,8 +14,17 @@ from mcpworld.tasks.osworld import is_osworld_task, load_osworld
 from mcpworld.tasks.toolathlon import is_toolathlon_config, load_toolathlon
 
 
+TASK_FILE_NAMES = ("task_config.json", "config.json", "task.yaml")  # what a task folder names its task file
+
+
 def load_task_file(path: Path, root: Path | None = None) -> Task:
+    """``path``: a task file, or a task folder holding one (Toolathlon's and MCPWorld's tasks are folders)."""
     path = Path(path)
+    if path.is_dir():
+        inside = [path / name for name in TASK_FILE_NAMES if (path / name).is_file()]
+        if not inside:
+            raise TaskFileError(f"{path}: a folder without a task file ({', '.join(TASK_FILE_NAMES)})")
+        path = inside[0]
     if not path.is_file():
         raise TaskFileError(f"{path}: no such task file")
     if path.suffix in (".yaml", ".yml"):
