@@ -1,5 +1,7 @@
 """Grading a finished state without an agent: shared by the CLI and the /evaluate service,
-so both give the same score for the same task and home directory."""
+so both give the same score for the same task and home directory. A script grader gets a
+``traj_log.json`` here too (no messages, claimed done); a grader that gives no verdict is
+``"status": "eval_error"`` with the cause, not a failure."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.env.home import HomeEnvironment
+from mcpworld.errors import EvalError
 from mcpworld.evaluation.templates import builtin_templates, expand_task
 from mcpworld.evaluation.verdict import judge
 from mcpworld.tasks.model import Task
@@ -18,11 +21,15 @@ def grade(task: Task, home: Path, final_action: str | None = "DONE", threshold: 
     env = HomeEnvironment(home)
     try:
         verdict = judge(task, env, final_action)
+    except EvalError as exc:
+        return {"task": task.id, "status": "eval_error", "score": None, "success": None, "error": str(exc),
+                "key_steps": {}, "actual": [], "expected": [], "metrics": []}
     finally:
         env.close()
     metrics = [asdict(o) for o in verdict.metrics]
     return {
         "task": task.id,
+        "status": "success" if verdict.score >= threshold else "failure",
         "score": verdict.score,
         "success": verdict.score >= threshold,
         "key_steps": verdict.key_steps,

@@ -1,17 +1,28 @@
 """Loader for Toolathlon task folders (``task_config.json`` + ``docs/`` + ``initial_workspace/`` +
-``preprocess/main.py`` + ``evaluation/main.py``), mapped onto the one task model.
+``preprocess/main.py`` + ``evaluation/main.py``), mapped onto the one task model, run as upstream
+runs them.
 
 The agent works in ``~/workspace``: ``initial_workspace/`` is copied there (top-level ``*.tar.gz``
-unpacked safely unless a preprocess script owns them), then ``preprocess/main.py --agent_workspace
-W --launch_time T`` runs. ``evaluation/main.py`` judges (exit 0 = pass) with the workspace, the
-ground truth and the ``traj_log.json`` the episode writes. Graders, ground truth and preprocess
-scripts stay in the task folder: nothing of them is copied where the agent works.
+unpacked safely unless a preprocess script owns them), then the preprocess script runs. Inside a
+Toolathlon checkout (``toolathlon.root``, default: the nearest ancestor of the task folder holding
+``utils/``) preprocess and grader run as upstream's ``uv run -m tasks.finalpool.<task>.….main``:
+as modules, from the root, so their relative imports and ``utils.*`` resolve. A task folder outside
+a checkout runs the same way from its parent folder. The grader judges (exit 0 = pass) with
+``--res_log_file`` (the episode's ``traj_log.json``), ``--agent_workspace``,
+``--groundtruth_workspace`` and ``--launch_time``, on ``toolathlon.python`` (see
+:func:`grader_python`). Graders, ground truth and preprocess scripts stay in the task folder:
+nothing of them is copied where the agent works.
 """
 
 from __future__ import annotations
 
+import logging
+import shlex
+import shutil
+import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +30,110 @@ from mcpworld.errors import TaskFileError
 from mcpworld.tasks.model import ContextEntry, Task, read_json
 from mcpworld.tasks.native import normalize_call
 
+log = logging.getLogger(__name__)
+
 WORKSPACE = "~/workspace"
 WORKSPACE_TOKENS = ("!!<<<<||||workspace_dir||||>>>>!!", "!!<<<<||||current_working_dir||||>>>>!!")
 # local tools we provide; ones we accept without offering (the harness manages the context itself)
 LOCAL_TOOLS = {"claim_done", "python_execute", "sleep", "handle_overlong_tool_outputs"}
 IGNORED_LOCAL_TOOLS = {"manage_context", "history"}
 UNAVAILABLE_LOCAL_TOOLS = {"web_search": "a Serper web-search key", "ai_webpage_summary": "a web summary service"}
+
+
+PROJECT = Path(__file__).resolve().parents[2]
+# made by `make toolathlon` (python -m mcpworld.tasks.toolathlon --prepare): a Python 3.12 when the
+# machine has one, with what upstream's graders and preprocess scripts import
+PREPARED = PROJECT / ".toolathlon-python"
+GRADER_REQUIREMENTS = ["pandas==3.1.1", "numpy==2.5.5", "openpyxl==3.1.5", "python-docx==1.2.0", "python-pptx==1.0.2",
+                       "tqdm==4.70.1", "sympy==1.14.0", "termcolor==3.3.0", "openai==3.57.0", "openai-agents==0.0.15",
+                       "aiohttp==3.14.5", "tenacity==9.2.1", "addict==2.4.0", "pydantic==2.14.4", "PyYAML==6.0.4"]
+
+
+@dataclass
+class ToolathlonSettings:
+    """``toolathlon.*`` of the run config (set by the experiment, or the grading CLI)."""
+
+    root: str | None = None  # a Toolathlon checkout; None: the nearest ancestor of the task folder with utils/
+    python: str | None = None  # the graders' interpreter; None: see grader_python
+    lang: str = "en"  # en | cn: the *_cn variants (task_cn.md, initial_workspace_cn, main_cn.py …)
+    claim_done: bool = True  # upstream grades only an agent that ended by claiming done; else it fails
+
+
+SETTINGS = ToolathlonSettings()
+_warned: set[str] = set()
+
+
+def configure(cfg: Any) -> None:
+    """Take ``toolathlon.*`` from a run config (any object with those attributes, or None)."""
+    global SETTINGS
+    if cfg is None:
+        SETTINGS = ToolathlonSettings()
+        return
+    lang = str(getattr(cfg, "lang", "en") or "en")
+    if lang not in ("en", "cn"):
+        raise TaskFileError(f"toolathlon.lang={lang}: use en or cn")
+    SETTINGS = ToolathlonSettings(root=getattr(cfg, "root", None), python=getattr(cfg, "python", None), lang=lang,
+                                  claim_done=bool(getattr(cfg, "claim_done", True)))
+
+
+def _runs(python: str) -> bool:
+    try:
+        return subprocess.run([python, "-c", "pass"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def grader_python() -> str:
+    """The interpreter graders and preprocess scripts run on: ``toolathlon.python``, else the
+    environment ``make toolathlon`` prepared, else a ``python3.12`` on PATH (upstream pins 3.12:
+    some graders use 3.12-only f-strings), else ours, with one warning (those graders then end in
+    eval_error naming the fix)."""
+    if SETTINGS.python:
+        found = shutil.which(SETTINGS.python) or SETTINGS.python
+        if not Path(found).is_file():
+            raise TaskFileError(f"toolathlon.python={SETTINGS.python}: no such interpreter")
+        return found
+    prepared = PREPARED / "bin" / "python"
+    if prepared.is_file():
+        return str(prepared)
+    found = shutil.which("python3.12")
+    if found and _runs(found):
+        return found
+    if "python" not in _warned:
+        _warned.add("python")
+        log.warning("Toolathlon graders run on %s (Python %d.%d): no Python 3.12 found (upstream's version; "
+                    "`make toolathlon` prepares one with the graders' requirements, or set toolathlon.python=PATH)",
+                    sys.executable, *sys.version_info[:2])
+    return sys.executable
+
+
+def find_root(folder: Path) -> Path | None:
+    """``toolathlon.root``, else the nearest ancestor of the task folder that holds ``utils/``."""
+    if SETTINGS.root:
+        root = Path(SETTINGS.root).expanduser().resolve()
+        if not (root / "utils").is_dir():
+            raise TaskFileError(f"toolathlon.root={SETTINGS.root}: not a Toolathlon checkout (no utils/ folder)")
+        return root
+    for parent in folder.resolve().parents:
+        if (parent / "utils").is_dir():
+            return parent
+    return None
+
+
+def module_of(script: Path, base: Path) -> str:
+    """``tasks/finalpool/x/evaluation/main.py`` → ``tasks.finalpool.x.evaluation.main`` (upstream's
+    path_to_module; hyphens are fine for ``python -m``)."""
+    return ".".join(script.resolve().relative_to(base).with_suffix("").parts)
+
+
+def _variant(folder: Path, name: str, cn: bool) -> Path:
+    """``name`` or, in cn mode, its ``_cn`` variant where the task has one (as upstream picks them)."""
+    path = folder / name
+    if cn:
+        other = path.with_name(f"{path.stem}_cn{path.suffix}")
+        if other.exists():
+            return other
+    return path
 
 
 def is_toolathlon_config(data: Any) -> bool:
@@ -53,9 +162,10 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
     local = data.get("needed_local_tools") or []
     if not isinstance(servers, list) or not isinstance(local, list):
         raise TaskFileError(f"{where}: 'needed_mcp_servers' and 'needed_local_tools' must be lists of names")
-    instruction = _read(folder / "docs" / "task.md", where)
+    cn = SETTINGS.lang == "cn"
+    instruction = _read(_variant(folder / "docs", "task.md", cn), where)
     when = launch_time()
-    prompt = _read(folder / "docs" / "agent_system_prompt.md", where, required=False)
+    prompt = _read(_variant(folder / "docs", "agent_system_prompt.md", cn), where, required=False)
     for token in WORKSPACE_TOKENS:
         prompt = prompt.replace(token, "{workspace}")
     prompt = (prompt.replace("!!<<<<||||workspace_dir_rela||||>>>>!!", "workspace")
@@ -69,14 +179,19 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
         elif name not in LOCAL_TOOLS | IGNORED_LOCAL_TOOLS:
             skip = skip or f"it needs the unknown local tool {name!r}"
 
-    preprocess = folder / "preprocess" / "main.py"
-    initial = folder / "initial_workspace"
+    root = find_root(folder)
+    base = root if root is not None and folder.resolve().is_relative_to(root) else folder.resolve().parent
+    python = grader_python()
+    preprocess = _variant(folder / "preprocess", "main.py", cn)
+    initial = _variant(folder, "initial_workspace", cn)
     context = [ContextEntry(initial, WORKSPACE, extract_archives=not preprocess.is_file())] if initial.is_dir() else []
     setup: list[dict[str, Any]] = [{"execute": {"command": ["mkdir", "-p", WORKSPACE]}}]
-    if preprocess.is_file():
-        setup.append({"execute": {"command": [sys.executable, str(preprocess), "--agent_workspace", WORKSPACE,
-                                              "--launch_time", when], "timeout": 300}})
-    grader = folder / "evaluation" / "main.py"
+    if preprocess.is_file():  # upstream: uv run -m <module> --agent_workspace W --launch_time "T", from the root
+        command = (f"cd {shlex.quote(str(base))} && exec {shlex.quote(python)} -m "
+                   f"{shlex.quote(module_of(preprocess, base))} --agent_workspace {WORKSPACE} "
+                   f"--launch_time {shlex.quote(when)}")
+        setup.append({"execute": {"command": command, "shell": True, "timeout": 300}})
+    grader = _variant(folder / "evaluation", "main.py", cn)
     if not grader.is_file():
         raise TaskFileError(f"{where}: missing evaluation/main.py (the task's grader)")
 
@@ -91,10 +206,37 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
 
     max_turns = data.get("max_turns")
     return Task(
-        id=f"toolathlon/{folder.name}", app="toolathlon", instruction=instruction, dir=folder, source=path,
-        params={"launch_time": when}, max_steps=int(max_turns) if max_turns else None,
-        tags=["toolathlon"], context=context, setup=setup, mcp_servers=[str(s) for s in servers],
-        workspace=WORKSPACE, local_tools=[str(t) for t in local if t in LOCAL_TOOLS], system_prompt=prompt,
-        grader={"script": str(grader), "groundtruth": str(folder / "groundtruth_workspace"), "launch_time": when},
+        id=f"toolathlon/{folder.name}" + ("_cn" if cn else ""), app="toolathlon", instruction=instruction,
+        dir=folder, source=path, params={"launch_time": when}, max_steps=int(max_turns) if max_turns else None,
+        tags=["toolathlon"] + (["cn"] if cn else []), context=context, setup=setup,
+        mcp_servers=[str(s) for s in servers], workspace=WORKSPACE,
+        local_tools=[str(t) for t in local if t in LOCAL_TOOLS], system_prompt=prompt,
+        grader={"script": str(grader), "module": module_of(grader, base), "root": str(base), "python": python,
+                "groundtruth": str(_variant(folder, "groundtruth_workspace", cn)), "launch_time": when,
+                "claim_done": SETTINGS.claim_done},
         solution=solution, format="toolathlon", skip_reason=skip,
     )
+
+
+def prepare(target: Path = PREPARED) -> str:
+    """``make toolathlon``: a venv for upstream's graders and preprocess scripts, on Python 3.12
+    when the machine has one (python3.12 on PATH, pyenv's), else Debian's; idempotent."""
+    from mcpworld.mcp.install import find_python
+
+    base = find_python("3.12") or "/usr/bin/python3"
+    stamp = target / ".pins"
+    made = f"{base}\n" + "\n".join(GRADER_REQUIREMENTS)
+    if stamp.is_file() and stamp.read_text() == made:
+        return f"{target}: up to date ({base})"
+    shutil.rmtree(target, ignore_errors=True)
+    subprocess.run([base, "-m", "venv", str(target)], check=True)
+    subprocess.run([str(target / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                    *GRADER_REQUIREMENTS], check=True)
+    stamp.write_text(made)
+    return f"{target}: made on {base}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--prepare"]:
+        raise SystemExit("usage: python -m mcpworld.tasks.toolathlon --prepare")
+    print(prepare())

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from mcpworld.env.context import build_golden
-from mcpworld.errors import TaskFileError
+from mcpworld.errors import EvalError, TaskFileError
+from mcpworld.evaluation.grader import minimal_trajectory, run_grader
+from mcpworld.evaluation.standalone import grade
+from mcpworld.tasks import toolathlon
 from mcpworld.mcp.install import load_settings
 from mcpworld.mcp.spec import parse_servers
 from mcpworld.tasks.load import find_task_files, load_task_file
 
 SHIPPED = Path(__file__).resolve().parents[2] / "tasks" / "toolathlon"
+CHECKOUT = Path(__file__).resolve().parents[1] / "data" / "toolathlon_fixture"  # a miniature upstream checkout
+FINALPOOL = CHECKOUT / "tasks" / "finalpool"
+
+
+@pytest.fixture(autouse=True)
+def settings():
+    """Each test starts from the default toolathlon.* settings, graded by this interpreter."""
+    toolathlon.configure(SimpleNamespace(python=sys.executable))
+    yield
+    toolathlon.configure(None)
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Z][a-z]+day$")
 PROMPT = ("Work in !!<<<<||||workspace_dir||||>>>>!! only.\n"
           "Now: !!<<<<||||time||||>>>>!!\n")
@@ -89,9 +106,11 @@ def test_with_preprocess_it_runs_with_the_workspace_and_the_same_launch_time(tmp
     assert entry.extract_archives is False  # the preprocess script owns the archives
     mkdir, run = task.setup
     assert mkdir == {"execute": {"command": ["mkdir", "-p", "~/workspace"]}}
-    command = run["execute"]["command"]
-    assert command[:2] == [sys.executable, str(path.parent / "preprocess" / "main.py")]
-    assert command[2:] == ["--agent_workspace", "~/workspace", "--launch_time", task.grader["launch_time"]]
+    command = shlex.split(run["execute"]["command"])  # outside a checkout: a module of the task's parent folder
+    assert run["execute"]["shell"] is True
+    assert command[:3] == ["cd", str(tmp_path.resolve()), "&&"]
+    assert command[5:] == ["-m", "demo.preprocess.main", "--agent_workspace", "~/workspace",
+                           "--launch_time", task.grader["launch_time"]]
 
 
 def test_no_initial_workspace_means_no_context(tmp_path: Path):
@@ -198,3 +217,132 @@ def test_no_grader_groundtruth_or_preprocess_reaches_the_agent(name: str, tmp_pa
     scripts = {p.read_bytes() for d in code for p in d.rglob("*") if p.is_file()}
     assert scripts, "the task has a grader"
     assert [p for p in golden.rglob("*") if p.is_file() and p.read_bytes() in scripts] == []
+
+
+# --- run as upstream runs them: a checkout's graders as modules, eval_error, claim_done, cn ---------
+
+
+def workspace_with(tmp_path: Path, answer: str | None) -> Path:
+    ws = tmp_path / "home" / "workspace"
+    ws.mkdir(parents=True)
+    if answer is not None:
+        (ws / "answer.txt").write_text(answer, encoding="utf-8")
+    return ws
+
+
+def test_inside_a_checkout_the_grader_is_a_module_of_the_root(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "relative-grader")  # a folder path is a task path
+    assert task.id == "toolathlon/relative-grader" and task.source == FINALPOOL / "relative-grader" / "task_config.json"
+    assert task.grader["root"] == str(CHECKOUT.resolve())
+    assert task.grader["module"] == "tasks.finalpool.relative-grader.evaluation.main"
+    assert task.grader["python"] == sys.executable and task.grader["claim_done"] is True
+
+
+def test_the_grader_with_relative_imports_and_utils_passes_and_fails_on_the_workspace(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "relative-grader" / "task_config.json")
+    traj = minimal_trajectory(tmp_path / "traj_log.json")
+    score, outcome = run_grader(task.grader, workspace_with(tmp_path / "a", " forty  two\n"), traj)
+    assert score == 1.0 and outcome.reason.startswith("pass: ")
+    score, outcome = run_grader(task.grader, workspace_with(tmp_path / "b", "41"), traj)
+    assert score == 0.0 and "fail: answer '41'" in outcome.reason  # it ran and said no: a failure
+    score, outcome = run_grader(task.grader, workspace_with(tmp_path / "c", None), traj)
+    assert score == 0.0 and "answer.txt is missing" in outcome.reason
+
+
+def test_the_preprocess_script_runs_as_a_module_from_the_root(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "relative-grader")
+    home = tmp_path / "home"
+    (home / "workspace").mkdir(parents=True)
+    step = task.setup[-1]["execute"]
+    assert step["shell"] is True
+    subprocess.run(["bash", "-c", step["command"]], env={**os.environ, "HOME": str(home)}, check=True)
+    assert (home / "workspace" / "prepared.txt").read_text() == "".join(task.grader["launch_time"].split()).lower()
+
+
+def test_standalone_grading_writes_a_trajectory_for_the_grader(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "relative-grader")
+    workspace_with(tmp_path, "Forty Two")
+    verdict = grade(task, tmp_path / "home")
+    assert verdict["status"] == "success" and verdict["score"] == 1.0
+
+
+def test_a_grader_that_cannot_import_is_an_eval_error_not_a_failure(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "crashing-grader")
+    with pytest.raises(EvalError, match="could not import its modules.*a_module_no_environment_has"):
+        run_grader(task.grader, workspace_with(tmp_path, "x"), None)
+    verdict = grade(task, tmp_path / "home")
+    assert verdict["status"] == "eval_error" and verdict["success"] is None
+    assert "a_module_no_environment_has" in verdict["error"]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the grader is valid on 3.12")
+def test_a_312_only_grader_on_an_older_interpreter_names_it_and_the_fix(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "py312-grader")
+    with pytest.raises(EvalError) as err:
+        run_grader(task.grader, workspace_with(tmp_path, "x"), None)
+    text = str(err.value)
+    assert sys.executable in text and f"(Python {sys.version_info[0]}.{sys.version_info[1]})" in text
+    assert "toolathlon.python=" in text and "SyntaxError" in text
+
+
+def test_a_traceback_over_the_agents_output_is_a_failure(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "relative-grader")
+    traj = tmp_path / "traj_log.json"
+    traj.write_text('{"status": "success"}')  # the grader's assert on the log fails: it ran and said no
+    score, outcome = run_grader(task.grader, workspace_with(tmp_path, "Forty Two"), traj)
+    assert score == 0.0 and "AssertionError" in outcome.reason
+
+
+def test_a_grader_past_its_time_is_an_eval_error(tmp_path: Path):
+    script = tmp_path / "t" / "evaluation" / "main.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import time; time.sleep(30)\n")
+    grader = {"script": str(script), "module": "t.evaluation.main", "root": str(tmp_path), "python": sys.executable}
+    with pytest.raises(EvalError, match="did not finish within 1s"):
+        run_grader(grader, workspace_with(tmp_path, None), None, timeout_s=1)
+
+
+def test_an_agent_that_did_not_claim_done_fails_without_grading(tmp_path: Path):
+    task = load_task_file(FINALPOOL / "relative-grader")
+    traj = minimal_trajectory(tmp_path / "traj_log.json", status="max_turns_reached")
+    score, outcome = run_grader(task.grader, workspace_with(tmp_path, "Forty Two"), traj)
+    assert score == 0.0 and "claimed done" in outcome.reason
+    toolathlon.configure(SimpleNamespace(python=sys.executable, claim_done=False))
+    task = load_task_file(FINALPOOL / "relative-grader")
+    assert run_grader(task.grader, tmp_path / "home" / "workspace", traj)[0] == 1.0
+
+
+def test_lang_cn_picks_the_cn_variants(tmp_path: Path):
+    toolathlon.configure(SimpleNamespace(python=sys.executable, lang="cn"))
+    task = load_task_file(FINALPOOL / "relative-grader")
+    folder = FINALPOOL / "relative-grader"
+    assert task.id == "toolathlon/relative-grader_cn" and task.instruction == "用中文写答案。"
+    assert task.system_prompt == "只在 {workspace} 工作。"
+    assert task.context[0].src == folder / "initial_workspace_cn"
+    assert task.grader["groundtruth"] == str(folder / "groundtruth_workspace_cn")
+    assert task.grader["module"] == "tasks.finalpool.relative-grader.evaluation.main_cn"
+    traj = minimal_trajectory(tmp_path / "traj_log.json")
+    assert run_grader(task.grader, workspace_with(tmp_path, "四十二"), traj)[0] == 1.0
+    with pytest.raises(TaskFileError, match="toolathlon.lang=fr"):
+        toolathlon.configure(SimpleNamespace(lang="fr"))
+
+
+def test_a_root_that_is_not_a_checkout_is_refused(tmp_path: Path):
+    toolathlon.configure(SimpleNamespace(python=sys.executable, root=str(tmp_path)))
+    with pytest.raises(TaskFileError, match="not a Toolathlon checkout"):
+        load_task_file(FINALPOOL / "relative-grader")
+
+
+def test_without_a_312_the_harness_interpreter_is_used_with_one_warning(monkeypatch, caplog):
+    toolathlon.configure(None)
+    monkeypatch.setattr(toolathlon, "PREPARED", Path("/nonexistent"))
+    monkeypatch.setattr(toolathlon.shutil, "which", lambda name: None)
+    monkeypatch.setattr(toolathlon, "_warned", set())
+    assert toolathlon.grader_python() == sys.executable
+    assert toolathlon.grader_python() == sys.executable
+    assert len([r for r in caplog.records if "toolathlon.python" in r.getMessage()]) == 1
+
+
+def test_a_folder_without_a_task_file_is_named(tmp_path: Path):
+    with pytest.raises(TaskFileError, match="a folder without a task file"):
+        load_task_file(tmp_path)
