@@ -185,6 +185,16 @@ class TasksConfig:
 
 
 @dataclass
+class ToolathlonConfig:
+    """How Toolathlon task folders run (mcpworld/tasks/toolathlon.py)."""
+
+    root: Optional[str] = None  # a Toolathlon checkout; None: the nearest ancestor of the task folder with utils/
+    python: Optional[str] = None  # graders' interpreter; None: make toolathlon's, else python3.12 on PATH, else ours
+    lang: str = "en"  # en | cn: the *_cn variants
+    claim_done: bool = True  # upstream's rule: only an agent that claimed done is graded (else it fails)
+
+
+@dataclass
 class RootConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     provider: ProviderConfig = field(default_factory=ProviderConfig)
@@ -199,6 +209,7 @@ class RootConfig:
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
     files: FilesConfig = field(default_factory=FilesConfig)
+    toolathlon: ToolathlonConfig = field(default_factory=ToolathlonConfig)
     task: Any = None  # one id, a glob ("mousepad/*"), or a list of them
     attempts: int = 1
     infra_retries: int = 1  # an episode that ends in infra_error is run again (its first try is kept aside)

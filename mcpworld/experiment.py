@@ -30,6 +30,7 @@ from mcpworld.interrupt import StopSignal, signals_deferred
 from mcpworld.pool import EpisodePool
 from mcpworld.result import NOT_JUDGED, EpisodeResult
 from mcpworld.servers import unavailable
+from mcpworld.tasks import toolathlon
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
 from mcpworld.tasks.solutions import attach_solutions
@@ -192,6 +193,7 @@ def run_job(cfg: DictConfig) -> float:
     register_secrets([cfg.provider.api_key, cfg.env.klavis.api_key])  # redacted wherever they turn up
     try:
         check_config(cfg)
+        toolathlon.configure(cfg.get("toolathlon"))  # before any Toolathlon task folder is loaded
         tasks = choose_tasks(cfg)
         model = preflight(cfg)
     except Exception as exc:  # nothing ran: the job failed before its first episode
