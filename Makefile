@@ -15,7 +15,7 @@ APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool sc
               tesseract-ocr xsel libglib2.0-bin gsettings-desktop-schemas dconf-service \
               dconf-gsettings-backend bc
 
-.PHONY: setup apt venv servers apps run test bench clean
+.PHONY: setup apt venv servers apps toolathlon run test bench clean
 
 setup: apt venv servers apps
 
@@ -41,6 +41,11 @@ $(VENV)/.installed: pyproject.toml
 servers: venv
 	@command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
 	$(PY) -m mcpworld.mcp.install
+
+# Toolathlon's graders and preprocess scripts: a venv (.toolathlon-python/) on Python 3.12 when the
+# machine has one (upstream pins 3.12), with what they import; toolathlon.python=PATH overrides it.
+toolathlon: venv
+	$(PY) -m mcpworld.tasks.toolathlon --prepare
 
 # The desktop applications of conf/app/*.yaml (LibreOffice, Chromium, GIMP, VLC, Thunderbird …), from
 # apt; `make apps APPS="gimp vlc"` installs only those.
