@@ -200,7 +200,7 @@ def test_vlc_config_copies_with_task_home_paths(env):
     env.write("~/.config/vlc/vlcrc", f"[core]\ninput-record-path={env.home}/Desktop/rec\n")
     local = vlc_config(env, {"type": "vlc_config", "dest": "vlcrc"})
     assert Path(local).read_text() == "[core]\ninput-record-path=/home/user/Desktop/rec\n"
-    assert is_vlc_recordings_folder(local, {"recording_file_path": "/home/user/Desktop/rec/"}) == 1.0
+    assert is_vlc_recordings_folder(local, {"recording_file_path": "/home/user/Desktop/rec"}) == 1.0
     raw = vlc_config(env, {"type": "vlc_config", "dest": "raw", "canonical_home": False})
     assert str(env.home) in Path(raw).read_text()
 
