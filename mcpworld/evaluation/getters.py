@@ -65,9 +65,10 @@ def _as_list(value: Any, key: str) -> list[Any]:
 def vm_file(env: "Environment", cfg: dict[str, Any]) -> str | list[str | None] | None:
     """Copy a file out of the environment into ``env.cache_dir/dest``; its local path, or None.
 
-    ``multi: true`` takes lists for ``path``/``dest`` and returns a list (None for a missing file);
-    ``gives: [i, …]`` picks entries (one index → that entry, several → a list). Without ``gives``
-    all entries are returned. ``dest`` defaults to the file's basename.
+    ``multi: true`` takes lists for ``path``/``dest`` (None for a missing file); ``gives: [i, …]``
+    (default ``[0]``, as in OSWorld) picks the entries returned, in ``path`` order whatever the
+    order of ``gives``: one entry → that entry alone, several → a list. ``dest`` defaults to the
+    file's basename.
     """
     if not cfg.get("multi"):
         path = require(cfg, "path")
@@ -77,14 +78,15 @@ def vm_file(env: "Environment", cfg: dict[str, Any]) -> str | list[str | None] |
     dests = _as_list(cfg["dest"], "dest") if cfg.get("dest") is not None else [posixpath.basename(p) for p in paths]
     if len(dests) != len(paths):
         raise UserError(f"getter 'vm_file': 'path' has {len(paths)} entries but 'dest' has {len(dests)}")
-    gives = cfg.get("gives")
-    indices = list(range(len(paths))) if gives is None else gives
-    if not isinstance(indices, list) or not all(isinstance(i, int) and -len(paths) <= i < len(paths) for i in indices):
+    gives = cfg.get("gives", [0])
+    if not isinstance(gives, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(paths) for i in gives
+    ):
         raise UserError(f"getter 'vm_file': 'gives' must be a list of indices into 'path', got {gives!r}")
     # Fetch every file (a metric may read a sibling from the cache), return only those asked for.
     fetched = [_fetch_to_cache(env, p, d) for p, d in zip(paths, dests)]
-    picked = [fetched[i] for i in indices]
-    return picked[0] if gives is not None and len(picked) == 1 else picked
+    picked = [fetched[i] for i in sorted(set(gives))]
+    return picked[0] if len(picked) == 1 else picked
 
 
 def _run(env: "Environment", cfg: dict[str, Any]):

@@ -50,15 +50,31 @@ def test_vm_file_multi_and_gives(env):
     env.write("one.txt", "1")
     env.write("two.txt", "2")
     cfg = {"type": "vm_file", "multi": True, "path": ["~/one.txt", "~/missing.txt", "~/two.txt"], "dest": ["1", "m", "2"]}
-    everything = vm_file(env, cfg)
+    everything = vm_file(env, {**cfg, "gives": [0, 1, 2]})
     assert [Path(p).read_text() if p else None for p in everything] == ["1", None, "2"]
     assert Path(vm_file(env, {**cfg, "gives": [2]})).read_text() == "2"
     picked = vm_file(env, {**cfg, "gives": [0, 1]})
     assert isinstance(picked, list) and picked[1] is None and Path(picked[0]).read_text() == "1"
     with pytest.raises(UserError, match="gives"):
         vm_file(env, {**cfg, "gives": [7]})
+    with pytest.raises(UserError, match="gives"):
+        vm_file(env, {**cfg, "gives": [-1]})
     with pytest.raises(UserError, match="'dest' has 2"):
         vm_file(env, {**cfg, "dest": ["a", "b"]})
+
+
+def test_vm_file_multi_without_gives_returns_the_first_file_like_osworld(env):
+    """OSWorld's get_vm_file defaults ``gives`` to [0]: a multi fetch without it gives the first path
+    alone (a string), while still fetching the others into the cache; several ``gives`` come back in
+    ``path`` order."""
+    env.write("a.xlsx", "A")
+    env.write("b.csv", "B")
+    cfg = {"type": "vm_file", "multi": True, "path": ["~/a.xlsx", "~/b.csv"], "dest": ["a.xlsx", "b.csv"]}
+    first = vm_file(env, cfg)
+    assert isinstance(first, str) and Path(first).read_text() == "A"
+    assert (Path(first).parent / "b.csv").read_text() == "B"
+    both = vm_file(env, {**cfg, "gives": [1, 0]})
+    assert [Path(p).read_text() for p in both] == ["A", "B"]
 
 
 def test_vm_command_line_runs_in_home_and_joins_lists(env):
