@@ -90,45 +90,64 @@ def test_check_pdf_pages(tmp_path):
 def test_compare_pdfs(tmp_path):
     gold = text_pdf(tmp_path / "gold.pdf", ["Invoice 2024", "Total due: 42 EUR"])
     same = text_pdf(tmp_path / "same.pdf", ["Invoice 2024", "Total due: 42 EUR"])
-    # the same words with other line breaks: whitespace does not count
+    # the same words with other line breaks: OSWorld compared the raw text, line breaks included
     rewrapped = text_pdf(tmp_path / "rewrapped.pdf", ["Invoice 2024 Total", "due: 42 EUR"])
     close = text_pdf(tmp_path / "close.pdf", ["Invoice 2024", "Total due: 43 EUR"])
     other = text_pdf(tmp_path / "other.pdf", "zzzz qqqq")
     blank = blank_pdf(tmp_path / "blank.pdf", 1)
     assert compare_pdfs(same, gold) == 1.0
-    assert compare_pdfs(rewrapped, gold) == 1.0
+    assert 0.9 < compare_pdfs(rewrapped, gold) < 1.0  # "4\nT" vs "4 T", "l\nd" vs "l d"
     assert 0.9 < compare_pdfs(close, gold) < 1.0
     assert compare_pdfs(other, gold) < 0.3
     assert compare_pdfs(blank, gold) == 0.0
-    assert compare_pdfs(blank, blank) == 0.0  # no text, nothing to grade
+    assert compare_pdfs(blank, blank) == 1.0  # two empty texts are equal, as in OSWorld
     assert compare_pdfs(None, gold) == 0.0
+    assert compare_pdfs(None, blank) == 0.0  # OSWorld opened None as an empty PDF and gave 1
     assert compare_pdfs(str(tmp_path / "missing.pdf"), gold) == 0.0
-    # lists: mean over the pairs, an unpaired file counts 0
+    # lists: pairs in order, over the gold's count
     assert compare_pdfs([same, close], [gold, gold]) == pytest.approx((1.0 + compare_pdfs(close, gold)) / 2)
     assert compare_pdfs([same], [gold, gold]) == 0.5
     assert compare_pdfs([None, same], [gold, gold]) == 0.5
+    assert compare_pdfs([same, same, other], [gold, gold]) == 1.0  # an extra result is ignored
+    assert compare_pdfs(same, [gold]) == 0.0  # OSWorld paired the path's characters: nothing
+    assert compare_pdfs([same], gold) == 0.0
+
+
+def test_compare_pdfs_keeps_page_and_line_layout(tmp_path):
+    """The texts compared are the pages' lines joined by newlines, stripped, as PyMuPDF gives them."""
+    gold = text_pdf(tmp_path / "gold.pdf", ["ab", "cd"], "ef")
+    flat = text_pdf(tmp_path / "flat.pdf", "ab cd ef")
+    assert compare_pdfs(flat, gold) == pytest.approx(1 - 4 / 16)
+    assert compare_pdfs(text_pdf(tmp_path / "pages.pdf", "ab", "cd", "ef"), gold) == 1.0
 
 
 def test_is_gold_text_included_in_pdf(tmp_path):
-    pdf = text_pdf(tmp_path / "r.pdf", ["Name: Ada Lovelace", "Born: 1815"], "Total: 42")
+    pdf = text_pdf(tmp_path / "r.pdf", ["Name:   Ada Lovelace", "Born: 1815"], "Total: 42")
     gold = tmp_path / "gold.json"
     gold.write_text(json.dumps({"name": "Ada Lovelace", "total": "Total: 42"}))
     assert is_gold_text_included_in_pdf(pdf, str(gold)) == 1.0
-    # whitespace-insensitive across line breaks, case-sensitive
-    assert is_gold_text_included_in_pdf(pdf, {"a": "Lovelace Born:"}) == 1.0
+    # pdfplumber's layout: words one space apart, lines by newlines, pages run together
+    assert is_gold_text_included_in_pdf(pdf, {"a": "Lovelace\nBorn:"}) == 1.0
+    assert is_gold_text_included_in_pdf(pdf, {"a": "1815Total"}) == 1.0
+    # as written: a value across a line break, or in another case, is not found
+    assert is_gold_text_included_in_pdf(pdf, {"a": "Lovelace Born:"}) == 0.0
     assert is_gold_text_included_in_pdf(pdf, {"a": "ada lovelace"}) == 0.0
-    assert is_gold_text_included_in_pdf(pdf, ["Born: 1815", 42]) == 1.0
     assert is_gold_text_included_in_pdf(pdf, {"name": "Ada Lovelace", "x": "Charles Babbage"}) == 0.0
     assert is_gold_text_included_in_pdf(None, str(gold)) == 0.0
     assert is_gold_text_included_in_pdf(blank_pdf(tmp_path / "b.pdf", 1), str(gold)) == 0.0
     assert is_gold_text_included_in_pdf(pdf, str(tmp_path / "missing.json")) == 0.0
     assert is_gold_text_included_in_pdf(pdf, None) == 0.0
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    assert is_gold_text_included_in_pdf(pdf, str(empty)) == 1.0  # nothing to look for, as in OSWorld
+    assert is_gold_text_included_in_pdf(str(tmp_path / "missing.pdf"), str(empty)) == 0.0
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(UserError, match="not JSON"):
         is_gold_text_included_in_pdf(pdf, str(bad))
-    with pytest.raises(UserError, match="no text"):
-        is_gold_text_included_in_pdf(pdf, {})
+    for not_an_object in (["Born: 1815"], {"a": 42}):
+        with pytest.raises(UserError, match="object of strings"):
+            is_gold_text_included_in_pdf(pdf, not_an_object)
 
 
 # --- compare_pdf_images -----------------------------------------------------------------------

@@ -4,25 +4,26 @@ Every metric scores a missing or unreadable PDF (``None``, a path that is not a 
 cannot parse or decrypt) as 0 and never raises for it. A malformed ``rules`` object is the task
 author's mistake and raises UserError naming the metric and the key.
 
-Extracted text is compared with runs of whitespace collapsed to one space: where a PDF breaks its
-lines depends on the producer and on the extractor, not on the content (OSWorld used PyMuPDF and
-pdfplumber, which break lines differently from pypdf).
+OSWorld extracted text with PyMuPDF (compare_pdfs) and pdfplumber (is_gold_text_included_in_pdf),
+which this project does not depend on; pypdf's text is shaped like theirs (pages and lines in the
+same order, joined the same way), so scores agree exactly for most PDFs and closely for the rest
+(PyMuPDF puts a line break between table cells where pypdf puts a space).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from pypdf import PdfReader
+from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from mcpworld.errors import UserError
 from mcpworld.evaluation.matchers import COMPARISONS
-from mcpworld.evaluation.metrics.general import CHAR_DIFF_LIMIT, rule_value
+from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
 
 log = logging.getLogger(__name__)
@@ -41,17 +42,16 @@ def _open_pdf(path: Any) -> PdfReader | None:
         return None
 
 
-def _pdf_text(path: Any) -> str | None:
-    """The PDF's text, all pages, whitespace runs collapsed to one space; None when unreadable."""
+def _page_texts(path: Any) -> list[str] | None:
+    """pypdf's text of each page (lines joined by newlines); None when the PDF is unreadable."""
     reader = _open_pdf(path)
     if reader is None:
         return None
     try:
-        pages = [page.extract_text() or "" for page in reader.pages]
+        return [page.extract_text() or "" for page in reader.pages]
     except Exception as exc:  # a broken content stream or font in a file that opened
         log.debug("cannot extract text from %s: %s", path, exc)
         return None
-    return " ".join(" ".join(pages).split())
 
 
 @metric("check_pdf_pages")
@@ -73,71 +73,77 @@ def check_pdf_pages(result: Any, rules: Any) -> float:
     return float(COMPARISONS[relation](len(reader.pages), ref_value))
 
 
+PDF_CHAR_LIMIT = 1_000_000  # longer texts are compared word by word (the char diff is quadratic)
+
+
 def _text_similarity(result_path: Any, expected_path: Any) -> float:
-    result, expected = _pdf_text(result_path), _pdf_text(expected_path)
-    if not result or expected is None:
+    """rapidfuzz's ratio / 100 of the two PDFs' texts (as PyMuPDF lays them out: every page's lines
+    one per line, the whole stripped); 0 when either is missing or unreadable."""
+    pages = _page_texts(result_path), _page_texts(expected_path)
+    if pages[0] is None or pages[1] is None:
         return 0.0
-    if max(len(result), len(expected)) <= CHAR_DIFF_LIMIT:
-        return Indel.normalized_similarity(result, expected)  # == rapidfuzz fuzz.ratio / 100
-    return Indel.normalized_similarity(result.split(" "), expected.split(" "))  # quadratic → words
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    result, expected = ("\n".join(texts).strip() for texts in pages)
+    if max(len(result), len(expected)) <= PDF_CHAR_LIMIT:
+        return fuzz.ratio(result, expected) / 100  # two empty texts: 1, as in OSWorld
+    return Indel.normalized_similarity(result.split(), expected.split())
 
 
 @metric("compare_pdfs")
 def compare_pdfs(result: Any, expected: Any) -> float:
     """Text similarity of two PDFs (rapidfuzz ratio / 100 of their extracted text), in [0, 1].
 
-    result, expected: local PDF paths, or parallel lists of paths (the mean over the pairs; a
-    list longer than the other counts its unpaired files as 0). A result without extractable
-    text scores 0, so a PDF of scanned images cannot be graded this way (the anchor scored two
-    empty texts as identical). Texts over 200,000 characters are compared word by word.
+    result, expected: local PDF paths, or (when ``expected`` is a list) lists of paths paired in
+    order: the sum of the pairs' scores over the length of ``expected``, so a gold without a
+    result counts 0 and a result beyond the gold's count is ignored, as in OSWorld. Two PDFs
+    without text score 1 (as in OSWorld). A missing PDF (None) scores 0: OSWorld opened None as
+    an empty document, so a missing result passed against a textless gold. Texts over a million
+    characters are compared word by word.
     """
-    pairs = list(zip_longest(_as_list(result), _as_list(expected)))
-    if not pairs:
+    if not isinstance(expected, (list, tuple)):
+        result, expected = [result], [expected]
+    elif not isinstance(result, (list, tuple)):
+        return 0.0  # OSWorld iterated over it (a path's characters): nothing pairs
+    if not expected:
         return 0.0
-    return sum(_text_similarity(r, e) for r, e in pairs) / len(pairs)
+    return sum(_text_similarity(r, e) for r, e in zip(result, expected)) / len(expected)
 
 
-def _needles(gold: Any) -> list[str]:
-    """The strings to look for: the values of a JSON object, the items of a list, recursively."""
-    if isinstance(gold, dict):
-        return [n for value in gold.values() for n in _needles(value)]
-    if isinstance(gold, (list, tuple)):
-        return [n for item in gold for n in _needles(item)]
-    return [str(gold)] if gold is not None else []
+def _plumber_text(path: Any) -> str | None:
+    """The PDF's text laid out as pdfplumber does: each line's words one space apart, no empty
+    lines, pages run together without a separator; None when unreadable."""
+    pages = _page_texts(path)
+    if pages is None:
+        return None
+    return "".join("\n".join(line for line in (" ".join(raw.split()) for raw in text.splitlines()) if line) for text in pages)
 
 
 @metric("is_gold_text_included_in_pdf")
 def is_gold_text_included_in_pdf(result: Any, expected: Any) -> float:
-    """1 when every gold string appears in the PDF's text (case-sensitive, whitespace-insensitive).
+    """1 when every value of the gold JSON object appears in the PDF's text, as written (case and
+    whitespace count: a value broken over two lines in the PDF is not found, as in OSWorld).
 
-    result: local PDF path. expected: a local path to a gold JSON file (as a file getter returns
-    it) whose object values, or list items, are the strings; or that object / list itself (a
-    ``rule`` getter). A missing gold file scores 0; a gold file that is not JSON, or that holds
-    no strings, is the task author's mistake (UserError).
+    result: local PDF path. expected: a local path to the gold JSON file (a file getter's copy),
+    or the object itself. A missing PDF or gold file scores 0. A gold file that is not JSON, not
+    an object, or has a value that is not a string is the task author's mistake (UserError;
+    OSWorld crashed). An empty object passes any readable PDF, as in OSWorld.
     """
     name = "is_gold_text_included_in_pdf"
+    if not result or not expected:
+        return 0.0
     if isinstance(expected, (str, Path)):
         path = Path(expected)
-        if not str(expected) or not path.is_file():
+        if not path.is_file():
             return 0.0
         try:
             expected = json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise UserError(f"metric {name!r}: gold file {str(path)!r} is not JSON: {exc}") from None
-    elif expected is None:
-        return 0.0
-    needles = [" ".join(n.split()) for n in _needles(expected)]
-    needles = [n for n in needles if n]
-    if not needles:
-        raise UserError(f"metric {name!r}: the gold holds no text to look for, got {expected!r}")
-    text = _pdf_text(result)
+    if not isinstance(expected, dict) or not all(isinstance(v, str) for v in expected.values()):
+        raise UserError(f"metric {name!r}: the gold must be a JSON object of strings, got {expected!r}")
+    text = _plumber_text(result)
     if text is None:
         return 0.0
-    return float(all(needle in text for needle in needles))
+    return float(all(needle in text for needle in expected.values()))
 
 
 PHASH_TOLERANCE = 5  # differing bits of 64 for two images to count as the same picture
