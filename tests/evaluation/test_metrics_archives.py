@@ -57,19 +57,36 @@ def test_registered():
 def test_compare_zip_files(tmp_path):
     files = {"essay/essay.docx": b"DOCX", "essay/essay.pdf": pdf_bytes("Recruitment and retention")}
     gold = zip_of(tmp_path / "gold.zip", files, dirs=("essay/",))
-    assert compare_zip_files(zip_of(tmp_path / "same.zip", files), gold) == 1.0  # no directory entry: same files
+    assert compare_zip_files(zip_of(tmp_path / "same.zip", files, dirs=("essay/",)), gold) == 1.0
+    # entry names as OSWorld compared them: a missing directory entry is a difference
+    assert compare_zip_files(zip_of(tmp_path / "nodir.zip", files), gold) == 0.0
     # the PDF re-made by another writer: other bytes, same text
     remade = {**files, "essay/essay.pdf": pdf_bytes("Recruitment and retention", producer="pdfTeX")}
-    assert compare_zip_files(zip_of(tmp_path / "remade.zip", remade), gold) == 1.0
+    assert compare_zip_files(zip_of(tmp_path / "remade.zip", remade, dirs=("essay/",)), gold) == 1.0
     other_pdf = {**files, "essay/essay.pdf": pdf_bytes("Something else entirely")}
-    assert compare_zip_files(zip_of(tmp_path / "otherpdf.zip", other_pdf), gold) == 0.0
-    assert compare_zip_files(zip_of(tmp_path / "otherdoc.zip", {**files, "essay/essay.docx": b"DOCX2"}), gold) == 0.0
+    assert compare_zip_files(zip_of(tmp_path / "otherpdf.zip", other_pdf, dirs=("essay/",)), gold) == 0.0
+    otherdoc = {**files, "essay/essay.docx": b"DOCX2"}
+    assert compare_zip_files(zip_of(tmp_path / "otherdoc.zip", otherdoc, dirs=("essay/",)), gold) == 0.0
     assert compare_zip_files(zip_of(tmp_path / "flat.zip", {"essay.docx": b"DOCX", "essay.pdf": files["essay/essay.pdf"]}), gold) == 0.0
-    assert compare_zip_files(zip_of(tmp_path / "less.zip", {"essay/essay.docx": b"DOCX"}), gold) == 0.0
+    assert compare_zip_files(zip_of(tmp_path / "less.zip", {"essay/essay.docx": b"DOCX"}, dirs=("essay/",)), gold) == 0.0
     (tmp_path / "junk.zip").write_text("not an archive")
     assert compare_zip_files(str(tmp_path / "junk.zip"), gold) == 0.0
     assert compare_zip_files(None, gold) == 0.0
     assert compare_zip_files(gold, str(tmp_path / "missing.zip")) == 0.0
+    # a tar of the same files is not a zip (OSWorld could not open it)
+    assert compare_zip_files(tar_of(tmp_path / "same.tar", {"essay/essay.docx": "DOCX"}), zip_of(tmp_path / "g2.zip", {"essay/essay.docx": b"DOCX"})) == 0.0
+
+
+def test_compare_zip_files_pdf_text_threshold(tmp_path):
+    """difflib's ratio of the PDFs' texts must reach 0.95; two PDFs without text match."""
+    text = "Recruitment and retention of health professionals across Europe"
+    gold = zip_of(tmp_path / "gold.zip", {"a.pdf": pdf_bytes(text)})
+    close = zip_of(tmp_path / "close.zip", {"a.pdf": pdf_bytes(text.replace("Europe", "Europa"))})  # 1 of 64 chars
+    far = zip_of(tmp_path / "far.zip", {"a.pdf": pdf_bytes(text.replace("across Europe", "in Asia"))})
+    assert compare_zip_files(close, gold) == 1.0
+    assert compare_zip_files(far, gold) == 0.0
+    assert compare_zip_files(zip_of(tmp_path / "e1.zip", {"a.pdf": pdf_bytes("", "x")}), zip_of(tmp_path / "e2.zip", {"a.pdf": pdf_bytes("", "y")})) == 1.0
+    assert compare_zip_files(zip_of(tmp_path / "bad.zip", {"a.pdf": b"not a pdf"}), gold) == 0.0
 
 
 def test_compare_archive_pdf_folder(tmp_path):
@@ -100,5 +117,30 @@ def test_compare_archive_text_with_options(tmp_path):
 def test_hostile_member_names_are_skipped(tmp_path):
     evil = zip_of(tmp_path / "evil.zip", {"../../outside.txt": "x", "/etc/passwd2": "y", "ok.txt": "z"})
     gold = zip_of(tmp_path / "gold.zip", {"ok.txt": "z"})
-    assert compare_zip_files(evil, gold) == 1.0  # only ok.txt is a member we read
+    assert compare_zip_files(evil, gold) == 0.0  # other entry names (nothing is written out)
+    assert compare_archive(evil, gold) == 1.0  # unpacking skips them, as shutil.unpack_archive does
     assert not (tmp_path.parent / "outside.txt").exists()
+
+
+def test_compare_archive_subfolders_count_as_entries(tmp_path):
+    """OSWorld listed the unpacked folder, subfolders included, and scored every entry."""
+    pdfs = {"a.pdf": pdf_bytes("Chapter one"), "b.pdf": pdf_bytes("Chapter two")}
+    gold = zip_of(tmp_path / "gold.zip", pdfs)
+    nested = zip_of(tmp_path / "nested.zip", {**pdfs, "sub/c.pdf": pdf_bytes("Chapter three")})
+    gold_nested = zip_of(tmp_path / "gold_nested.zip", {**pdfs, "sub/c.pdf": pdf_bytes("Chapter three")})
+    assert compare_archive(nested, gold, file_type="pdf") == 0.0  # a subfolder the gold lacks
+    assert compare_archive(nested, gold_nested, file_type="pdf") == pytest.approx(2 / 3)  # the folder pair scores 0
+    # an empty folder is an entry too
+    empty_dir = zip_of(tmp_path / "emptydir.zip", pdfs, dirs=("extra/",))
+    assert compare_archive(empty_dir, gold, file_type="pdf") == 0.0
+    # no such folder, or nothing in it
+    assert compare_archive(nested, gold_nested, file_path="nope", file_type="pdf") == 0.0
+    assert compare_archive(zip_of(tmp_path / "e.zip", {}, dirs=("x/",)), zip_of(tmp_path / "e2.zip", {}, dirs=("x/",)), file_path="x") == 0.0
+
+
+def test_compare_archive_text_with_a_subfolder_fails(tmp_path):
+    """OSWorld's compare_text_file raised on the subfolder's path, so the task scored 0."""
+    files = {"d/a.txt": "x", "b.txt": "y"}
+    assert compare_archive(zip_of(tmp_path / "r.zip", files), zip_of(tmp_path / "g.zip", files)) == 0.0
+    flat = {"a.txt": "x", "b.txt": "y"}
+    assert compare_archive(zip_of(tmp_path / "r2.zip", flat), zip_of(tmp_path / "g2.zip", flat)) == 1.0

@@ -8,6 +8,8 @@ cannot write outside the scratch folder.
 
 from __future__ import annotations
 
+import difflib
+import io
 import logging
 import posixpath
 import tarfile
@@ -15,6 +17,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from pypdf import PdfReader
 
 from mcpworld.errors import UserError
 from mcpworld.evaluation.registry import get_metric, metric
@@ -37,60 +41,83 @@ def _safe_name(name: str) -> str | None:
     return name
 
 
-def _members(path: Any) -> dict[str, bytes] | None:
-    """{relative path: bytes} of the regular files in a zip or tar (any compression); None if unreadable.
+def _members(path: Any) -> tuple[dict[str, bytes], set[str]] | None:
+    """({relative path: bytes} of the regular files, {relative paths of the folders}) of a zip or
+    tar (any compression); None if unreadable.
 
-    Directory entries carry no content and are left out.
+    Folders are those with an entry of their own and those implied by a file's path, as
+    unpacking creates them all.
     """
     if not _is_file(path):
         return None
     files: dict[str, bytes] = {}
+    folders: set[str] = set()
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
                 for info in archive.infolist():
                     name = _safe_name(info.filename)
-                    if name is None or info.is_dir() or info.file_size > MAX_MEMBER_BYTES:
+                    if name is None or info.file_size > MAX_MEMBER_BYTES:
                         continue
-                    files[name] = archive.read(info)
-            return files
-        with tarfile.open(path) as archive:
-            for info in archive.getmembers():
-                name = _safe_name(info.name)
-                if name is None or not info.isfile() or info.size > MAX_MEMBER_BYTES:
-                    continue
-                handle = archive.extractfile(info)
-                if handle is not None:
-                    files[name] = handle.read()
-        return files
+                    if info.is_dir():
+                        folders.add(name)
+                    else:
+                        files[name] = archive.read(info)
+        else:
+            with tarfile.open(path) as archive:
+                for info in archive.getmembers():
+                    name = _safe_name(info.name)
+                    if name is None or info.size > MAX_MEMBER_BYTES:
+                        continue
+                    if info.isdir():
+                        folders.add(name)
+                    elif info.isfile() and (handle := archive.extractfile(info)) is not None:
+                        files[name] = handle.read()
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, RuntimeError) as exc:
         log.debug("cannot read archive %s: %s", path, exc)
         return None
+    for name in files:
+        parent = posixpath.dirname(name)
+        while parent:
+            folders.add(parent)
+            parent = posixpath.dirname(parent)
+    return files, folders
+
+
+def _pypdf_text(data: bytes) -> str:
+    """The text of every page run together, as PyPDF2 gave it to OSWorld."""
+    return "".join(page.extract_text() for page in PdfReader(io.BytesIO(data)).pages)
 
 
 @metric("compare_zip_files")
 def compare_zip_files(result: Any, expected: Any) -> float:
-    """1 when the archive holds the same files as the gold, each with the same content.
+    """1 when the zip holds the same entries as the gold, each with the same content.
 
-    Files are matched by their path inside the archive. A PDF whose bytes differ still matches
-    when its extracted text is at least 95% similar to the gold's (PDF writers stamp dates and
-    ids). Directory entries are ignored: whether a zip tool writes them says nothing about the
-    files (OSWorld compared them as names, and compared textless PDFs as equal).
+    Entries are matched by name, directory entries included (as in OSWorld, which compared the
+    two name lists). A ``.pdf`` whose bytes differ still matches when difflib's ratio of the two
+    extracted texts is at least 0.95 (PDF writers stamp dates and ids; two textless PDFs match).
+    Not a zip (a tar too), missing, or a PDF that cannot be read: 0.
     """
-    got, want = _members(result), _members(expected)
-    if got is None or want is None or set(got) != set(want):
+    if not _is_file(result) or not _is_file(expected):
         return 0.0
-    with tempfile.TemporaryDirectory(prefix="mcpworld-zip-") as scratch:
-        for name, data in got.items():
-            if data == want[name]:
-                continue
-            if not name.lower().endswith(".pdf"):
+    try:
+        with zipfile.ZipFile(result) as mine, zipfile.ZipFile(expected) as gold:
+            names = set(mine.namelist())
+            if names != set(gold.namelist()):
                 return 0.0
-            mine, gold = Path(scratch) / "result.pdf", Path(scratch) / "gold.pdf"
-            mine.write_bytes(data)
-            gold.write_bytes(want[name])
-            if get_metric("compare_pdfs")(str(mine), str(gold)) < PDF_TEXT_THRESHOLD:
-                return 0.0
+            for name in names:
+                if max(mine.getinfo(name).file_size, gold.getinfo(name).file_size) > MAX_MEMBER_BYTES:
+                    return 0.0
+                got, want = mine.read(name), gold.read(name)
+                if name.lower().endswith(".pdf"):
+                    ratio = difflib.SequenceMatcher(None, _pypdf_text(got), _pypdf_text(want)).ratio()
+                    if ratio < PDF_TEXT_THRESHOLD:
+                        return 0.0
+                elif got != want:
+                    return 0.0
+    except Exception as exc:  # a broken zip or PDF (OSWorld raised: the task scored 0)
+        log.debug("cannot compare zips %s and %s: %s", result, expected, exc)
+        return 0.0
     return 1.0
 
 
@@ -107,30 +134,38 @@ COMPARERS = {
     "video": "compare_videos",
 }
 
+FAIL_ON_FOLDERS = ("text", "ppt", "image")  # OSWorld's comparers raised on a folder path
 
-def _listing(files: dict[str, bytes], folder: str) -> dict[str, bytes | None]:
-    """The entries directly inside ``folder``: files with their bytes, subfolders as None."""
-    prefix = f"{posixpath.normpath(folder)}/" if folder.strip("/") else ""
+
+def _listing(members: tuple[dict[str, bytes], set[str]], folder: str) -> dict[str, bytes | None] | None:
+    """The entries directly inside ``folder``: files with their bytes, subfolders as None; None when
+    the archive has no such folder."""
+    files, folders = members
+    folder = posixpath.normpath(folder) if folder.strip("/") else ""
+    if folder and folder not in folders:
+        return None
+    prefix = f"{folder}/" if folder else ""
     entries: dict[str, bytes | None] = {}
-    for name, data in files.items():
-        if not name.startswith(prefix):
-            continue
-        first, _, rest = name[len(prefix):].partition("/")
-        entries[first] = None if rest else data
+    for name in (*files, *folders):
+        if name.startswith(prefix):
+            first, _, rest = name[len(prefix):].partition("/")
+            entries[first] = None if rest or name in folders else files[name]
     return entries
 
 
 @metric("compare_archive")
 def compare_archive(result: Any, expected: Any, file_path: str = "", file_type: str = "text", **options: Any) -> float:
-    """Mean score of the files in the archive against the gold archive's, compared by ``file_type``.
+    """Mean score of the entries in the archive against the gold archive's, compared by ``file_type``.
 
-    The entries directly inside folder ``file_path`` of the archive (default: its top level)
-    must have the same names as the gold's; each file is then scored against the gold file of
-    the same name by the metric for ``file_type``: text (compare_text_file), pdf (compare_pdfs),
-    docx (compare_docx_files), ppt (compare_pptx_files), image (compare_images), csv
-    (compare_csv), table (compare_table), audio (compare_audios), video (compare_videos). Other
-    options are passed to that metric. Subfolders count by name only. Nothing to compare
-    scores 0 (OSWorld divided by zero).
+    The entries directly inside folder ``file_path`` of the archive (default: its top level),
+    files and subfolders, must have the same names as the gold's; each is then scored against
+    the gold entry of the same name by the metric for ``file_type``: text (compare_text_file),
+    pdf (compare_pdfs), docx (compare_docx_files), ppt (compare_pptx_files), image
+    (compare_images), csv (compare_csv), table (compare_table), audio (compare_audios), video
+    (compare_videos). Other options are passed to that metric. A subfolder counts as an entry
+    scoring 0, and for text, ppt and image fails the whole comparison, as OSWorld's comparers did
+    on a folder path (its compare_audios and compare_videos scored two folders 1: here 0).
+    Nothing to compare, or no folder ``file_path``, scores 0 (OSWorld raised).
     """
     if file_type not in COMPARERS:
         raise UserError(f"metric 'compare_archive': file_type must be one of {', '.join(COMPARERS)}, got {file_type!r}")
@@ -141,18 +176,19 @@ def compare_archive(result: Any, expected: Any, file_path: str = "", file_type: 
     if got is None or want is None:
         return 0.0
     mine, gold = _listing(got, file_path), _listing(want, file_path)
-    if sorted(mine) != sorted(gold):
+    if mine is None or gold is None or not mine or sorted(mine) != sorted(gold):
         return 0.0
-    names = sorted(name for name, data in mine.items() if data is not None and gold[name] is not None)
-    if not names:
+    if file_type in FAIL_ON_FOLDERS and any(mine[n] is None or gold[n] is None for n in mine):
         return 0.0
     total = 0.0
     with tempfile.TemporaryDirectory(prefix="mcpworld-archive-") as scratch:
-        for i, name in enumerate(names):
+        for i, name in enumerate(sorted(mine)):
+            if mine[name] is None or gold[name] is None:
+                continue  # a subfolder: scores 0
             # each pair in its own folders, under its own name: some metrics read the suffix
             mine_path, gold_path = Path(scratch, str(i), "result", name), Path(scratch, str(i), "gold", name)
             for path, data in ((mine_path, mine[name]), (gold_path, gold[name])):
                 path.parent.mkdir(parents=True)
-                path.write_bytes(data or b"")
+                path.write_bytes(data)
             total += float(compare(str(mine_path), str(gold_path), **options))
-    return total / len(names)
+    return total / len(mine)
