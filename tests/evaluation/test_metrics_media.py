@@ -114,6 +114,20 @@ def test_check_mp3_meta(tmp_path):
         check_mp3_meta(tagged, {"title": "Missing You"})
 
 
+def test_check_mp3_meta_matches_as_osworld(tmp_path):
+    """OSWorld's _match_value_to_rule decides each rule; the first miss ends the check."""
+    tagged = _mp3(tmp_path / "t.mp3", title="Missing You", artist="Cheng Xiang")
+    assert check_mp3_meta(tagged, {}) == 1.0  # nothing to check: OSWorld gave 1
+    assert check_mp3_meta(_mp3(tmp_path / "blank.mp3"), {}) == 0.0  # still needs an ID3 tag
+    assert check_mp3_meta(tagged, {"TITLE": {"method": "re.I", "ref": "^missing"}}) == 1.0
+    assert check_mp3_meta(tagged, {"title": {"method": "bogus", "ref": 1}}) == 0.0  # OSWorld raised
+    # a miss first: the broken rule after it is never looked at
+    assert check_mp3_meta(tagged, {"artist": {"method": "eq", "ref": "Nope"}, "title": {"method": "bogus"}}) == 0.0
+    junk = tmp_path / "junk.mp3"
+    junk.write_bytes(b"ID3\x04\x00\x00\x00\x00\x00\x10garbage")
+    assert check_mp3_meta(str(junk), {}) == 0.0
+
+
 # --- video ----------------------------------------------------------------------------------------
 
 

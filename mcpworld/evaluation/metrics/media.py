@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mcpworld.errors import UserError
-from mcpworld.evaluation.matchers import match_value
+from mcpworld.evaluation.matchers import RuleError, osworld_match_value
 from mcpworld.evaluation.registry import metric
 
 log = logging.getLogger(__name__)
@@ -182,23 +182,34 @@ def id3_tags(path: str) -> dict[str, list[str]] | None:
 @metric("check_mp3_meta")
 def check_mp3_meta(result: str | None, rules: Any) -> float:
     """1 when each ID3 tag named in ``rules`` fits its ``{method, ref}`` rule, e.g.
-    ``{"title": {"method": "eq", "ref": "Missing You"}, "artist": {…}}``.
+    ``{"title": {"method": "eq", "ref": "Missing You"}, "artist": {…}}``, decided as OSWorld's
+    ``_match_value_to_rule`` does (``osworld_match_value``: no coercion, ``eq`` is exact).
 
-    result = local path of the MP3. A tag with several values is compared as the values joined by
-    commas; an absent tag as "". A file without any ID3 tag scores 0 (OSWorld raised on it).
+    result = local path of the MP3. Tag names are case-insensitive; a tag with several values is
+    compared as the values joined by commas; an absent or unknown tag as "". The rules are
+    checked in order and the first miss decides (a later rule is not looked at); a rule OSWorld's
+    matcher fails on scores 0. A missing file, or one without a readable ID3 tag, scores 0
+    (OSWorld raised on it). Empty rules pass any tagged file, as in OSWorld.
     """
-    if not isinstance(rules, dict) or not rules or not all(isinstance(r, dict) for r in rules.values()):
+    if not isinstance(rules, dict) or not all(isinstance(r, dict) for r in rules.values()):
         raise UserError(f"metric 'check_mp3_meta' needs rules mapping tag names to {{method, ref}}, got {rules!r}")
     if not result:
         return 0.0
-    tags = id3_tags(result)
+    try:
+        tags = id3_tags(result)
+    except Exception as exc:  # mutagen.MutagenError, OSError: a broken tag or file (OSWorld raised)
+        log.debug("cannot read the ID3 tag of %s: %s", result, exc)
+        return 0.0
     if tags is None:
         return 0.0
     for name, rule in rules.items():
         value = tags.get(str(name).lower(), "")
         if isinstance(value, list):
             value = ",".join(value)
-        if not match_value(value, rule):
+        try:
+            if not osworld_match_value(value, rule):
+                return 0.0
+        except RuleError:
             return 0.0
     return 1.0
 
