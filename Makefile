@@ -44,7 +44,9 @@ servers: venv
 
 # Toolathlon's graders and preprocess scripts: a venv (.toolathlon-python/) on Python 3.12 when the
 # machine has one (upstream pins 3.12), with what they import; toolathlon.python=PATH overrides it.
+# patchelf: a copied shared-library Python (pyenv's, closed under /root) is pointed at its own libpython.
 toolathlon: venv
+	@command -v patchelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends patchelf >/dev/null; }
 	$(PY) -m mcpworld.tasks.toolathlon --prepare
 
 # The desktop applications of conf/app/*.yaml (LibreOffice, Chromium, GIMP, VLC, Thunderbird …), from

@@ -195,6 +195,13 @@ class ToolathlonConfig:
 
 
 @dataclass
+class PcCanaryConfig:
+    """How MCPWorld/PC-Canary task folders resolve their authors' paths (mcpworld/tasks/mcpworld_format.py)."""
+
+    root: Optional[str] = None  # a PC-Canary checkout; None: the task folder's nearest ancestor with tests/tasks
+
+
+@dataclass
 class RootConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     provider: ProviderConfig = field(default_factory=ProviderConfig)
@@ -210,6 +217,7 @@ class RootConfig:
     tasks: TasksConfig = field(default_factory=TasksConfig)
     files: FilesConfig = field(default_factory=FilesConfig)
     toolathlon: ToolathlonConfig = field(default_factory=ToolathlonConfig)
+    pccanary: PcCanaryConfig = field(default_factory=PcCanaryConfig)
     task: Any = None  # one id, a glob ("mousepad/*"), or a list of them
     attempts: int = 1
     infra_retries: int = 1  # an episode that ends in infra_error is run again (its first try is kept aside)

@@ -19,7 +19,7 @@ from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.env.base import Environment
 from mcpworld.errors import EndpointUnreachable, EvalError, InfraError, UserError
-from mcpworld.evaluation.verdict import judge
+from mcpworld.evaluation.verdict import judge, start_handler
 from mcpworld.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.result import EpisodeResult
 from mcpworld.secrets import redact
@@ -29,6 +29,7 @@ from mcpworld.tasks.model import Task
 from mcpworld.telemetry.trace import Trace
 
 if TYPE_CHECKING:
+    from mcpworld.evaluation.handler import HandlerProcess
     from mcpworld.telemetry.gpu import EpisodeGpu, GpuMonitor
 
 
@@ -158,7 +159,17 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     stop.check()
     result.setup_s = round(time.monotonic() - t0, 4)
     trace.emit("setup_done", seconds=result.setup_s)
+    handler = start_handler(task, env)
+    try:
+        _attempt(cfg, task, episode_dir, env, result, trace, stop, handler)
+    finally:
+        if handler:
+            handler.close()
 
+
+def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
+             stop: StopSignal, handler: "HandlerProcess | None") -> None:
+    """The agent's run on the ready desktop, then the verdict."""
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
     hosted = cfg.env.mcp_sandbox == "klavis" and "mcp" in cfg.modality.tools
@@ -215,7 +226,7 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
 
     t2 = time.monotonic()
     try:
-        verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json")
+        verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json", handler)
     except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
         result.status, result.reason = "eval_error", str(exc)
         result.eval_s = round(time.monotonic() - t2, 4)

@@ -30,7 +30,7 @@ from mcpworld.interrupt import StopSignal, signals_deferred
 from mcpworld.pool import EpisodePool
 from mcpworld.result import NOT_JUDGED, EpisodeResult
 from mcpworld.servers import unavailable
-from mcpworld.tasks import toolathlon
+from mcpworld.tasks import mcpworld_format, toolathlon
 from mcpworld.tasks.model import Task
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
 from mcpworld.tasks.solutions import attach_solutions
@@ -194,6 +194,7 @@ def run_job(cfg: DictConfig) -> float:
     try:
         check_config(cfg)
         toolathlon.configure(cfg.get("toolathlon"))  # before any Toolathlon task folder is loaded
+        mcpworld_format.configure(cfg.get("pccanary"))  # before any PC-Canary task folder is loaded
         tasks = choose_tasks(cfg)
         model = preflight(cfg)
     except Exception as exc:  # nothing ran: the job failed before its first episode

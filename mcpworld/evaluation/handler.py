@@ -3,7 +3,9 @@
 The handler runs in a child process (``handler_runner``) with the episode's home as HOME and a
 timeout per call, so task code never runs inside the harness. Updates: ``key_step`` (1-based
 index), ``success``, ``error``, ``app_event``, ``continue``/None. Success comes only from a
-``success`` update; an ``error`` update, a handler exception or silence scores 0 with the reason.
+``success`` update; an ``error`` update is the handler saying no (score 0 with its reason).
+A handler that gives no verdict because it could not (it fails to load, raises, hangs, dies, or
+judges from hook events that were never sent) is :class:`EvalError`: not the agent failing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import InfraError
+from mcpworld.errors import EvalError, InfraError
 from mcpworld.result import MetricOutcome
 
 
@@ -24,6 +26,7 @@ class HandlerVerdict:
     score: float = 0.0
     reason: str = "the handler gave no success or error verdict"
     key_steps: list[int] = field(default_factory=list)  # 1-based indices, first time reached
+    said_no: bool = False  # an error update came: a verdict, not silence
     app_events: list[dict[str, Any]] = field(default_factory=list)
 
     def outcome(self) -> MetricOutcome:
@@ -31,21 +34,39 @@ class HandlerVerdict:
 
 
 class HandlerProcess:
-    def __init__(self, path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0):
+    """``setup``: the task's ``handler_setup`` (see ``Task``); empty for our own tasks' handlers."""
+
+    def __init__(self, path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0,
+                 setup: dict[str, Any] | None = None):
         self.timeout_s = timeout_s
+        self.setup = setup or {}
+        self.problem: str | None = None  # why the handler could give no verdict
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpworld.evaluation.handler_runner", str(path), json.dumps(task_parameters)],
+            [sys.executable, "-m", "mcpworld.evaluation.handler_runner", str(path), json.dumps(task_parameters),
+             json.dumps(self.setup, default=str)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            cwd=str(Path(path).parent))
+            cwd=str(self.setup.get("root") or Path(path).parent))
         self.verdict = HandlerVerdict()
 
     def send(self, message: dict[str, Any]) -> None:
         self._request({"op": "message", "message": message})
 
     def complete(self) -> HandlerVerdict:
-        if self.verdict.score == 0.0 and not self.verdict.reason.startswith("handler error"):
-            self._request({"op": "complete"})
+        """The verdict once the agent is done: the completion goes to the Python hooks or the handler
+        when the task asks for it (``evaluate_on_completion``; always for our own tasks). Raises
+        EvalError when the handler could give none. A task judged by app hooks this harness cannot
+        inject (hooker.js: upstream sends the completion to them, and they answer the handler with the
+        app's state) gets no made-up completion: the handler is only checked to load."""
+        live = bool(self.setup.get("live_hooks"))
+        if self.verdict.score == 0.0 and self.problem is None:
+            completes = self.setup.get("evaluate_on_completion", True) and not live
+            self._request({"op": "complete" if completes else "ping"})
+        if self.problem and self.verdict.score < 1.0:
+            raise EvalError(self.problem)
+        if live and self.verdict.score < 1.0 and not self.verdict.said_no:
+            raise EvalError("the handler judges from the events of its app hooks (hooker.js), which are not "
+                            "injected here yet: no verdict")
         return self.verdict
 
     def _request(self, request: dict[str, Any]) -> None:
@@ -53,13 +74,16 @@ class HandlerProcess:
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            self._fail("handler process is not running: " + self._stderr())
+            self._broken("the handler process is not running: " + self._stderr())
             return
         reply = self._read_line()
         if reply is None:
             return
+        if "fatal" in reply:
+            self._broken(f"the handler could not be loaded: {reply['fatal']}")
+            return
         if "error" in reply:
-            self._fail(f"handler error: {reply['error']}")
+            self._broken(f"the handler raised {reply['error']}")
             return
         for update in reply.get("updates", []):
             self._apply(update)
@@ -70,11 +94,11 @@ class HandlerProcess:
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         if not sel.select(self.timeout_s):
-            self._fail(f"handler did not answer within {self.timeout_s:.0f}s")
+            self._broken(f"the handler did not answer within {self.timeout_s:.0f}s")
             return None
         line = self.proc.stdout.readline()
         if not line:
-            self._fail("handler process exited: " + self._stderr())
+            self._broken("the handler process exited: " + self._stderr())
             return None
         return json.loads(line)
 
@@ -88,9 +112,13 @@ class HandlerProcess:
         elif status == "success":
             v.score, v.reason = 1.0, f"handler: success: {update.get('reason', '')}".rstrip(": ")
         elif status == "error":
+            v.said_no = True
             self._fail(f"handler: error {update.get('type', '')}: {update.get('message', '')}".strip())
         elif status == "app_event":
             v.app_events.append(update)
+
+    def _broken(self, reason: str) -> None:
+        self.problem = self.problem or reason
 
     def _fail(self, reason: str) -> None:
         if self.verdict.score < 1.0:  # a success already reported stands
@@ -114,10 +142,11 @@ class HandlerProcess:
                 pass
 
 
-def run_handler(path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0) -> HandlerVerdict:
+def run_handler(path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0,
+                setup: dict[str, Any] | None = None) -> HandlerVerdict:
     if not Path(path).is_file():
         raise InfraError(f"handler {path} does not exist")
-    proc = HandlerProcess(path, task_parameters, home, timeout_s)
+    proc = HandlerProcess(path, task_parameters, home, timeout_s, setup)
     try:
         return proc.complete()
     finally:

@@ -1,8 +1,14 @@
 """Child process that hosts an MCPWorld ``handler.py`` (task-author code) outside the harness.
 
-Protocol, one JSON object per line. In: ``{"op": "message", "message": {...}}`` or
-``{"op": "complete"}`` (call ``inspector_on_completion`` if the handler has one, else send the
-completion message). Out: ``{"updates": [...]}`` or ``{"error": "..."}``.
+It gives the handler what PC-Canary's evaluator gives it: ``register_handlers(evaluator)`` gets an
+object with ``config`` (the task's config.json, ``sql_path`` mapped), ``logger``, ``task_path`` and
+``canary_root``; Python hooks (StateInspector's ``hooker.py``, or the handler itself in the role of
+hook) are loaded and their ``inspector_on_start`` run at once.
+
+Protocol, one JSON object per line. In: ``{"op": "message", "message": {...}}``,
+``{"op": "complete"}`` (the hooks' ``inspector_on_completion`` when there are any, else the
+completion message to the handler) or ``{"op": "ping"}`` (nothing: is it alive?). Out: ``{"updates": [...]}`` or ``{"error": "..."}``; a handler
+that cannot be loaded prints ``{"fatal": "..."}`` and exits.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ import json
 import logging
 import sys
 import traceback
-from typing import Any
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
 
 COMPLETION_MESSAGE = {"event": "evaluate_on_completion", "event_type": "evaluate_on_completion",
                       "type": "send", "payload": {"event": "evaluate_on_completion"}}
@@ -26,35 +34,72 @@ def _normalise(updates: Any) -> list[dict[str, Any]]:
     return [u for u in updates if isinstance(u, dict)] if isinstance(updates, list) else []
 
 
+def _load(path: str, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _prepare(path: str, params: dict[str, Any], setup: dict[str, Any], logger: logging.Logger
+             ) -> tuple[Callable[..., Any], list[Callable[..., Any]]]:
+    """The handler's message function and the hooks' completion functions."""
+    root = setup.get("root")
+    for folder in (str(Path(path).parent), root):  # PC-Canary runs from its root
+        if folder and folder not in sys.path:
+            sys.path.insert(0, folder)
+    config = dict(setup.get("config") or {}, task_parameters=params)
+    evaluator = SimpleNamespace(config=config, logger=logger, task_path=str(Path(path).parent),
+                                task_id=config.get("task_id"), canary_root=root)
+    module = _load(path, "handler")
+    if hasattr(module, "register_handlers"):
+        handle = module.register_handlers(evaluator)
+    else:
+        handle = getattr(module, "message_handler", None)
+    if handle is None:
+        raise LookupError(f"{path} defines neither message_handler nor register_handlers")
+    hooks = [module if hook == path else _load(hook, f"hook_{n}")
+             for n, hook in enumerate(setup.get("hooks") or [])]
+    if not setup:  # a bare handler (our own tasks): it may carry the inspector functions itself
+        hooks = [module]
+    for hook in hooks:
+        if hasattr(hook, "inspector_on_start"):
+            hook.inspector_on_start()
+    return handle, [h.inspector_on_completion for h in hooks if hasattr(h, "inspector_on_completion")]
+
+
 def main() -> int:
     path, params = sys.argv[1], json.loads(sys.argv[2])
+    setup = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
     logging.basicConfig(stream=sys.stderr, level=logging.INFO)
     logger = logging.getLogger("handler")
-    spec = importlib.util.spec_from_file_location("handler", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["handler"] = module
-    spec.loader.exec_module(module)
-    handle = getattr(module, "message_handler", None)
-    if handle is None and hasattr(module, "register_handlers"):
-        handle = module.register_handlers(None)
-    if handle is None:
-        print(json.dumps({"error": f"{path} defines neither message_handler nor register_handlers"}), flush=True)
+    out, sys.stdout = sys.stdout, sys.stderr  # task code's prints must not garble the protocol
+    try:
+        handle, on_completion = _prepare(path, params, setup, logger)
+    except BaseException as exc:  # noqa: BLE001 - task code: whatever it raises, the parent must hear it
+        print(json.dumps({"fatal": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}),
+              file=out, flush=True)
         return 1
-    if hasattr(module, "inspector_on_start"):
-        module.inspector_on_start()
     for line in sys.stdin:
         request = json.loads(line)
         collected: list[dict[str, Any]] = []
+
+        def feed(message: dict[str, Any], _data: Any = None) -> None:
+            collected.extend(_normalise(handle(message, logger, params)))
+
         try:
-            if request["op"] == "complete" and hasattr(module, "inspector_on_completion"):
-                module.inspector_on_completion(lambda message, _=None: collected.extend(_normalise(handle(message, logger, params))))
+            if request["op"] == "ping":
+                pass
+            elif request["op"] == "complete" and on_completion:
+                for inspect in on_completion:
+                    inspect(feed)
             else:
-                message = request.get("message", COMPLETION_MESSAGE)
-                collected.extend(_normalise(handle(message, logger, params)))
-            print(json.dumps({"updates": collected}, default=str), flush=True)
+                feed(request.get("message", COMPLETION_MESSAGE))
+            print(json.dumps({"updates": collected}, default=str), file=out, flush=True)
         except Exception as exc:
             print(json.dumps({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}),
-                  flush=True)
+                  file=out, flush=True)
     return 0
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mcpworld.env.base import Environment
+    from mcpworld.evaluation.handler import HandlerProcess
     from mcpworld.tasks.model import Task
 
 
@@ -27,9 +28,33 @@ class Verdict:
     key_steps: dict[str, Any] = field(default_factory=dict)
 
 
+def handler_setup(task: "Task", env: "Environment") -> dict[str, Any]:
+    """The task's handler surroundings with the config's home paths (``sql_path``) in this episode's home."""
+    setup = dict(task.handler_setup)
+    config = dict(setup.get("config") or {})
+    if config.get("sql_path"):
+        config["sql_path"] = str(env.resolve(str(config["sql_path"])))
+    return {**setup, "config": config} if setup else {}
+
+
+def start_handler(task: "Task", env: "Environment") -> "HandlerProcess | None":
+    """A handler task's handler, started before the agent: its Python hooks take their first look at
+    the app (``inspector_on_start``) then, as PC-Canary's start with the app. None for other tasks."""
+    if task.evaluator or task.grader or not task.handler:
+        return None
+    from mcpworld.errors import InfraError
+    from mcpworld.evaluation.handler import HandlerProcess
+
+    if not task.handler.is_file():
+        raise InfraError(f"handler {task.handler} does not exist")
+    return HandlerProcess(task.handler, task.params, env.home, setup=handler_setup(task, env))
+
+
 def judge(task: "Task", env: "Environment", final_action: str | None,
-          events: list[dict[str, Any]] | None = None, trajectory: "Path | None" = None) -> Verdict:
-    """``trajectory``: the episode's traj_log.json, for script graders that read it."""
+          events: list[dict[str, Any]] | None = None, trajectory: "Path | None" = None,
+          handler: "HandlerProcess | None" = None) -> Verdict:
+    """``trajectory``: the episode's traj_log.json, for script graders that read it; ``handler``: the
+    one started before the agent (else one is started now, for standalone grading)."""
     handler_steps: list[int] = []
     if task.evaluator:
         score, metrics = evaluate_spec(env, task.evaluator, final_action, where=str(task.source))
@@ -41,7 +66,8 @@ def judge(task: "Task", env: "Environment", final_action: str | None,
     else:
         from mcpworld.evaluation.handler import run_handler
 
-        verdict = run_handler(task.handler, task.params, env.home)
+        verdict = handler.complete() if handler else \
+            run_handler(task.handler, task.params, env.home, setup=handler_setup(task, env))
         score, metrics, handler_steps = verdict.score, [verdict.outcome()], verdict.key_steps
     key_steps = (evaluate_key_steps(task.key_steps, events or [], env, final_action, handler_steps)
                  if task.key_steps else {})

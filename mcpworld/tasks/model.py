@@ -37,6 +37,9 @@ class Task:
     key_steps: list[dict[str, Any]] = field(default_factory=list)
     evaluator: dict[str, Any] = field(default_factory=dict)
     handler: Path | None = None
+    # an MCPWorld handler's surroundings: {config (evaluator.config), hooks (python hooks),
+    # live_hooks (has JS hooks), evaluate_on_completion, root}
+    handler_setup: dict[str, Any] = field(default_factory=dict)
     # modality -> oracle tool calls [{"tool": name, "args": {...}}]
     solution: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # where the agent works (MCP servers' {workspace}); a path in the home
@@ -47,6 +50,7 @@ class Task:
     grader: dict[str, Any] | None = None
     format: str = "native"  # native | osworld | mcpworld | toolathlon
     skip_reason: str | None = None  # set by a loader when this machine cannot run the task (e.g. needs network)
+    notes: list[str] = field(default_factory=list)  # what of the task file is not acted on here, by name
 
     @property
     def infeasible(self) -> bool:

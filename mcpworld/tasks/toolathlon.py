@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -94,10 +95,10 @@ def grader_python() -> str:
             raise TaskFileError(f"toolathlon.python={SETTINGS.python}: no such interpreter")
         return found
     prepared = PREPARED / "bin" / "python"
-    if prepared.is_file():
+    if prepared.is_file() and others_can_run(prepared):
         return str(prepared)
     found = shutil.which("python3.12")
-    if found and _runs(found):
+    if found and _runs(found) and others_can_run(Path(found)):
         return found
     if "python" not in _warned:
         _warned.add("python")
@@ -105,6 +106,14 @@ def grader_python() -> str:
                     "`make toolathlon` prepares one with the graders' requirements, or set toolathlon.python=PATH)",
                     sys.executable, *sys.version_info[:2])
     return sys.executable
+
+
+def others_can_run(program: Path) -> bool:
+    """Whether the desktop account (not root) can run it: preprocess steps run as that account, and
+    an interpreter under /root (pyenv's) is closed to it."""
+    target = program.resolve()
+    dirs_open = all(d.stat().st_mode & stat.S_IXOTH for d in target.parents)
+    return target.is_file() and dirs_open and bool(target.stat().st_mode & stat.S_IXOTH)
 
 
 def find_root(folder: Path) -> Path | None:
@@ -224,16 +233,37 @@ def prepare(target: Path = PREPARED) -> str:
     from mcpworld.mcp.install import find_python
 
     base = find_python("3.12") or "/usr/bin/python3"
+    closed = not others_can_run(Path(base))  # e.g. pyenv's under /root: a copy the desktop account can run
+    runtime = target.with_name(target.name + "-runtime")
     stamp = target / ".pins"
-    made = f"{base}\n" + "\n".join(GRADER_REQUIREMENTS)
+    made = f"{base}{f' copied to {runtime}' if closed else ''}\n" + "\n".join(GRADER_REQUIREMENTS)
     if stamp.is_file() and stamp.read_text() == made:
         return f"{target}: up to date ({base})"
     shutil.rmtree(target, ignore_errors=True)
+    if closed:
+        base = _open_copy(base, runtime)
     subprocess.run([base, "-m", "venv", str(target)], check=True)
     subprocess.run([str(target / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
                     *GRADER_REQUIREMENTS], check=True)
     stamp.write_text(made)
     return f"{target}: made on {base}"
+
+
+def _open_copy(python: str, runtime: Path) -> str:
+    """A copy of ``python``'s installation (without its test suite and packages) at ``runtime``."""
+    prefix = subprocess.run([python, "-c", "import sys; print(sys.base_prefix)"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    shutil.rmtree(runtime, ignore_errors=True)
+    shutil.copytree(prefix, runtime, symlinks=True,
+                    ignore=lambda folder, names: [n for n in names if n in ("test", "site-packages")
+                                                  and Path(folder).name == f"python{version}"])
+    binary = runtime / "bin" / f"python{version}"
+    # a shared build finds libpython by its absolute RUNPATH (the closed original): point it at the copy
+    if "RUNPATH" in subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True).stdout:
+        subprocess.run(["patchelf", "--set-rpath", "$ORIGIN/../lib", str(binary)], check=True)
+    return str(binary)
 
 
 if __name__ == "__main__":

@@ -291,3 +291,20 @@ def test_an_mcpworld_task_folder_runs_with_a_model_and_its_handler_grades_it(tmp
     assert (result["task_id"], result["status"], result["score"]) == ("notes/task07_append", "success", 1.0)
     assert result["key_steps"]["completed"] == 2 and result["key_steps"]["ratio"] == 1.0
     assert "Append '- review budget' to Agenda.md" in result["prompt"]
+
+
+def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
+    """The miniature checkout (tests/data/pccanary_fixture): pre_process in the background, the app from
+    the authors' /workspace/PC-Canary path with its cwd, a StateInspector hook that looked before the
+    agent, sql_path in the episode home; a hook-event task whose hooks cannot be injected is eval_error."""
+    fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
+    appended = _scripted_model_run(tmp_path / "a", fixture, "notes/task01_append",
+                                   "echo '- review budget' >> ~/workspace/.mcpworld/notes/vault/Agenda.md")
+    assert (appended["status"], appended["score"]) == ("success", 1.0), appended
+    assert appended["key_steps"]["completed"] == 2
+    assert "~/workspace/.mcpworld/notes/vault" in appended["prompt"]
+    theme = _scripted_model_run(tmp_path / "b", fixture, "notes/task02_theme", "true")
+    assert theme["status"] == "eval_error" and "hooks" in theme["reason"], theme
+    leftovers = subprocess.run(["pgrep", "-f", "pccanary_fixture/tests/tasks/notes/task01_append/pre_process.py"],
+                               capture_output=True, text=True)
+    assert leftovers.stdout == "", "the pre_process script outlived its episode"
