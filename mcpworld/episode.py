@@ -90,7 +90,8 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
     ``interrupted``."""
     stop = stop or StopSignal()
     episode_dir.mkdir(parents=True, exist_ok=True)
-    result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg))
+    result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg),
+                           task_notes=list(task.notes))
     trace = Trace(episode_dir / "trace.jsonl")
     started = time.monotonic()
     trace.emit("episode_start", task=task.id, attempt=attempt, instruction=task.instruction, **result.labels)

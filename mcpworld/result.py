@@ -62,6 +62,7 @@ class EpisodeResult:
     labels: dict[str, str] = field(default_factory=dict)  # model, provider, resolution, modality …
     gpu: dict[str, float] = field(default_factory=dict)  # gpu.energy_j, gpu.power_w_mean … (empty: no GPU)
     llm_energy_j: list[float | None] = field(default_factory=list)  # per LLM call, in call order
+    task_notes: list[str] = field(default_factory=list)  # what of the task file was not acted on (Task.notes)
 
     def count_tool(self, name: str, ok: bool) -> None:
         counts = self.tool_calls.setdefault(name, ToolCounts())

@@ -303,6 +303,7 @@ def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
     assert (appended["status"], appended["score"]) == ("success", 1.0), appended
     assert appended["key_steps"]["completed"] == 2
     assert "~/workspace/.mcpworld/notes/vault" in appended["prompt"]
+    assert any(n.startswith("precondition vault_initialized=true is not checked") for n in appended["task_notes"])
     theme = _scripted_model_run(tmp_path / "b", fixture, "notes/task02_theme", "true")
     assert theme["status"] == "eval_error" and "hooks" in theme["reason"], theme
     leftovers = subprocess.run(["pgrep", "-f", "pccanary_fixture/tests/tasks/notes/task01_append/pre_process.py"],
