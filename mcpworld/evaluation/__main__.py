@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--final-action", default="DONE", choices=["DONE", "FAIL"],
                         help="how the agent ended (matters for infeasible tasks)")
     parser.add_argument("--threshold", type=float, default=1.0, help="score that counts as success")
+    parser.add_argument("--toolathlon-root", help="a Toolathlon checkout (as toolathlon.root=)")
+    parser.add_argument("--toolathlon-python", help="the graders' interpreter (as toolathlon.python=)")
+    parser.add_argument("--toolathlon-lang", default="en", choices=["en", "cn"], help="as toolathlon.lang=")
+    parser.add_argument("--pccanary-root", help="a PC-Canary checkout (as pccanary.root=)")
     args = parser.parse_args(argv)
     if args.list:
         from mcpworld.evaluation.registry import describe
@@ -32,10 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.task_file is None or args.home is None:
         parser.error("TASK_FILE and --home are required (or --list)")
 
+    from types import SimpleNamespace
+
     from mcpworld.evaluation.standalone import grade
+    from mcpworld.tasks import mcpworld_format, toolathlon
     from mcpworld.tasks.load import load_task_file
 
     try:
+        toolathlon.configure(SimpleNamespace(root=args.toolathlon_root, python=args.toolathlon_python,
+                                             lang=args.toolathlon_lang, claim_done=True))
+        mcpworld_format.configure(SimpleNamespace(root=args.pccanary_root))
         if not args.home.is_dir():
             raise UserError(f"--home {args.home} is not a directory")
         verdict = grade(load_task_file(args.task_file), args.home, args.final_action, args.threshold)

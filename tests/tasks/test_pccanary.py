@@ -204,3 +204,16 @@ def test_evaluate_on_completion_false_sends_no_completion(tmp_path):
     assert run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": True, "config": {}}).score == 1.0
     unjudged = run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": False, "config": {}})
     assert unjudged.score == 0.0 and "no success or error verdict" in unjudged.reason
+
+
+def test_standalone_grading_takes_the_suites_roots(tmp_path):
+    bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_theme"), "--home",
+                          str(tmp_path), "--pccanary-root", "/nowhere"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "pccanary.root=/nowhere: no such folder" in bad.stderr
+    toolathlon_task = next((FIXTURE.parent / "toolathlon_fixture" / "tasks").glob("*/*/task_config.json"))
+    bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(toolathlon_task), "--home",
+                          str(tmp_path), "--toolathlon-root", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and f"toolathlon.root={tmp_path}: not a Toolathlon checkout" in bad.stderr
+    graded = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_theme"), "--home",
+                             str(tmp_path), "--pccanary-root", str(FIXTURE)], capture_output=True, text=True, timeout=60)
+    assert graded.returncode == 0 and json.loads(graded.stdout)["status"] == "eval_error"
