@@ -31,7 +31,7 @@ from openpyxl.styles import Font, PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from mcpworld.errors import UserError
-from mcpworld.evaluation.metrics.tables import _printed, compare_csv, compare_table
+from mcpworld.evaluation.metrics.tables import compare_csv, compare_table
 from mcpworld.evaluation.registry import METRICS
 
 RED = PatternFill(fill_type="solid", fgColor="FFFF0000")
@@ -97,13 +97,9 @@ def test_missing_or_unreadable_result_scores_zero(tmp_path):
         ([{"type": "nope"}], "unknown rule type"),
         ([{"type": "sheet_data", "sheet_idx0": "RI0"}], "sheet_idx1"),
         ([{"type": "sheet_data", "sheet_idx0": "X0", "sheet_idx1": "EI0"}], "sheet selector"),
+        ([{"type": "zoom", "sheet_idx": 0, "method": "lt"}], "ref"),
+        ([{"type": "check_cell", "sheet_idx": 0, "coordinate": "A1"}], "props"),
         ([{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0", "precision": -1}], "precision"),
-        ([{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["glow"]}], "glow"),
-        ([{"type": "check_cell", "sheet_idx": 0, "coordinate": "Z", "props": {}}], "coordinate"),
-        ([{"type": "check_cell", "sheet_idx": 0, "coordinate": "A1", "props": {"value": {"method": "zz"}}}], "zz"),
-        ([{"type": "sheet_fuzzy", "sheet_idx0": 0, "sheet_idx1": "EI0", "rules": [{"range": "A1", "type": "x"}]}], "type"),
-        ([{"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["colour"]}], "colour"),
-        ([{"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}], "openpyxl drops sparklines"),
     ],
 )
 def test_bad_rules_raise_even_without_result(bad, message):
@@ -176,55 +172,6 @@ def test_sheet_data_uses_cached_formula_values(tmp_path):
     assert compare_table(uncached, gold, rules=[rule]) == 0.0
 
 
-def test_sheet_print_uses_number_formats(tmp_path):
-    def money(wb, ws):
-        ws["B2"].number_format = "0.00"
-        ws["B3"].number_format = "0.00"
-
-    gold = xlsx(tmp_path, "g.xlsx", money, rows=[("Name", "Score"), ("Ann", 1.5), ("Bob", 7)])
-    same = xlsx(tmp_path, "s.xlsx", money, rows=[("Name", "Score"), ("Ann", 1.5), ("Bob", 7)])
-    plain = xlsx(tmp_path, "p.xlsx", rows=[("Name", "Score"), ("Ann", 1.5), ("Bob", 7)])
-    text = xlsx(tmp_path, "t.xlsx", rows=[("name", "score"), ("ann", "1.50"), ("bob", "7.00")])
-    rule = {"type": "sheet_print", "sheet_idx0": "RI0", "sheet_idx1": "EI0"}
-    assert compare_table(same, gold, rules=[rule]) == 1.0
-    assert compare_table(plain, gold, rules=[rule]) == 0.0  # same values, printed 1.5 / 7
-    assert compare_table(text, gold, rules=[rule]) == 0.0
-    assert compare_table(text, gold, rules=[{**rule, "ignore_case": True}]) == 1.0
-
-
-@pytest.mark.parametrize(
-    "value, fmt, printed",
-    [
-        (7, "General", "7"),
-        (7.0, "General", "7"),
-        (0.1 + 0.2, "General", "0.3"),
-        (1234.5, "#,##0.00", "1,234.50"),
-        (-1234.5, "#,##0", "-1,235"),
-        (0.256, "0.0%", "25.6%"),
-        (5, '0" kg"', "5 kg"),
-        (-5, "0.00;(0.00)", "(5.00)"),
-        (0, '0;-0;"zero"', "zero"),
-        (3.5, "[$€-407] #,##0.00", "€ 3.50"),
-        (12, "[Red]0.0", "12.0"),
-        (1500000, "0.0,,", "1.5"),
-        (0.5, "#.##", ".5"),
-        ("abc", '"Item: "@', "Item: abc"),
-        (True, "General", "TRUE"),
-        (None, "0.00", ""),
-        (datetime(2024, 3, 5, 14, 7, 9), "yyyy-mm-dd", "2024-03-05"),
-        (datetime(2024, 3, 5, 14, 7, 9), "d mmm yy h:mm AM/PM", "5 Mar 24 2:07 PM"),
-        (datetime(2024, 3, 5, 14, 7, 9), "dddd, mmmm d", "Tuesday, March 5"),
-        (time(9, 5, 30), "hh:mm:ss", "09:05:30"),
-        (12345.678, '[>100]"big";"small"', "12345.678"),  # conditions fall back to General
-        (2.675, "0.00", "2.68"),  # halves round away from zero
-        (0, '_(* #,##0_);_(* (#,##0);_(* "-"??_);_(@_)', " -   "),
-        (-5, '_(* #,##0_);_(* (#,##0);_(* "-"??_);_(@_)', " (5)"),
-    ],
-)
-def test_printed(value, fmt, printed):
-    assert _printed(value, fmt) == printed
-
-
 def test_sheet_fuzzy(tmp_path):
     gold = xlsx(tmp_path, "g.xlsx", rows=[("Address",), ("12 Main Road",), ("5 Oak Street",)])
     close = xlsx(tmp_path, "c.xlsx", rows=[("address",), ("12 Main Rd",), ("5 oak st.",)])
@@ -257,71 +204,6 @@ def _styled(wb, ws):
     ws.merge_cells("D1:E1")
 
 
-def test_check_cell(tmp_path):
-    path = xlsx(tmp_path, "r.xlsx", _styled)
-    cache_values(path, {"C1": "8.23456"})
-
-    def check(coordinate, props, sheet="RI0"):
-        return compare_table(path, None, rules=[{"type": "check_cell", "sheet_idx": sheet,
-                                                 "coordinate": coordinate, "props": props}])
-
-    assert check("A1", {"value": {"method": "eq", "ref": "Name"}, "font_bold": {"method": "eq", "ref": True},
-                        "font_color": {"method": "eq", "ref": "FF0000FF"}}) == 1.0
-    assert check("B2", {"value": {"method": "approx:0.001", "ref": 1.2346}, "bgcolor": {"method": "eq", "ref": "FFFF0000"}}) == 1.0
-    assert check("B3", {"number_format": {"method": "eq", "ref": "0.00%"}}) == 1.0
-    assert check("C1", {"formula": {"method": "re", "ref": r"^=SUM\(B2:B3\)$"},
-                        "value": {"method": "approx:0.01", "ref": 8.23}}) == 1.0
-    assert check("A5", {"hyperlink": {"method": "eq", "ref": "https://example.org/"}}) == 1.0
-    assert check("D1", {"merge": {"method": "eq", "ref": True}}) == 1.0
-    assert check("E1", {"merge": {"method": "eq", "ref": True}}) == 1.0
-    # failures
-    assert check("A2", {"font_bold": {"method": "eq", "ref": True}}) == 0.0
-    assert check("B3", {"bgcolor": {"method": "eq", "ref": "FFFF0000"}}) == 0.0
-    assert check("F1", {"merge": {"method": "eq", "ref": True}}) == 0.0
-    assert check("A1", {"value": {"method": "eq", "ref": "Name"}}, sheet="RNOther") == 0.0
-    assert compare_table(None, None, rules=[{"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
-                                             "props": {"value": {"method": "eq", "ref": "Name"}}}]) == 0.0
-
-
-def test_style(tmp_path):
-    gold = xlsx(tmp_path, "g.xlsx", _styled)
-    same = xlsx(tmp_path, "s.xlsx", _styled)
-    plain = xlsx(tmp_path, "p.xlsx", _content)
-    rule = {"type": "style", "sheet_idx0": "RI0", "sheet_idx1": "EI0", "props": ["font_bold", "bgcolor", "number_format"]}
-    assert compare_table(same, gold, rules=[rule]) == 1.0
-    assert compare_table(plain, gold, rules=[rule]) == 0.0
-    # a property no cell differs in passes
-    assert compare_table(plain, gold, rules=[{**rule, "props": ["font_italic"]}]) == 1.0
-
-
-def test_style_applies_checkable_conditional_formats(tmp_path):
-    rows = [("Score",), (3,), (12,), (20,)]
-
-    def manual(wb, ws):
-        ws["A3"].fill = RED
-        ws["A4"].fill = RED
-
-    def conditional(threshold):
-        def build(wb, ws):
-            ws.conditional_formatting.add("A2:A4", CellIsRule(operator="greaterThan", formula=[str(threshold)], fill=RED))
-        return build
-
-    gold = xlsx(tmp_path, "g.xlsx", manual, rows=rows)
-    rule = {"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["bgcolor"]}
-    assert compare_table(xlsx(tmp_path, "c10.xlsx", conditional(10), rows=rows), gold, rules=[rule]) == 1.0
-    assert compare_table(xlsx(tmp_path, "c15.xlsx", conditional(15), rows=rows), gold, rules=[rule]) == 0.0
-
-    # formula conditions cannot be evaluated: they are compared as definitions
-    def formula(expr):
-        def build(wb, ws):
-            ws.conditional_formatting.add("A2:A4", FormulaRule(formula=[expr], fill=RED))
-        return build
-
-    gold_formula = xlsx(tmp_path, "gf.xlsx", formula("A2>10"), rows=rows)
-    assert compare_table(xlsx(tmp_path, "f1.xlsx", formula("A2>10"), rows=rows), gold_formula, rules=[rule]) == 1.0
-    assert compare_table(xlsx(tmp_path, "f2.xlsx", formula("A2>15"), rows=rows), gold_formula, rules=[rule]) == 0.0
-
-
 # --- sheet view and structure -------------------------------------------------------------------
 
 
@@ -344,26 +226,6 @@ def test_freeze_and_zoom(tmp_path):
     assert compare_table(plain, None, rules=[{**zoom, "method": "eq", "ref": 100}]) == 1.0
 
 
-def test_data_validation(tmp_path):
-    def validated(wb, ws):
-        dv = DataValidation(type="list", formula1='"Yes,No"', allow_blank=True)
-        dv.add("C2:C10")
-        ws.add_data_validation(dv)
-        ws.add_data_validation(DataValidation(type="whole", operator="between", formula1="0", formula2="9", sqref="D2"))
-
-    path = xlsx(tmp_path, "r.xlsx", validated)
-    wanted = {"type": {"method": "eq", "ref": "list"}, "formula1": {"method": "eq", "ref": '"Yes,No"'},
-              "sqref": {"method": "spreadsheet_range", "ref": ["C2:C5", "C1:C20"]}}
-    rule = {"type": "data_validation", "sheet_idx": 0, "dv_props": [wanted]}
-    assert compare_table(path, None, rules=[rule]) == 1.0
-    assert compare_table(path, None, rules=[{**rule, "dv_props": [wanted, {"type": {"method": "eq", "ref": "whole"}}]}]) == 1.0
-    # two items cannot share one validation
-    assert compare_table(path, None, rules=[{**rule, "dv_props": [wanted, wanted]}]) == 0.0
-    narrow = {**wanted, "sqref": {"method": "spreadsheet_range", "ref": ["C2:C5", "C1:C8"]}}
-    assert compare_table(path, None, rules=[{**rule, "dv_props": [narrow]}]) == 0.0
-    assert compare_table(xlsx(tmp_path, "p.xlsx"), None, rules=[rule]) == 0.0
-
-
 def test_row_and_col_props(tmp_path):
     def shaped(wb, ws):
         ws.row_dimensions[3].hidden = True
@@ -377,19 +239,6 @@ def test_row_and_col_props(tmp_path):
     assert compare_table(same, gold, rules=[rows, cols]) == 1.0
     assert compare_table(plain, gold, rules=[rows]) == 0.0
     assert compare_table(plain, gold, rules=[cols]) == 0.0
-
-
-def test_col_props_expand_column_groups(tmp_path):
-    def one_by_one(wb, ws):
-        for letter in "BCD":
-            ws.column_dimensions[letter].hidden = True
-
-    gold = xlsx(tmp_path, "g.xlsx", one_by_one)
-    grouped = xlsx(tmp_path, "r.xlsx", lambda wb, ws: ws.column_dimensions.group("B", "D", hidden=True))
-    partial = xlsx(tmp_path, "p.xlsx", lambda wb, ws: ws.column_dimensions.group("B", "C", hidden=True))
-    cols = {"type": "col_props", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["hidden"]}
-    assert compare_table(grouped, gold, rules=[cols]) == 1.0
-    assert compare_table(partial, gold, rules=[cols]) == 0.0
 
 
 def test_filter(tmp_path):
@@ -417,17 +266,6 @@ def _chart(kind=BarChart, min_row=2, title="Scores"):
         chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=3))
         ws.add_chart(chart, "E2")
     return build
-
-
-def test_chart(tmp_path):
-    gold = xlsx(tmp_path, "g.xlsx", _chart())
-    rule = {"type": "chart", "sheet_idx0": "RI0", "sheet_idx1": "EI0", "chart_props": ["type", "title", "anchor", "width"]}
-    assert compare_table(xlsx(tmp_path, "s.xlsx", _chart()), gold, rules=[rule]) == 1.0
-    assert compare_table(xlsx(tmp_path, "l.xlsx", _chart(LineChart)), gold, rules=[rule]) == 0.0
-    assert compare_table(xlsx(tmp_path, "r.xlsx", _chart(min_row=1)), gold, rules=[rule]) == 0.0  # other series range
-    assert compare_table(xlsx(tmp_path, "t.xlsx", _chart(title="Other")), gold, rules=[rule]) == 0.0
-    assert compare_table(xlsx(tmp_path, "t2.xlsx", _chart(title="Other")), gold, rules=[{**rule, "chart_props": []}]) == 1.0
-    assert compare_table(xlsx(tmp_path, "none.xlsx"), gold, rules=[rule]) == 0.0
 
 
 def _pivot(row_field=0, hidden_west=False, name="PT1"):
@@ -469,6 +307,189 @@ def test_pivot_table(tmp_path):
     assert compare_table(xlsx(tmp_path, "h.xlsx", _pivot(hidden_west=True), rows=PIVOT_ROWS), gold, rules=[rule]) == 0.0
     no_pivot = xlsx(tmp_path, "p.xlsx", lambda wb, ws: wb.create_sheet("Pivot"), rows=PIVOT_ROWS)
     assert compare_table(no_pivot, gold, rules=[rule]) == 0.0
+
+
+# --- rule types scored as OSWorld scores them ------------------------------------------------------
+
+
+def _csv(xlsx_path: str, sheet: str, text: str) -> None:
+    Path(xlsx_path).with_name(f"{Path(xlsx_path).stem}-{sheet}.csv").write_text(text)
+
+
+def test_sheet_print_reads_the_exported_csv(tmp_path):
+    gold = xlsx(tmp_path, "g.xlsx")
+    result = xlsx(tmp_path, "r.xlsx")
+    rule = {"type": "sheet_print", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
+    assert compare_table(result, gold, rules=[rule]) == 0.0  # no exported CSV: OSWorld fails the rule
+    _csv(gold, "Sheet1", "Name,Score\nAnn,1.50\n")
+    _csv(result, "Sheet1", "  Name,Score \r\nAnn,1.50\n\n\n")  # outer spaces and trailing blank lines ignored
+    assert compare_table(result, gold, rules=[rule]) == 1.0
+    _csv(result, "Sheet1", "NAME,Score\nAnn,1.50\n")
+    assert compare_table(result, gold, rules=[rule]) == 0.0
+    assert compare_table(result, gold, rules=[{**rule, "ignore_case": True}]) == 1.0
+    _csv(result, "Sheet1", "Name,Score\nAnn,1.5\n")  # the printed text counts, not the value
+    assert compare_table(result, gold, rules=[rule]) == 0.0
+
+
+def test_check_cell_reads_raw_cell_values(tmp_path):
+    def build(wb, ws):
+        ws["C1"] = True
+        ws["C2"] = "=1+2"  # never calculated: no cached value
+        ws["C3"] = "  padded "  # openpyxl writes it inline with xml:space="preserve"
+        ws["A5"] = "link"
+        ws["A5"].hyperlink = "https://example.org/"
+        ws["A1"].font = Font(bold=True, color="FF0000FF")
+        ws["B2"].fill = RED
+        ws.merge_cells("D1:E1")
+
+    path = xlsx(tmp_path, "r.xlsx", build)
+
+    def check(coordinate, props):
+        return compare_table(path, None, rules=[{"type": "check_cell", "sheet_idx": 0, "coordinate": coordinate,
+                                                 "props": props}])
+
+    assert check("B3", {"value": {"method": "eq", "ref": 7.0}}) == 1.0
+    assert check("B3", {"value": {"method": "re", "ref": "7"}}) == 0.0  # a number, not text: OSWorld's regex fails
+    assert check("C1", {"value": {"method": "eq", "ref": None}}) == 1.0  # booleans read as nothing
+    assert check("C2", {"value": {"method": "eq", "ref": None}}) == 1.0
+    assert check("C3", {"value": {"method": "eq", "ref": "  padded "}}) == 0.0
+    assert check("A1", {"font_bold": {"method": "eq", "ref": True}, "font_color": {"method": "eq", "ref": "FF0000FF"},
+                        "value": {"method": "eq", "ref": "Name"}}) == 1.0
+    assert check("B2", {"bgcolor": {"method": "eq", "ref": "FFFF0000"}}) == 1.0
+    assert check("D1", {"merge": {"method": "eq", "ref": False}}) == 1.0  # the top-left cell is not "merged"
+    assert check("E1", {"merge": {"method": "eq", "ref": True}}) == 1.0
+    assert check("A5", {"hyperlink": {"method": "eq", "ref": "https://example.org/"}}) == 0.0  # a Hyperlink object
+    assert check("A1", {"formula": {"method": "eq", "ref": None}}) == 1.0  # an unknown property reads None
+    assert check("A1", {"value": {"method": "zz", "ref": 1}}) == 0.0
+
+
+def test_sheet_fuzzy_compares_raw_text(tmp_path):
+    gold = xlsx(tmp_path, "g.xlsx", rows=[("Name", "Qty"), ("12 Main Road", 3)])
+    text_qty = xlsx(tmp_path, "t.xlsx", rows=[("name", "3"), ("12 main rd", None)])
+    base = {"type": "sheet_fuzzy", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
+    norm = {"range": ["A2"], "type": "exact_match", "normalization": [["Road", "Rd"]], "ignore_case": True}
+    assert compare_table(text_qty, gold, rules=[{**base, "rules": [norm]}]) == 1.0
+    # the number 3 reads "3.0"; an empty cell reads "None"
+    assert compare_table(text_qty, gold, rules=[{**base, "rules": [{"range": ["B1"], "type": "exact_match"}]}]) == 0.0
+    assert compare_table(text_qty, gold, rules=[{**base, "rules": [{"range": ["C1:C3"], "type": "exact_match"}]}]) == 1.0
+    assert compare_table(text_qty, gold, rules=[{**base, "rules": [{"range": ["B2"], "type": "includes"}]}]) == 0.0
+
+
+def test_style_evaluates_conditional_formats(tmp_path):
+    rows = [("Score",), (3,), (12,), (20,)]
+    gold = xlsx(tmp_path, "g.xlsx", lambda wb, ws: [setattr(ws[c], "fill", RED) for c in ("A3", "A4")], rows=rows)
+    rule = {"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["bgcolor"]}
+
+    def conditional(make):
+        return lambda wb, ws: ws.conditional_formatting.add("A2:A4", make())
+
+    red = PatternFill(bgColor="FFFF0000")
+    cell_is = conditional(lambda: CellIsRule(operator="greaterThan", formula=["10"], fill=red))
+    assert compare_table(xlsx(tmp_path, "c.xlsx", cell_is, rows=rows), gold, rules=[rule]) == 1.0
+    expression = conditional(lambda: FormulaRule(formula=["AND(A2>=10,MOD(A2,2)=0)"], fill=red))
+    assert compare_table(xlsx(tmp_path, "e.xlsx", expression, rows=rows), gold, rules=[rule]) == 1.0
+    other = conditional(lambda: FormulaRule(formula=["A2>15"], fill=red))
+    assert compare_table(xlsx(tmp_path, "o.xlsx", other, rows=rows), gold, rules=[rule]) == 0.0
+    # OSWorld cannot read a single absolute cell in a condition and fails the rule
+    absolute = conditional(lambda: CellIsRule(operator="greaterThan", formula=["$A$2"], fill=red))
+    assert compare_table(xlsx(tmp_path, "a.xlsx", absolute, rows=rows), gold, rules=[rule]) == 0.0
+
+
+def test_data_validation_fails_on_an_extra_validation(tmp_path):
+    def validated(extra):
+        def build(wb, ws):
+            dv = DataValidation(type="list", formula1='"Pass,Fail,Held"', allow_blank=True)
+            dv.add("D2:D29")
+            ws.add_data_validation(dv)
+            if extra:
+                ws.add_data_validation(DataValidation(type="whole", formula1="0", sqref="E2"))
+        return build
+
+    wanted = {"ranges": {"method": "spreadsheet_range", "ref": ["D2:D29", "D2:D1048576"]},
+              "type": {"method": "eq", "ref": "list"}, "formula1": {"method": "str_set_eq", "ref": ["Pass", "Fail", "Held"]}}
+    rule = {"type": "data_validation", "sheet_idx": 0, "dv_props": [wanted]}
+    assert compare_table(xlsx(tmp_path, "r.xlsx", validated(False)), None, rules=[rule]) == 1.0
+    assert compare_table(xlsx(tmp_path, "x.xlsx", validated(True)), None, rules=[rule]) == 0.0
+    assert compare_table(xlsx(tmp_path, "p.xlsx"), None, rules=[rule]) == 0.0
+    # one validation may satisfy several items, but there must be as many validations as items
+    assert compare_table(xlsx(tmp_path, "d.xlsx", validated(False)), None, rules=[{**rule, "dv_props": [wanted, wanted]}]) == 0.0
+
+
+def test_col_props_compare_the_entries_in_the_file(tmp_path):
+    def one_by_one(wb, ws):
+        for letter in "BCD":
+            ws.column_dimensions[letter].hidden = True
+
+    gold = xlsx(tmp_path, "g.xlsx", one_by_one)
+    grouped = xlsx(tmp_path, "r.xlsx", lambda wb, ws: ws.column_dimensions.group("B", "D", hidden=True))
+    cols = {"type": "col_props", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["hidden"]}
+    assert compare_table(xlsx(tmp_path, "s.xlsx", one_by_one), gold, rules=[cols]) == 1.0
+    assert compare_table(grouped, gold, rules=[cols]) == 0.0  # one <col min=2 max=4> entry against three
+
+
+def test_chart(tmp_path):
+    gold = xlsx(tmp_path, "g.xlsx", _chart())
+    rule = {"type": "chart", "sheet_idx0": "RI0", "sheet_idx1": "EI0", "chart_props": ["type", "title"]}
+    assert compare_table(xlsx(tmp_path, "s.xlsx", _chart()), gold, rules=[rule]) == 1.0
+    assert compare_table(xlsx(tmp_path, "l.xlsx", _chart(LineChart)), gold, rules=[rule]) == 0.0
+    assert compare_table(xlsx(tmp_path, "r.xlsx", _chart(min_row=1)), gold, rules=[rule]) == 0.0  # other series range
+    assert compare_table(xlsx(tmp_path, "t.xlsx", _chart(title="Other")), gold, rules=[rule]) == 0.0
+    assert compare_table(xlsx(tmp_path, "t2.xlsx", _chart(title="Other")), gold, rules=[{**rule, "chart_props": []}]) == 1.0
+    assert compare_table(xlsx(tmp_path, "none.xlsx"), gold, rules=[rule]) == 0.0
+    # "direction" only exists on bar charts: OSWorld fails on a line chart
+    line = xlsx(tmp_path, "l2.xlsx", _chart(LineChart))
+    assert compare_table(line, line, rules=[{**rule, "chart_props": ["direction"]}]) == 0.0
+    # a sheet missing on both sides has no charts on either
+    assert compare_table(gold, gold, rules=[{**rule, "sheet_idx0": "RNNope", "sheet_idx1": "ENNope"}]) == 1.0
+
+
+_SPARKLINES = ('<extLst><ext uri="{05C60535-1F16-4fd2-B633-F4F36F0B64E0}" '
+               'xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main">'
+               '<x14:sparklineGroups xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main">'
+               '<x14:sparklineGroup><x14:sparklines><x14:sparkline><xm:f>Sheet1!{}</xm:f><xm:sqref>D1</xm:sqref>'
+               '</x14:sparkline></x14:sparklines></x14:sparklineGroup></x14:sparklineGroups></ext></extLst>')
+
+
+def _with_sparkline(path: str, source: str) -> str:
+    with zipfile.ZipFile(path) as archive:
+        parts = {n: archive.read(n) for n in archive.namelist()}
+    xml = parts["xl/worksheets/sheet1.xml"].decode()
+    parts["xl/worksheets/sheet1.xml"] = xml.replace("</worksheet>", _SPARKLINES.replace("{}", source) + "</worksheet>").encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_sparkline(tmp_path):
+    gold = _with_sparkline(xlsx(tmp_path, "g.xlsx"), "A1:C1")
+    rule = {"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}
+    assert compare_table(_with_sparkline(xlsx(tmp_path, "s.xlsx"), "A1:C1"), gold, rules=[rule]) == 1.0
+    assert compare_table(_with_sparkline(xlsx(tmp_path, "o.xlsx"), "A2:C2"), gold, rules=[rule]) == 0.0
+    assert compare_table(xlsx(tmp_path, "p.xlsx"), gold, rules=[rule]) == 0.0
+    assert compare_table(gold, gold, rules=[{**rule, "sheet_idx0": "RNNope"}]) == 0.0
+
+
+def test_sheet_selectors_resolve_as_in_osworld(tmp_path):
+    path = xlsx(tmp_path, "r.xlsx", lambda wb, ws: (wb.create_sheet("Two"), wb["Two"].__setitem__("A1", "two")))
+
+    def value_of(selector):
+        return compare_table(path, path, rules=[{"type": "check_cell", "sheet_idx": selector, "coordinate": "A1",
+                                                 "props": {"value": {"method": "eq", "ref": "two"}}}])
+
+    assert value_of(1) == value_of("RI1") == value_of("RNTwo") == value_of("ENTwo") == value_of("EI1") == 1.0
+    assert value_of(-1) == value_of("RI-1") == 1.0  # negative indexes count from the end
+    assert value_of(5) == value_of("RNNope") == 0.0
+    with pytest.raises(UserError, match="sheet selector"):
+        value_of("XI0")
+
+
+def test_expected_workbook_opened_up_front(tmp_path):
+    result = xlsx(tmp_path, "r.xlsx")
+    zoom = {"type": "zoom", "sheet_idx": 0, "method": "eq", "ref": 100}
+    assert compare_table(result, None, rules=[zoom]) == 1.0
+    with pytest.raises(UserError, match="missing or not a readable"):
+        compare_table(result, str(tmp_path / "gone.xlsx"), rules=[zoom])
 
 
 def test_rules_stop_at_first_failure(tmp_path):
