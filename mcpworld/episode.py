@@ -30,6 +30,7 @@ from mcpworld.telemetry.trace import Trace
 
 if TYPE_CHECKING:
     from mcpworld.evaluation.handler import HandlerProcess
+    from mcpworld.probes.live import LiveHooks
     from mcpworld.telemetry.gpu import EpisodeGpu, GpuMonitor
 
 
@@ -156,20 +157,42 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
          stop: StopSignal) -> None:
     t0 = time.monotonic()
     stop.check()
-    env.reset(task, episode_dir)
-    stop.check()
-    result.setup_s = round(time.monotonic() - t0, 4)
-    trace.emit("setup_done", seconds=result.setup_s)
-    handler = start_handler(task, env)
+    live = live_hooks(task, trace)
+    env.extra_env = live.env() if live else {}
+    handler = None
     try:
-        _attempt(cfg, task, episode_dir, env, result, trace, stop, handler)
+        env.reset(task, episode_dir)
+        if live and not live.wait_ready(PROBE_READY_S):
+            raise InfraError(f"the {live.probe} probe did not report from inside the app within {PROBE_READY_S:.0f}s")
+        stop.check()
+        result.setup_s = round(time.monotonic() - t0, 4)
+        trace.emit("setup_done", seconds=result.setup_s)
+        handler = start_handler(task, env, probed=live is not None)
+        if live and handler:
+            live.relay.attach(handler)
+        _attempt(cfg, task, episode_dir, env, result, trace, stop, handler, live)
     finally:
+        if live:
+            live.close()
+        env.extra_env = {}
         if handler:
             handler.close()
 
 
+PROBE_READY_S = 60.0  # an app probe's first word after the app is ready (VS Code's extension host starts late)
+PROBE_ANSWER_S = 10.0  # the hooks' answer to evaluate (PC-Canary waits as long)
+
+
+def live_hooks(task: Task, trace: Trace) -> "LiveHooks | None":
+    """The episode's live app hooks, when the task has hooks a probe of ours runs (see mcpworld.probes)."""
+    from mcpworld.probes.live import LiveHooks, probe_for
+
+    probe = probe_for(task.app, task.handler_setup) if task.handler else None
+    return LiveHooks(probe, list(task.handler_setup["js_hooks"]), trace.emit) if probe else None
+
+
 def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
-             stop: StopSignal, handler: "HandlerProcess | None") -> None:
+             stop: StopSignal, handler: "HandlerProcess | None", live: "LiveHooks | None") -> None:
     """The agent's run on the ready desktop, then the verdict."""
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
@@ -227,6 +250,9 @@ def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: 
 
     t2 = time.monotonic()
     try:
+        if live and task.handler_setup.get("evaluate_on_completion") and not live.evaluate(PROBE_ANSWER_S):
+            raise EvalError(f"the app's hooks did not answer evaluate within {PROBE_ANSWER_S:.0f}s (the {live.probe} "
+                            "probe lost its app?)")
         verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json", handler)
     except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
         result.status, result.reason = "eval_error", str(exc)

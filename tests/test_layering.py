@@ -33,6 +33,7 @@ FORBIDDEN = {
     "mcp": ("mcpworld.agent", "mcpworld.env", "mcpworld.tasks", "mcpworld.evaluation", "mcpworld.episode",
             "mcpworld.experiment", "mcpworld.servers"),
     "telemetry": ("mcpworld.agent", "mcpworld.env", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
+    "probes": ("mcpworld.agent", "mcpworld.evaluation", "mcpworld.tasks", "mcpworld.episode", "mcpworld.experiment"),
 }
 
 

@@ -46,6 +46,8 @@ class Environment(abc.ABC):
     # this desktop's ports of the apps' control interfaces ({"cdp": …, "vlc": …}) and their password
     ports: dict[str, int] = {}
     app_password: str = ""
+    # variables the episode gives the desktop's programs (an app probe's event sink), set before reset
+    extra_env: dict[str, str] = {}
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

@@ -353,6 +353,7 @@ class LocalEnvironment(Environment):
         env = scrubbed_env(self.home, self.runtime_dir)
         env["PATH"] = f"{self.bin_dir}:{env['PATH']}"
         env["TMPDIR"] = str(self.runtime_dir)  # the desktop's own temp folder, emptied at each reset
+        env.update(self.extra_env)
         return env
 
     def _run(self, argv: list[str], timeout: float, max_output: int) -> ShellResult:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class HandlerProcess:
         self.timeout_s = timeout_s
         self.setup = setup or {}
         self.problem: str | None = None  # why the handler could give no verdict
+        self._lock = threading.Lock()
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcpworld.evaluation.handler_runner", str(path), json.dumps(task_parameters),
@@ -49,27 +51,35 @@ class HandlerProcess:
             cwd=str(self.setup.get("root") or Path(path).parent))
         self.verdict = HandlerVerdict()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any]) -> list[int]:
+        """Hand the handler one live app event; the key steps it newly reported."""
+        before = len(self.verdict.key_steps)
         self._request({"op": "message", "message": message})
+        return self.verdict.key_steps[before:]
 
     def complete(self) -> HandlerVerdict:
-        """The verdict once the agent is done: the completion goes to the Python hooks or the handler
-        when the task asks for it (``evaluate_on_completion``; always for our own tasks). Raises
-        EvalError when the handler could give none. A task judged by app hooks this harness cannot
-        inject (hooker.js: upstream sends the completion to them, and they answer the handler with the
-        app's state) gets no made-up completion: the handler is only checked to load."""
-        live = bool(self.setup.get("live_hooks"))
+        """The verdict once the agent is done. The completion goes to the Python hooks or the handler
+        when the task asks for it (``evaluate_on_completion``; always for our own tasks). A task with
+        app hooks (hooker.js) gets its completion from them, through the episode's probe
+        (``probed``): upstream sends the completion to the hooks, which answer the handler with the
+        app's state, so no made-up completion is sent. Raises EvalError when the handler could give
+        no verdict, or its hooks could not run here."""
+        live, probed = bool(self.setup.get("live_hooks")), bool(self.setup.get("probed"))
         if self.verdict.score == 0.0 and self.problem is None:
             completes = self.setup.get("evaluate_on_completion", True) and not live
             self._request({"op": "complete" if completes else "ping"})
         if self.problem and self.verdict.score < 1.0:
             raise EvalError(self.problem)
-        if live and self.verdict.score < 1.0 and not self.verdict.said_no:
-            raise EvalError("the handler judges from the events of its app hooks (hooker.js), which are not "
-                            "injected here yet: no verdict")
+        if live and not probed and self.verdict.score < 1.0 and not self.verdict.said_no:
+            raise EvalError("the handler judges from the events of its app hooks (hooker.js), which no probe "
+                            "of this harness runs for this app yet: no verdict")
         return self.verdict
 
     def _request(self, request: dict[str, Any]) -> None:
+        with self._lock:  # live events arrive on the event sink's thread, the completion on the episode's
+            self._exchange(request)
+
+    def _exchange(self, request: dict[str, Any]) -> None:
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()

@@ -63,7 +63,10 @@ def evaluate_key_steps(key_steps: list[dict[str, Any]], events: list[dict[str, A
                 timeline.append({"name": step["name"], "index": index, "t": hit.get("t"), "via": "event"})
         elif "handler_index" in step:
             if step["handler_index"] in (handler_steps or []):
-                timeline.append({"name": step["name"], "index": index, "t": None, "via": "handler"})
+                live = next((e for e in events if e.get("type") == "key_step" and e.get("index") == step["handler_index"]),
+                            None)  # reported while the agent worked (a live app hook): dated then
+                timeline.append({"name": step["name"], "index": index, "t": live.get("t") if live else None,
+                                 "via": "handler"})
         elif env is not None:
             score, _ = evaluate_spec(env, step["check"], final_action, where=f"key step {step['name']}")
             if score >= 1.0:

@@ -37,9 +37,10 @@ def handler_setup(task: "Task", env: "Environment") -> dict[str, Any]:
     return {**setup, "config": config} if setup else {}
 
 
-def start_handler(task: "Task", env: "Environment") -> "HandlerProcess | None":
+def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "HandlerProcess | None":
     """A handler task's handler, started before the agent: its Python hooks take their first look at
-    the app (``inspector_on_start``) then, as PC-Canary's start with the app. None for other tasks."""
+    the app (``inspector_on_start``) then, as PC-Canary's start with the app. ``probed``: a probe runs
+    the task's app hooks this episode and feeds the handler. None for other tasks."""
     if task.evaluator or task.grader or not task.handler:
         return None
     from mcpworld.errors import InfraError
@@ -47,7 +48,8 @@ def start_handler(task: "Task", env: "Environment") -> "HandlerProcess | None":
 
     if not task.handler.is_file():
         raise InfraError(f"handler {task.handler} does not exist")
-    return HandlerProcess(task.handler, task.params, env.home, setup=handler_setup(task, env))
+    setup = handler_setup(task, env)
+    return HandlerProcess(task.handler, task.params, env.home, setup=dict(setup, probed=True) if probed else setup)
 
 
 def judge(task: "Task", env: "Environment", final_action: str | None,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.errors import TaskFileError
+from mcpworld.probes.live import probe_for
 from mcpworld.tasks.model import ContextEntry, Task, read_json
 
 
@@ -197,9 +198,9 @@ def _scripts(setup_cfg: dict[str, Any], task_dir: Path, where: str) -> tuple[Pat
         elif script.get("role") == "hook":
             deps = [task_dir / str(d) for d in script.get("dependency") or []]
             if path.suffix == ".py":
-                py_hooks += [*deps, path]
+                py_hooks += [*deps, path]  # PC-Canary's StateInspector imports the dependencies first
             else:
-                other_hooks += [*deps, path]
+                other_hooks += [path, *deps]  # its IPC injector sends the hook, then its dependencies
     return handler or task_dir / "handler.py", py_hooks, other_hooks
 
 
@@ -249,7 +250,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None) -> Task:
         if command:
             argv = [command, *(author_arg(str(a), root) for a in app_info.get("args") or [])]
             if command != str(executable) and not command.startswith("/"):
-                notes.append(f"runs Debian's {command} for the authors' own build {executable}")
+                notes.append(f"runs this desktop's {command} for the authors' own build {executable}")
             cwd = app_info.get("cwd")
             launch: dict[str, Any] = {"command": argv, "window": app_info.get("window") or ".", "timeout": 60}
             if cwd:
@@ -261,9 +262,11 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None) -> Task:
     if data.get("success_conditions"):
         notes.append(f"success_conditions {data['success_conditions']} kept: PC-Canary's evaluator reads it and acts "
                      "on it nowhere, the handler's success update decides")
-    if other_hooks:
-        notes.append(f"its hooks {', '.join(p.name for p in other_hooks)} are not injected (no live app probes yet): "
-                     "a handler that judges from their events gives no verdict (eval_error)")
+    kind = str(setup_cfg.get("evaluator_type") or "HookManager")
+    if other_hooks and not probe_for(app_dir, {"js_hooks": other_hooks, "evaluator_type": kind}):
+        notes.append(f"its hooks {', '.join(p.name for p in other_hooks)} ({kind}) do not run here: no probe of "
+                     f"this harness runs them in {app_dir} yet, so a handler judging from their events gives no "
+                     "verdict (eval_error)")
 
     context = []
     for entry in data.get("context_data") or []:
@@ -282,6 +285,8 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None) -> Task:
     if config.get("sql_path"):
         config["sql_path"] = author_path(str(config["sql_path"]), root)
     handler_setup = {"config": config, "hooks": [str(p) for p in py_hooks], "live_hooks": bool(other_hooks),
+                     "js_hooks": [str(p) for p in other_hooks],
+                     "evaluator_type": str(setup_cfg.get("evaluator_type") or "HookManager"),
                      "evaluate_on_completion": bool(setup_cfg.get("evaluate_on_completion", False)),
                      "root": str(root)}
     task_id = f"{app_dir}/{task_dir.name}"

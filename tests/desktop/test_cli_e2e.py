@@ -309,3 +309,24 @@ def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
     leftovers = subprocess.run(["pgrep", "-f", "pccanary_fixture/tests/tasks/notes/task01_append/pre_process.py"],
                                capture_output=True, text=True)
     assert leftovers.stdout == "", "the pre_process script outlived its episode"
+
+
+def test_a_pccanary_vscode_task_is_judged_by_its_own_hook_running_inside_vs_code(tmp_path):
+    """The IPC hook runs in VS Code through mcpworld's extension and the episode's event sink: the theme
+    change is a key step reported live (dated in the timeline), the theme at completion decides."""
+    fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
+    # through VS Code's own theme picker (code-server applies a settings.json edited on disk only after
+    # a restart): Ctrl+K Ctrl+T, the theme's name, Enter
+    change = ("xdotool key ctrl+k; sleep 0.3; xdotool key ctrl+t; sleep 2; xdotool type --delay 50 'Light+'; "
+              "sleep 1.5; xdotool key Return; sleep 3")
+    done = _scripted_model_run(tmp_path / "a", fixture, "vscode/task01_updateColorTheme", change)
+    assert (done["status"], done["score"]) == ("success", 1.0), done
+    assert done["key_steps"]["completed"] == 2
+    changed = done["key_steps"]["timeline"][0]
+    assert changed["name"] == "changed the theme" and changed["t"] is not None  # live, with its time
+    events = [json.loads(line) for line in next((tmp_path / "a").rglob("trace.jsonl")).read_text().splitlines()]
+    kinds = [e["message"]["event_type"] for e in events if e["type"] == "app_event"]
+    assert kinds[:1] == ["theme_changed"] and kinds[-1] == "evaluate_on_completion"
+    untouched = _scripted_model_run(tmp_path / "b", fixture, "vscode/task01_updateColorTheme", "true")
+    assert (untouched["status"], untouched["score"]) == ("failure", 0.0), untouched
+    assert "not Default Light+" in untouched["metrics"][0]["reason"]

@@ -93,7 +93,7 @@ def test_a_hook_event_task_names_what_it_cannot_have():
     assert task.setup == [{"launch": {"command": [str(FIXTURE / "apps/notes/notes.sh")], "window": ".", "timeout": 60}}]
     assert task.handler_setup["live_hooks"] is True and task.handler_setup["evaluate_on_completion"] is False
     assert any("user_logged_in=true" in n for n in task.notes)
-    assert any("hooker.js are not injected" in n for n in task.notes)
+    assert any(n.startswith("its hooks hooker.js (HookManager) do not run here") for n in task.notes)
     assert task.mcp_servers[0]["name"] == "notes_bridge"
 
 
@@ -127,7 +127,7 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
         "preconditions": {"gimp_running": True}, "total_key_steps": 1}))
     task = load_task_file(task_dir)
     assert task.setup[0]["launch"]["command"] == ["gimp"]  # conf/app/gimp.yaml's program (its shim, its profile)
-    assert task.notes[0] == "runs Debian's gimp for the authors' own build /usr/local/bin/gimp"
+    assert task.notes[0] == "runs this desktop's gimp for the authors' own build /usr/local/bin/gimp"
     assert not any("gimp_running" in n for n in task.notes)
     data = json.loads((task_dir / "config.json").read_text())
     data["application_info"]["executable_path"] = "/usr/local/bin/FreeCAD"
@@ -141,7 +141,8 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
 
 
 def test_the_fixture_checkout_is_discovered_as_a_suite():
-    assert [t.id for t in discover(FIXTURE)] == ["notes/task01_append", "notes/task02_theme"]
+    assert [t.id for t in discover(FIXTURE)] == ["notes/task01_append", "notes/task02_theme",
+                                                "vscode/task01_updateColorTheme"]
 
 
 def grade(task_file: Path, home: Path) -> subprocess.CompletedProcess:
@@ -191,7 +192,7 @@ def test_no_made_up_completion_reaches_a_handler_that_expects_its_hooks_answer(t
                        "        ok = m.get('data') == 'Default Light+'\n"
                        "        return {'status': 'success' if ok else 'error', 'message': 'theme'}\n")
     setup = {"evaluate_on_completion": True, "live_hooks": True, "config": {}}
-    with pytest.raises(EvalError, match="not injected here yet"):
+    with pytest.raises(EvalError, match="no probe of this harness runs for this app yet"):
         run_handler(handler, {}, tmp_path, setup=setup)
     assert run_handler(handler, {}, tmp_path, setup=dict(setup, live_hooks=False)).score == 0.0  # no hooks: it judges
 
