@@ -22,6 +22,9 @@ from mcpworld.errors import EvalError, InfraError
 from mcpworld.result import MetricOutcome
 
 
+FRIDA_COMPLETION = {"type": "send", "payload": {"event": "evaluate_on_completion"}}  # PC-Canary's HookManager's
+
+
 @dataclass
 class HandlerVerdict:
     score: float = 0.0
@@ -58,19 +61,26 @@ class HandlerProcess:
         return self.verdict.key_steps[before:]
 
     def complete(self) -> HandlerVerdict:
-        """The verdict once the agent is done. The completion goes to the Python hooks or the handler
-        when the task asks for it (``evaluate_on_completion``; always for our own tasks). A task with
-        app hooks (hooker.js) gets its completion from them, through the episode's probe
-        (``probed``): upstream sends the completion to the hooks, which answer the handler with the
-        app's state, so no made-up completion is sent. Raises EvalError when the handler could give
-        no verdict, or its hooks could not run here."""
+        """The verdict once the agent is done, the completion sent as PC-Canary's evaluator of the task's
+        kind sends it (when ``evaluate_on_completion``; always for our own tasks): StateInspector calls
+        the Python hooks' ``inspector_on_completion``; HookManager (Frida) hands the handler
+        ``{"type": "send", "payload": {"event": "evaluate_on_completion"}}`` itself; IpcInjector asks the
+        hooks inside the app, which answer the handler with the app's state (through the episode's
+        probe: nothing is made up here). Raises EvalError when the handler could give no verdict, or
+        when its app hooks (hooker.js) could not run here and it did not say success: its "no" would
+        then be about events it never saw, not about the agent."""
         live, probed = bool(self.setup.get("live_hooks")), bool(self.setup.get("probed"))
+        kind = self.setup.get("evaluator_type")
         if self.verdict.score == 0.0 and self.problem is None:
-            completes = self.setup.get("evaluate_on_completion", True) and not live
-            self._request({"op": "complete" if completes else "ping"})
+            if not self.setup.get("evaluate_on_completion", True) or (kind == "IpcInjector" and live):
+                self._request({"op": "ping"})  # nothing to send: is it alive?
+            elif kind == "HookManager":
+                self._request({"op": "complete", "message": FRIDA_COMPLETION})
+            else:
+                self._request({"op": "complete"})
         if self.problem and self.verdict.score < 1.0:
             raise EvalError(self.problem)
-        if live and not probed and self.verdict.score < 1.0 and not self.verdict.said_no:
+        if live and not probed and self.verdict.score < 1.0:
             raise EvalError("the handler judges from the events of its app hooks (hooker.js), which no probe "
                             "of this harness runs for this app yet: no verdict")
         return self.verdict

@@ -7,7 +7,7 @@ hook) are loaded and their ``inspector_on_start`` run at once.
 
 Protocol, one JSON object per line. In: ``{"op": "message", "message": {...}}``,
 ``{"op": "complete"}`` (the hooks' ``inspector_on_completion`` when there are any, else the
-completion message to the handler) or ``{"op": "ping"}`` (nothing: is it alive?). Out: ``{"updates": [...]}`` or ``{"error": "..."}``; a handler
+completion message to the handler; ``"message"`` gives the one to send) or ``{"op": "ping"}`` (nothing: is it alive?). Out: ``{"updates": [...]}`` or ``{"error": "..."}``; a handler
 that cannot be loaded prints ``{"fatal": "..."}`` and exits.
 """
 
@@ -91,7 +91,7 @@ def main() -> int:
         try:
             if request["op"] == "ping":
                 pass
-            elif request["op"] == "complete" and on_completion:
+            elif request["op"] == "complete" and on_completion and "message" not in request:
                 for inspect in on_completion:
                     inspect(feed)
             else:

@@ -172,9 +172,9 @@ def test_a_hook_event_task_without_its_hooks_is_an_eval_error_and_its_events_sti
     task = load_task_file(NOTES / "task02_theme")
     with pytest.raises(EvalError, match="judges from the events of its app hooks"):
         run_handler(task.handler, task.params, tmp_path, setup=task.handler_setup)
-    # the hook's events (what a live probe will send) decide: a no is a failure, a yes a success
+    # the hook's events (as a probe sends them) decide: a no is a failure, a yes a success
     for theme, score in (("Light", 0.0), ("Dark", 1.0)):
-        proc = HandlerProcess(task.handler, task.params, tmp_path, setup=task.handler_setup)
+        proc = HandlerProcess(task.handler, task.params, tmp_path, setup=dict(task.handler_setup, probed=True))
         try:
             proc.send({"type": "send", "payload": {"event": "theme_changed", "theme": theme}})
             verdict = proc.complete()
@@ -218,3 +218,21 @@ def test_standalone_grading_takes_the_suites_roots(tmp_path):
     graded = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_theme"), "--home",
                              str(tmp_path), "--pccanary-root", str(FIXTURE)], capture_output=True, text=True, timeout=60)
     assert graded.returncode == 0 and json.loads(graded.stdout)["status"] == "eval_error"
+
+
+@pytest.mark.parametrize("kind, sent", [
+    ("HookManager", {"type": "send", "payload": {"event": "evaluate_on_completion"}}),  # to the handler itself
+    ("StateInspector", "bare"),  # no Python hook here: the completion message itself
+])
+def test_the_completion_is_what_pc_canarys_evaluator_of_the_kind_sends(tmp_path, kind, sent):
+    handler = tmp_path / "handler.py"
+    handler.write_text("import json\n"
+                       "def message_handler(m, l, p):\n"
+                       "    return {'status': 'success', 'reason': json.dumps(m, sort_keys=True)}\n")
+    verdict = run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": True, "evaluator_type": kind,
+                                                         "live_hooks": True, "probed": True, "config": {}})
+    got = json.loads(verdict.reason.split("success: ", 1)[1])
+    assert got == sent if sent != "bare" else got["event_type"] == "evaluate_on_completion"
+    ipc = run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": True, "evaluator_type": "IpcInjector",
+                                                     "live_hooks": True, "probed": True, "config": {}})
+    assert ipc.score == 0.0  # IPC: the hooks in the app answer (through the probe), nothing is made up
