@@ -162,8 +162,8 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     handler = None
     try:
         env.reset(task, episode_dir)
-        if live and not live.wait_ready(PROBE_READY_S):
-            raise InfraError(f"the {live.probe} probe did not report from inside the app within {PROBE_READY_S:.0f}s")
+        if live:
+            live.start(env.app_pid(), PROBE_READY_S)
         stop.check()
         result.setup_s = round(time.monotonic() - t0, 4)
         trace.emit("setup_done", seconds=result.setup_s)

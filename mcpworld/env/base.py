@@ -57,6 +57,11 @@ class Environment(abc.ABC):
     def run_steps(self, steps: list[dict[str, Any]]) -> None:
         """Run OSWorld-style setup/postconfig steps (launch, execute, open, sleep, activate_window …)."""
 
+    def app_pid(self) -> int | None:
+        """The process of the app the task's setup launched last (its window's owner), for probes that
+        attach to it; None when there is none or this environment cannot tell."""
+        return None
+
     @abc.abstractmethod
     def screenshot(self) -> "Image":
         """The current screen, full resolution."""

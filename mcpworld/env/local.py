@@ -225,6 +225,13 @@ class LocalEnvironment(Environment):
         self._await_ready(Path(name).name, program, wid, deadline)
         self.launched.append(Launched(argv, proc, wid, pattern))
 
+    def app_pid(self) -> int | None:
+        for app in reversed(self.launched):
+            pid = self.windows.pid(app.window) if self.windows else None
+            if pid or app.proc.poll() is None:
+                return pid or app.proc.pid
+        return None
+
     def _await_ready(self, name: str, program: Program | None, wid: int, deadline: float) -> None:
         """Ready means it takes input: its window answers a ping, and the program's own control
         interface (Chromium's DevTools, VLC's HTTP) answers when it has one."""

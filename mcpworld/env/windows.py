@@ -20,6 +20,7 @@ class Windows:
         self._active = self.d.intern_atom("_NET_ACTIVE_WINDOW")
         self._net_name = self.d.intern_atom("_NET_WM_NAME")
         self._utf8 = self.d.intern_atom("UTF8_STRING")
+        self._pid = self.d.intern_atom("_NET_WM_PID")
 
     def list(self) -> list[tuple[int, str, str]]:
         """(window id, title, WM_CLASS joined by '.') of each managed window."""
@@ -54,6 +55,14 @@ class Windows:
             if wid is not None or stop or time.monotonic() >= deadline:
                 return wid
             time.sleep(0.03)
+
+    def pid(self, wid: int) -> int | None:
+        """The process that owns the window (``_NET_WM_PID``, set by GTK/Qt/Chromium), or None."""
+        try:
+            prop = self.d.create_resource_object("window", wid).get_full_property(self._pid, X.AnyPropertyType)
+        except xerror.XError:
+            return None
+        return int(prop.value[0]) if prop and len(prop.value) else None
 
     def activate(self, wid: int) -> None:
         win = self.d.create_resource_object("window", wid)

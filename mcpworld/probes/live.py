@@ -1,10 +1,12 @@
-"""Live app hooks for one episode: which probe can run a task's hooks, its event sink, and the relay
+"""Live app hooks for one episode: which probe can run a task's hooks, the probe itself, and the relay
 that records each app event in the trace and hands it to the task's handler as it happens.
 
 Probes: PC-Canary's IPC hooks (``evaluator_type: IpcInjector``) for VS Code run in mcpworld's VS Code
-extension (profiles/vscode), which the sink injects them into. Other hooks (Frida's for native apps,
-IPC for Electron apps we have no probe for) are not run yet; such tasks say so (``Task.notes``) and
-their handlers, given no events, end in eval_error.
+extension (profiles/vscode), which the episode's event sink injects them into; its Frida hooks
+(``HookManager``, the default) run in the app's process through Frida. IPC hooks of Electron apps we
+have no extension for do not run; such tasks say so (``Task.notes``) and end in eval_error. A hook
+that reports an error before the agent starts (a symbol the authors' own build has and this one
+lacks) cannot watch this build: the episode is an infra_error naming it, never the agent's failure.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from mcpworld.errors import InfraError
+from mcpworld.probes import frida_probe
 from mcpworld.probes.sink import EventSink
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,10 +29,13 @@ class Handler(Protocol):
 
 
 def probe_for(app: str, handler_setup: dict[str, Any]) -> str | None:
-    """The probe that runs this task's hooks here ("vscode"), or None."""
+    """The probe that runs this task's hooks here ("vscode", "frida"), or None."""
     hooks = handler_setup.get("js_hooks") or []
-    if hooks and handler_setup.get("evaluator_type") == "IpcInjector" and app in IPC_APPS:
+    kind = handler_setup.get("evaluator_type") or "HookManager"
+    if hooks and kind == "IpcInjector" and app in IPC_APPS:
         return "vscode"
+    if hooks and kind == "HookManager" and frida_probe.available():
+        return "frida"
     return None
 
 
@@ -69,21 +76,62 @@ class EventRelay:
 
 
 class LiveHooks:
-    """The sink and relay of an episode whose task has hooks a probe of ours can run."""
+    """The probe and relay of an episode whose task has hooks a probe of ours can run. ``env()`` goes
+    to the desktop's programs before setup; ``start(...)`` once the app is up, before the agent."""
 
     def __init__(self, probe: str, hooks: list[str], emit: Callable[..., Any]):
         self.probe = probe
         self.relay = EventRelay(emit)
-        self.sink = EventSink(self.relay, hook_source(hooks)).start()
+        self.source = hook_source(hooks)
+        self.sink = EventSink(self.relay, self.source).start() if probe == "vscode" else None
+        self._frida: frida_probe.FridaProbe | None = None
+        self._early: list[dict[str, Any]] = []
 
     def env(self) -> dict[str, str]:
+        if self.sink is None:
+            return {}
         return {**self.sink.env(), "MCPWORLD_SOCKETIO_CLIENT": str(SOCKETIO_CLIENT)}
 
-    def wait_ready(self, timeout_s: float) -> bool:
-        return self.sink.wait_ready(timeout_s)
+    def start(self, app_pid: int | None, timeout_s: float) -> None:
+        """The hooks run in the app: the extension reported from inside it, or Frida's hook loaded
+        without an error. InfraError otherwise (the harness could not watch the app, not the agent's
+        doing)."""
+        if self.sink is not None:
+            if not self.sink.wait_ready(timeout_s):
+                raise InfraError(f"the {self.probe} probe did not report from inside the app within {timeout_s:.0f}s")
+            return
+        if app_pid is None:
+            raise InfraError("the task's hook has no app process to attach to (its setup launched none)")
+
+        def seen(message: dict[str, Any]) -> None:
+            self._early.append(message)
+            self.relay(message)
+
+        try:
+            self._frida = frida_probe.FridaProbe(app_pid, self.source, seen)
+        except Exception as exc:
+            raise InfraError(f"frida could not attach the task's hook to the app (pid {app_pid}): {exc}") from None
+        failed = next((m for m in self._early if hook_error(m)), None)
+        if failed is not None:
+            raise InfraError(f"the task's hook cannot watch this build of the app: {hook_error(failed)}")
 
     def evaluate(self, timeout_s: float = 10.0) -> bool:
-        return self.sink.evaluate(timeout_s)
+        """Ask the hooks in the app for the final state (IPC); Frida's completion goes to the handler itself."""
+        return self.sink.evaluate(timeout_s) if self.sink is not None else True
 
     def close(self) -> None:
-        self.sink.stop()
+        if self._frida is not None:
+            self._frida.close()
+        if self.sink is not None:
+            self.sink.stop()
+
+
+def hook_error(message: dict[str, Any]) -> str | None:
+    """What went wrong, when a Frida message says the hook failed (an exception, or the hook's own
+    ``error`` event such as PC-Canary's ``symbol_not_found``); else None."""
+    if message.get("type") == "error":
+        return str(message.get("description") or message.get("stack") or "an exception in the hook")[:300]
+    payload = message.get("payload")
+    if isinstance(payload, dict) and "error" in (payload.get("event_type"), payload.get("event")):
+        return f"{payload.get('error_type', 'error')}: {payload.get('message', '')}"[:300]
+    return None

@@ -296,7 +296,7 @@ def test_an_mcpworld_task_folder_runs_with_a_model_and_its_handler_grades_it(tmp
 def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
     """The miniature checkout (tests/data/pccanary_fixture): pre_process in the background, the app from
     the authors' /workspace/PC-Canary path with its cwd, a StateInspector hook that looked before the
-    agent, sql_path in the episode home; a hook-event task whose hooks cannot be injected is eval_error."""
+    agent, sql_path in the episode home; a Frida hook in the app's process judged by its handler."""
     fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
     appended = _scripted_model_run(tmp_path / "a", fixture, "notes/task01_append",
                                    "echo '- review budget' >> ~/workspace/.mcpworld/notes/vault/Agenda.md")
@@ -304,8 +304,14 @@ def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
     assert appended["key_steps"]["completed"] == 2
     assert "~/workspace/.mcpworld/notes/vault" in appended["prompt"]
     assert any(n.startswith("precondition vault_initialized=true is not checked") for n in appended["task_notes"])
-    theme = _scripted_model_run(tmp_path / "b", fixture, "notes/task02_theme", "true")
-    assert theme["status"] == "eval_error" and "hooks" in theme["reason"], theme
+    # the Frida probe: the hook inside mousepad reports the save as it happens, the handler judges it
+    saved = _scripted_model_run(tmp_path / "b", fixture, "notes/task02_save",
+                                "xdotool key ctrl+End; xdotool type 'call Anna'; xdotool key ctrl+s; sleep 1")
+    assert (saved["status"], saved["score"]) == ("success", 1.0), saved
+    assert [s["t"] is not None for s in saved["key_steps"]["timeline"]] == [True, True]  # live, dated
+    untouched = _scripted_model_run(tmp_path / "c", fixture, "notes/task02_save", "true")
+    assert (untouched["status"], untouched["score"]) == ("failure", 0.0), untouched
+    assert "Agenda.md never saved" in untouched["metrics"][0]["reason"]
     leftovers = subprocess.run(["pgrep", "-f", "pccanary_fixture/tests/tasks/notes/task01_append/pre_process.py"],
                                capture_output=True, text=True)
     assert leftovers.stdout == "", "the pre_process script outlived its episode"

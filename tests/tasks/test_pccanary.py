@@ -87,13 +87,22 @@ def test_a_statinspector_task_loads_with_every_key_honoured_or_named():
     assert task.context[0].dest == "~/workspace/.mcpworld/notes/vault"
 
 
-def test_a_hook_event_task_names_what_it_cannot_have():
-    task = load_task_file(NOTES / "task02_theme")
+def test_a_hook_event_task_names_what_it_cannot_have(tmp_path):
+    task = load_task_file(NOTES / "task02_save")
     assert task.skip_reason is None
-    assert task.setup == [{"launch": {"command": [str(FIXTURE / "apps/notes/notes.sh")], "window": ".", "timeout": 60}}]
-    assert task.handler_setup["live_hooks"] is True and task.handler_setup["evaluate_on_completion"] is False
+    assert task.setup == [{"launch": {"command": [str(FIXTURE / "apps/notes/notes.sh"),
+                                                  "/home/user/workspace/.mcpworld/notes/vault/Agenda.md"],
+                                      "window": ".", "timeout": 60}}]
+    assert task.handler_setup["live_hooks"] is True and task.handler_setup["evaluator_type"] == "HookManager"
     assert any("user_logged_in=true" in n for n in task.notes)
-    assert any(n.startswith("its hooks hooker.js (HookManager) do not run here") for n in task.notes)
+    assert not any(n.startswith("its hooks") for n in task.notes)  # Frida runs HookManager hooks
+    ipc = json.loads((NOTES / "task02_save" / "config.json").read_text())
+    ipc["evaluation_setup"]["evaluator_type"] = "IpcInjector"  # an Electron app's IPC hook: no probe of ours
+    electron = tmp_path / "tests" / "tasks" / "joplin" / "task02_save"
+    shutil.copytree(NOTES / "task02_save", electron)
+    (electron / "config.json").write_text(json.dumps(ipc))
+    assert any(n.startswith("its hooks hooker.js (IpcInjector) do not run here: no probe of this harness runs "
+                            "them in joplin yet") for n in load_task_file(electron).notes)
     assert task.mcp_servers[0]["name"] == "notes_bridge"
 
 
@@ -101,15 +110,15 @@ def test_pccanary_root_resolves_paths_against_another_checkout(tmp_path):
     elsewhere = tmp_path / "PC-Canary"
     shutil.copytree(FIXTURE, elsewhere)
     (elsewhere / "apps" / "notes" / "notes.sh").rename(elsewhere / "apps" / "notes" / "notes-built.sh")
-    config = json.loads((NOTES / "task02_theme" / "config.json").read_text())
+    config = json.loads((NOTES / "task02_save" / "config.json").read_text())
     config["application_info"]["executable_path"] = "apps/notes/notes-built.sh"
-    task_dir = tmp_path / "copied" / "task02_theme"  # a task folder outside any checkout
-    shutil.copytree(NOTES / "task02_theme", task_dir)
+    task_dir = tmp_path / "copied" / "task02_save"  # a task folder outside any checkout
+    shutil.copytree(NOTES / "task02_save", task_dir)
     (task_dir / "config.json").write_text(json.dumps(config))
     assert "not installed here" in load_task_file(task_dir).skip_reason
     mcpworld_format.configure(type("Cfg", (), {"root": str(elsewhere)})())
     task = load_task_file(task_dir)
-    assert task.skip_reason is None and task.setup[0]["launch"]["command"] == [str(elsewhere / "apps/notes/notes-built.sh")]
+    assert task.skip_reason is None and task.setup[0]["launch"]["command"][0] == str(elsewhere / "apps/notes/notes-built.sh")
     with pytest.raises(TaskFileError, match="pccanary.root=/nowhere: no such folder"):
         mcpworld_format.configure(type("Cfg", (), {"root": "/nowhere"})())
 
@@ -131,17 +140,18 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
     assert not any("gimp_running" in n for n in task.notes)
     data = json.loads((task_dir / "config.json").read_text())
     data["application_info"]["executable_path"] = "/usr/local/bin/FreeCAD"
-    freecad = task_dir.parent.parent / "FreeCAD" / "task01_new_doc"
-    shutil.copytree(task_dir, freecad)
-    (freecad / "config.json").write_text(json.dumps(data))
-    monkeypatch.setattr(shutil, "which", lambda command, **_: None)  # no FreeCAD on this desktop
-    assert load_task_file(freecad).skip_reason == (
-        "its application FreeCAD is not installed here (the task starts /usr/local/bin/FreeCAD; "
-        "Debian has it: apt-get install freecad)")
+    data["application_info"]["executable_path"] = "/usr/local/bin/Frobnicator"
+    other = task_dir.parent.parent / "Frobnicator" / "task01_new_doc"
+    shutil.copytree(task_dir, other)
+    (other / "config.json").write_text(json.dumps(data))
+    monkeypatch.setitem(mcpworld_format.DEBIAN_PROGRAMS, "frobnicator", ("frobnicate", "frobnicator-qt"))
+    assert load_task_file(other).skip_reason == (  # no app config of ours and not on PATH
+        "its application Frobnicator is not installed here (the task starts /usr/local/bin/Frobnicator; "
+        "Debian has it: apt-get install frobnicator-qt)")
 
 
 def test_the_fixture_checkout_is_discovered_as_a_suite():
-    assert [t.id for t in discover(FIXTURE)] == ["notes/task01_append", "notes/task02_theme",
+    assert [t.id for t in discover(FIXTURE)] == ["notes/task01_append", "notes/task02_save",
                                                 "vscode/task01_updateColorTheme"]
 
 
@@ -169,18 +179,19 @@ def test_statinspector_hooks_and_evaluator_config_reach_the_handler(tmp_path):
 
 
 def test_a_hook_event_task_without_its_hooks_is_an_eval_error_and_its_events_still_judge(tmp_path):
-    task = load_task_file(NOTES / "task02_theme")
+    task = load_task_file(NOTES / "task02_save")
     with pytest.raises(EvalError, match="judges from the events of its app hooks"):
         run_handler(task.handler, task.params, tmp_path, setup=task.handler_setup)
-    # the hook's events (as a probe sends them) decide: a no is a failure, a yes a success
-    for theme, score in (("Light", 0.0), ("Dark", 1.0)):
+    # the hook's events (as the Frida probe delivers them) decide: a no is a failure, a yes a success
+    for text, score in (("## Agenda\n", 0.0), ("## Agenda\ncall Anna\n", 1.0)):
         proc = HandlerProcess(task.handler, task.params, tmp_path, setup=dict(task.handler_setup, probed=True))
         try:
-            proc.send({"type": "send", "payload": {"event": "theme_changed", "theme": theme}})
-            verdict = proc.complete()
+            steps = proc.send({"type": "send", "payload": {"event": "file_saved", "path": "/x/Agenda.md", "text": text}})
+            verdict = proc.complete()  # HookManager: the completion goes to the handler itself
         finally:
             proc.close()
-        assert verdict.score == score and (theme in verdict.reason or score == 1.0)
+        assert steps == ([1] if score == 0.0 else [1, 2])
+        assert verdict.score == score and (score == 1.0 or "saved without the line" in verdict.reason)
 
 
 def test_no_made_up_completion_reaches_a_handler_that_expects_its_hooks_answer(tmp_path):
@@ -208,14 +219,14 @@ def test_evaluate_on_completion_false_sends_no_completion(tmp_path):
 
 
 def test_standalone_grading_takes_the_suites_roots(tmp_path):
-    bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_theme"), "--home",
+    bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_save"), "--home",
                           str(tmp_path), "--pccanary-root", "/nowhere"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "pccanary.root=/nowhere: no such folder" in bad.stderr
     toolathlon_task = next((FIXTURE.parent / "toolathlon_fixture" / "tasks").glob("*/*/task_config.json"))
     bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(toolathlon_task), "--home",
                           str(tmp_path), "--toolathlon-root", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and f"toolathlon.root={tmp_path}: not a Toolathlon checkout" in bad.stderr
-    graded = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_theme"), "--home",
+    graded = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_save"), "--home",
                              str(tmp_path), "--pccanary-root", str(FIXTURE)], capture_output=True, text=True, timeout=60)
     assert graded.returncode == 0 and json.loads(graded.stdout)["status"] == "eval_error"
 
