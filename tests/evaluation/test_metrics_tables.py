@@ -570,3 +570,32 @@ def test_compare_conference_city_in_order(tmp_path):
     assert compare_conference_city_in_order(str(tmp_path / "missing.xlsx"), rules) == 0.0
     with pytest.raises(UserError, match="expected"):
         compare_conference_city_in_order(book("f.xlsx", ["Atlanta"]), {"expected": [3]})
+
+
+@pytest.mark.parametrize(
+    "formula, value, holds",
+    [
+        ("A1>5", 7.5, True),
+        ("A1>5", "text", True),  # text sorts after every number
+        ("A1<8", "text", False),
+        ('A1="X"', "x", True),  # text compares without case
+        ("AND(A1>=2,A1<=8)", 7.5, True),
+        ("AND(A1>=2,A1<=8)", 10.0, False),
+        ("WEEKDAY(A1,2)>5", 44002.0, True),  # 2020-06-21, a Sunday
+        ("WEEKDAY(A1,2)>5", 44001.0, False),
+        ("WEEKDAY(A1,2)>5", "text", True),  # #VALUE! is a non-empty result: the format applies
+        ("MOD(A1,2)=0", 10.0, True),
+        ('NOT(ISERROR(SEARCH("ap",A1)))', "Apple", True),
+        ('LEFT(A1,LEN("Ma"))="Ma"', "Main", True),
+        ("ISNUMBER(A1)", "5", True),
+        ("A1>5%", 0.1, True),
+    ],
+)
+def test_conditional_format_formulas(formula, value, holds):
+    from mcpworld.evaluation.metrics.tables_cf import compile_condition, constant
+
+    condition = compile_condition(formula)
+    assert condition is not None and condition(value) is holds
+    assert compile_condition("SUMPRODUCT(A1:A3)>1") is None  # outside the subset
+    assert compile_condition("A1>B1") is None  # two inputs
+    assert constant("-3.5") == (True, -3.5) and constant('"x"') == (True, "x") and constant("A1")[0] is False

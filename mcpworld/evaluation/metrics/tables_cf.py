@@ -5,7 +5,7 @@ OSWorld compiles each conditional-format formula with the ``formulas`` engine an
 cell's raw value as the formula's one input. That engine is not a dependency here, so the
 formulas such conditions use in practice are evaluated with spreadsheet semantics instead:
 numbers, "text", TRUE/FALSE; ``+ - * / ^ &``, comparisons (text sorts after every number and
-compares without case; TRUE/FALSE after text); AND, OR, NOT, IF, WEEKDAY, MOD, ABS, INT, ROUND,
+compares without case; TRUE/FALSE after text); AND, OR, NOT, IF, SUM, WEEKDAY, MOD, ABS, INT, ROUND,
 DAY, MONTH, YEAR, LEN, LEFT, RIGHT, UPPER, LOWER, SEARCH, FIND, ISNUMBER, ISTEXT, ISERROR.
 Errors (``#VALUE!``…) propagate and, like any non-empty result, make the condition true, as they do in
 OSWorld. ``compile_condition`` returns None for a formula outside this subset (other functions,
@@ -183,6 +183,35 @@ def _first_error(*values: Any) -> Any:
     return next((v for v in values if isinstance(v, _Error)), None)
 
 
+def _not(value: Any) -> Any:
+    if isinstance(value, _Error):
+        return value
+    return _VALUE if isinstance(value, str) else not value
+
+
+def _if(condition: Any, then: Any = True, otherwise: Any = False) -> Any:
+    if isinstance(condition, _Error):
+        return condition
+    if isinstance(condition, str):
+        return _VALUE
+    return then if condition else otherwise
+
+
+def _sum(*values: Any) -> Any:
+    """SUM as OSWorld's engine computes it for the input value: text is converted (#VALUE! if not a number)."""
+    numbers = [_to_number(v) for v in values]
+    error = _first_error(*numbers)
+    return error if error is not None else float(sum(numbers))
+
+
+def _mod(a: Any, b: Any) -> Any:
+    a, b = _to_number(a), _to_number(b)
+    error = _first_error(a, b)
+    if error is not None:
+        return error
+    return _DIV0 if b == 0 else a - b * math.floor(a / b)
+
+
 def _text_fn(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(text: Any, *rest: Any) -> Any:
         text = _to_text(text)
@@ -195,10 +224,11 @@ def _text_fn(fn: Callable[..., Any]) -> Callable[..., Any]:
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AND": lambda *a: _logical(list(a), all),
     "OR": lambda *a: _logical(list(a), any),
-    "NOT": lambda a: a if isinstance(a, _Error) else (_VALUE if isinstance(a, str) and not isinstance(a, bool) else not a),
+    "NOT": _not,
+    "IF": _if,
+    "SUM": _sum,
     "WEEKDAY": _weekday,
-    "MOD": lambda a, b: (_first_error(_to_number(a), _to_number(b))
-                         or (_DIV0 if _to_number(b) == 0 else _to_number(a) - _to_number(b) * math.floor(_to_number(a) / _to_number(b)))),
+    "MOD": _mod,
     "ABS": lambda a: _first_error(_to_number(a)) or abs(_to_number(a)),
     "INT": lambda a: _first_error(_to_number(a)) or float(math.floor(_to_number(a))),
     "ROUND": _round,
