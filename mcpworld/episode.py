@@ -19,11 +19,13 @@ from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.env.base import Environment
 from mcpworld.errors import EndpointUnreachable, EvalError, InfraError, UserError
+from mcpworld.evaluation.keysteps import LiveChecks
 from mcpworld.evaluation.verdict import judge, start_handler
 from mcpworld.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.result import EpisodeResult
 from mcpworld.secrets import redact
 from mcpworld.mcp.spec import replace_in
+from mcpworld.probes.files import HomeChanges
 from mcpworld.servers import episode_servers, withheld
 from mcpworld.tasks.model import Task
 from mcpworld.telemetry.trace import Trace
@@ -229,16 +231,27 @@ def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: 
                 tools.update({**extra, "done": tools.pop("done")})  # done stays last
             loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(cfg, task), after_step=watch_apps(env, trace, relaunch))
+                             withheld=withheld(cfg, task), after_step=after_step)
             prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
             if task.system_prompt:
                 prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)
             await loop.run(prompt, task.instruction, first)
 
+    changes = HomeChanges(env.home) if any("check" in step for step in task.key_steps) else None
+    live_checks = LiveChecks(env, task.key_steps, trace.emit, changes.take, trace.wall_start) if changes else None
+    apps = watch_apps(env, trace, relaunch)
+
+    def after_step() -> None:
+        apps()
+        if live_checks:
+            live_checks()
+
     t1 = time.monotonic()
     try:
         asyncio.run(drive())
     finally:
+        if changes:
+            changes.close()
         if task.grader and loop is not None:
             write_trajectory(episode_dir / "traj_log.json", loop.messages, result)
     result.agent_s = round(time.monotonic() - t1, 4)

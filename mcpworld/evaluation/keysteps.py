@@ -1,9 +1,11 @@
 """Key steps: partial progress through a task, MCPWorld-style.
 
 A key step is matched from the episode's events (``event: {type, match: {field: regex}}``, the
-first matching event completes it), checked against the final state with an evaluator spec
-(``check: {func, result, expected, …}``, complete when it scores 1), or reported by an MCPWorld
-handler (``handler_index: k``, 1-based, complete when the handler sent ``key_step`` k). Metrics: ``keysteps.completed``,
+first matching event completes it), checked with an evaluator spec (``check: {func, result,
+expected, …}``, complete when it scores 1: while the agent works, after each step that followed a
+change in the home, dated by that change (:class:`LiveChecks`); else against the final state), or
+reported by an MCPWorld handler (``handler_index: k``, 1-based, complete when the handler sent
+``key_step`` k, dated when it came live). Metrics: ``keysteps.completed``,
 ``keysteps.ratio`` (completed / total) and ``keysteps.progress`` (highest completed index / total).
 """
 
@@ -51,6 +53,32 @@ def _matches(event: dict[str, Any], spec: dict[str, Any]) -> bool:
                for field, pattern in (spec.get("match") or {}).items())
 
 
+class LiveChecks:
+    """The ``check`` key steps, tried while the agent works: after a step, when the home changed since
+    the last try (``changed()`` gives the change's time or None), each step not yet passed is checked;
+    the first pass is traced (``key_step``, via check, ``changed_t``: the change's time on the
+    episode clock). A check that errs now is simply not passed yet."""
+
+    def __init__(self, env: "Environment", key_steps: list[dict[str, Any]], emit: Any, changed: Any,
+                 clock_zero: float):
+        self.env, self.emit, self.changed, self.clock_zero = env, emit, changed, clock_zero
+        self.pending = {i: s for i, s in enumerate(key_steps) if "check" in s}
+
+    def __call__(self) -> None:
+        changed_at = self.changed()
+        if changed_at is None or not self.pending:
+            return
+        for index, step in list(self.pending.items()):
+            try:
+                score, _ = evaluate_spec(self.env, step["check"], None, where=f"key step {step['name']}")
+            except Exception:  # noqa: BLE001 - a half-written file: not passed yet
+                continue
+            if score >= 1.0:
+                del self.pending[index]
+                self.emit("key_step", index=index, name=step["name"], via="check",
+                          changed_t=round(changed_at - self.clock_zero, 4))
+
+
 def evaluate_key_steps(key_steps: list[dict[str, Any]], events: list[dict[str, Any]],
                        env: "Environment | None", final_action: str | None,
                        handler_steps: list[int] | None = None) -> dict[str, Any]:
@@ -68,6 +96,12 @@ def evaluate_key_steps(key_steps: list[dict[str, Any]], events: list[dict[str, A
                 timeline.append({"name": step["name"], "index": index, "t": live.get("t") if live else None,
                                  "via": "handler"})
         elif env is not None:
+            live = next((e for e in events if e.get("type") == "key_step" and e.get("via") == "check"
+                         and e.get("index") == index), None)  # passed while the agent worked
+            if live is not None:
+                timeline.append({"name": step["name"], "index": index, "t": live.get("changed_t", live.get("t")),
+                                 "via": "check"})
+                continue
             score, _ = evaluate_spec(env, step["check"], final_action, where=f"key step {step['name']}")
             if score >= 1.0:
                 timeline.append({"name": step["name"], "index": index, "t": None, "via": "check"})

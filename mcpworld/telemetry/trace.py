@@ -23,6 +23,7 @@ class Trace:
     def __init__(self, path: Path | None):
         self.path = path
         self._t0 = time.monotonic()
+        self.wall_start = time.time()  # the wall-clock time of t=0 (events' "t" are seconds after it)
         self._lock = threading.Lock()
         self._file = open(path, "a", encoding="utf-8") if path else None
         self.events: list[dict[str, Any]] = []

@@ -110,6 +110,10 @@ def test_every_builtin_task_passes_with_the_gui_oracle(tmp_path):
     apps = {r["task_id"].split("/")[0] for r in rs}
     assert {"libreoffice_calc", "libreoffice_writer", "libreoffice_impress", "chromium", "gimp", "vlc",
             "thunderbird"} | ({"vscode"} if vscode_installed() else set()) <= apps
+    # the apps' own saves date the check key steps while the agent works (the file probe)
+    (folders,) = [r for r in rs if r["task_id"] == "thunderbird/new_folders"]
+    first, second = folders["key_steps"]["timeline"]
+    assert first["via"] == second["via"] == "check" and 0 < first["t"] < second["t"] < folders["duration_s"]
 
 
 def vscode_installed() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcpworld.errors import UserError
-from mcpworld.evaluation.keysteps import evaluate_key_steps, validate_key_steps
+from mcpworld.evaluation.keysteps import LiveChecks, evaluate_key_steps, validate_key_steps
 from mcpworld.result import EpisodeResult
 
 EVENTS = [
@@ -65,3 +65,39 @@ def test_bad_key_steps_name_the_file_and_step(steps, message):
     with pytest.raises(UserError, match=message) as err:
         validate_key_steps(steps, "tasks/a/task.yaml")
     assert "tasks/a/task.yaml: key_steps[0]" in str(err.value)
+
+
+def test_live_checks_pass_after_a_change_in_the_home_dated_by_the_change(env):
+    """A check key step is tried while the agent works, only after the home changed, and keeps the
+    time of that change even when the final state no longer passes (reached is reached)."""
+    import time
+
+    from mcpworld.probes.files import HomeChanges
+
+    traced = []
+
+    def emit(kind, **data):
+        traced.append({"type": kind, "t": 99.0, **data})
+
+    start = time.time()
+    changes = HomeChanges(env.home)
+    try:
+        live = LiveChecks(env, STEPS, emit, changes.take, start)
+        live()  # nothing changed yet: nothing tried
+        assert traced == []
+        env.write("out.txt", "draft")
+        time.sleep(0.5)
+        live()  # changed, but the check does not pass yet
+        assert traced == [] and changes.take() is None  # the change was taken
+        env.write("out.txt", "done")
+        time.sleep(0.5)
+        live()
+        live()  # passed once: never traced twice
+    finally:
+        changes.close()
+    (event,) = traced
+    assert (event["index"], event["via"], event["name"]) == (3, "check", "output written")
+    assert 0.0 < event["changed_t"] < time.time() - start
+    env.write("out.txt", "undone")  # the final state no longer passes: the step was still reached, then
+    ks = evaluate_key_steps(STEPS, traced, env, "DONE")
+    assert [(s["name"], s["t"]) for s in ks["timeline"]] == [("output written", event["changed_t"])]

@@ -599,3 +599,20 @@ def test_conditional_format_formulas(formula, value, holds):
     assert compile_condition("SUMPRODUCT(A1:A3)>1") is None  # outside the subset
     assert compile_condition("A1>B1") is None  # two inputs
     assert constant("-3.5") == (True, -3.5) and constant('"x"') == (True, "x") and constant("A1")[0] is False
+
+
+def test_check_cell_formula_is_ours_and_reads_the_formula_text(tmp_path):
+    """mcpworld's own Calc tasks check formulas; OSWorld's check_cell has no such property (its tasks
+    never ask for one), so this extension changes no OSWorld score."""
+    def build(wb, ws):
+        ws["B6"] = "=SUM(B2:B5)"
+
+    path = xlsx(tmp_path, "f.xlsx", build)
+    rule = {"type": "check_cell", "sheet_idx": 0, "coordinate": "B6",
+            "props": {"formula": {"method": "re", "ref": r"^=SUM\(B2:B5\)$"}}}
+    assert compare_table(path, None, rules=[rule]) == 1.0
+    rule["props"]["formula"]["ref"] = r"^=SUM\(B2:B4\)$"
+    assert compare_table(path, None, rules=[rule]) == 0.0
+    rule["coordinate"] = "A1"  # a plain value has no formula
+    rule["props"]["formula"]["ref"] = ".*"
+    assert compare_table(path, None, rules=[rule]) == 0.0

@@ -508,6 +508,9 @@ def _rule_check_cell(books: _Workbooks, rule: dict[str, Any]) -> bool:
                     value = books.raw(which).value(name, rule["coordinate"])
                 except Exception:  # noqa: BLE001
                     value = None
+            elif prop == "formula":  # ours (our Calc tasks check formulas): OSWorld's check_cell reads no
+                # formula (the property is unsupported there, so it never matches) and no OSWorld task asks for one
+                value = cell.value if cell.data_type == "f" else None
             else:
                 try:
                     value = _cell_style(prop, cell)

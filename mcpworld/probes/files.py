@@ -1,0 +1,41 @@
+"""The file probe: when anything under the episode's home last changed (inotify, through watchdog),
+for key steps no app hook reports. An app saving its document, settings or profile is the moment a
+``check`` key step can first pass; the episode re-checks only after a change, and dates the step
+by that change."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+
+class HomeChanges:
+    def __init__(self, home: Path):
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        self._lock = threading.Lock()
+        self._changed_at: float | None = None  # time.time() of the last change not yet taken
+
+        changes = self
+
+        class Seen(FileSystemEventHandler):
+            def on_any_event(self, event) -> None:  # noqa: ANN001 - watchdog's event
+                if event.event_type not in ("opened", "closed_no_write"):
+                    with changes._lock:
+                        changes._changed_at = time.time()
+
+        self._observer = Observer()
+        self._observer.schedule(Seen(), str(home), recursive=True)
+        self._observer.start()
+
+    def take(self) -> float | None:
+        """The time of the latest change since the last call, or None when nothing changed."""
+        with self._lock:
+            changed, self._changed_at = self._changed_at, None
+        return changed
+
+    def close(self) -> None:
+        self._observer.stop()
+        self._observer.join(timeout=5)
