@@ -53,6 +53,10 @@ class HandlerProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             cwd=str(self.setup.get("root") or Path(path).parent))
         self.verdict = HandlerVerdict()
+        with self._lock:  # its hooks look at the app before the agent may touch it
+            started = self._read_line()
+        if started is not None and "fatal" in started:
+            self._broken(f"the handler could not be loaded: {started['fatal']}")
 
     def send(self, message: dict[str, Any]) -> list[int]:
         """Hand the handler one live app event; the key steps it newly reported."""

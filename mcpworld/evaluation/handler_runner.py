@@ -8,7 +8,8 @@ hook) are loaded and their ``inspector_on_start`` run at once.
 Protocol, one JSON object per line. In: ``{"op": "message", "message": {...}}``,
 ``{"op": "complete"}`` (the hooks' ``inspector_on_completion`` when there are any, else the
 completion message to the handler; ``"message"`` gives the one to send) or ``{"op": "ping"}`` (nothing: is it alive?). Out: ``{"updates": [...]}`` or ``{"error": "..."}``; a handler
-that cannot be loaded prints ``{"fatal": "..."}`` and exits.
+that cannot be loaded prints ``{"fatal": "..."}`` and exits; one that loaded (its Python hooks'
+``inspector_on_start`` done) prints ``{"ready": true}`` first.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def main() -> int:
         print(json.dumps({"fatal": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}),
               file=out, flush=True)
         return 1
+    print(json.dumps({"ready": True}), file=out, flush=True)  # the hooks have taken their first look
     for line in sys.stdin:
         request = json.loads(line)
         collected: list[dict[str, Any]] = []

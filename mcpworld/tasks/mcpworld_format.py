@@ -116,6 +116,15 @@ def _program(app_dir: str, executable: str, root: Path) -> tuple[str | None, str
     return None, f"its application {app_dir} is not installed here (the task starts {executable}{hint})"
 
 
+def _our_program(command: str) -> str | None:
+    """The app config whose program the command starts (``gimp`` → gimp, ``code`` → vscode), or None."""
+    from mcpworld.apps import programs
+    from mcpworld.env.programs import program_for
+
+    program = program_for(list(programs()), command)
+    return program.app if program else None
+
+
 GENERIC = {"main", "index", "run_server", "server", "build", "dist", "src", "bin", "mcp", "run", "__main__"}
 LAUNCHERS = {"python", "python3", "node", "npx", "uv", "uvx", "bash", "sh", "deno", "bun"}
 
@@ -252,7 +261,12 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None) -> Task:
             if command != str(executable) and not command.startswith("/"):
                 notes.append(f"runs this desktop's {command} for the authors' own build {executable}")
             cwd = app_info.get("cwd")
-            launch: dict[str, Any] = {"command": argv, "window": app_info.get("window") or ".", "timeout": 60}
+            ours = _our_program(command)
+            launch: dict[str, Any] = {"command": argv, "timeout": 60}
+            if ours is None:  # one of our programs is ready when its own main window takes input
+                launch["window"] = app_info.get("window") or "."
+            else:
+                app = ours  # its app config (conf/app/<app>.yaml) holds the task's app settings
             if cwd:
                 launch.update(command=f"cd {shlex.quote(author_path(str(cwd), root))} && exec {shlex.join(argv)}",
                               shell=True)

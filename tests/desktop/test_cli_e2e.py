@@ -340,3 +340,26 @@ def test_a_pccanary_vscode_task_is_judged_by_its_own_hook_running_inside_vs_code
     untouched = _scripted_model_run(tmp_path / "b", fixture, "vscode/task01_updateColorTheme", "true")
     assert (untouched["status"], untouched["score"]) == ("failure", 0.0), untouched
     assert "not Default Light+" in untouched["metrics"][0]["reason"]
+
+
+def test_hooked_tasks_side_by_side_keep_their_own_events(tmp_path):
+    """concurrency=2 over the fixture checkout with our solutions: two VS Code episodes at once, each
+    with its own event sink and probe, one changing the theme and one doing nothing; the Frida and
+    StateInspector tasks beside them. Each is judged by its own hooks' events only."""
+    data = Path(__file__).resolve().parents[1] / "data"
+    proc = run_cli(tmp_path, f"tasks.root={data / 'pccanary_fixture'}", f"tasks.solutions={data / 'pccanary_solutions'}",
+                   "provider=oracle", "modality=cli", "concurrency=2", "tracking=none")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = {r["task_id"]: r for r in results(tmp_path / "run")}
+    assert {t: r["status"] for t, r in got.items()} == {
+        "notes/task01_append": "success", "notes/task02_save": "success",
+        "vscode/task01_updateColorTheme": "success", "vscode/task02_darkTheme": "failure"}, \
+        {t: r["reason"] or r["metrics"] for t, r in got.items()}
+
+    def app_events(task: str) -> list[str]:
+        (trace,) = (tmp_path / "run").rglob(f"{task}/0/trace.jsonl")
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        return [e["message"].get("event_type") for e in events if e["type"] == "app_event"]
+
+    assert app_events("task01_updateColorTheme")[0] == "theme_changed"
+    assert app_events("task02_darkTheme") == ["evaluate_on_completion"]  # no theme change crossed over

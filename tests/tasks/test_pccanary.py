@@ -136,6 +136,7 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
         "preconditions": {"gimp_running": True}, "total_key_steps": 1}))
     task = load_task_file(task_dir)
     assert task.setup[0]["launch"]["command"] == ["gimp"]  # conf/app/gimp.yaml's program (its shim, its profile)
+    assert "window" not in task.setup[0]["launch"]  # ready when its own main window takes input, not a splash
     assert task.notes[0] == "runs this desktop's gimp for the authors' own build /usr/local/bin/gimp"
     assert not any("gimp_running" in n for n in task.notes)
     data = json.loads((task_dir / "config.json").read_text())
@@ -152,7 +153,7 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
 
 def test_the_fixture_checkout_is_discovered_as_a_suite():
     assert [t.id for t in discover(FIXTURE)] == ["notes/task01_append", "notes/task02_save",
-                                                "vscode/task01_updateColorTheme"]
+                                                "vscode/task01_updateColorTheme", "vscode/task02_darkTheme"]
 
 
 def grade(task_file: Path, home: Path) -> subprocess.CompletedProcess:
