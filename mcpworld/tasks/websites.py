@@ -42,8 +42,11 @@ def site_urls(task: Task) -> list[str]:
     for key in ("result", "expected"):
         value = task.evaluator.get(key)
         for cfg in value if isinstance(value, list) else [value]:
-            if isinstance(cfg, dict) and cfg.get("type") in FETCHING_GETTERS and cfg.get("url"):
-                urls.append(str(cfg["url"]))
+            if isinstance(cfg, dict) and cfg.get("type") in FETCHING_GETTERS:
+                # pdf_from_url names its page in "path", as OSWorld's getter reads it
+                where = cfg.get("path") if cfg.get("type") == "pdf_from_url" else cfg.get("url")
+                if where:
+                    urls.append(str(where))
     return list(dict.fromkeys(u for u in urls if urlparse(u).hostname))
 
 

@@ -27,6 +27,9 @@ def test_urls_come_from_tabs_commands_and_fetching_getters():
     task = chrome_task("t", "https://a.example/x", result={"type": "page_info", "url": "http://b.example:8080/p"},
                        expected={"type": "rule", "rules": {"expected": "https://not-fetched.example"}})
     assert site_urls(task) == ["https://a.example/x", "https://a.example/x/extra", "http://b.example:8080/p"]
+    pdf = chrome_task("p", "https://a.example/x", expected={"type": "pdf_from_url", "dest": "gold.pdf",
+                                                             "path": "https://lilianweng.example/posts/agent/"})
+    assert site_urls(pdf)[-1] == "https://lilianweng.example/posts/agent/"  # its page is in "path"
 
 
 def test_a_connect_says_why_a_site_cannot_be_reached():
