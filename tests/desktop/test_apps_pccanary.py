@@ -51,3 +51,18 @@ def test_pccanary_apps_start_ready_with_no_first_run_dialog(tmp_path):
                 failures.append(f"{program.app}: its main window stopped answering")
     print("launch to ready (s):", timings)
     assert not failures, failures
+
+
+def test_two_desktops_run_obs_at_once(tmp_path):
+    """OBS looks for other OBS processes on the machine and, without --multi, shows "OBS is already
+    running" instead of its main window: concurrent episodes must each get their own OBS."""
+    (obs,) = [p for p in programs() if p.app == "obs"]
+    if not obs.installed():
+        pytest.skip("OBS is not installed (make apps APPS=obs)")
+    with LocalEnvironment(1280, 800, programs=[obs], app_timeout_s=30) as first, \
+            LocalEnvironment(1280, 800, programs=[obs], app_timeout_s=30) as second:
+        for n, env in enumerate((first, second)):
+            env.reset(Task(id=f"t/obs{n}", app="obs", instruction="x", dir=tmp_path, source=tmp_path / "task.yaml"),
+                      tmp_path / f"obs{n}")
+            env.launch(["obs"])  # raises when its main window does not come
+        assert first.app_pid() != second.app_pid()
