@@ -55,11 +55,13 @@ def build_golden(entries: list[ContextEntry], golden: Path, under: list[Path] = 
 
 
 def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> None:
-    """Make ``home`` identical to ``golden``, every file owned by ``owner`` (uid, gid) when given."""
+    """Make ``home`` identical to ``golden``, every file owned by ``owner`` (uid, gid) when given and
+    writable by its owner: a task folder on a read-only mount (or a read-only copy of a suite) must
+    not leave the agent unable to save the documents it was given."""
     require_binary("rsync")
     home.mkdir(parents=True, exist_ok=True)
     chown = [f"--chown={owner[0]}:{owner[1]}"] if owner else []
-    proc = subprocess.run(["rsync", "-a", "--delete", *chown, f"{golden}/", f"{home}/"],
+    proc = subprocess.run(["rsync", "-a", "--delete", "--chmod=u+w", *chown, f"{golden}/", f"{home}/"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise InfraError(f"context restore failed: rsync exited {proc.returncode}: {proc.stderr.strip()[-300:]}")

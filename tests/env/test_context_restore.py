@@ -1,0 +1,28 @@
+"""Context restore: the home equals the task's golden copy, and what the task gives is the agent's to change."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from mcpworld.env.context import build_golden, restore
+from mcpworld.tasks.model import ContextEntry
+
+
+def test_a_read_only_task_folder_gives_a_writable_home(tmp_path):
+    """A suite on a read-only mount (or a read-only copy, as ../shared's) must not leave the agent
+    unable to save: VS Code refused to write a workspace's .vscode/settings.json copied that way."""
+    source = tmp_path / "suite" / "workspace"
+    (source / ".vscode").mkdir(parents=True)
+    (source / ".vscode" / "settings.json").write_text("{}")
+    for path in (source / ".vscode" / "settings.json", source / ".vscode", source):
+        path.chmod(0o444 if path.is_file() else 0o555)
+    golden = build_golden([ContextEntry(source, "~/workspace")], tmp_path / "golden")
+    home = tmp_path / "home"
+    restore(golden, home)
+    for path in (home / "workspace", home / "workspace" / ".vscode", home / "workspace" / ".vscode" / "settings.json"):
+        assert os.stat(path).st_mode & stat.S_IWUSR, path
+    assert (home / "workspace" / ".vscode" / "settings.json").read_text() == "{}"
+    restore(golden, home)  # again, over the previous attempt's home
+    assert os.stat(home / "workspace" / ".vscode").st_mode & stat.S_IWUSR
