@@ -18,7 +18,7 @@ from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.env.base import Environment
-from mcpworld.errors import EndpointUnreachable, EvalError, InfraError, UserError
+from mcpworld.errors import EndpointUnreachable, EvalError, InfraError, Unwatchable, UserError
 from mcpworld.evaluation.keysteps import LiveChecks
 from mcpworld.evaluation.verdict import judge, start_handler
 from mcpworld.interrupt import EpisodeInterrupted, StopSignal
@@ -113,7 +113,8 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
             result.status = result.termination = "interrupted"
             result.reason = f"the run was stopped ({stop.reason})"
         else:
-            result.status, result.termination = "infra_error", "infra_error"
+            result.status = "infra_error"
+            result.termination = "unwatchable" if isinstance(exc, Unwatchable) else "infra_error"
             prefix = "" if isinstance(exc, InfraError) else "harness error: "
             result.reason = f"{prefix}{type(exc).__name__}: {exc}" if prefix else str(exc)
             trace.emit("error", kind="infra" if isinstance(exc, InfraError) else "harness", message=result.reason,

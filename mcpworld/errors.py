@@ -18,6 +18,11 @@ class InfraError(Exception):
     """The environment or an endpoint failed; not the agent's fault."""
 
 
+class Unwatchable(InfraError):
+    """A task's app hooks cannot watch this build of its app (a symbol only the authors' own build
+    has): the same on every try, so the episode is not run again."""
+
+
 class EndpointUnreachable(InfraError):
     """A model endpoint that cannot be reached at all; further episodes would fail the same way."""
 

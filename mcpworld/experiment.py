@@ -241,8 +241,8 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
                 fatal = fatal or exc
                 pool.halt()
                 return EpisodeResult.read(episode_dir / "result.json")
-            if result.status != "infra_error" or stop.is_set():
-                break
+            if result.status != "infra_error" or result.termination == "unwatchable" or stop.is_set():
+                break  # (an unwatchable task fails the same way every time)
         return result
 
     try:

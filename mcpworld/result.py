@@ -38,7 +38,9 @@ class EpisodeResult:
     status: str = "infra_error"
     score: float = 0.0
     reason: str = ""
-    termination: str = ""  # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted
+    # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted,
+    # unwatchable (an infra_error that every try repeats: the task's app hooks cannot watch this build)
+    termination: str = ""
     # (eval_error is a status only: the agent ended as its termination says, then the grader failed)
     final_action: str | None = None  # DONE / FAIL as declared by the agent
     steps: int = 0

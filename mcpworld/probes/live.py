@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from mcpworld.errors import InfraError
+from mcpworld.errors import InfraError, Unwatchable
 from mcpworld.probes import frida_probe
 from mcpworld.probes.sink import EventSink
 
@@ -113,7 +113,7 @@ class LiveHooks:
             raise InfraError(f"frida could not attach the task's hook to the app (pid {app_pid}): {exc}") from None
         failed = next((m for m in self._early if hook_error(m)), None)
         if failed is not None:
-            raise InfraError(f"the task's hook cannot watch this build of the app: {hook_error(failed)}")
+            raise Unwatchable(f"the task's hook cannot watch this build of the app: {hook_error(failed)}")
 
     def evaluate(self, timeout_s: float = 10.0) -> bool:
         """Ask the hooks in the app for the final state (IPC); Frida's completion goes to the handler itself."""

@@ -363,3 +363,22 @@ def test_hooked_tasks_side_by_side_keep_their_own_events(tmp_path):
 
     assert app_events("task01_updateColorTheme")[0] == "theme_changed"
     assert app_events("task02_darkTheme") == ["evaluate_on_completion"]  # no theme change crossed over
+
+
+def test_a_hook_that_cannot_watch_this_build_is_infra_and_not_tried_again(tmp_path):
+    """A Frida hook wanting a symbol only the authors' build has fails the same way every time: the
+    episode is infra_error (unwatchable) naming it, never the agent's failure, and is not re-run."""
+    import shutil
+
+    fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
+    task = tmp_path / "tasks" / "notes" / "task02_save"  # the app and context stay in the fixture checkout
+    shutil.copytree(fixture / "tests/tasks/notes/task02_save", task)
+    (task / "hooker.js").write_text(
+        "send({event: 'error', error_type: 'symbol_not_found', message: 'notes_save_document'});\n")
+    proc = run_cli(tmp_path, f"tasks.root={tmp_path / 'tasks'}", f"pccanary.root={fixture}", "task=notes/task02_save",
+                   "provider=oracle", "agent.max_steps=0", "tracking=none")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = results(tmp_path / "run")
+    assert (result["status"], result["termination"]) == ("infra_error", "unwatchable")
+    assert "symbol_not_found: notes_save_document" in result["reason"]
+    assert len(list((tmp_path / "run").rglob("trace.jsonl"))) == 1  # tried once (infra_retries=1 by default)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mcpworld.errors import InfraError
+from mcpworld.errors import InfraError, Unwatchable
 from mcpworld.probes.live import LiveHooks, hook_error
 
 
@@ -48,7 +48,7 @@ def test_a_hook_runs_in_the_apps_process_and_its_sends_arrive_as_frida_messages(
 def test_a_hook_that_cannot_watch_this_build_is_an_infra_error(tmp_path, app, source, why):
     hooks = live(tmp_path, source, [])
     try:
-        with pytest.raises(InfraError, match=f"cannot watch this build of the app: .*{why}"):
+        with pytest.raises(Unwatchable, match=f"cannot watch this build of the app: .*{why}"):
             hooks.start(app, 5)
     finally:
         hooks.close()
