@@ -17,8 +17,6 @@ Common conventions, as in OSWorld:
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 from typing import Any
 
@@ -26,6 +24,7 @@ import numpy as np
 from PIL import Image, ImageChops, ImageStat
 
 from mcpworld.errors import UserError
+from mcpworld.evaluation.metrics.crash import zero_on_crash
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
 
@@ -105,31 +104,11 @@ def _mean_saturation(img: Image.Image) -> float:
     return float(np.asarray(img.convert("HSV"))[..., 1].mean())
 
 
-def _guarded(fn: Any) -> Any:
-    """Score 0 where OSWorld's function would raise on the agent's file (its task then errors).
-
-    A call with options the function does not take still raises TypeError, as in OSWorld.
-    """
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> float:
-        signature.bind(*args, **kwargs)
-        try:
-            return fn(*args, **kwargs)
-        except UserError:
-            raise
-        except Exception:  # noqa: BLE001
-            return 0.0
-
-    return wrapper
-
-
 # ---------------------------------------------------------------- image vs image
 
 
 @metric("check_structure_sim")
-@_guarded
+@zero_on_crash
 def check_structure_sim(result: Any, expected: Any) -> float:
     """1 when the result image has the gold image's size and RGB SSIM ≥ 0.9. result, expected: image paths."""
     pair = _open_pair(result, expected)
@@ -137,7 +116,7 @@ def check_structure_sim(result: Any, expected: Any) -> float:
 
 
 @metric("check_structure_sim_with_threshold")
-@_guarded
+@zero_on_crash
 def check_structure_sim_with_threshold(result: Any, expected: Any, ssim_threshold: float = SSIM_THRESHOLD_RELAXED) -> float:
     """1 when RGB SSIM of the result (Lanczos-resized to the gold size if it differs) and gold ≥ ``ssim_threshold``.
 
@@ -161,7 +140,7 @@ def check_structure_sim_with_threshold(result: Any, expected: Any, ssim_threshol
 
 
 @metric("check_structure_sim_resized")
-@_guarded
+@zero_on_crash
 def check_structure_sim_resized(result: Any, expected: Any) -> float:
     """1 when the result, resized to the gold size, has RGB SSIM ≥ 0.9 with it.
 
@@ -183,7 +162,7 @@ def check_structure_sim_resized(result: Any, expected: Any) -> float:
 
 
 @metric("check_image_mirror")
-@_guarded
+@zero_on_crash
 def check_image_mirror(result: Any, expected: Any) -> float:
     """1 when the result flipped left-right has RGB SSIM ≥ 0.99 with the original.
 
@@ -203,7 +182,7 @@ def _brightness_normalised(img: Image.Image) -> Image.Image:
 
 
 @metric("check_brightness_decrease_and_structure_sim")
-@_guarded
+@zero_on_crash
 def check_brightness_decrease_and_structure_sim(result: Any, expected: Any, threshold: float = BRIGHTNESS_MSE_THRESHOLD) -> float:
     """1 when the result is darker than the original yet the same picture.
 
@@ -228,7 +207,7 @@ def check_brightness_decrease_and_structure_sim(result: Any, expected: Any, thre
 
 
 @metric("check_saturation_increase_and_structure_sim")
-@_guarded
+@zero_on_crash
 def check_saturation_increase_and_structure_sim(result: Any, expected: Any) -> float:
     """1 when the result is more saturated than the original while hue and value keep their structure.
 
@@ -247,7 +226,7 @@ def check_saturation_increase_and_structure_sim(result: Any, expected: Any) -> f
 
 
 @metric("check_contrast_increase_and_structure_sim")
-@_guarded
+@zero_on_crash
 def check_contrast_increase_and_structure_sim(result: Any, expected: Any) -> float:
     """1 when the result has more contrast than the original and RGB SSIM ≥ 0.65.
 
@@ -263,7 +242,7 @@ def check_contrast_increase_and_structure_sim(result: Any, expected: Any) -> flo
 
 
 @metric("check_palette_and_structure_sim")
-@_guarded
+@zero_on_crash
 def check_palette_and_structure_sim(result: Any, expected: Any) -> float:
     """1 when the result is a palette (mode P) image and its RGB SSIM with the gold is ≥ 0.9. result, expected: image paths."""
     pair = _open_pair(result, expected)
@@ -274,7 +253,7 @@ def check_palette_and_structure_sim(result: Any, expected: Any) -> float:
 
 
 @metric("check_green_background")
-@_guarded
+@zero_on_crash
 def check_green_background(result: Any, expected: Any) -> float:
     """1 when every background pixel of the result is green (G above both R and B).
 
@@ -309,7 +288,7 @@ def check_green_background(result: Any, expected: Any) -> float:
 
 
 @metric("increase_saturation")
-@_guarded
+@zero_on_crash
 def increase_saturation(result: Any, expected: Any) -> float:
     """1 when the *expected* image's mean HSV saturation is higher than the result's.
 
@@ -322,7 +301,7 @@ def increase_saturation(result: Any, expected: Any) -> float:
 
 
 @metric("decrease_brightness")
-@_guarded
+@zero_on_crash
 def decrease_brightness(result: Any, expected: Any) -> float:
     """1 when the *expected* image's mean grey level is lower than the result's.
 
@@ -337,7 +316,7 @@ def decrease_brightness(result: Any, expected: Any) -> float:
 
 
 @metric("compare_images")
-@_guarded
+@zero_on_crash
 def compare_images(result: Any, expected: Any, reference_base_result: float | None = None) -> float:
     """Greyscale SSIM of the result and gold images, both Lanczos-resized to the smaller size.
 
@@ -371,7 +350,7 @@ def compare_images(result: Any, expected: Any, reference_base_result: float | No
 
 
 @metric("compare_image_list")
-@_guarded
+@zero_on_crash
 def compare_image_list(result: Any, expected: Any) -> float:
     """1 when each result image equals the gold image at the same position.
 
@@ -402,7 +381,7 @@ def compare_image_list(result: Any, expected: Any) -> float:
 
 
 @metric("check_image_size")
-@_guarded
+@zero_on_crash
 def check_image_size(result: Any, rules: Any) -> float:
     """1 when the image's width and/or height equal ``rules["width"]`` / ``rules["height"]``.
 
@@ -428,7 +407,7 @@ def check_image_size(result: Any, rules: Any) -> float:
 
 
 @metric("check_image_file_size")
-@_guarded
+@zero_on_crash
 def check_image_file_size(result: Any, rules: Any) -> float:
     """1 when the result file is smaller than ``rules["max_size"]`` bytes (strictly; the file is not decoded).
 
@@ -443,7 +422,7 @@ def check_image_file_size(result: Any, rules: Any) -> float:
 
 
 @metric("check_triangle_position")
-@_guarded
+@zero_on_crash
 def check_triangle_position(result: Any) -> float:
     """1 when the "triangle" colour's centroid is within 5% of the image centre on both axes.
 
@@ -468,7 +447,7 @@ def check_triangle_position(result: Any) -> float:
 
 
 @metric("check_textbox_on_leftside")
-@_guarded
+@zero_on_crash
 def check_textbox_on_leftside(result: Any) -> float:
     """1 when the leftmost dark pixel (grey < 128, i.e. text) lies within the left 5% of the image.
 
@@ -483,7 +462,7 @@ def check_textbox_on_leftside(result: Any) -> float:
 
 
 @metric("check_file_exists_and_structure_sim")
-@_guarded
+@zero_on_crash
 def check_file_exists_and_structure_sim(result: Any, expected: Any) -> float:
     """1 when the exported image exists and has the source's structure (same size, RGB SSIM ≥ 0.9).
 

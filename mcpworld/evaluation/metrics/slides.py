@@ -9,8 +9,6 @@ UserError naming the metric and the key.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import xml.etree.ElementTree as ET
 import zipfile
@@ -25,6 +23,7 @@ from pptx.enum.text import PP_ALIGN
 from pptx.util import Inches
 
 from mcpworld.errors import UserError
+from mcpworld.evaluation.metrics.crash import zero_on_crash
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
 
@@ -46,27 +45,6 @@ def _open_presentation(path: Any) -> Any | None:
     except Exception as exc:  # not a zip, not a pptx package, broken XML …
         log.debug("cannot open presentation %s: %s", path, exc)
         return None
-
-
-def _guarded(fn: Any) -> Any:
-    """Score 0 where OSWorld's function would raise on the agent's file (its task then errors).
-
-    A call with options the function does not take still raises TypeError, as in OSWorld.
-    """
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> float:
-        signature.bind(*args, **kwargs)
-        try:
-            return fn(*args, **kwargs)
-        except UserError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            log.debug("%s: %s", fn.__name__, exc)
-            return 0.0
-
-    return wrapper
 
 
 def _background_rgb(slide: Any) -> Any:
@@ -334,7 +312,7 @@ class _Comparison:
 
 
 @metric("compare_pptx_files")
-@_guarded
+@zero_on_crash
 def compare_pptx_files(result: Any, expected: Any = None, **options: Any) -> float:
     """1 when the result pptx matches the gold pptx slide by slide, shape by shape, run by run (OSWorld's rules).
 
@@ -371,7 +349,7 @@ def compare_pptx_files(result: Any, expected: Any = None, **options: Any) -> flo
 
 
 @metric("check_slide_numbers_color")
-@_guarded
+@zero_on_crash
 def check_slide_numbers_color(result: Any, expected: Any = None) -> float:
     """1 when the slides show a number and the master's number placeholder text is red (FF0000).
 
@@ -408,7 +386,7 @@ def _indices(rules: Any, key: str, name: str) -> list[Any]:
 
 
 @metric("check_strikethrough")
-@_guarded
+@zero_on_crash
 def check_strikethrough(result: Any, rules: Any) -> float:
     """1 when the first run of each chosen paragraph carries a ``strike`` attribute.
 
@@ -432,7 +410,7 @@ def check_strikethrough(result: Any, rules: Any) -> float:
 
 
 @metric("check_transition")
-@_guarded
+@zero_on_crash
 def check_transition(result: Any, rules: Any) -> float:
     """1 when ``ppt/slides/slide<slide_idx+1>.xml`` has a ``p:transition`` containing ``p:<transition_type>``.
 
@@ -460,7 +438,7 @@ def check_transition(result: Any, rules: Any) -> float:
 
 
 @metric("check_slide_orientation_Portrait")
-@_guarded
+@zero_on_crash
 def check_slide_orientation_Portrait(result: Any, expected: Any = None) -> float:
     """1 when the presentation's slides are portrait (height greater than width). result: local pptx path."""
     prs = _open_presentation(result)
@@ -476,7 +454,7 @@ STRETCH_TOLERANCE = Inches(0.5)
 
 
 @metric("check_image_stretch_and_center")
-@_guarded
+@zero_on_crash
 def check_image_stretch_and_center(result: Any, expected: Any) -> float:
     """1 when the first slide's picture now covers the whole slide, centred (within half an inch).
 
@@ -518,7 +496,7 @@ def _rgb_or_none(color: Any) -> Any:
 
 
 @metric("evaluate_presentation_fill_to_rgb_distance")
-@_guarded
+@zero_on_crash
 def evaluate_presentation_fill_to_rgb_distance(result: Any, rules: Any) -> float:
     """1 minus the mean, over slides, of the distance of each slide's background to ``rules["rgb"]``.
 
@@ -587,7 +565,7 @@ def _master_number_hex(root: ET.Element) -> str | None:
 
 
 @metric("check_page_number_colors")
-@_guarded
+@zero_on_crash
 def check_page_number_colors(result: Any, rules: Any) -> float:
     """1 when the first slide master's slide-number colour is in the family ``rules["color"]`` (red, green, blue, black).
 
