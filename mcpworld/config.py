@@ -115,10 +115,21 @@ class KlavisConfig:
 
 
 @dataclass
+class VncConfig:
+    public: bool = False  # env=docker: VNC and noVNC on every interface (default: 127.0.0.1 only)
+
+
+@dataclass
 class EnvConfig:
-    backend: str = "local"
+    backend: str = "local"  # local: Xvfb on this host | docker: a container per desktop
     window_manager: str = "openbox"
     app_timeout_s: float = 20.0
+    # env=docker: the desktop image's base (None: Debian made here by debootstrap, no registry needed),
+    # the apps it holds (None: those the run's tasks start; [all]: every app), the container's start bound
+    base_image: Optional[str] = None
+    apps: Optional[List[str]] = None
+    start_timeout_s: float = 60.0
+    vnc: VncConfig = field(default_factory=VncConfig)
     mcp_sandbox: str = "local"  # local: the catalog's servers on this host | klavis: Klavis's hosted sandbox
     klavis: KlavisConfig = field(default_factory=KlavisConfig)
 

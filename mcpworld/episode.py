@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import traceback
 from contextlib import nullcontext
@@ -165,6 +166,9 @@ def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: Epis
     handler = None
     try:
         env.reset(task, episode_dir)
+        if env.viewer_url:
+            trace.emit("desktop_viewer", url=env.viewer_url)
+            print(f"mcpworld: {task.id} (attempt {result.attempt}): watch at {env.viewer_url}", file=sys.stderr)
         if live:
             live.start(env.app_pid(), PROBE_READY_S)
         stop.check()

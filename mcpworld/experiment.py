@@ -17,9 +17,10 @@ from mcpworld import resume
 from mcpworld.apps import programs
 from mcpworld.agent.providers import make_provider
 from mcpworld.agent.providers.base import ModelInfo
-from mcpworld.env import leftovers, make_environment
+from mcpworld.env import docker_image, leftovers, make_environments
+from mcpworld.env.container import reap_containers
 from mcpworld.env.base import Environment
-from mcpworld.env.programs import program_for
+from mcpworld.env.programs import Program, program_for
 from mcpworld.env.steps import normalize_step, sudo_command
 from mcpworld.episode import run_episode
 from mcpworld.errors import EndpointUnreachable, InfraError, UserError
@@ -76,7 +77,7 @@ def choose_tasks(cfg: Any) -> list[Task]:
                 validate_spec(task.evaluator, str(task.source))
             validate_key_steps(task.key_steps, str(task.source))
             # what this machine or backend lacks skips the task with the fix; it never fails it
-            task.skip_reason = task.skip_reason or unavailable(cfg, task) or missing_program(task) \
+            task.skip_reason = task.skip_reason or unavailable(cfg, task) or missing_program(task, cfg.env.backend) \
                 or refused_sudo(cfg.env.backend, task)
         except UserError as exc:
             if task.format == "native":
@@ -113,8 +114,8 @@ def fetch_task_files(tasks: list[Task], files: Any) -> None:
         localize_all(todo, cache)
 
 
-def missing_program(task: Task) -> str | None:
-    """Why the task cannot start its application here (not installed: the install command), or None."""
+def needed_programs(task: Task) -> list[Program]:
+    """The programs a task starts: its app's and those its launch steps name."""
     found = programs()
     needed = [p for p in found if p.app == task.app]
     for step in task.setup:
@@ -123,6 +124,17 @@ def missing_program(task: Task) -> str | None:
         if command:
             argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
             needed += [p for p in [program_for(found, argv[0])] if p]
+    return list({p.app: p for p in needed}.values())
+
+
+def missing_program(task: Task, backend: str = "local") -> str | None:
+    """Why the task cannot start its application here (not installed: the install command), or None.
+    With env=docker the image holds the Debian apps; one installed by a script of ours it lacks."""
+    needed = needed_programs(task)
+    if backend == "docker":
+        scripted = next((p for p in needed if p.packages.get("script")), None)
+        return scripted and (f"{scripted.app} is installed by a script of ours, which the desktop image does "
+                             "not run yet: use env=local for it")
     return next((p.missing_reason() for p in needed if p.missing_reason()), None)
 
 
@@ -211,6 +223,8 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
     if resumed.done or resumed.set_aside:
         print(f"mcpworld: {out}: {resumed.describe(len(todo))}")
     reaped = leftovers.reap()
+    if cfg.env.backend == "docker":
+        reaped += reap_containers(docker_image.engine())
     if reaped:
         print(f"mcpworld: removed {len(reaped)} desktop(s) left behind by killed runs", file=sys.stderr)
     tracker = make_tracker(cfg)
@@ -246,7 +260,8 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
         return result
 
     try:
-        envs = [make_environment(cfg, programs()) for _ in range(min(cfg.concurrency, len(todo)))]
+        apps = sorted({p.app for t in tasks for p in needed_programs(t)})
+        envs = make_environments(cfg, programs(), min(cfg.concurrency, len(todo)), apps)
         pool: EpisodePool = EpisodePool(envs, one, stop)
         began = time.monotonic()
         with SweepProgress(len(todo)) as progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from mcpworld.env.base import Environment
@@ -9,7 +10,7 @@ from mcpworld.env.programs import Program
 from mcpworld.errors import UserError
 
 
-def _local(cfg: Any, width: int, height: int, programs: Sequence[Program]) -> Environment:
+def _local(cfg: Any, width: int, height: int, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
     from mcpworld.env.local import LocalEnvironment
     from mcpworld.env.screen import SettlePolicy
 
@@ -18,12 +19,42 @@ def _local(cfg: Any, width: int, height: int, programs: Sequence[Program]) -> En
                             app_timeout_s=cfg.env.app_timeout_s, programs=programs)
 
 
-BACKENDS: dict[str, Callable[[Any, int, int, Sequence[Program]], Environment]] = {"local": _local}
+def _docker(cfg: Any, width: int, height: int, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+    from mcpworld.env import docker_image
+    from mcpworld.env.container import DockerEnvironment
+    from mcpworld.env.screen import SettlePolicy
+
+    image = docker_image.desktop_image(cfg.env.base_image,
+                                       docker_image.app_packages(programs, list(cfg.env.apps or apps)))
+    return DockerEnvironment(width, height, image=image, client=docker_image.engine(),
+                             window_manager=cfg.env.window_manager, settle_policy=SettlePolicy(**dict(cfg.agent.settle)),
+                             app_timeout_s=cfg.env.app_timeout_s, programs=programs, vnc_public=cfg.env.vnc.public,
+                             start_timeout_s=cfg.env.start_timeout_s)
 
 
-def make_environment(cfg: Any, programs: Sequence[Program] = ()) -> Environment:
-    """A desktop of the configured backend that can start ``programs`` (the app configs' ones)."""
+BACKENDS: dict[str, Callable[[Any, int, int, Sequence[Program], Sequence[str]], Environment]] = {
+    "local": _local, "docker": _docker}
+
+
+def make_environment(cfg: Any, programs: Sequence[Program] = (), apps: Sequence[str] = ()) -> Environment:
+    """A desktop of the configured backend that can start ``programs`` (the app configs' ones);
+    ``apps``: the app configs the run's tasks start (what a docker image must hold)."""
     backend = cfg.env.backend
     if backend not in BACKENDS:
         raise UserError(f"env.backend={backend!r} is unknown; known: {', '.join(sorted(BACKENDS))}")
-    return BACKENDS[backend](cfg, cfg.resolution.width, cfg.resolution.height, programs)
+    return BACKENDS[backend](cfg, cfg.resolution.width, cfg.resolution.height, programs, apps)
+
+
+def make_environments(cfg: Any, programs: Sequence[Program], n: int, apps: Sequence[str] = ()) -> list[Environment]:
+    """``n`` desktops, started side by side (containers take a moment each); all or none."""
+    if n <= 1:
+        return [make_environment(cfg, programs, apps) for _ in range(n)]
+    with ThreadPoolExecutor(n) as workers:
+        futures = [workers.submit(make_environment, cfg, programs, apps) for _ in range(n)]
+    made = [f.result() for f in futures if f.exception() is None]
+    failed = next((f.exception() for f in futures if f.exception() is not None), None)
+    if failed is not None:
+        for env in made:
+            env.close()
+        raise failed
+    return made

@@ -48,6 +48,8 @@ class Environment(abc.ABC):
     app_password: str = ""
     # variables the episode gives the desktop's programs (an app probe's event sink), set before reset
     extra_env: dict[str, str] = {}
+    # where a person can watch this desktop in a browser (noVNC), when it can be watched
+    viewer_url: str | None = None
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

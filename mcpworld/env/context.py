@@ -9,11 +9,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 from mcpworld.archives import safe_extract
 from mcpworld.env.display import require_binary
 from mcpworld.errors import InfraError, TaskFileError
-from mcpworld.tasks.model import ContextEntry
+from mcpworld.tasks.model import ContextEntry, Task
 
 
 def home_relative(dest: str) -> str:
@@ -65,3 +66,24 @@ def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> N
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise InfraError(f"context restore failed: rsync exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+
+
+class Goldens:
+    """One desktop's golden homes: each task's built once (over the app layers ``layers()`` gives,
+    asked for at the first build) and restored onto the home at every reset."""
+
+    def __init__(self, root: Path, layers: Callable[[], list[Path]]):
+        self.root = root
+        self._layers_of = layers
+        self._layers: list[Path] | None = None
+        self._built: dict[str, Path] = {}
+
+    def restore(self, task: Task, home: Path, owner: tuple[int, int] | None) -> None:
+        golden = self._built.get(task.id)
+        if golden is None:
+            if self._layers is None:
+                self._layers = self._layers_of()
+            golden = build_golden(task.context, self.root / task.id.replace("/", "__"), under=self._layers)
+            self._built[task.id] = golden
+        restore(golden, home, owner=owner)
+        home.chmod(0o700)  # no other desktop's account can read it

@@ -3,32 +3,36 @@
 A Docker engine: where none answers, Debian's docker.io is installed and dockerd started (as root).
 A base image: the user's (``ubuntu:22.04`` by default) when it can be pulled; where no registry is
 reachable, a Debian rootfs made by debootstrap and imported (``mcpworld/debian-base:bookworm``,
-kept for later builds). Then the build, whose layers Docker keeps between runs.
+kept for later builds). Then the build from the project's root, whose layers Docker keeps between
+runs; the image holds the Debian packages of the chosen apps, and its tag names that choice.
 
-    python -m mcpworld.env.docker_image [--base IMAGE]     # build mcpworld/desktop, print its tag
+    python -m mcpworld.env.docker_image [--base IMAGE] [APP ...]   # build, print its tag (all apps: all)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from mcpworld.errors import InfraError
+from mcpworld.env.programs import Program
+from mcpworld.errors import InfraError, UserError
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTEXT = ROOT / "docker"  # the build context: the Dockerfile and the files it copies
-DOCKERFILE = "desktop.Dockerfile"
-DESKTOP_TAG = "mcpworld/desktop:dev"
+DOCKERFILE = "docker/desktop.Dockerfile"
+DESKTOP_REPO = "mcpworld/desktop"
 LOCAL_BASE = "mcpworld/debian-base:bookworm"
 MIRROR = "http://deb.debian.org/debian"
 
@@ -91,33 +95,86 @@ def local_base(client: Any, tag: str = LOCAL_BASE, suite: str = "bookworm") -> s
     return tag
 
 
-def build_desktop(client: Any, base: str, tag: str = DESKTOP_TAG) -> Any:
-    """The desktop image on ``base``; Docker's layer cache makes a rebuild of an unchanged one quick."""
+def desktop_tag(packages: list[str], base: str) -> str:
+    """The image's tag: the same apps on the same base are the same image (later builds reuse it)."""
+    digest = hashlib.sha256(" ".join([base, *sorted(packages)]).encode()).hexdigest()[:12]
+    return f"{DESKTOP_REPO}:{digest}"
+
+
+CONTEXT_PARTS = ("docker", "mcpworld", "scripts")  # what the Dockerfile copies from the project
+
+
+def build_context(into: Path) -> Path:
+    """The build's files: the project's parts the image holds, and this machine's CA bundle (pip in
+    the build trusts what this machine trusts, e.g. a proxy's own CA in front of PyPI)."""
+    for part in CONTEXT_PARTS:
+        shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    bundle = Path(ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt")
+    (into / "host-ca.crt").write_bytes(bundle.read_bytes() if bundle.is_file() else b"")
+    return into
+
+
+def build_desktop(client: Any, base: str, packages: list[str] = ()) -> Any:
+    """The desktop image on ``base`` with the Debian ``packages`` of its apps; Docker's layer cache
+    makes a rebuild of an unchanged one quick."""
     import docker
 
-    try:
-        image, _ = client.images.build(path=str(CONTEXT), dockerfile=DOCKERFILE, buildargs={"BASE": base},
-                                       tag=tag, rm=True, forcerm=True)
-    except docker.errors.BuildError as exc:
-        tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)[-800:]
-        raise InfraError(f"building {tag} on {base} failed: {exc}\n{tail}") from None
+    tag = desktop_tag(list(packages), base)
+    with tempfile.TemporaryDirectory(prefix="mcpworld-image-") as context:
+        try:
+            image, _ = client.images.build(path=str(build_context(Path(context))), dockerfile=DOCKERFILE, tag=tag,
+                                           rm=True, forcerm=True, network_mode="host",
+                                           buildargs={"BASE": base, "APT_PACKAGES": " ".join(sorted(packages))})
+        except docker.errors.BuildError as exc:
+            tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)[-800:]
+            raise InfraError(f"building {tag} on {base} failed: {exc}\n{tail}") from None
     return image
 
 
-def desktop_image(base: str | None = None) -> str:
-    """Build (or reuse) the desktop image; ``base`` None: the locally imported Debian base."""
-    client = engine()
-    build_desktop(client, base or local_base(client))
-    return DESKTOP_TAG
+def app_packages(programs: Sequence[Program], apps: Sequence[str]) -> list[str]:
+    """The Debian packages of ``apps`` (app config names; ``all``: every app with a program); an app
+    installed by a script of ours (not Debian) is named in the error, as the image cannot hold it yet."""
+    chosen = [p for p in programs if "all" in apps or p.app in apps]
+    unknown = sorted(set(apps) - {p.app for p in programs} - {"all"})
+    if unknown:
+        raise UserError(f"env.apps: no app config with a program is named {', '.join(unknown)}; "
+                        f"known: {', '.join(p.app for p in programs)}")
+    scripted = [p.app for p in chosen if p.packages.get("script") and "all" not in apps]
+    if scripted:
+        raise UserError(f"env.apps: {', '.join(scripted)} is installed by a script of ours, which the desktop "
+                        "image does not run yet; use env=local for it")
+    return sorted({pkg for p in chosen if not p.packages.get("script") for pkg in p.packages.get("apt", [])})
+
+
+_built: dict[tuple[str, tuple[str, ...]], str] = {}
+_build_lock = threading.Lock()
+
+
+def desktop_image(base: str | None = None, packages: Sequence[str] = ()) -> str:
+    """Build (or reuse) the desktop image, once per process; ``base`` None: the locally imported
+    Debian base."""
+    with _build_lock:
+        key = (base or "", tuple(sorted(packages)))
+        if key not in _built:
+            client = engine()
+            base = base or local_base(client)
+            started = time.monotonic()
+            build_desktop(client, base, list(packages))
+            log.info("desktop image %s ready in %.1fs", desktop_tag(list(packages), base), time.monotonic() - started)
+            _built[key] = desktop_tag(list(packages), base)
+        return _built[key]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mcpworld.apps import programs
+
     parser = argparse.ArgumentParser(prog="python -m mcpworld.env.docker_image", description=__doc__.splitlines()[0])
     parser.add_argument("--base", help="the base image (default: a Debian base imported locally by debootstrap)")
+    parser.add_argument("apps", nargs="*", help="app configs whose Debian packages the image holds (all: every one)")
     args = parser.parse_args(argv)
     try:
-        print(desktop_image(args.base))
-    except InfraError as exc:
+        print(desktop_image(args.base, app_packages(programs(), args.apps)))
+    except (InfraError, UserError) as exc:
         print(f"mcpworld.env.docker_image: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -19,7 +19,7 @@ from PIL.Image import Image
 
 from mcpworld.env import desktop_user, leftovers, screen
 from mcpworld.env.base import Action, Environment, ShellResult
-from mcpworld.env.context import build_golden, copy_into_home, restore
+from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.display import VirtualDisplay, require_binary
 from mcpworld.env.processes import run_bounded, scrubbed_env
 from mcpworld.env.programs import (Program, command_name, desktop_values, is_port_forwarder, program_for,
@@ -57,7 +57,8 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
                 setup=[{"launch": {"command": [program.names[0]], "window": program.window or program.names[0],
                                    "timeout": 120}}])
     with LocalEnvironment(1000, 1000, programs=programs) as scratch:
-        scratch._layers = [p.profile for p in programs if p.profile and p.app == program.app]
+        scratch.goldens = Goldens(scratch.workroot / "golden",
+                                  lambda: [p.profile for p in programs if p.profile and p.app == program.app])
         scratch.reset(task, scratch.workroot / "warm-episode")
         time.sleep(1.0)  # let it finish writing what it writes at start
         scratch.end_episode()
@@ -113,8 +114,7 @@ class LocalEnvironment(Environment):
         self.screen: screen.Screen | None = None
         self.log_dir: Path | None = None
         self.task: Task | None = None
-        self._golden: dict[str, Path] = {}
-        self._layers: list[Path] | None = None
+        self.goldens = Goldens(self.workroot / "golden", self._app_layers)
         self._launches = 0
         self.launched: list[Launched] = []
 
@@ -122,21 +122,24 @@ class LocalEnvironment(Environment):
     def reset(self, task: Task, episode_dir: Path) -> None:
         self.end_episode()
         self.task = task
-        self.log_dir = episode_dir / "logs"
+        self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid) if self.user else None)
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+        self.cache_dir.mkdir(parents=True, mode=0o700)
+        self.start_desktop(episode_dir / "logs")
+        self.run_steps(task.setup)
+
+    def _app_layers(self) -> list[Path]:
+        """The apps' golden profiles, then their first-start files (see ``warm_layer``)."""
+        profiles = list(dict.fromkeys(p.profile for p in self.programs if p.profile))
+        return profiles + [w for w in (warm_layer(p, self.programs) for p in self.programs) if w]
+
+    def start_desktop(self, log_dir: Path) -> None:
+        """A fresh display (X server, session bus, window manager) over the home as it is now."""
+        self.end_episode()
+        self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        golden = self._golden.get(task.id)
-        if golden is None:
-            if self._layers is None:  # the apps' golden profiles, then their first-start files
-                profiles = list(dict.fromkeys(p.profile for p in self.programs if p.profile))
-                self._layers = profiles + [w for w in (warm_layer(p, self.programs) for p in self.programs) if w]
-            golden = build_golden(task.context, self.workroot / "golden" / task.id.replace("/", "__"),
-                                  under=self._layers)
-            self._golden[task.id] = golden
-        restore(golden, self.home, owner=(self.user.uid, self.user.gid) if self.user else None)
-        self.home.chmod(0o700)  # no other desktop's account can read it
-        for d in (self.runtime_dir, self.cache_dir):
-            shutil.rmtree(d, ignore_errors=True)
-            d.mkdir(parents=True, mode=0o700)
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        self.runtime_dir.mkdir(parents=True, mode=0o700)
         if self.user:
             self.user.own(self.runtime_dir)
         self.launched = []
@@ -147,7 +150,6 @@ class LocalEnvironment(Environment):
         self.input = XInput(self.display.name)
         self.windows = Windows(self.display.name)
         self.screen = screen.Screen(self.display.name)
-        self.run_steps(task.setup)
 
     def run_steps(self, steps: list[dict[str, Any]]) -> None:
         run_steps(self, steps, where=str(self.task.source) if self.task else "steps")

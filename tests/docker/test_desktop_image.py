@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from mcpworld.env.docker_image import DESKTOP_TAG, build_desktop, engine, local_base
+from mcpworld.env.docker_image import build_desktop, desktop_tag, engine, local_base
 
 pytestmark = pytest.mark.docker
 
@@ -34,10 +34,11 @@ def wait_http(url: str, timeout_s: float = 30.0) -> httpx.Response:
 
 
 def test_the_desktop_image_serves_its_screen_over_vnc_and_novnc_on_loopback(client):
-    image = build_desktop(client, local_base(client))
-    assert DESKTOP_TAG in image.tags
-    assert image.attrs["Config"]["User"] == "user"  # the desktop runs unprivileged
-    container = client.containers.run(DESKTOP_TAG, detach=True, labels=LABEL,
+    base = local_base(client)
+    image = build_desktop(client, base)
+    assert desktop_tag([], base) in image.tags
+    assert image.attrs["Config"]["User"] == "mcpworld-d0"  # the desktop runs unprivileged
+    container = client.containers.run(desktop_tag([], base), detach=True, labels=LABEL,
                                       ports={"5904/tcp": ("127.0.0.1", None), "6080/tcp": ("127.0.0.1", None)})
     try:
         container.reload()
@@ -58,7 +59,7 @@ def test_the_desktop_image_serves_its_screen_over_vnc_and_novnc_on_loopback(clie
                 pass
             assert time.monotonic() < deadline, "the VNC server never answered"
             time.sleep(0.2)
-        shown = container.exec_run(["sh", "-c", "DISPLAY=:4 xdpyinfo | grep dimensions"], user="user")
+        shown = container.exec_run(["sh", "-c", "DISPLAY=:4 xdpyinfo | grep dimensions"], user="mcpworld-d0")
         assert b"1280x800" in shown.output
     finally:
         container.remove(force=True)

@@ -1,0 +1,301 @@
+"""The docker backend: each desktop in its own container of the desktop image (``env=docker``).
+
+One container per concurrent desktop, kept for all the episodes it runs (a reset restarts the display
+inside it, as ``env=local`` does, not the container). Inside, the desktop service
+(``mcpworld.env.service``) drives a LocalEnvironment; this class speaks to it over HTTP for whatever
+needs the display or runs a program, and does the rest on the host:
+
+- The work folder (home, golden copies, logs) is bind-mounted at the same path in the container, so
+  the host restores the task's context straight into the home, getters and MCP servers read and
+  write it directly, and a path means the same on both sides.
+- The container shares the host's network: the desktop's app ports (Chromium's DevTools, VLC's
+  HTTP …) are host ports, reachable by getters as with ``env=local``; service, VNC and noVNC listen
+  on 127.0.0.1 unless ``env.vnc.public``. ``NET_RAW`` is dropped, so root inside cannot sniff them.
+- The desktop account inside may use sudo (password ``password``, as OSWorld's VMs): root in a
+  container is not root on the host.
+- Every container carries a label naming the process that made it; a later run removes those
+  whose process is gone (a killed run), never a live run's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import httpx
+import psutil
+from PIL import Image
+
+from mcpworld import errors
+from mcpworld.env import desktop_user, leftovers
+from mcpworld.env.base import Action, Environment, ShellResult
+from mcpworld.env.context import Goldens, copy_into_home
+from mcpworld.env.local import default_workroot
+from mcpworld.env.programs import Program, free_port
+from mcpworld.env.screen import SettlePolicy
+from mcpworld.env.service import SPEC_VARIABLE, program_to_json
+from mcpworld.env.steps import run_steps
+from mcpworld.errors import InfraError
+from mcpworld.tasks.model import Task
+
+logger = logging.getLogger(__name__)
+logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per action sent to the desktop
+
+OWNER_LABEL = "mcpworld.owner"  # "<hostname> <pid> <process start time>" of the run that made it
+SERVICE_PYTHON = "/opt/mcpworld/.venv/bin/python"
+ERRORS: dict[str, type[BaseException]] = {
+    **{name: getattr(errors, name) for name in ("InfraError", "MissingWindow", "Unwatchable", "UserError",
+                                                  "TaskFileError")},
+    "ValueError": ValueError, "FileNotFoundError": FileNotFoundError, "TimeoutError": TimeoutError,
+}
+
+
+def owner_label() -> str:
+    me = psutil.Process()
+    return f"{socket.gethostname()} {me.pid} {me.create_time():.2f}"
+
+
+def _owner_gone(label: str) -> bool:
+    """True when the run that made a container (on this host) has ended; other hosts' are never ours."""
+    try:
+        host, pid, started = label.split()
+        if host != socket.gethostname():
+            return False
+        return abs(psutil.Process(int(pid)).create_time() - float(started)) >= 1.0
+    except psutil.NoSuchProcess:
+        return True
+    except (ValueError, psutil.Error):
+        return False
+
+
+def reap_containers(client: Any) -> list[str]:
+    """Remove the desktop containers of runs on this host that were killed; their names."""
+    reaped = []
+    for container in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+        if _owner_gone(container.labels.get(OWNER_LABEL, "")):
+            container.remove(force=True)
+            reaped.append(container.name)
+    return reaped
+
+
+def viewer_url(host: str, port: int, password: str) -> str:
+    return f"http://{host}:{port}/vnc.html?autoconnect=1&resize=scale&password={password}"
+
+
+class DockerEnvironment(Environment):
+    def __init__(self, width: int, height: int, *, image: str, client: Any, window_manager: str = "openbox",
+                 settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
+                 programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0):
+        self.width, self.height = width, height
+        self.programs = list(programs)
+        self.workroot = default_workroot()
+        self.workroot.chmod(0o711)
+        self.home = self.workroot / "home"
+        self.cache_dir = self.workroot / "cache"
+        self.runtime_dir = self.workroot / "run"
+        self.log_dir = self.workroot / "logs"  # the service's; copied into the episode's folder
+        self.goldens = Goldens(self.workroot / "golden",
+                               lambda: list(dict.fromkeys(p.profile for p in self.programs if p.profile)))
+        self.task: Task | None = None
+        self._episode_logs: Path | None = None
+        self.container = None
+        listen = "0.0.0.0" if vnc_public else "127.0.0.1"
+        token = secrets.token_urlsafe(32)
+        port = free_port()
+        self.vnc = {"port": free_port(), "novnc_port": free_port(), "listen": listen,
+                    "password": secrets.token_hex(4)}  # VNC passwords are at most 8 characters
+        self.viewer_url = viewer_url(socket.gethostname() if vnc_public else "127.0.0.1", self.vnc["novnc_port"],
+                                     self.vnc["password"])
+        spec = {"port": port, "token": token, "workroot": str(self.workroot), "width": width, "height": height,
+                "window_manager": window_manager, "app_timeout_s": app_timeout_s,
+                "settle": (settle_policy or SettlePolicy()).__dict__, "vnc": self.vnc,
+                "host_root": str(Path(__file__).resolve().parents[2]),
+                "programs": [program_to_json(p) for p in self.programs]}
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
+                                 timeout=httpx.Timeout(300.0, connect=5.0))
+        try:
+            self.container = client.containers.run(
+                image, [SERVICE_PYTHON, "-m", "mcpworld.env.service"], user="0", detach=True, init=True,
+                name=f"mcpworld-{self.workroot.name.removeprefix(leftovers.PREFIX)}", network_mode="host",
+                shm_size="1g", cap_drop=["NET_RAW"], labels={OWNER_LABEL: owner_label()},
+                environment={SPEC_VARIABLE: json.dumps(spec)},
+                volumes={str(self.workroot): {"bind": str(self.workroot), "mode": "rw"}})
+            info = self._await_service(start_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        self.user = desktop_user.DesktopUser(info["user"] or "root", info["uid"], info["gid"])
+        self.ports: dict[str, int] = info["ports"]
+        self.app_password = info["password"]
+
+    def _await_service(self, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                reply = self.http.get("/health", timeout=2.0)
+                if reply.status_code == 200:
+                    return reply.json()
+            except httpx.HTTPError:
+                pass
+            self.container.reload()
+            if self.container.status in ("exited", "dead") or time.monotonic() > deadline:
+                tail = self.container.logs(tail=20).decode(errors="replace").strip()[-800:]
+                state = self.container.status
+                raise InfraError(f"the desktop container {self.container.name} ({state}) did not answer within "
+                                 f"{timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
+            time.sleep(0.1)
+
+    # --- talking to the service ---------------------------------------------------------------
+    def _post(self, path: str, body: dict[str, Any] | None = None, timeout: float | None = None) -> httpx.Response:
+        try:
+            reply = self.http.post(path, json=body or {}, **({"timeout": timeout} if timeout else {}))
+        except httpx.HTTPError as exc:
+            raise InfraError(f"the desktop container {self._name()} does not answer ({type(exc).__name__}: {exc})") from None
+        if reply.status_code == 500:
+            error = reply.json()["error"]
+            raise ERRORS.get(error["type"], InfraError)(error["message"])
+        if reply.status_code != 200:
+            raise InfraError(f"the desktop container {self._name()} refused {path}: {reply.status_code} {reply.text[:200]}")
+        return reply
+
+    def _call(self, method: str, http_timeout: float | None = None, **kwargs: Any) -> Any:
+        return self._post(f"/call/{method}", kwargs, http_timeout).json()["result"]
+
+    def _name(self) -> str:
+        return self.container.name if self.container else "(none)"
+
+    def _frame(self, path: str, body: dict[str, Any] | None = None) -> Image.Image:
+        reply = self._post(path, body)
+        width, height = (int(v) for v in reply.headers["X-Size"].split("x"))
+        return Image.frombytes(reply.headers["X-Mode"], (width, height), reply.content)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def reset(self, task: Task, episode_dir: Path) -> None:
+        self.end_episode()
+        self.task = task
+        self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid))
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+        self.cache_dir.mkdir(parents=True, mode=0o700)
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+        self._episode_logs = episode_dir / "logs"
+        self._post("/start", {"log_dir": str(self.log_dir), "extra_env": self.extra_env,
+                              "task": {"id": task.id, "app": task.app, "source": str(task.source)}})
+        try:
+            self.run_steps(task.setup)
+        finally:
+            self._copy_logs()
+
+    def run_steps(self, steps: list[dict[str, Any]]) -> None:
+        run_steps(self, steps, where=str(self.task.source) if self.task else "steps")
+
+    def _copy_logs(self) -> None:
+        """The service's logs of this episode (app output, desktop.json) into the episode's folder."""
+        if self._episode_logs and self.log_dir.is_dir():
+            shutil.copytree(self.log_dir, self._episode_logs, dirs_exist_ok=True)
+
+    def end_episode(self) -> None:
+        if self.container is not None and self.task is not None:
+            self._call("end_episode")
+            self._copy_logs()
+
+    def kill(self) -> None:
+        try:
+            self.http.post("/kill", timeout=5.0)
+        except httpx.HTTPError:
+            pass
+
+    def close(self) -> None:
+        if self.container is not None:
+            try:
+                self.container.remove(force=True)
+            except Exception as exc:  # already gone (docker rm by hand): nothing is left to stop
+                logger.info("removing %s: %s", self.container.name, exc)
+            self.container = None
+        self.http.close()
+        shutil.rmtree(self.workroot, ignore_errors=True)
+
+    # --- step host ---------------------------------------------------------------------------
+    def launch(self, command: list[str] | str, shell: bool = False, window: str | None = None,
+               timeout_s: float | None = None) -> None:
+        self._call("launch", http_timeout=(timeout_s or 60) + 60, command=command, shell=shell, window=window,
+                   timeout_s=timeout_s)
+
+    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
+        self._call("execute", http_timeout=timeout_s + 60, command=command, shell=shell, timeout_s=timeout_s)
+
+    def open_path(self, path: str, app: str | None = None, window: str | None = None,
+                  timeout_s: float | None = None) -> None:
+        self._call("open_path", http_timeout=(timeout_s or 60) + 60, path=path, app=app, window=window, timeout_s=timeout_s)
+
+    def activate_window(self, pattern: str, timeout_s: float = 5) -> None:
+        self._call("activate_window", pattern=pattern, timeout_s=timeout_s)
+
+    def close_window(self, pattern: str, timeout_s: float = 5) -> None:
+        self._call("close_window", pattern=pattern, timeout_s=timeout_s)
+
+    def copy_in(self, src: str, dest: str) -> None:
+        """Straight into the bind-mounted home, owned by the desktop account inside."""
+        target = self.resolve(dest)
+        copy_into_home(Path(src), target)
+        self.user.own(target, *(p for p in target.parents if self.home in p.parents))
+
+    def app_exits(self) -> list[dict[str, Any]]:
+        return self._call("app_exits") if self.task is not None else []
+
+    def relaunch(self, exited: dict[str, Any]) -> None:
+        self._call("relaunch", exited=exited)
+
+    def app_pid(self) -> int | None:
+        """The app's process as the host numbers it (probes attach from the host)."""
+        pid = self._call("app_pid")
+        return None if pid is None else host_pid(self.container, pid)
+
+    # --- agent-facing ----------------------------------------------------------------------------
+    def screenshot(self) -> Image.Image:
+        return self._frame("/screenshot")
+
+    def settle(self, before: Image.Image | None = None) -> Image.Image:
+        return self._frame("/settle", {"after_last": before is not None})
+
+    def act(self, action: Action) -> None:
+        self._call("act", action=action)
+
+    def cursor_position(self) -> tuple[int, int]:
+        x, y = self._call("cursor_position")
+        return x, y
+
+    def shell(self, command: str, timeout: float = 30.0, max_output: int = 20_000) -> ShellResult:
+        return ShellResult(**self._call("shell", http_timeout=timeout + 30, command=command, timeout=timeout,
+                                        max_output=max_output))
+
+    def read_file(self, path: str) -> bytes:
+        return self.resolve(path).read_bytes()
+
+    def list_dir(self, path: str) -> list[str]:
+        return sorted(os.listdir(self.resolve(path)))
+
+
+def host_pid(container: Any, pid: int) -> int | None:
+    """The host's number of the container's process ``pid`` (its last NSpid entry is ``pid``)."""
+    container.reload()
+    init = container.attrs["State"]["Pid"]
+    try:
+        candidates = [psutil.Process(init), *psutil.Process(init).children(recursive=True)]
+    except psutil.Error:
+        return None
+    for proc in candidates:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            continue
+        nspids = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [])
+        if nspids and int(nspids[-1]) == pid:
+            return proc.pid
+    return None

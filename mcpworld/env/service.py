@@ -1,0 +1,222 @@
+"""The desktop service inside a container (``env=docker``): one LocalEnvironment driven over HTTP.
+
+The host's DockerEnvironment calls it for everything that needs the display or runs a program —
+screenshots, input, settling, the agent's shell, app launches — so each action is one HTTP request
+to a process that keeps its X connections open (the same in-process paths as ``env=local``), never a
+``docker exec``. Files need no call: the episode's work folder is bind-mounted at the same path on
+both sides, so the host reads and writes the home directly and paths mean the same everywhere.
+
+It listens on the host's loopback (the container shares the host's network), on the port the host
+chose, and answers only requests carrying the token the host gave it. Each desktop it starts is also
+shown over VNC (x11vnc, password-protected) and noVNC (websockify), stopped with the desktop.
+
+    MCPWORLD_SERVICE='{"port": …, "token": …, "workroot": …, …}' python -m mcpworld.env.service
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from mcpworld import errors
+from mcpworld.env.base import ShellResult
+from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.programs import Program
+from mcpworld.env.screen import SettlePolicy
+from mcpworld.tasks.model import Task
+
+log = logging.getLogger("mcpworld.env.service")
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_VARIABLE = "MCPWORLD_SERVICE"
+NOVNC_WEB = "/usr/share/novnc"
+# what the host may call by name: the step host's and the agent's methods of the environment
+CALLS = {"launch", "execute", "open_path", "activate_window", "close_window", "act", "cursor_position",
+         "shell", "app_exits", "relaunch", "app_pid", "end_episode", "kill"}
+
+
+def program_to_json(program: Program) -> dict[str, Any]:
+    data = dataclasses.asdict(program)
+    data["profile"] = None  # the host lays profiles into the home itself
+    return data
+
+
+def program_from_json(data: dict[str, Any], host_root: str) -> Program:
+    """A program the host described, its project paths (``scripts/code.sh``) moved to this copy."""
+    kwargs = {}
+    for f in dataclasses.fields(Program):
+        value = data.get(f.name, f.default)
+        if isinstance(value, list):
+            value = tuple(value)
+        if f.name in ("binary", "launcher") and value and value.startswith(host_root.rstrip("/") + "/"):
+            value = str(ROOT / value[len(host_root.rstrip("/")) + 1:])
+        kwargs[f.name] = value
+    return Program(**kwargs)
+
+
+class DesktopService:
+    """The environment and its viewer; one call at a time except ``kill`` (any thread)."""
+
+    def __init__(self, spec: dict[str, Any]):
+        self.spec = spec
+        programs = [program_from_json(p, spec["host_root"]) for p in spec.get("programs", [])]
+        self.env = LocalEnvironment(int(spec["width"]), int(spec["height"]), window_manager=spec["window_manager"],
+                                    settle_policy=SettlePolicy(**spec.get("settle", {})),
+                                    workroot=Path(spec["workroot"]), app_timeout_s=float(spec["app_timeout_s"]),
+                                    programs=programs)
+        self.lock = threading.Lock()
+        self._last_frame = None
+        self._websockify: subprocess.Popen | None = None
+
+    def info(self) -> dict[str, Any]:
+        user = self.env.user
+        return {"uid": user.uid if user else os.getuid(), "gid": user.gid if user else os.getgid(),
+                "user": user.name if user else None, "ports": self.env.ports, "password": self.env.app_password,
+                "pid": os.getpid()}
+
+    def start(self, log_dir: str, task: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any]:
+        source = Path(task["source"])
+        self.env.task = Task(id=task["id"], app=task["app"], instruction="-", dir=source.parent, source=source)
+        self.env.extra_env = dict(extra_env)
+        self.env.start_desktop(Path(log_dir))
+        self._show(self.env.display)
+        return {"display": self.env.display.name}
+
+    def _show(self, display: Any) -> None:
+        """VNC of this display on the host's chosen port (x11vnc ends with the desktop); noVNC on its
+        own port, started once (it connects to the VNC port anew for each viewer)."""
+        vnc = self.spec.get("vnc")
+        if not vnc or os.environ.get("NOVNC_TEST"):
+            return
+        passwd = Path(self.env.runtime_dir) / "vnc.passwd"
+        subprocess.run(["x11vnc", "-storepasswd", vnc["password"], str(passwd)], capture_output=True, check=True)
+        display.procs.spawn(["x11vnc", "-display", display.name, "-rfbport", str(vnc["port"]), "-listen",
+                             vnc["listen"], "-rfbauth", str(passwd), "-forever", "-shared", "-quiet", "-nossl"],
+                            env=display.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self._websockify is None or self._websockify.poll() is not None:
+            self._websockify = subprocess.Popen(
+                ["websockify", "--web", NOVNC_WEB, f"{vnc['listen']}:{vnc['novnc_port']}", f"127.0.0.1:{vnc['port']}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def call(self, method: str, kwargs: dict[str, Any]) -> Any:
+        if method not in CALLS:
+            raise ValueError(f"the desktop service has no call {method!r}")
+        result = getattr(self.env, method)(**kwargs)
+        if isinstance(result, ShellResult):
+            return dataclasses.asdict(result)
+        return result
+
+    def frame(self, settle: bool, after_last: bool) -> Any:
+        if settle:
+            self._last_frame = self.env.settle(self._last_frame if after_last else None)
+        else:
+            self._last_frame = self.env.screenshot()
+        return self._last_frame
+
+    def close(self) -> None:
+        self.env.close()
+        if self._websockify is not None:
+            self._websockify.terminate()
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    return {"error": {"type": type(exc).__name__, "message": str(exc)}}
+
+
+def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: one connection for a whole episode
+
+        def setup(self) -> None:
+            super().setup()  # small replies at once, not after the peer's delayed ACK (40 ms a call)
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args: Any) -> None:  # requests are not worth a line each
+            pass
+
+        def _reply(self, status: int, body: bytes, content_type: str = "application/json",
+                   headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, status: int, value: Any) -> None:
+            self._reply(status, json.dumps(value).encode())
+
+        def do_GET(self) -> None:
+            self._serve({})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError as exc:
+                self._json(400, error_payload(exc))
+                return
+            self._serve(body)
+
+        def _serve(self, body: dict[str, Any]) -> None:
+            if not secrets.compare_digest(self.headers.get("Authorization", ""), f"Bearer {token}"):
+                self._json(401, {"error": {"type": "PermissionError", "message": "wrong or missing token"}})
+                return
+            try:
+                if self.path == "/health":
+                    self._json(200, service.info())
+                elif self.path == "/kill":  # from another thread while a call may be running
+                    service.env.kill()
+                    self._json(200, {"result": None})
+                elif self.path in ("/screenshot", "/settle"):
+                    with service.lock:
+                        image = service.frame(self.path == "/settle", bool(body.get("after_last")))
+                    self._reply(200, image.tobytes(), "application/octet-stream",
+                                {"X-Mode": image.mode, "X-Size": f"{image.width}x{image.height}"})
+                elif self.path == "/start":
+                    with service.lock:
+                        self._json(200, {"result": service.start(body["log_dir"], body["task"], body.get("extra_env", {}))})
+                elif self.path.startswith("/call/"):
+                    with service.lock:
+                        self._json(200, {"result": service.call(self.path[len("/call/"):], body)})
+                else:
+                    self._json(404, {"error": {"type": "ValueError", "message": f"no such path {self.path}"}})
+            except Exception as exc:  # handed to the host, which raises it as the same kind of error
+                if not isinstance(exc, (errors.InfraError, errors.UserError, ValueError, FileNotFoundError)):
+                    log.error("%s failed:\n%s", self.path, traceback.format_exc())
+                self._json(500, error_payload(exc))
+
+    return Handler
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    spec = json.loads(os.environ.pop(SPEC_VARIABLE))
+    service = DesktopService(spec)
+    server = ThreadingHTTPServer((spec.get("listen", "127.0.0.1"), int(spec["port"])),
+                                 make_handler(service, spec.pop("token")))
+    server.daemon_threads = True
+    log.info("desktop service on %s:%s", spec.get("listen", "127.0.0.1"), spec["port"])
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
