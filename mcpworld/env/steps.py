@@ -48,12 +48,16 @@ def _launch(host: StepHost, p: dict) -> None:
 
 
 SCREEN_PLACEHOLDERS = re.compile(r"\{SCREEN_(WIDTH|HEIGHT)(_HALF)?\}")
+# the desktop account's password where a desktop grants sudo (env=docker), as on OSWorld's VMs
+CLIENT_PASSWORD = "password"
 
 
 def fill_screen(command: Any, width: int, height: int) -> Any:
     """OSWorld's ``{SCREEN_WIDTH}``/``{SCREEN_HEIGHT}`` (and ``_HALF``) in a command, as its setup
-    controller fills them from the screen size (e.g. a click in the middle of the screen)."""
+    controller fills them from the screen size (e.g. a click in the middle of the screen), and its
+    ``{CLIENT_PASSWORD}`` (``echo {CLIENT_PASSWORD} | sudo -S …``), filled with its VMs' password."""
     def fill(text: str) -> str:
+        text = text.replace("{CLIENT_PASSWORD}", CLIENT_PASSWORD)
         return SCREEN_PLACEHOLDERS.sub(
             lambda m: str((width if m.group(1) == "WIDTH" else height) // (2 if m.group(2) else 1)), text)
     return fill(command) if isinstance(command, str) else [fill(str(c)) for c in command]

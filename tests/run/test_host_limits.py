@@ -38,3 +38,20 @@ def test_a_task_whose_program_is_missing_names_the_install_command(monkeypatch):
     assert "apt-get install -y ghost" in missing_program(task(app="ghostapp"))
     assert "apt-get install -y ghost" in missing_program(task({"launch": {"command": "ghost --new"}}))
     assert missing_program(task({"launch": {"command": ["xterm"]}})) is None
+
+
+def test_with_env_docker_only_apps_installed_by_our_scripts_are_missing(monkeypatch):
+    import mcpworld.experiment as experiment
+
+    ghost = Program(app="ghostapp", binary="ghost-not-installed", names=("ghost",), packages={"apt": ["ghost"]})
+    scripted = Program(app="scripted", binary=".apps/x/bin/x", names=("x",), packages={"script": ["scripts/x.sh"]})
+    monkeypatch.setattr(experiment, "programs", lambda: (ghost, scripted))
+    assert missing_program(task(app="ghostapp"), "docker") is None  # the image holds its Debian package
+    assert "env=local" in missing_program(task(app="scripted"), "docker")
+
+
+def test_osworlds_client_password_is_filled_as_its_setup_controller_does():
+    from mcpworld.env.steps import fill_screen
+
+    assert fill_screen("echo {CLIENT_PASSWORD} | sudo -S true", 800, 600) == "echo password | sudo -S true"
+    assert fill_screen(["sh", "-c", "echo {CLIENT_PASSWORD} {SCREEN_WIDTH_HALF}"], 800, 600)[-1] == "echo password 400"

@@ -1,0 +1,133 @@
+"""env=docker for real: the desktop image (Debian base imported here, layers cached), the oracle
+suite of two apps run inside containers through ``python -m mcpworld`` with their noVNC pages
+answering while the episodes run, the do-nothing baseline scoring 0, the desktop account's limits
+inside, failures of the container blamed on the environment, and nothing of ours left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from mcpworld.env import docker_image
+from mcpworld.env.container import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
+from mcpworld.errors import InfraError
+from mcpworld.tasks.model import ContextEntry, Task
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+SUITE = "task=[mousepad/*,xterm/*]"  # two apps, seven tasks
+
+
+@pytest.fixture(scope="module")
+def client():
+    return docker_image.engine()
+
+
+@pytest.fixture(scope="module")
+def image(client):
+    return docker_image.desktop_image()
+
+
+def ours(client, pid: int) -> list:
+    """Containers a run with process ``pid`` made (whatever their state)."""
+    return [c for c in client.containers.list(all=True, filters={"label": OWNER_LABEL})
+            if c.labels[OWNER_LABEL].split()[1] == str(pid)]
+
+
+def run_suite(tmp_path: Path, client, *overrides: str) -> tuple[list[dict], dict[str, int], int]:
+    """Run the suite at concurrency=2; fetch each printed noVNC page while the run goes on. Returns
+    the results, each viewer page's HTTP status, and the most containers seen at once."""
+    out = open(tmp_path / "stdout.txt", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "mcpworld", "env=docker", "provider=oracle", SUITE, "concurrency=2",
+                             *overrides, f"hydra.run.dir={tmp_path}/run"], cwd=ROOT, stdout=out,
+                            stderr=subprocess.PIPE, text=True)
+    pages: dict[str, int] = {}
+    most = 0
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        found = re.search(r"watch at (http://127\.0\.0\.1:(\d+)/vnc\.html\S*)", line)
+        if found and found.group(2) not in pages:
+            page = httpx.get(found.group(1).split("?")[0], timeout=10)
+            pages[found.group(2)] = page.status_code if "noVNC" in page.text else -1
+            most = max(most, len([c for c in ours(client, proc.pid) if c.status == "running"]))
+    assert proc.wait(timeout=600) == 0, "".join(lines)[-3000:]
+    results = [json.loads(p.read_text()) for p in sorted((tmp_path / "run").rglob("result.json"))]
+    assert ours(client, proc.pid) == [], "the run left containers behind"
+    return results, pages, most
+
+
+def test_the_oracle_suite_of_two_apps_succeeds_in_containers_watched_over_novnc(tmp_path, client, image):
+    results, pages, most = run_suite(tmp_path, client)
+    assert len(results) == 7 and {r["task_id"].split("/")[0] for r in results} == {"mousepad", "xterm"}
+    assert all(r["status"] == "success" and r["score"] == 1.0 for r in results), results
+    assert most == 2  # one container per concurrent desktop
+    assert len(pages) == 2 and set(pages.values()) == {200}, pages  # each desktop's own viewer answered
+    trace = (tmp_path / "run" / "episodes" / "xterm" / "count_errors" / "0" / "trace.jsonl").read_text()
+    assert '"type": "desktop_viewer"' in trace
+    logs = tmp_path / "run" / "episodes" / "mousepad" / "append_line" / "0" / "logs"
+    assert json.loads((logs / "desktop.json").read_text())["user"] == "mcpworld-d0"  # copied out of the container
+
+
+def test_doing_nothing_in_containers_scores_zero(tmp_path, client, image):
+    results, _, _ = run_suite(tmp_path, client, "agent.max_steps=0")
+    assert len(results) == 7 and all(r["status"] == "failure" and r["score"] == 0.0 for r in results), results
+
+
+def test_inside_the_agent_is_the_desktop_account_with_sudo_and_no_harness_secret(tmp_path, client, image,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    task = Task(id="t/x", app="xterm", instruction="-", dir=tmp_path, source=tmp_path / "task.yaml",
+                context=[ContextEntry(notes, "~/notes.txt")],
+                setup=[{"launch": {"command": ["xterm"], "window": "xterm"}}])
+    env = DockerEnvironment(640, 480, image=image, client=client)
+    try:
+        env.reset(task, tmp_path / "episode")
+        shell = env.shell("id -un; cat ~/notes.txt; env; cat /proc/1/environ; echo password | sudo -S -p '' id -u")
+        assert shell.stdout.splitlines()[:2] == ["mcpworld-d0", "hello"]
+        assert shell.stdout.splitlines()[-1] == "0"  # sudo inside the container, with OSWorld's password
+        assert "sk-must-not-leak" not in shell.stdout and "MCPWORLD_SERVICE" not in shell.stdout
+        assert "Permission denied" in shell.stderr  # the service's start-up environment is root's
+        env.shell("echo changed > ~/notes.txt")
+        assert env.read_file("~/notes.txt") == b"changed\n"  # the host reads the same home
+        pid = env.app_pid()
+        assert pid and psutil.Process(pid).name() == "xterm"  # numbered as the host sees it (probes attach)
+        client.containers.get(env.container.name).kill()  # the desktop dies under the episode
+        with pytest.raises(InfraError, match=env.container.name):
+            env.act({"kind": "key", "keys": "a"})
+    finally:
+        env.close()
+    assert ours(client, os.getpid()) == []
+
+
+def test_a_killed_runs_containers_are_removed_and_a_live_runs_kept(client, image):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = owner_label().split()[0]
+    stale = client.containers.run(image, ["sleep", "300"], detach=True,
+                                  labels={OWNER_LABEL: f"{host} {dead.pid} 1.00"})
+    live = client.containers.run(image, ["sleep", "300"], detach=True, labels={OWNER_LABEL: owner_label()})
+    elsewhere = client.containers.run(image, ["sleep", "300"], detach=True,
+                                      labels={OWNER_LABEL: f"another-host {dead.pid} 1.00"})
+    try:
+        reaped = reap_containers(client)
+        assert stale.name in reaped and live.name not in reaped and elsewhere.name not in reaped
+        names = {c.name for c in client.containers.list(all=True)}
+        assert stale.name not in names and {live.name, elsewhere.name} <= names
+    finally:
+        for container in (stale, live, elsewhere):
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
