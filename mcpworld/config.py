@@ -129,6 +129,7 @@ class EnvConfig:
     base_image: Optional[str] = None
     apps: Optional[List[str]] = None
     start_timeout_s: float = 60.0
+    pool: int = 1  # env=docker: containers started ahead per desktop (each episode gets a fresh one)
     vnc: VncConfig = field(default_factory=VncConfig)
     mcp_sandbox: str = "local"  # local: the catalog's servers on this host | klavis: Klavis's hosted sandbox
     klavis: KlavisConfig = field(default_factory=KlavisConfig)

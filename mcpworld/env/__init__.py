@@ -29,7 +29,7 @@ def _docker(cfg: Any, width: int, height: int, programs: Sequence[Program], apps
     return DockerEnvironment(width, height, image=image, client=docker_image.engine(),
                              window_manager=cfg.env.window_manager, settle_policy=SettlePolicy(**dict(cfg.agent.settle)),
                              app_timeout_s=cfg.env.app_timeout_s, programs=programs, vnc_public=cfg.env.vnc.public,
-                             start_timeout_s=cfg.env.start_timeout_s)
+                             start_timeout_s=cfg.env.start_timeout_s, pool=cfg.env.pool)
 
 
 BACKENDS: dict[str, Callable[[Any, int, int, Sequence[Program], Sequence[str]], Environment]] = {

@@ -26,6 +26,8 @@ import secrets
 import shutil
 import socket
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -78,21 +80,60 @@ def _owner_gone(label: str) -> bool:
 def reap_containers(client: Any) -> list[str]:
     """Remove the desktop containers of runs on this host that were killed; their names."""
     reaped = []
-    for container in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
-        if _owner_gone(container.labels.get(OWNER_LABEL, "")):
-            container.remove(force=True)
-            reaped.append(container.name)
+    for container in client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL}):
+        if _owner_gone(container.attrs["Labels"].get(OWNER_LABEL, "")):  # sparse: no inspect per container
+            _remove(container)
+            reaped.append(container.attrs["Names"][0].lstrip("/"))
     return reaped
+
+
+def _await_service(container: Any, http: httpx.Client, timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            reply = http.get("/health", timeout=2.0)
+            if reply.status_code == 200:
+                return reply.json()
+        except httpx.HTTPError:
+            pass
+        container.reload()
+        if container.status in ("exited", "dead") or time.monotonic() > deadline:
+            tail = container.logs(tail=20).decode(errors="replace").strip()[-800:]
+            raise InfraError(f"the desktop container {container.name} ({container.status}) did not answer within "
+                             f"{timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
+        time.sleep(0.05)
+
+
+def _remove(container: Any) -> None:
+    try:
+        container.remove(force=True)
+    except Exception as exc:  # already gone (docker rm by hand): nothing is left to stop
+        logger.info("removing %s: %s", container.name, exc)
 
 
 def viewer_url(host: str, port: int, password: str) -> str:
     return f"http://{host}:{port}/vnc.html?autoconnect=1&resize=scale&password={password}"
 
 
+@dataclass
+class Started:
+    """A container whose desktop service answers, not yet given an episode."""
+
+    container: Any
+    http: httpx.Client
+    viewer_url: str
+    info: dict[str, Any]
+
+
 class DockerEnvironment(Environment):
+    """Every episode gets a container of its own, fresh from the image (the agent may use sudo
+    inside, so nothing it changed outside the home may reach the next episode); ``pool`` containers
+    are started ahead in the background, so a reset does not wait for one (about 0.3 s each here)."""
+
     def __init__(self, width: int, height: int, *, image: str, client: Any, window_manager: str = "openbox",
                  settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
-                 programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0):
+                 programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0,
+                 pool: int = 1):
         self.width, self.height = width, height
         self.programs = list(programs)
         self.workroot = default_workroot()
@@ -105,55 +146,66 @@ class DockerEnvironment(Environment):
                                lambda: list(dict.fromkeys(p.profile for p in self.programs if p.profile)))
         self.task: Task | None = None
         self._episode_logs: Path | None = None
-        self.container = None
-        listen = "0.0.0.0" if vnc_public else "127.0.0.1"
-        token = secrets.token_urlsafe(32)
-        port = free_port()
-        self.vnc = {"port": free_port(), "novnc_port": free_port(), "listen": listen,
-                    "password": secrets.token_hex(4)}  # VNC passwords are at most 8 characters
-        self.viewer_url = viewer_url(socket.gethostname() if vnc_public else "127.0.0.1", self.vnc["novnc_port"],
-                                     self.vnc["password"])
-        spec = {"port": port, "token": token, "workroot": str(self.workroot), "width": width, "height": height,
-                "window_manager": window_manager, "app_timeout_s": app_timeout_s,
-                "settle": (settle_policy or SettlePolicy()).__dict__, "vnc": self.vnc,
-                "host_root": str(Path(__file__).resolve().parents[2]),
-                "programs": [program_to_json(p) for p in self.programs]}
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
-                                 timeout=httpx.Timeout(300.0, connect=5.0))
-        try:
-            self.container = client.containers.run(
-                image, [SERVICE_PYTHON, "-m", "mcpworld.env.service"], user="0", detach=True, init=True,
-                name=f"mcpworld-{self.workroot.name.removeprefix(leftovers.PREFIX)}", network_mode="host",
-                shm_size="1g", cap_drop=["NET_RAW"], labels={OWNER_LABEL: owner_label()},
-                environment={SPEC_VARIABLE: json.dumps(spec)},
-                volumes={str(self.workroot): {"bind": str(self.workroot), "mode": "rw"}})
-            info = self._await_service(start_timeout_s)
+        self._client, self._image = client, image
+        self._vnc_public, self._start_timeout_s, self._pool = vnc_public, start_timeout_s, max(0, pool)
+        self._spec = {"workroot": str(self.workroot), "width": width, "height": height,
+                      "window_manager": window_manager, "app_timeout_s": app_timeout_s,
+                      "settle": (settle_policy or SettlePolicy()).__dict__,
+                      "host_root": str(Path(__file__).resolve().parents[2]),
+                      "programs": [program_to_json(p) for p in self.programs]}
+        self.container: Any = None
+        self.http: httpx.Client | None = None
+        self.ports: dict[str, int] = {}
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-containers")
+        self._spares: list[Future[Started]] = [self._starter.submit(self._start_container)]
+        try:  # the first at once: a broken image or engine fails before any episode
+            info = self._spares[0].result().info
         except BaseException:
             self.close()
             raise
         self.user = desktop_user.DesktopUser(info["user"] or "root", info["uid"], info["gid"])
-        self.ports: dict[str, int] = info["ports"]
-        self.app_password = info["password"]
+        self._spares += [self._starter.submit(self._start_container) for _ in range(self._pool - 1)]
 
-    def _await_service(self, timeout_s: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                reply = self.http.get("/health", timeout=2.0)
-                if reply.status_code == 200:
-                    return reply.json()
-            except httpx.HTTPError:
-                pass
-            self.container.reload()
-            if self.container.status in ("exited", "dead") or time.monotonic() > deadline:
-                tail = self.container.logs(tail=20).decode(errors="replace").strip()[-800:]
-                state = self.container.status
-                raise InfraError(f"the desktop container {self.container.name} ({state}) did not answer within "
-                                 f"{timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
-            time.sleep(0.1)
+    def _start_container(self) -> Started:
+        listen = "0.0.0.0" if self._vnc_public else "127.0.0.1"
+        token, port = secrets.token_urlsafe(32), free_port()
+        vnc = {"port": free_port(), "novnc_port": free_port(), "listen": listen,
+               "password": secrets.token_hex(4)}  # VNC passwords are at most 8 characters
+        spec = {**self._spec, "port": port, "token": token, "vnc": vnc}
+        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
+                            timeout=httpx.Timeout(300.0, connect=5.0))
+        container = self._client.containers.run(
+            self._image, [SERVICE_PYTHON, "-m", "mcpworld.env.service"], user="0", detach=True, init=True,
+            name=f"mcpworld-{self.workroot.name.removeprefix(leftovers.PREFIX)}-{secrets.token_hex(3)}",
+            network_mode="host", shm_size="1g", cap_drop=["NET_RAW"], labels={OWNER_LABEL: owner_label()},
+            environment={SPEC_VARIABLE: json.dumps(spec)},
+            volumes={str(self.workroot): {"bind": str(self.workroot), "mode": "rw"}})
+        try:
+            info = _await_service(container, http, self._start_timeout_s)
+        except BaseException:
+            _remove(container)
+            http.close()
+            raise
+        host = socket.gethostname() if self._vnc_public else "127.0.0.1"
+        return Started(container, http, viewer_url(host, vnc["novnc_port"], vnc["password"]), info)
+
+    def _next_container(self) -> None:
+        """Put a fresh container in place of the last episode's (removed in the background)."""
+        old, old_http = self.container, self.http
+        spare = self._spares.pop(0) if self._spares else self._starter.submit(self._start_container)
+        if len(self._spares) < self._pool:
+            self._spares.append(self._starter.submit(self._start_container))
+        if old is not None:
+            self._starter.submit(_remove, old)
+            old_http.close()
+        self.container = self.http = self.viewer_url = None
+        started = spare.result()
+        self.container, self.http, self.viewer_url = started.container, started.http, started.viewer_url
 
     # --- talking to the service ---------------------------------------------------------------
     def _post(self, path: str, body: dict[str, Any] | None = None, timeout: float | None = None) -> httpx.Response:
+        if self.http is None:
+            raise InfraError("no desktop container is running (reset() first)")
         try:
             reply = self.http.post(path, json=body or {}, **({"timeout": timeout} if timeout else {}))
         except httpx.HTTPError as exc:
@@ -179,14 +231,17 @@ class DockerEnvironment(Environment):
     # --- lifecycle ---------------------------------------------------------------------------
     def reset(self, task: Task, episode_dir: Path) -> None:
         self.end_episode()
+        self.task = None
+        self._next_container()
         self.task = task
         self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid))
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         self.cache_dir.mkdir(parents=True, mode=0o700)
         shutil.rmtree(self.log_dir, ignore_errors=True)
         self._episode_logs = episode_dir / "logs"
-        self._post("/start", {"log_dir": str(self.log_dir), "extra_env": self.extra_env,
-                              "task": {"id": task.id, "app": task.app, "source": str(task.source)}})
+        started = self._post("/start", {"log_dir": str(self.log_dir), "extra_env": self.extra_env,
+                                        "task": {"id": task.id, "app": task.app, "source": str(task.source)}})
+        self.ports, self.app_password = started.json()["result"]["ports"], started.json()["result"]["password"]
         try:
             self.run_steps(task.setup)
         finally:
@@ -201,24 +256,28 @@ class DockerEnvironment(Environment):
             shutil.copytree(self.log_dir, self._episode_logs, dirs_exist_ok=True)
 
     def end_episode(self) -> None:
-        if self.container is not None and self.task is not None:
+        if self.http is not None and self.task is not None:
             self._call("end_episode")
             self._copy_logs()
 
     def kill(self) -> None:
-        try:
-            self.http.post("/kill", timeout=5.0)
-        except httpx.HTTPError:
-            pass
+        if self.http is not None:
+            try:
+                self.http.post("/kill", timeout=5.0)
+            except httpx.HTTPError:
+                pass
 
     def close(self) -> None:
+        self._starter.shutdown(wait=True)  # starts and removals under way end first
+        for spare in self._spares:
+            if spare.exception() is None:
+                _remove(spare.result().container)
+                spare.result().http.close()
+        self._spares = []
         if self.container is not None:
-            try:
-                self.container.remove(force=True)
-            except Exception as exc:  # already gone (docker rm by hand): nothing is left to stop
-                logger.info("removing %s: %s", self.container.name, exc)
-            self.container = None
-        self.http.close()
+            _remove(self.container)
+            self.http.close()
+            self.container = self.http = None
         shutil.rmtree(self.workroot, ignore_errors=True)
 
     # --- step host ---------------------------------------------------------------------------

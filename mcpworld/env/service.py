@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld import errors
+from mcpworld.env import desktop_user
 from mcpworld.env.base import ShellResult
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.env.programs import Program
 from mcpworld.env.screen import SettlePolicy
+from mcpworld.errors import InfraError
 from mcpworld.tasks.model import Task
 
 log = logging.getLogger("mcpworld.env.service")
@@ -66,66 +68,79 @@ def program_from_json(data: dict[str, Any], host_root: str) -> Program:
 
 
 class DesktopService:
-    """The environment and its viewer; one call at a time except ``kill`` (any thread)."""
+    """The environment and its viewer; one call at a time except ``kill`` (any thread). The
+    environment is made at the first ``start``: a spare container waiting for its episode writes
+    nothing into the shared work folder (the shims of the desktop in use stay its own)."""
 
     def __init__(self, spec: dict[str, Any]):
         self.spec = spec
-        programs = [program_from_json(p, spec["host_root"]) for p in spec.get("programs", [])]
-        self.env = LocalEnvironment(int(spec["width"]), int(spec["height"]), window_manager=spec["window_manager"],
-                                    settle_policy=SettlePolicy(**spec.get("settle", {})),
-                                    workroot=Path(spec["workroot"]), app_timeout_s=float(spec["app_timeout_s"]),
-                                    programs=programs)
+        self.programs = [program_from_json(p, spec["host_root"]) for p in spec.get("programs", [])]
+        self.env: LocalEnvironment | None = None
         self.lock = threading.Lock()
         self._last_frame = None
         self._websockify: subprocess.Popen | None = None
+        vnc = spec.get("vnc")
+        if vnc:  # noVNC's page from the start (a spare container is ready before its episode)
+            self._websockify = subprocess.Popen(
+                ["websockify", "--web", NOVNC_WEB, f"{vnc['listen']}:{vnc['novnc_port']}", f"127.0.0.1:{vnc['port']}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def info(self) -> dict[str, Any]:
-        user = self.env.user
+        """Who the desktop's programs run as (the host makes the home theirs before the start)."""
+        user = desktop_user.ensure_account(f"{desktop_user.NAME_PREFIX}0") if os.geteuid() == 0 else None
         return {"uid": user.uid if user else os.getuid(), "gid": user.gid if user else os.getgid(),
-                "user": user.name if user else None, "ports": self.env.ports, "password": self.env.app_password,
-                "pid": os.getpid()}
+                "user": user.name if user else None, "pid": os.getpid()}
 
     def start(self, log_dir: str, task: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any]:
+        spec = self.spec
+        if self.env is None:
+            self.env = LocalEnvironment(int(spec["width"]), int(spec["height"]), window_manager=spec["window_manager"],
+                                        settle_policy=SettlePolicy(**spec.get("settle", {})),
+                                        workroot=Path(spec["workroot"]), app_timeout_s=float(spec["app_timeout_s"]),
+                                        programs=self.programs)
         source = Path(task["source"])
         self.env.task = Task(id=task["id"], app=task["app"], instruction="-", dir=source.parent, source=source)
         self.env.extra_env = dict(extra_env)
         self.env.start_desktop(Path(log_dir))
         self._show(self.env.display)
-        return {"display": self.env.display.name}
+        return {"display": self.env.display.name, "ports": self.env.ports, "password": self.env.app_password}
+
+    def started(self) -> LocalEnvironment:
+        if self.env is None:
+            raise InfraError("the desktop service has not started a desktop yet (/start first)")
+        return self.env
 
     def _show(self, display: Any) -> None:
-        """VNC of this display on the host's chosen port (x11vnc ends with the desktop); noVNC on its
-        own port, started once (it connects to the VNC port anew for each viewer)."""
+        """VNC of this display on the host's chosen port (x11vnc ends with the desktop); noVNC, on its
+        own port since the service started, connects to it anew for each viewer."""
         vnc = self.spec.get("vnc")
         if not vnc:
             return
-        passwd = Path(self.env.runtime_dir) / "vnc.passwd"
+        passwd = Path(self.started().runtime_dir) / "vnc.passwd"
         subprocess.run(["x11vnc", "-storepasswd", vnc["password"], str(passwd)], capture_output=True, check=True)
         display.procs.spawn(["x11vnc", "-display", display.name, "-rfbport", str(vnc["port"]), "-listen",
                              vnc["listen"], "-rfbauth", str(passwd), "-forever", "-shared", "-quiet", "-nossl"],
                             env=display.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if self._websockify is None or self._websockify.poll() is not None:
-            self._websockify = subprocess.Popen(
-                ["websockify", "--web", NOVNC_WEB, f"{vnc['listen']}:{vnc['novnc_port']}", f"127.0.0.1:{vnc['port']}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def call(self, method: str, kwargs: dict[str, Any]) -> Any:
         if method not in CALLS:
             raise ValueError(f"the desktop service has no call {method!r}")
-        result = getattr(self.env, method)(**kwargs)
+        result = getattr(self.started(), method)(**kwargs)
         if isinstance(result, ShellResult):
             return dataclasses.asdict(result)
         return result
 
     def frame(self, settle: bool, after_last: bool) -> Any:
+        env = self.started()
         if settle:
-            self._last_frame = self.env.settle(self._last_frame if after_last else None)
+            self._last_frame = env.settle(self._last_frame if after_last else None)
         else:
-            self._last_frame = self.env.screenshot()
+            self._last_frame = env.screenshot()
         return self._last_frame
 
     def close(self) -> None:
-        self.env.close()
+        if self.env is not None:
+            self.env.close()
         if self._websockify is not None:
             self._websockify.terminate()
 
@@ -178,7 +193,8 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
                 if self.path == "/health":
                     self._json(200, service.info())
                 elif self.path == "/kill":  # from another thread while a call may be running
-                    service.env.kill()
+                    if service.env is not None:
+                        service.env.kill()
                     self._json(200, {"result": None})
                 elif self.path in ("/screenshot", "/settle"):
                     with service.lock:

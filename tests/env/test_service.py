@@ -49,7 +49,10 @@ class StubService:
         self.lock = threading.Lock()
 
     def info(self):
-        return {"uid": 61000, "gid": 61000, "user": "mcpworld-d0", "ports": {"cdp": 1234}, "password": "pw"}
+        return {"uid": 61000, "gid": 61000, "user": "mcpworld-d0"}
+
+    def started(self):
+        return self.env
 
     def call(self, method, kwargs):
         from mcpworld.env.service import DesktopService
