@@ -6,25 +6,39 @@ Peak memory: the largest total PSS of the desktop's processes (X server, D-Bus, 
 the app) seen while it starts and settles. The anchor: OSWorld waits a fixed 60 s after a reset
 (and 20 s before evaluating) instead of asking whether the app is ready.
 
-    python benchmarks/reset_to_ready.py [--cold 3] [--warm 5] [--apps vlc,gimp]
+env=docker beside env=local, in the same run: the same task on a DockerEnvironment (each desktop in a
+container of the desktop image holding the app's Debian packages). Every docker episode gets a fresh
+container; cold: the first reset after the environment is made (a fresh container, a new work folder,
+the app's first start), warm: the next resets of the same environment, whose container was started
+ahead in the background (the warm pool). Also: container start to ready (making the
+DockerEnvironment: its first container's desktop service answers), the time a warm reset waited for
+its pooled container, and the image's size. Targets (the issue): warm ≤ 3 s for LibreOffice, start to
+ready ≤ 5 s hidden by the pool. Skipped, with a printed line, under --no-docker or when no Docker
+engine answers.
+
+    python benchmarks/reset_to_ready.py [--cold 3] [--warm 5] [--apps vlc,gimp] [--no-docker]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 from rich.console import Console
 from rich.table import Table
 
 from mcpworld.apps import programs
+from mcpworld.env.base import Environment
 from mcpworld.env.display import MARKER
 from mcpworld.env.local import LocalEnvironment
+from mcpworld.errors import InfraError, UserError
 from mcpworld.tasks.model import Task
 
 # app → (launch command as a suite writes it, window title that means "it is there", target s)
@@ -41,6 +55,9 @@ APPS = {
     "thunderbird": (["thunderbird"], "Thunderbird", None),
     "vscode": (["code"], "Visual Studio Code", None),
 }
+IN_DESKTOP_IMAGE = {"xterm", "mousepad", "pcmanfm"}  # docker/desktop.Dockerfile installs them: no packages
+DOCKER_WARM_TARGET_S = {"libreoffice_calc": 3.0, "libreoffice_writer": 3.0, "libreoffice_impress": 3.0}
+START_TARGET_S = 5.0  # container start to ready
 
 
 class PeakMemory:
@@ -69,7 +86,7 @@ class PeakMemory:
         return self.peak
 
 
-def reset_once(env: LocalEnvironment, task: Task, work: Path, n: int) -> tuple[float, int]:
+def reset_once(env: Environment, task: Task, work: Path, n: int) -> tuple[float, int]:
     meter = PeakMemory(str(env.workroot))
     started = time.perf_counter()
     env.reset(task, work / f"ep{n}")
@@ -80,10 +97,14 @@ def reset_once(env: LocalEnvironment, task: Task, work: Path, n: int) -> tuple[f
     return seconds, peak
 
 
-def measure(app: str, cold: int, warm: int, work: Path) -> dict:
+def app_task(app: str, work: Path) -> Task:
     command, window, _ = APPS[app]
-    task = Task(id=f"bench/{app}", app=app, instruction="-", dir=work, source=work / "task.yaml",
+    return Task(id=f"bench/{app}", app=app, instruction="-", dir=work, source=work / "task.yaml",
                 setup=[{"launch": {"command": command, "window": window, "timeout": 90}}])
+
+
+def measure(app: str, cold: int, warm: int, work: Path) -> dict:
+    task = app_task(app, work)
     colds, warms, peaks = [], [], []
     n = 0
     for _ in range(cold):
@@ -98,8 +119,79 @@ def measure(app: str, cold: int, warm: int, work: Path) -> dict:
     return {"cold": colds, "warm": warms, "peak": max(peaks)}
 
 
+def docker_client() -> Any | None:
+    """A client of a Docker engine that answers now, else None with the reason printed (this script
+    does not install or start one, as ``docker_image.engine()`` would as root)."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        return client
+    except Exception as exc:  # no docker package, no socket, engine down
+        print(f"env=docker skipped: no Docker engine answers ({type(exc).__name__}: {str(exc)[:120]})")
+        return None
+
+
+def docker_image_for(app: str) -> str:
+    """The desktop image holding ``app`` (built on first use; the image without apps for those the
+    desktop image has anyway)."""
+    from mcpworld.env import docker_image
+
+    packages = [] if app in IN_DESKTOP_IMAGE else docker_image.app_packages(programs(), [app])
+    return docker_image.desktop_image(None, packages)
+
+
+def time_pool_waits(env: Any, waits: list[float]) -> None:
+    """Record how long each reset waits for its container (the pooled spare: ≈ 0 when the pool hides
+    the start); measured around the backend's own step, where it has one."""
+    inner = getattr(env, "_next_container", None)
+    if inner is None:
+        return
+
+    def timed() -> None:
+        started = time.perf_counter()
+        inner()
+        waits.append(time.perf_counter() - started)
+
+    env._next_container = timed
+
+
+def measure_docker(app: str, cold: int, warm: int, work: Path, client: Any, image: str) -> dict:
+    from mcpworld.env.container import DockerEnvironment
+
+    task = app_task(app, work / "docker")
+    starts, colds, warms, waits, peaks = [], [], [], [], []
+    n = 0
+    for _ in range(cold):
+        with contextlib.ExitStack() as stack:
+            started = time.perf_counter()
+            env = stack.enter_context(DockerEnvironment(1000, 1000, image=image, client=client, programs=programs()))
+            starts.append(time.perf_counter() - started)
+            seconds, peak = reset_once(env, task, work / "docker", n := n + 1)
+            colds.append(seconds)
+            peaks.append(peak)
+            if not warms:  # the warm series on the first environment
+                time_pool_waits(env, waits)
+                for _ in range(warm):
+                    seconds, peak = reset_once(env, task, work / "docker", n := n + 1)
+                    warms.append(seconds)
+                    peaks.append(peak)
+    return {"start": starts, "cold": colds, "warm": warms, "wait": waits, "peak": max(peaks)}
+
+
 def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else values[0]
+
+
+def median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
+def verdict(target: float | None, values: list[float]) -> str:
+    if target is None or not values:
+        return "-"
+    return f"≤ {target:g} {'met' if statistics.median(values) <= target else 'MISSED'}"
 
 
 def main() -> None:
@@ -107,19 +199,47 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3)
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--apps", default=",".join(APPS))
+    parser.add_argument("--no-docker", action="store_true", help="skip the env=docker columns")
     args = parser.parse_args()
-    table = Table(title="reset-to-ready (restore + desktop + launch + takes input), seconds; OSWorld waits 60 s")
-    for column in ("app", "cold median", "cold p90", "warm median", "warm p90", "target (warm)", "peak PSS MiB"):
+    client = None
+    if args.no_docker:
+        print("env=docker skipped: --no-docker")
+    else:
+        client = docker_client()
+    table = Table(title="reset-to-ready (restore + desktop + launch + takes input), seconds, env=local | env=docker; "
+                        "OSWorld waits 60 s")
+    columns = ["app", "local cold med", "cold p90", "local warm med", "warm p90", "target (local warm)",
+               "local peak PSS MiB"]
+    if client is not None:
+        columns += ["docker cold med", "cold p90", "docker warm med", "warm p90", "target (docker warm)",
+                    "docker peak PSS MiB", f"start→ready med (≤ {START_TARGET_S:g})", "pool wait med (warm)",
+                    "image GB"]
+    for column in columns:
         table.add_column(column, justify="left" if column == "app" else "right", no_wrap=column == "app")
+    images: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="mcpworld-bench-") as tmp:
         for app in args.apps.split(","):
             m = measure(app, args.cold, args.warm, Path(tmp))
-            target = APPS[app][2]
-            warm_median = statistics.median(m["warm"])
-            verdict = "-" if target is None else f"≤ {target:g} {'met' if warm_median <= target else 'MISSED'}"
-            table.add_row(app, f"{statistics.median(m['cold']):.2f}", f"{p90(m['cold']):.2f}",
-                          f"{warm_median:.2f}", f"{p90(m['warm']):.2f}", verdict, f"{m['peak'] / 2**20:.0f}")
-    Console().print(table)
+            row = [app, median(m["cold"]), f"{p90(m['cold']):.2f}", median(m["warm"]), f"{p90(m['warm']):.2f}",
+                   verdict(APPS[app][2], m["warm"]), f"{m['peak'] / 2**20:.0f}"]
+            if client is not None:
+                try:
+                    image = docker_image_for(app)
+                    images[image] = client.images.get(image).attrs["Size"]
+                    d = measure_docker(app, args.cold, args.warm, Path(tmp), client, image)
+                    row += [median(d["cold"]), f"{p90(d['cold']):.2f}", median(d["warm"]),
+                            f"{p90(d['warm']):.2f}" if d["warm"] else "-",
+                            verdict(DOCKER_WARM_TARGET_S.get(app), d["warm"]),
+                            f"{d['peak'] / 2**20:.0f}" if d["peak"] else "-",
+                            f"{median(d['start'])} {'met' if statistics.median(d['start']) <= START_TARGET_S else 'MISSED'}",
+                            median(d["wait"]), f"{images[image] / 1e9:.2f}"]
+                except (InfraError, UserError) as exc:  # no image for it, or its container fails
+                    print(f"env=docker {app}: not measured: {str(exc)[:300]}")
+                    row += ["-"] * 9
+            table.add_row(*row)
+    Console(width=max(Console().width, 240)).print(table)
+    for image, size in images.items():
+        print(f"env=docker image {image}: {size / 1e9:.2f} GB ({size} bytes)")
 
 
 if __name__ == "__main__":
