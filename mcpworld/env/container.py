@@ -41,7 +41,7 @@ from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.local import default_workroot
 from mcpworld.env.programs import Program, free_port
-from mcpworld.env.screen import SettlePolicy
+from mcpworld.env.screen import SettlePolicy, to_image
 from mcpworld.env.service import SPEC_VARIABLE, program_to_json
 from mcpworld.env.steps import run_steps
 from mcpworld.errors import InfraError
@@ -224,9 +224,9 @@ class DockerEnvironment(Environment):
         return self.container.name if self.container else "(none)"
 
     def _frame(self, path: str, body: dict[str, Any] | None = None) -> Image.Image:
-        reply = self._post(path, body)
-        width, height = (int(v) for v in reply.headers["X-Size"].split("x"))
-        return Image.frombytes(reply.headers["X-Mode"], (width, height), reply.content)
+        """A frame the service wrote to the shared work folder (see DesktopService.frame_path)."""
+        size = self._post(path, body).json()["size"]
+        return to_image(tuple(size), (self.workroot / ".frame").read_bytes())
 
     # --- lifecycle ---------------------------------------------------------------------------
     def reset(self, task: Task, episode_dir: Path) -> None:

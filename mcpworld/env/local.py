@@ -299,6 +299,11 @@ class LocalEnvironment(Environment):
         with self._display_checked():
             return self.screen.grab()
 
+    def raw_frame(self) -> tuple[tuple[int, int], bytes]:
+        """The screen as grabbed (BGRX bytes), for a caller that builds the image elsewhere."""
+        with self._display_checked():
+            return self.screen.raw()
+
     def settle(self, before: Image | None = None) -> Image:
         with self._display_checked():
             frame, _ = screen.settle(self.screen, before, self.settle_policy)

@@ -44,9 +44,10 @@ class StubEnv:
 
 
 class StubService:
-    def __init__(self):
+    def __init__(self, workroot: Path):
         self.env = StubEnv()
         self.lock = threading.Lock()
+        self.frame_path = workroot / ".frame"
 
     def info(self):
         return {"uid": 61000, "gid": 61000, "user": "mcpworld-d0"}
@@ -60,18 +61,20 @@ class StubService:
         return DesktopService.call(self, method, kwargs)
 
     def frame(self, settle, after_last):
-        return Image.new("RGB", (4, 3), (10, 20, 30) if settle else (1, 2, 3))
+        image = Image.new("RGB", (4, 3), (10, 20, 30) if settle else (1, 2, 3))
+        return image.size, image.tobytes("raw", "BGRX")
 
 
 @pytest.fixture
-def served():
-    service = StubService()
+def served(tmp_path):
+    service = StubService(tmp_path)
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(service, TOKEN))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     env = object.__new__(DockerEnvironment)  # the host side, without starting a container
     env.container = None
+    env.workroot = tmp_path
     env.http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"})
     yield service, env, base
     env.http.close()
