@@ -65,7 +65,7 @@ def job_name() -> str:
 
 
 def choose_tasks(cfg: Any) -> list[Task]:
-    root = Path(cfg.tasks.root) if cfg.tasks.root else BUILTIN_ROOT
+    root = Path(cfg.tasks.root).expanduser().resolve() if cfg.tasks.root else BUILTIN_ROOT
     tasks = select(discover(root), list(cfg.app.apps), as_patterns(cfg.task), list(cfg.tasks.exclude_tags))
     if cfg.tasks.solutions:
         attach_solutions(tasks, Path(cfg.tasks.solutions).expanduser())

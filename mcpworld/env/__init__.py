@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mcpworld.env.base import Environment
@@ -26,10 +27,13 @@ def _docker(cfg: Any, width: int, height: int, programs: Sequence[Program], apps
 
     image = docker_image.desktop_image(cfg.env.base_image,
                                        docker_image.app_packages(programs, list(cfg.env.apps or apps)))
+    # the task folders, for setup commands that name their files (a PC-Canary app script, a hook)
+    task_roots = [Path(r).expanduser().resolve() for r in (cfg.tasks.root, cfg.pccanary.root) if r]
     return DockerEnvironment(width, height, image=image, client=docker_image.engine(),
                              window_manager=cfg.env.window_manager, settle_policy=SettlePolicy(**dict(cfg.agent.settle)),
                              app_timeout_s=cfg.env.app_timeout_s, programs=programs, vnc_public=cfg.env.vnc.public,
-                             start_timeout_s=cfg.env.start_timeout_s, pool=cfg.env.pool)
+                             start_timeout_s=cfg.env.start_timeout_s, pool=cfg.env.pool,
+                             read_only=task_roots)
 
 
 BACKENDS: dict[str, Callable[[Any, int, int, Sequence[Program], Sequence[str]], Environment]] = {

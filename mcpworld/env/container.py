@@ -133,7 +133,7 @@ class DockerEnvironment(Environment):
     def __init__(self, width: int, height: int, *, image: str, client: Any, window_manager: str = "openbox",
                  settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
                  programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0,
-                 pool: int = 1):
+                 pool: int = 1, read_only: Sequence[Path] = ()):
         self.width, self.height = width, height
         self.programs = list(programs)
         self.workroot = default_workroot()
@@ -148,6 +148,9 @@ class DockerEnvironment(Environment):
         self._episode_logs: Path | None = None
         self._client, self._image = client, image
         self._vnc_public, self._start_timeout_s, self._pool = vnc_public, start_timeout_s, max(0, pool)
+        # at the same paths, read-only: the work folder (rw) and folders setup commands name files in
+        self._volumes = {str(self.workroot): {"bind": str(self.workroot), "mode": "rw"},
+                         **{str(p): {"bind": str(p), "mode": "ro"} for p in read_only if Path(p).is_dir()}}
         self._spec = {"workroot": str(self.workroot), "width": width, "height": height,
                       "window_manager": window_manager, "app_timeout_s": app_timeout_s,
                       "settle": (settle_policy or SettlePolicy()).__dict__,
@@ -179,7 +182,7 @@ class DockerEnvironment(Environment):
             name=f"mcpworld-{self.workroot.name.removeprefix(leftovers.PREFIX)}-{secrets.token_hex(3)}",
             network_mode="host", shm_size="1g", cap_drop=["NET_RAW"], labels={OWNER_LABEL: owner_label()},
             environment={SPEC_VARIABLE: json.dumps(spec)},
-            volumes={str(self.workroot): {"bind": str(self.workroot), "mode": "rw"}})
+            volumes=self._volumes)
         try:
             info = _await_service(container, http, self._start_timeout_s)
         except BaseException:

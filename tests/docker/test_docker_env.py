@@ -151,3 +151,18 @@ def test_ctrl_c_mid_run_removes_the_runs_containers(tmp_path, client, image):
         assert ours(client, proc.pid) == []
     finally:
         proc.kill()
+
+
+def test_pccanary_tasks_with_a_frida_hook_run_in_containers(tmp_path, client, image):
+    """The fixture checkout under env=docker: its app script and pre_process from the task folder
+    (mounted read-only at its path), a StateInspector hook, and a Frida hook the host attaches to the
+    app inside the container; the task root given relative to the working directory."""
+    proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=docker", "tasks.root=tests/data/pccanary_fixture",
+                           "tasks.solutions=tests/data/pccanary_solutions", "provider=oracle", "modality=cli",
+                           "task=[notes/*]", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = {r["task_id"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "run").rglob("result.json"))}
+    assert {t: r["status"] for t, r in got.items()} == {"notes/task01_append": "success",
+                                                       "notes/task02_save": "success"}, got
+    assert [s["t"] is not None for s in got["notes/task02_save"]["key_steps"]["timeline"]] == [True, True]
