@@ -102,6 +102,7 @@ def test_inside_the_agent_is_the_desktop_account_with_sudo_and_no_harness_secret
         assert shell.stdout.splitlines()[-1] == "0"  # sudo inside the container, with OSWorld's password
         assert "sk-must-not-leak" not in shell.stdout and "MCPWORLD_SERVICE" not in shell.stdout
         assert "Permission denied" in shell.stderr  # the service's start-up environment is root's
+        assert env.accessibility_tree().startswith("<desktop-frame")  # pyatspi inside, through the service
         env.shell("echo changed > ~/notes.txt")
         assert env.read_file("~/notes.txt") == b"changed\n"  # the host reads the same home
         pid = env.app_pid()
