@@ -25,16 +25,24 @@ RUN groupadd --gid 61000 mcpworld-d0 \
 # The apps. Then the system's font cache made afresh: left stale, every program that uses fontconfig
 # rescans the fonts at start (homes are fresh each episode), and openbox then answers new windows
 # only after about 5 s, sometimes never (seen as xterm taking 5 s and Mousepad's window never mapped).
+# Chromium's own sandbox needs user namespaces, which Docker's seccomp profile refuses: in here the
+# container is the sandbox, so Debian's chromium wrapper is told --no-sandbox (it reads /etc/chromium.d).
 ARG APT_PACKAGES=""
 RUN if [ -n "$APT_PACKAGES" ]; then apt-get update \
       && apt-get install -y --no-install-recommends $APT_PACKAGES && rm -rf /var/lib/apt/lists/*; fi \
- && fc-cache -f
+ && fc-cache -f \
+ && mkdir -p /etc/chromium.d \
+ && echo 'export CHROMIUM_FLAGS="$CHROMIUM_FLAGS --no-sandbox"' > /etc/chromium.d/mcpworld-container
 # host-ca.crt: the building machine's CA bundle, for pip only (a proxy with its own CA before PyPI)
 COPY docker/service-requirements.txt host-ca.crt /opt/mcpworld/
 RUN python3 -m venv /opt/mcpworld/.venv \
  && if [ -s /opt/mcpworld/host-ca.crt ]; then export PIP_CERT=/opt/mcpworld/host-ca.crt; fi \
  && /opt/mcpworld/.venv/bin/pip install -q --no-cache-dir -r /opt/mcpworld/service-requirements.txt \
  && rm /opt/mcpworld/host-ca.crt
+# apps our scripts built on the building machine (VS Code: code-server and the probe's client) with the
+# Node.js they run on; empty unless the image holds one
+COPY .apps /opt/mcpworld/.apps
+ENV PATH=/opt/mcpworld/.apps/node/bin:$PATH
 COPY mcpworld /opt/mcpworld/mcpworld
 COPY scripts /opt/mcpworld/scripts
 COPY docker/desktop-start.sh /usr/local/bin/mcpworld-desktop

@@ -129,12 +129,10 @@ def needed_programs(task: Task) -> list[Program]:
 
 def missing_program(task: Task, backend: str = "local") -> str | None:
     """Why the task cannot start its application here (not installed: the install command), or None.
-    With env=docker the image holds the Debian apps; one installed by a script of ours it lacks."""
+    With env=docker the image holds the Debian apps, and takes those our scripts install from here."""
     needed = needed_programs(task)
-    if backend == "docker":
-        scripted = next((p for p in needed if p.packages.get("script")), None)
-        return scripted and (f"{scripted.app} is installed by a script of ours, which the desktop image does "
-                             "not run yet: use env=local for it")
+    if backend == "docker":  # Debian's apps go into the image; ours it takes from this machine
+        needed = [p for p in needed if p.packages.get("script")]
     return next((p.missing_reason() for p in needed if p.missing_reason()), None)
 
 

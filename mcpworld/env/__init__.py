@@ -25,8 +25,9 @@ def _docker(cfg: Any, width: int, height: int, programs: Sequence[Program], apps
     from mcpworld.env.container import DockerEnvironment
     from mcpworld.env.screen import SettlePolicy
 
-    image = docker_image.desktop_image(cfg.env.base_image,
-                                       docker_image.app_packages(programs, list(cfg.env.apps or apps)))
+    chosen = list(cfg.env.apps or apps)
+    image = docker_image.desktop_image(cfg.env.base_image, docker_image.app_packages(programs, chosen),
+                                       docker_image.built_apps(programs, chosen))
     # the task folders, for setup commands that name their files (a PC-Canary app script, a hook)
     task_roots = [Path(r).expanduser().resolve() for r in (cfg.tasks.root, cfg.pccanary.root) if r]
     return DockerEnvironment(width, height, image=image, client=docker_image.engine(),

@@ -95,34 +95,49 @@ def local_base(client: Any, tag: str = LOCAL_BASE, suite: str = "bookworm") -> s
     return tag
 
 
-def desktop_tag(packages: list[str], base: str) -> str:
+def desktop_tag(packages: list[str], base: str, built: Sequence[str] = ()) -> str:
     """The image's tag: the same apps on the same base are the same image (later builds reuse it)."""
-    digest = hashlib.sha256(" ".join([base, *sorted(packages)]).encode()).hexdigest()[:12]
-    return f"{DESKTOP_REPO}:{digest}"
+    digest = hashlib.sha256(" ".join([base, *sorted(packages), *(f"built:{a}" for a in sorted(built))]).encode())
+    return f"{DESKTOP_REPO}:{digest.hexdigest()[:12]}"
 
 
 CONTEXT_PARTS = ("docker", "mcpworld", "scripts")  # what the Dockerfile copies from the project
 
 
-def build_context(into: Path) -> Path:
-    """The build's files: the project's parts the image holds, and this machine's CA bundle (pip in
-    the build trusts what this machine trusts, e.g. a proxy's own CA in front of PyPI)."""
+APPS_DIR = ROOT / ".apps"  # what our install scripts build (code-server, the VS Code probe's client)
+
+
+def build_context(into: Path, built: Sequence[str] = ()) -> Path:
+    """The build's files: the project's parts the image holds, this machine's CA bundle (pip in the
+    build trusts what this machine trusts, e.g. a proxy's own CA in front of PyPI), and, when the
+    image holds apps our scripts built (``built``), this machine's ``.apps`` with the Node.js they
+    run on: no Debian or Ubuntu release ships the Node 20 code-server needs, and the build cannot
+    reach another source."""
     for part in CONTEXT_PARTS:
         shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     bundle = Path(ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt")
     (into / "host-ca.crt").write_bytes(bundle.read_bytes() if bundle.is_file() else b"")
+    (into / ".apps").mkdir()
+    if built:
+        shutil.copytree(APPS_DIR, into / ".apps", symlinks=True, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("warm"))  # first-start files are made per desktop
+        node = shutil.which("node")
+        if node is None:
+            raise UserError(f"the image's {', '.join(built)} runs on Node.js, which this machine lacks: `make servers`")
+        (into / ".apps" / "node" / "bin").mkdir(parents=True)
+        shutil.copy2(os.path.realpath(node), into / ".apps" / "node" / "bin" / "node")
     return into
 
 
-def build_desktop(client: Any, base: str, packages: list[str] = ()) -> Any:
-    """The desktop image on ``base`` with the Debian ``packages`` of its apps; Docker's layer cache
-    makes a rebuild of an unchanged one quick."""
+def build_desktop(client: Any, base: str, packages: list[str] = (), built: Sequence[str] = ()) -> Any:
+    """The desktop image on ``base`` with the Debian ``packages`` of its apps and the ``built`` apps
+    of this machine's ``.apps``; Docker's layer cache makes a rebuild of an unchanged one quick."""
     import docker
 
-    tag = desktop_tag(list(packages), base)
+    tag = desktop_tag(list(packages), base, built)
     with tempfile.TemporaryDirectory(prefix="mcpworld-image-") as context:
         try:
-            image, _ = client.images.build(path=str(build_context(Path(context))), dockerfile=DOCKERFILE, tag=tag,
+            image, _ = client.images.build(path=str(build_context(Path(context), built)), dockerfile=DOCKERFILE, tag=tag,
                                            rm=True, forcerm=True, network_mode="host",
                                            buildargs={"BASE": base, "APT_PACKAGES": " ".join(sorted(packages))})
         except docker.errors.BuildError as exc:
@@ -132,36 +147,46 @@ def build_desktop(client: Any, base: str, packages: list[str] = ()) -> Any:
 
 
 def app_packages(programs: Sequence[Program], apps: Sequence[str]) -> list[str]:
-    """The Debian packages of ``apps`` (app config names; ``all``: every app with a program); an app
-    installed by a script of ours (not Debian) is named in the error, as the image cannot hold it yet."""
-    chosen = [p for p in programs if "all" in apps or p.app in apps]
+    """The Debian packages of ``apps`` (app config names; ``all``: every app with a program)."""
+    return sorted({pkg for p in _chosen(programs, apps) for pkg in p.packages.get("apt", [])})
+
+
+def built_apps(programs: Sequence[Program], apps: Sequence[str]) -> list[str]:
+    """Those of ``apps`` our own scripts install (VS Code): the image takes them from this machine,
+    so they must be installed here (with ``all``, those that are; the others are left out)."""
+    scripted = [p for p in _chosen(programs, apps) if p.packages.get("script")]
+    missing = [p for p in scripted if not p.installed()]
+    if missing and "all" not in apps:
+        raise UserError(f"env.apps: the image takes {', '.join(p.app for p in missing)} from this machine, where "
+                        f"it is not installed: {'; '.join(p.install for p in missing)}")
+    return sorted(p.app for p in scripted if p.installed())
+
+
+def _chosen(programs: Sequence[Program], apps: Sequence[str]) -> list[Program]:
     unknown = sorted(set(apps) - {p.app for p in programs} - {"all"})
     if unknown:
         raise UserError(f"env.apps: no app config with a program is named {', '.join(unknown)}; "
                         f"known: {', '.join(p.app for p in programs)}")
-    scripted = [p.app for p in chosen if p.packages.get("script") and "all" not in apps]
-    if scripted:
-        raise UserError(f"env.apps: {', '.join(scripted)} is installed by a script of ours, which the desktop "
-                        "image does not run yet; use env=local for it")
-    return sorted({pkg for p in chosen if not p.packages.get("script") for pkg in p.packages.get("apt", [])})
+    return [p for p in programs if "all" in apps or p.app in apps]
 
 
-_built: dict[tuple[str, tuple[str, ...]], str] = {}
+_built: dict[tuple[str, tuple[str, ...], tuple[str, ...]], str] = {}
 _build_lock = threading.Lock()
 
 
-def desktop_image(base: str | None = None, packages: Sequence[str] = ()) -> str:
+def desktop_image(base: str | None = None, packages: Sequence[str] = (), built: Sequence[str] = ()) -> str:
     """Build (or reuse) the desktop image, once per process; ``base`` None: the locally imported
     Debian base."""
     with _build_lock:
-        key = (base or "", tuple(sorted(packages)))
+        key = (base or "", tuple(sorted(packages)), tuple(sorted(built)))
         if key not in _built:
             client = engine()
             base = base or local_base(client)
             started = time.monotonic()
-            build_desktop(client, base, list(packages))
-            log.info("desktop image %s ready in %.1fs", desktop_tag(list(packages), base), time.monotonic() - started)
-            _built[key] = desktop_tag(list(packages), base)
+            build_desktop(client, base, list(packages), built)
+            tag = desktop_tag(list(packages), base, built)
+            log.info("desktop image %s ready in %.1fs", tag, time.monotonic() - started)
+            _built[key] = tag
         return _built[key]
 
 
@@ -173,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("apps", nargs="*", help="app configs whose Debian packages the image holds (all: every one)")
     args = parser.parse_args(argv)
     try:
-        print(desktop_image(args.base, app_packages(programs(), args.apps)))
+        found = programs()
+        print(desktop_image(args.base, app_packages(found, args.apps), built_apps(found, args.apps)))
     except (InfraError, UserError) as exc:
         print(f"mcpworld.env.docker_image: {exc}", file=sys.stderr)
         return 1

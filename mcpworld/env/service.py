@@ -54,15 +54,21 @@ def program_to_json(program: Program) -> dict[str, Any]:
     return data
 
 
+def moved(value: str, host_root: str) -> str:
+    """A path in the host's copy of the project, in this one (``.apps/…``, ``scripts/code.sh``)."""
+    prefix = host_root.rstrip("/") + "/"
+    return str(ROOT / value[len(prefix):]) if value.startswith(prefix) else value
+
+
 def program_from_json(data: dict[str, Any], host_root: str) -> Program:
-    """A program the host described, its project paths (``scripts/code.sh``) moved to this copy."""
+    """A program the host described, its project paths moved to this copy."""
     kwargs = {}
     for f in dataclasses.fields(Program):
         value = data.get(f.name, f.default)
         if isinstance(value, list):
             value = tuple(value)
-        if f.name in ("binary", "launcher") and value and value.startswith(host_root.rstrip("/") + "/"):
-            value = str(ROOT / value[len(host_root.rstrip("/")) + 1:])
+        if f.name in ("binary", "launcher") and value:
+            value = moved(value, host_root)
         kwargs[f.name] = value
     return Program(**kwargs)
 
@@ -103,7 +109,7 @@ class DesktopService:
                                         programs=self.programs)
         source = Path(task["source"])
         self.env.task = Task(id=task["id"], app=task["app"], instruction="-", dir=source.parent, source=source)
-        self.env.extra_env = dict(extra_env)
+        self.env.extra_env = {k: moved(v, spec["host_root"]) for k, v in extra_env.items()}  # a probe's client
         self.env.start_desktop(Path(log_dir))
         self._show(self.env.display)
         return {"display": self.env.display.name, "ports": self.env.ports, "password": self.env.app_password}

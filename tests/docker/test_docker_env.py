@@ -154,16 +154,21 @@ def test_ctrl_c_mid_run_removes_the_runs_containers(tmp_path, client, image):
         proc.kill()
 
 
-def test_pccanary_tasks_with_a_frida_hook_run_in_containers(tmp_path, client, image):
-    """The fixture checkout under env=docker: its app script and pre_process from the task folder
-    (mounted read-only at its path), a StateInspector hook, and a Frida hook the host attaches to the
-    app inside the container; the task root given relative to the working directory."""
+def test_pccanary_tasks_with_their_hooks_run_in_containers(tmp_path, client, image):
+    """The fixture checkout under env=docker at concurrency=2: its app script and pre_process from the
+    task folder (mounted read-only at its path), a StateInspector hook, a Frida hook the host attaches
+    to the app inside a container, and VS Code (code-server and the probe's client taken from this
+    machine's .apps into the image) whose extension reports to the episode's sink; the task root given
+    relative to the working directory. Each is judged by its own hooks, as under env=local."""
     proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=docker", "tasks.root=tests/data/pccanary_fixture",
                            "tasks.solutions=tests/data/pccanary_solutions", "provider=oracle", "modality=cli",
-                           "task=[notes/*]", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "concurrency=2", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = {r["task_id"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "run").rglob("result.json"))}
-    assert {t: r["status"] for t, r in got.items()} == {"notes/task01_append": "success",
-                                                       "notes/task02_save": "success"}, got
+    assert {t: r["status"] for t, r in got.items()} == {
+        "notes/task01_append": "success", "notes/task02_save": "success",
+        "vscode/task01_updateColorTheme": "success", "vscode/task02_darkTheme": "failure"}, \
+        {t: r["reason"] or r["metrics"] for t, r in got.items()}
     assert [s["t"] is not None for s in got["notes/task02_save"]["key_steps"]["timeline"]] == [True, True]
+    assert "Default Light+" in got["vscode/task01_updateColorTheme"]["metrics"][0]["reason"]

@@ -40,14 +40,15 @@ def test_a_task_whose_program_is_missing_names_the_install_command(monkeypatch):
     assert missing_program(task({"launch": {"command": ["xterm"]}})) is None
 
 
-def test_with_env_docker_only_apps_installed_by_our_scripts_are_missing(monkeypatch):
+def test_with_env_docker_only_apps_our_scripts_install_must_be_here(monkeypatch):
     import mcpworld.experiment as experiment
 
     ghost = Program(app="ghostapp", binary="ghost-not-installed", names=("ghost",), packages={"apt": ["ghost"]})
-    scripted = Program(app="scripted", binary=".apps/x/bin/x", names=("x",), packages={"script": ["scripts/x.sh"]})
+    scripted = Program(app="scripted", binary="/nonexistent/x", names=("x",), packages={"script": ["scripts/x.sh"]},
+                       install="make apps APPS=scripted")
     monkeypatch.setattr(experiment, "programs", lambda: (ghost, scripted))
     assert missing_program(task(app="ghostapp"), "docker") is None  # the image holds its Debian package
-    assert "env=local" in missing_program(task(app="scripted"), "docker")
+    assert "make apps APPS=scripted" in missing_program(task(app="scripted"), "docker")  # taken from here
 
 
 def test_osworlds_client_password_is_filled_as_its_setup_controller_does():
