@@ -135,6 +135,10 @@ def build_desktop(client: Any, base: str, packages: list[str] = (), built: Seque
     import docker
 
     tag = desktop_tag(list(packages), base, built)
+    try:
+        previous = client.images.get(tag).id
+    except docker.errors.ImageNotFound:
+        previous = None
     with tempfile.TemporaryDirectory(prefix="mcpworld-image-") as context:
         try:
             image, _ = client.images.build(path=str(build_context(Path(context), built)), dockerfile=DOCKERFILE, tag=tag,
@@ -143,6 +147,11 @@ def build_desktop(client: Any, base: str, packages: list[str] = (), built: Seque
         except docker.errors.BuildError as exc:
             tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)[-800:]
             raise InfraError(f"building {tag} on {base} failed: {exc}\n{tail}") from None
+    if previous not in (None, image.id):  # the tag moved on: the old image would be left untagged
+        try:
+            client.images.remove(previous)
+        except docker.errors.APIError:  # a container still uses it: a later build removes nothing of it
+            pass
     return image
 
 
