@@ -33,7 +33,7 @@ venv:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(BASE_PY) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,slurm,ray]"
 	@touch $@
 
 # The catalog's local MCP servers at pinned versions (conf/mcp/default.yaml), each in its own venv

@@ -65,4 +65,11 @@ if __name__ == "__main__":
 
     if wants_preview(sys.argv[1:]):  # Hydra refuses --multirun with --cfg; print the sweep's jobs instead
         sys.exit(preview(sys.argv[1:]))
+    from mcpworld.launchers import missing_plugin, quiet_schema_matching
+
+    missing = missing_plugin(sys.argv[1:])
+    if missing:
+        print(f"mcpworld: error: {missing}", file=sys.stderr)
+        sys.exit(2)
+    quiet_schema_matching()
     sys.exit(run())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import socket
 import statistics
 import sys
 import time
@@ -41,7 +42,7 @@ from mcpworld.progress import DownloadProgress, SweepProgress
 from mcpworld.telemetry.gpu import make_gpu_monitor
 from mcpworld.telemetry.provenance import run_tags
 from mcpworld.secrets import mask_secrets, register_secrets, strip_secrets
-from mcpworld.telemetry.tracking import flatten, make_tracker, sweep_parent
+from mcpworld.telemetry.tracking import flatten, make_tracker, sweep_parent, unreachable
 
 
 def job_dir() -> Path:
@@ -51,6 +52,29 @@ def job_dir() -> Path:
         return Path(HydraConfig.get().runtime.output_dir)
     except ValueError:  # called outside Hydra (tests)
         return Path("outputs/adhoc")
+
+
+def in_sweep() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    try:
+        return HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:  # called outside Hydra (tests)
+        return False
+
+
+def check_tracking_reachable(cfg: Any) -> None:
+    """A sweep's jobs (on other nodes too, through a launcher) all log into the sweep's one store: a
+    job whose node cannot reach it stops at once, saying so, and the sweep goes on. (A single run
+    keeps what it could not log, to upload later.)"""
+    if cfg.tracking.backend != "mlflow" or not in_sweep():
+        return
+    why = unreachable(cfg.tracking.uri)
+    if why:
+        raise UserError(f"tracking.uri={cfg.tracking.uri} cannot be reached from this node ({socket.gethostname()}): "
+                        f"{why}; every node of a sweep must reach it: a sqlite file on a shared filesystem, or an "
+                        "`mlflow server` URL")
 
 
 def job_name() -> str:
@@ -205,6 +229,7 @@ def run_job(cfg: DictConfig) -> float:
         check_config(cfg)
         toolathlon.configure(cfg.get("toolathlon"))  # before any Toolathlon task folder is loaded
         mcpworld_format.configure(cfg.get("pccanary"))  # before any PC-Canary task folder is loaded
+        check_tracking_reachable(cfg)
         tasks = choose_tasks(cfg)
         model = preflight(cfg)
     except Exception as exc:  # nothing ran: the job failed before its first episode

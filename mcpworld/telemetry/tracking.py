@@ -589,6 +589,29 @@ def absolute_sqlite_uri(uri: str) -> str:
     return uri
 
 
+def unreachable(uri: str, timeout_s: float = 5.0) -> str | None:
+    """Why this machine cannot log to the MLflow store at ``uri`` (a sqlite file or folder whose
+    directory is missing or closed, a server that does not answer its /health), or None."""
+    uri = absolute_sqlite_uri(uri)  # a relative one's folder is made, as the tracker makes it
+    if uri.startswith(("http://", "https://")):
+        import httpx
+
+        try:
+            reply = httpx.get(uri.rstrip("/") + "/health", timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None if reply.status_code == 200 else f"its /health answered {reply.status_code}"
+    path = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri.removeprefix("file://")
+    if "://" in path:
+        return None  # another kind of store (databricks, postgresql …): MLflow's own errors say more
+    folder = Path(path).expanduser().absolute().parent
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist here"
+    if not os.access(folder, os.W_OK):
+        return f"the folder {folder} is not writable here"
+    return None
+
+
 def make_tracker(cfg: Any) -> Tracker:
     backend = cfg.tracking.backend
     if backend == "none":

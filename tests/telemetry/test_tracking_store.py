@@ -460,3 +460,14 @@ def test_the_tracker_process_ends_with_its_job(tmp_path: Path, end: str) -> None
         time.sleep(0.2)
     os.kill(child, signal.SIGKILL)
     pytest.fail("the tracker process outlived its job")
+
+
+def test_a_store_this_machine_cannot_reach_is_named_with_the_reason(tmp_path, monkeypatch):
+    from mcpworld.telemetry.tracking import unreachable
+
+    assert unreachable(f"sqlite:///{tmp_path}/mlflow.db") is None
+    assert "does not exist here" in unreachable(f"sqlite:///{tmp_path}/not-shared/mlflow.db")
+    monkeypatch.chdir(tmp_path)
+    assert unreachable("sqlite:///outputs/mlflow.db") is None and (tmp_path / "outputs").is_dir()  # made, as the tracker does
+    assert unreachable("http://127.0.0.1:9") is not None  # nothing listens
+    assert unreachable(str(tmp_path / "mlruns")) is None
