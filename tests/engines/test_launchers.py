@@ -54,7 +54,7 @@ def results(sweep: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(sweep.rglob("result.json"))]
 
 
-def one_sweep_run(db: Path) -> tuple[list, list]:
+def one_sweep_run(db: Path, episodes: int = 2) -> tuple[list, list]:
     """The sweep runs and the job runs (each under the sweep) in the store."""
     from mlflow.tracking import MlflowClient
 
@@ -63,7 +63,7 @@ def one_sweep_run(db: Path) -> tuple[list, list]:
     level = lambda name: [r for r in runs if r.data.tags.get("mcpworld.level") == name]  # noqa: E731
     sweeps, jobs = level("sweep"), level("job")
     assert len(sweeps) == 1 and all(j.data.tags["mlflow.parentRunId"] == sweeps[0].info.run_id for j in jobs)
-    assert len(level("episode")) == 2
+    assert len(level("episode")) == episodes
     return sweeps, jobs
 
 
@@ -77,19 +77,41 @@ def test_a_job_whose_node_cannot_reach_the_store_fails_in_one_line_and_the_sweep
     assert [r["status"] for r in results(tmp_path / "sweep" / "0")] == ["success"]
 
 
+def desktops(sweep: Path) -> list[dict]:
+    """Each episode's job, display and ports, and when its desktop surely ran: from the end of its
+    setup to its evaluation (a display number is free again once its desktop stops, after that)."""
+    found = []
+    for result in sweep.rglob("result.json"):
+        folder = result.parent
+        events = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
+        span = tuple(next(e["ts"] for e in events if e["type"] == kind) for kind in ("setup_done", "evaluation"))
+        desktop = json.loads((folder / "logs" / "desktop.json").read_text())
+        found.append({"job": folder.relative_to(sweep).parts[0], "span": span, "display": desktop["display"],
+                      "ports": set(desktop["ports"].values())})
+    return found
+
+
 @pytest.mark.slow
 def test_a_sweep_on_a_real_slurm_cluster(tmp_path):
+    """Two jobs on the one node at once (a CPU each), each running its episodes two at a time: four
+    desktops side by side, none sharing a display or a port with another."""
     db = tmp_path / "mlflow.db"
     with slurm_cluster(tmp_path / "slurm") as env:
-        proc = cli(tmp_path, *SWEEP, "hydra/launcher=submitit_slurm", "hydra.launcher.partition=debug",
-                   f"tracking.uri=sqlite:///{db}", env=env)
+        proc = cli(tmp_path, "provider=oracle", "task=[mousepad/*]", "resolution=square,rect", "concurrency=2",
+                   "hydra/launcher=submitit_slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
+                   f"tracking.uri=sqlite:///{db}", "-m", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert [r["status"] for r in results(tmp_path / "sweep")] == ["success", "success"]
+    assert [r["status"] for r in results(tmp_path / "sweep")] == ["success"] * 8
     (script,) = (tmp_path / "sweep" / ".submitit").rglob("*_submission.sh")  # one sbatch: an array of the two jobs
     assert {"#SBATCH --array=0-1%2", "#SBATCH --partition=debug", "#SBATCH --cpus-per-task=1"} <= set(
         script.read_text().splitlines())
     assert len(list((tmp_path / "sweep" / ".submitit").glob("*_[01]/*_result.pkl"))) == 2  # each array task ran
-    _, jobs = one_sweep_run(db)
+    seen = desktops(tmp_path / "sweep")
+    side_by_side = [(a, b) for a in seen for b in seen if a["job"] < b["job"]
+                    and a["span"][0] < b["span"][1] and b["span"][0] < a["span"][1]]
+    assert side_by_side, "the two jobs never ran at the same time"
+    assert all(a["display"] != b["display"] and not a["ports"] & b["ports"] for a, b in side_by_side)
+    _, jobs = one_sweep_run(db, episodes=8)
     assert len(jobs) == 2
 
 
