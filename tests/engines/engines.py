@@ -53,10 +53,19 @@ def _wait(check, timeout_s: float, what: str) -> None:
 
 
 def _kill_pidfile(path: Path) -> None:
+    """Stop the daemon whose pid file this is, and wait (briefly) until it has gone."""
     try:
-        os.kill(int(path.read_text().strip()), signal.SIGTERM)
+        pid = int(path.read_text().strip())
+        os.kill(pid, signal.SIGTERM)
     except (OSError, ValueError):
-        pass
+        return
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.2)
 
 
 @contextmanager
