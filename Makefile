@@ -68,6 +68,7 @@ bench: setup
 	$(PY) benchmarks/tracking_overhead.py
 	$(PY) benchmarks/concurrency.py
 	$(PY) benchmarks/reset_to_ready.py
+	$(PY) benchmarks/sweep_throughput.py
 
 clean:
 	rm -rf outputs
