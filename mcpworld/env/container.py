@@ -233,7 +233,10 @@ class DockerEnvironment(Environment):
 
     # --- lifecycle ---------------------------------------------------------------------------
     def reset(self, task: Task, episode_dir: Path) -> None:
-        self.end_episode()
+        try:
+            self.end_episode()
+        except InfraError as exc:  # the last episode's container died: the next one is fresh anyway
+            logger.info("ending the last episode: %s", exc)
         self.task = None
         self._next_container()
         self.task = task

@@ -110,6 +110,8 @@ def test_inside_the_agent_is_the_desktop_account_with_sudo_and_no_harness_secret
         client.containers.get(env.container.name).kill()  # the desktop dies under the episode
         with pytest.raises(InfraError, match=env.container.name):
             env.act({"kind": "key", "keys": "a"})
+        env.reset(task, tmp_path / "next-episode")  # the next episode gets a fresh container all the same
+        assert env.read_file("~/notes.txt") == b"hello\n"
     finally:
         env.close()
     assert ours(client, os.getpid()) == []
