@@ -569,9 +569,8 @@ def _styles(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, list
     """OSWorld's per-cell style lists (A1 to the used corner), overwritten for cells a conditional
     format applies to by that format's differential style (the last applying format wins)."""
     which, name = books.locate(rule[key])
-    try:
-        ws = books.formulas(which)[name]
-    except KeyError:
+    ws = _osw_sheet(books, rule, key)
+    if ws is None:
         return {}
     props = rule.get("props", [])
     styles = {c.coordinate: [_cell_style(p, c) for p in props] for col in ws.iter_cols() for c in col}
@@ -669,10 +668,8 @@ def _rule_data_validation(books: _Workbooks, rule: dict[str, Any]) -> bool:
 def _dimensions(books: _Workbooks, rule: dict[str, Any], key: str, kind: str) -> dict[Any, Any]:
     """The rows/columns that have an entry in the file, with the asked properties (rows or
     columns without an entry are not compared, and an entry only one side has fails)."""
-    which, name = books.locate(rule[key])
-    try:
-        ws = books.formulas(which)[name]
-    except KeyError:
+    ws = _osw_sheet(books, rule, key)
+    if ws is None:
         return {}
     props = set(rule.get("props", []))
     holder = getattr(ws, f"{kind}_dimensions")
@@ -687,10 +684,8 @@ def _dimensions_rule(kind: str) -> Callable[[_Workbooks, dict[str, Any]], bool]:
 
 
 def _filters(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any]:
-    which, name = books.locate(rule[key])
-    try:
-        ws = books.formulas(which)[name]
-    except KeyError:
+    ws = _osw_sheet(books, rule, key)
+    if ws is None:
         return {}
     auto = ws.auto_filter
     columns = []
@@ -741,10 +736,8 @@ def _charts(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any]
     ``type`` the first plot's tag, ``width``/``height`` openpyxl's nominal size (15 x 7.5 for a read
     chart), ``anchor`` [editAs, from.col, to.row, to.col, to.row] (two-cell anchors only), and
     ``direction`` fails on a chart that is not a bar chart."""
-    which, name = books.locate(rule[key])
-    try:
-        ws = books.formulas(which)[name]
-    except KeyError:
+    ws = _osw_sheet(books, rule, key)
+    if ws is None:
         return {}
     props = set(rule.get("chart_props", []))
     found: dict[str, Any] = {}
@@ -786,10 +779,8 @@ def _pivots(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any]
     are shifted by the leading fields without items. ``show_total`` is visualTotals,
     ``selection`` the (hidden, item) pairs per field (sets unless ``ordered``), ``filter`` the page
     field numbers, ``data_fields`` "field;name;subtotal;showDataAs" (name with ``data_fields_name``)."""
-    which, name = books.locate(rule[key])
-    try:
-        ws = books.formulas(which)[name]
-    except KeyError:
+    ws = _osw_sheet(books, rule, key)
+    if ws is None:
         return {}
     props = set(rule.get("pivot_props", []))
     found: dict[str, Any] = {}
