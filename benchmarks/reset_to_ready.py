@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcpworld.apps import programs
+from mcpworld.env import docker_image
 from mcpworld.env.base import Environment
 from mcpworld.env.display import MARKER
 from mcpworld.env.local import LocalEnvironment
@@ -119,24 +120,18 @@ def measure(app: str, cold: int, warm: int, work: Path) -> dict:
     return {"cold": colds, "warm": warms, "peak": max(peaks)}
 
 
-def docker_client() -> Any | None:
+def docker_client() -> object | None:
     """A client of a Docker engine that answers now, else None with the reason printed (this script
     does not install or start one, as ``docker_image.engine()`` would as root)."""
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        return client
-    except Exception as exc:  # no docker package, no socket, engine down
-        print(f"env=docker skipped: no Docker engine answers ({type(exc).__name__}: {str(exc)[:120]})")
-        return None
+    client, why = docker_image.answering()
+    if client is None:
+        print(f"env=docker skipped: no Docker engine answers ({why})")
+    return client
 
 
 def docker_image_for(app: str) -> str:
     """The desktop image holding ``app`` (built on first use; the image without apps for those the
     desktop image has anyway)."""
-    from mcpworld.env import docker_image
 
     packages = [] if app in IN_DESKTOP_IMAGE else docker_image.app_packages(programs(), [app])
     return docker_image.desktop_image(None, packages)

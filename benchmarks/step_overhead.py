@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcpworld.apps import programs
+from mcpworld.env import docker_image
 from mcpworld.env import screen
 from mcpworld.env.base import Environment
 from mcpworld.env.display import VirtualDisplay
@@ -101,15 +102,10 @@ def env_step(env: Environment, x: int, y: int) -> dict[str, float]:
 def docker_client() -> object | None:
     """A client of a Docker engine that answers now, else None with the reason printed (this script
     does not install or start one, as ``docker_image.engine()`` would as root)."""
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        return client
-    except Exception as exc:  # no docker package, no socket, engine down
-        print(f"env=docker skipped: no Docker engine answers ({type(exc).__name__}: {str(exc)[:120]})")
-        return None
+    client, why = docker_image.answering()
+    if client is None:
+        print(f"env=docker skipped: no Docker engine answers ({why})")
+    return client
 
 
 def environment_steps(width: int, height: int, n: int, use_docker: bool) -> dict[str, list[dict[str, float]]]:
@@ -125,7 +121,6 @@ def environment_steps(width: int, height: int, n: int, use_docker: bool) -> dict
         envs["local"] = stack.enter_context(LocalEnvironment(width, height, programs=programs()))
         client = docker_client() if use_docker else None
         if client is not None:
-            from mcpworld.env import docker_image
             from mcpworld.env.container import DockerEnvironment
 
             try:

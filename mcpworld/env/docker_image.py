@@ -45,18 +45,28 @@ def _apt_install(*packages: str) -> None:
             raise InfraError(f"`{' '.join(argv)}` failed: {done.stderr.strip()[-300:]}")
 
 
+def answering() -> tuple[Any | None, str]:
+    """A docker client whose engine answers now, else None and why (nothing installed or started)."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        return client, ""
+    except Exception as exc:  # no docker package, no socket, engine down
+        return None, f"{type(exc).__name__}: {str(exc)[:120]}"
+
+
 def engine(timeout_s: float = 60.0) -> Any:
     """A docker client whose engine answers; installs docker.io and starts dockerd when this machine
     (as root) has none running."""
     import docker
 
-    try:
-        client = docker.from_env()
-        client.ping()
+    client, why = answering()
+    if client is not None:
         return client
-    except docker.errors.DockerException as exc:
-        if os.geteuid() != 0:
-            raise InfraError(f"no Docker engine answers ({exc}); start dockerd or run as root") from None
+    if os.geteuid() != 0:
+        raise InfraError(f"no Docker engine answers ({why}); start dockerd or run as root")
     if shutil.which("dockerd") is None:
         _apt_install("docker.io")
     log_path = Path(tempfile.gettempdir()) / "mcpworld-dockerd.log"
