@@ -36,7 +36,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[test,slurm,ray]"
 	@touch $@
 
-# The catalog's local MCP servers at pinned versions (conf/mcp/default.yaml), each in its own venv
+# The catalog's local MCP servers at pinned versions (mcpworld/conf/mcp/default.yaml), each in its own venv
 # (npm ones in one prefix) under .mcp-servers/; Node.js comes from apt when it is missing.
 servers: venv
 	@command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
@@ -49,7 +49,7 @@ toolathlon: venv
 	@command -v patchelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends patchelf >/dev/null; }
 	$(PY) -m mcpworld.tasks.toolathlon --prepare
 
-# The desktop applications of conf/app/*.yaml (LibreOffice, Chromium, GIMP, VLC, Thunderbird …), from
+# The desktop applications of mcpworld/conf/app/*.yaml (LibreOffice, Chromium, GIMP, VLC, Thunderbird …), from
 # apt; `make apps APPS="gimp vlc"` installs only those.
 apps: venv
 	$(PY) -m mcpworld.apps $(APPS)

@@ -34,13 +34,13 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from mcpworld.apps import programs
+from mcpworld.apps.catalog import programs
+from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.task import Task
 from mcpworld.env import docker_image
 from mcpworld.env.base import Environment
 from mcpworld.env.display import MARKER
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.errors import InfraError, UserError
-from mcpworld.tasks.model import Task
 
 # app → (launch command as a suite writes it, window title that means "it is there", target s)
 APPS = {

@@ -32,16 +32,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from mcpworld.apps import programs
-from mcpworld.env import docker_image
-from mcpworld.env import screen
+from mcpworld.apps.catalog import programs
+from mcpworld.core.errors import InfraError
+from mcpworld.core.task import Task
+from mcpworld.env import docker_image, screen
 from mcpworld.env.base import Environment
 from mcpworld.env.display import VirtualDisplay
 from mcpworld.env.local import LocalEnvironment, scrubbed_env
 from mcpworld.env.windows import Windows
 from mcpworld.env.xinput import XInput
-from mcpworld.errors import InfraError
-from mcpworld.tasks.model import Task
 
 TOOLS = {"Xvfb": "xvfb", "dbus-daemon": "dbus", "openbox": "openbox", "xterm": "xterm",
          "xdotool": "xdotool", "scrot": "scrot"}

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mcpworld.launchers import missing_plugin
+from mcpworld.config.launchers import missing_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "task=[mousepad/*,xterm/*,pcmanfm/*]"

@@ -1,4 +1,4 @@
-"""Safe archive extraction (mcpworld.archives) and the context builder that uses it."""
+"""Safe archive extraction (mcpworld.core.archives) and the context builder that uses it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.archives import UnsafeArchive, pack, safe_extract
+from mcpworld.core.archives import UnsafeArchive, pack, safe_extract
+from mcpworld.core.errors import UserError
+from mcpworld.core.task import ContextEntry
 from mcpworld.env.context import build_golden
-from mcpworld.errors import UserError
-from mcpworld.tasks.model import ContextEntry
 
 
 def make_tar(members: dict[str, bytes | str], symlinks: dict[str, str] | None = None) -> bytes:

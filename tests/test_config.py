@@ -9,10 +9,10 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
-from mcpworld.config import register
+from mcpworld.config.schema import register
 from mcpworld.telemetry.tracking import flatten
 
-CONF = str((Path(__file__).resolve().parents[1] / "conf").absolute())
+CONF = str((Path(__file__).resolve().parents[1] / "mcpworld" / "conf").absolute())
 
 register()
 
@@ -68,7 +68,7 @@ def test_every_seed_model_family_has_a_file() -> None:
 @pytest.mark.parametrize("model", MODELS)
 def test_every_model_composes_with_its_provider(model: str) -> None:
     from mcpworld.agent.providers import KINDS
-    from mcpworld.experiment import check_config
+    from mcpworld.run.job import check_config
 
     cfg = make(f"model={model}")
     assert cfg.model.name == model and cfg.provider.kind in KINDS

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from mcpworld.downloads import DownloadError, FileCache, mirror_path
+from mcpworld.core.downloads import DownloadError, FileCache, mirror_path
 from tests.fakes.file_server import FileServer
 
 BIG = bytes(range(256)) * 4096  # 1 MiB: several chunks, so a dropped connection leaves a part
@@ -35,14 +35,14 @@ def test_second_fetch_is_served_from_the_cache(tmp_path, host):
 
 
 def test_a_transient_error_is_retried(tmp_path, host, monkeypatch):
-    monkeypatch.setattr("mcpworld.downloads.time.sleep", lambda s: None)
+    monkeypatch.setattr("mcpworld.core.downloads.time.sleep", lambda s: None)
     host.statuses["/a/report.xlsx"] = [503, 429]
     assert cache_of(tmp_path).fetch(host.url + "/a/report.xlsx").read_bytes() == b"sheet"
     assert host.count("/a/report.xlsx") == 3
 
 
 def test_a_dropped_connection_resumes_with_a_range_request(tmp_path, host, monkeypatch):
-    monkeypatch.setattr("mcpworld.downloads.time.sleep", lambda s: None)
+    monkeypatch.setattr("mcpworld.core.downloads.time.sleep", lambda s: None)
     host.cut_after["/big.bin"] = 300_000
     path = cache_of(tmp_path).fetch(host.url + "/big.bin")
     assert path.read_bytes() == BIG
@@ -59,7 +59,7 @@ def test_not_found_fails_at_once_naming_the_url(tmp_path, host):
 
 
 def test_giving_up_after_the_retries_says_so(tmp_path, host, monkeypatch):
-    monkeypatch.setattr("mcpworld.downloads.time.sleep", lambda s: None)
+    monkeypatch.setattr("mcpworld.core.downloads.time.sleep", lambda s: None)
     host.statuses["/a/report.xlsx"] = [502, 502, 502]
     with pytest.raises(DownloadError, match="HTTP 502 .after 3 attempts"):
         cache_of(tmp_path).fetch(host.url + "/a/report.xlsx")

@@ -1,4 +1,4 @@
-"""Import-time promises: heavy dependencies load only where used; lower layers never import higher ones."""
+"""Import-time promises: heavy dependencies load only where used; packages import one way only."""
 
 import ast
 import subprocess
@@ -7,9 +7,28 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "mcpworld"
 
+# The packages from the bottom up (docs/ARCHITECTURE.md). A package may import those before it,
+# never one after it; packages of one row are siblings and import neither way.
+LAYERS: list[tuple[str, ...]] = [
+    ("core",),
+    ("config",),
+    ("telemetry", "probes"),
+    ("apps",),
+    ("tasks", "env"),
+    ("mcp",),
+    ("evaluation",),
+    ("agent",),
+    ("run",),
+    ("report",),
+    ("cli",),
+]
+RANK = {package: rank for rank, row in enumerate(LAYERS) for package in row}
+TOP_LEVEL = {"__init__", "__main__"}  # the only modules outside a package; __main__ only calls cli
+DATA = {"conf"}  # folders of data shipped in the package, not code
+
 
 def test_tracking_none_runs_without_importing_mlflow():
-    code = ("import sys; from omegaconf import OmegaConf; import mcpworld.experiment, mcpworld.episode; "
+    code = ("import sys; from omegaconf import OmegaConf; import mcpworld.run.job, mcpworld.run.episode; "
             "from mcpworld.telemetry.tracking import make_tracker; "
             "t = make_tracker(OmegaConf.create({'tracking': {'backend': 'none'}})); "
             "t.start_job('x', {}, {}); t.finish_job({}, []); "
@@ -19,39 +38,62 @@ def test_tracking_none_runs_without_importing_mlflow():
 
 
 def test_gui_episodes_never_import_the_mcp_sdk():
-    code = "import sys, mcpworld.experiment, mcpworld.episode; print('mcp' in sys.modules)"
+    code = "import sys, mcpworld.run.job, mcpworld.run.episode; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"  # 0.7 s of imports only when a modality starts MCP servers
 
 
-# package → packages it must never import (DESIGN.md: one direction only)
-FORBIDDEN = {
-    "env": ("mcpworld.agent", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment", "mcpworld.telemetry.tracking"),
-    "evaluation": ("mcpworld.agent", "mcpworld.episode", "mcpworld.experiment"),
-    "agent": ("mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
-    "tasks": ("mcpworld.agent", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
-    "mcp": ("mcpworld.agent", "mcpworld.env", "mcpworld.tasks", "mcpworld.evaluation", "mcpworld.episode",
-            "mcpworld.experiment", "mcpworld.servers"),
-    "telemetry": ("mcpworld.agent", "mcpworld.env", "mcpworld.evaluation", "mcpworld.episode", "mcpworld.experiment"),
-    "probes": ("mcpworld.agent", "mcpworld.evaluation", "mcpworld.tasks", "mcpworld.episode", "mcpworld.experiment"),
-}
-
-
 def imported_modules(path: Path) -> set[str]:
+    """Every mcpworld module a file imports, at the top or inside a function."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
-    return names
+            if node.module == "mcpworld":  # `from mcpworld import run`
+                names.update(f"mcpworld.{a.name}" for a in node.names)
+    return {n for n in names if n.startswith("mcpworld.")}
 
 
-def test_lower_layers_never_import_higher_ones():
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else None
+
+
+def layering_offences(root: Path) -> list[str]:
     offences = []
-    for package, forbidden in FORBIDDEN.items():
-        for path in (PKG / package).rglob("*.py"):
-            for name in imported_modules(path):
-                if name.startswith(forbidden):
-                    offences.append(f"{path.relative_to(PKG)} imports {name}")
-    assert offences == []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if len(rel.parts) == 1:
+            if rel.stem not in TOP_LEVEL:
+                offences.append(f"{rel} is a loose top-level module: it belongs in one of {sorted(RANK)}")
+            continue
+        own = rel.parts[0]
+        if own in DATA:
+            continue
+        if own not in RANK:
+            offences.append(f"{rel.parts[0]}/ is not a known layer: add it to LAYERS in tests/test_layering.py")
+            continue
+        for name in imported_modules(path):
+            other = package_of(name)
+            if other and other != own and RANK[other] >= RANK[own]:
+                offences.append(f"{rel} ({own}) imports {name} ({other}), which is not below it")
+    return offences
+
+
+def test_every_package_imports_only_the_layers_below_it():
+    assert layering_offences(PKG) == []
+
+
+def test_the_cycles_that_were_broken_would_be_caught(tmp_path: Path):
+    """env <-> tasks and env <-> apps were cycles once: the check must fail on either again."""
+    for package, line in [("env", "from mcpworld.tasks.select import discover"),
+                          ("tasks", "from mcpworld.env.steps import run_steps"),
+                          ("apps", "from mcpworld.env.local import LocalEnvironment"),
+                          ("core", "import mcpworld.run.job")]:
+        (tmp_path / package).mkdir(exist_ok=True)
+        (tmp_path / package / "bad.py").write_text(line + "\n")
+    (tmp_path / "loose.py").write_text("")
+    offences = layering_offences(tmp_path)
+    assert len(offences) == 5 and all(o.startswith(("env/", "tasks/", "apps/", "core/", "loose.py")) for o in offences)

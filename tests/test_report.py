@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mcpworld.errors import UserError
-from mcpworld.report import bootstrap_ci, main, pass_at_k, pass_hat_k
+from mcpworld.core.errors import UserError
+from mcpworld.report.tables import bootstrap_ci, main, pass_at_k, pass_hat_k
 
 ROOT = Path(__file__).resolve().parents[1]
 EXP = "paper"
@@ -260,7 +260,7 @@ def test_unknown_group_key_lists_the_params(store, tmp_path, capsys):
 
 
 def test_bad_inputs_are_user_errors(store, tmp_path):
-    from mcpworld.report import parse_args, report
+    from mcpworld.report.tables import parse_args, report
 
     missing = tmp_path / "none.db"
     with pytest.raises(UserError, match="no MLflow store"):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import UserError
-from mcpworld.experiment import choose_tasks
-from mcpworld.servers import task_servers, withheld
+from mcpworld.core.errors import UserError
+from mcpworld.mcp.servers import task_servers, withheld
+from mcpworld.run.job import choose_tasks
 from tests.test_config import make
 
 
@@ -50,7 +50,7 @@ def test_a_server_that_is_not_installed_skips_with_the_install_command(tmp_path,
 def test_tasks_without_servers_are_skipped_by_mcp_only(capsys):
     cfg = make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", "app=mousepad")
     assert [t.id for t in choose_tasks(cfg)] == ["mousepad/append_line"]  # its app config gives it filesystem
-    # app=all runs it too: the servers come from conf/app/mousepad.yaml whichever selection runs it
+    # app=all runs it too: the servers come from mcpworld/conf/app/mousepad.yaml whichever selection runs it
     (task,) = choose_tasks(make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line"))
     assert [s.name for s in task_servers(make("modality=mcp"), task)] == ["filesystem"]
     cfg = make("modality=mcp", "provider=openai_compat", "task=xterm/count_errors")

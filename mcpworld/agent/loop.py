@@ -19,9 +19,9 @@ from PIL.Image import Image
 from mcpworld.agent.providers.base import Provider, Reply
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.agent.tools.normalize import normalize_call
+from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
+from mcpworld.core.result import EpisodeResult
 from mcpworld.env.screen import FORMATS, encode
-from mcpworld.errors import EndpointUnreachable, InfraError, UserError
-from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace, preview
 
 IMAGE_PLACEHOLDER = "[older screenshot removed to save context]"

@@ -6,9 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from mcpworld.apps.programs import Program
+from mcpworld.core.errors import UserError
 from mcpworld.env.base import Environment
-from mcpworld.env.programs import Program
-from mcpworld.errors import UserError
 
 
 def _local(cfg: Any, width: int, height: int, programs: Sequence[Program], apps: Sequence[str]) -> Environment:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import abc
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpworld.core.actions import Action  # noqa: F401 (the seam's own vocabulary)
+from mcpworld.core.task import HOME_USER
+
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from mcpworld.tasks.model import Task
+    from mcpworld.core.task import Task
 
 
 @dataclass
@@ -23,17 +25,6 @@ class ShellResult:
     truncated: bool = False
 
 
-HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
-
-# Low-level input actions, in screen pixels. The computer tool maps model actions onto these.
-#   {"kind": "move", "x", "y"}
-#   {"kind": "click", "x", "y", "button": 1|2|3, "count": 1..3}   (x/y optional: current position)
-#   {"kind": "down"|"up", "button"}
-#   {"kind": "drag", "x0", "y0", "x", "y"}
-#   {"kind": "scroll", "x", "y", "direction": up|down|left|right, "amount": n}
-#   {"kind": "key", "keys": "ctrl+s"}            (xdotool-style chord, space-separated sequence)
-#   {"kind": "type", "text": "..."}
-Action = dict[str, Any]
 
 
 class Environment(abc.ABC):
@@ -114,8 +105,8 @@ class Environment(abc.ABC):
     def accessibility_tree(self, timeout_s: float = 60.0) -> str:
         """The live AT-SPI tree of the desktop as XML (see ``a11y_dump``), read by the
         distribution's python3-pyatspi inside the environment's display and D-Bus session."""
+        from mcpworld.core.errors import InfraError
         from mcpworld.env.a11y_dump import NO_PYATSPI, dump_command
-        from mcpworld.errors import InfraError
 
         result = self.shell(dump_command(budget_s=max(1.0, timeout_s - 5)), timeout=timeout_s,
                             max_output=64 * 1024 * 1024)

@@ -21,9 +21,9 @@ import shlex
 import time
 from typing import Any, Callable
 
+from mcpworld.core.errors import InfraError, TaskFileError
+from mcpworld.core.urls import compare_urls
 from mcpworld.env.cdp import in_thread
-from mcpworld.errors import InfraError, TaskFileError
-from mcpworld.urls import compare_urls
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ GOTO_TIMEOUT_MS = 60_000
 def _with_context(port: int | None, step: str, work: Callable[[Any], None]) -> None:
     if port is None:
         raise InfraError(f"{step}: this desktop starts no Chromium with a DevTools port "
-                         "(conf/app/chromium.yaml's program has ports: [cdp])")
+                         "(mcpworld/conf/app/chromium.yaml's program has ports: [cdp])")
     endpoint = f"http://127.0.0.1:{port}"
 
     def run() -> None:

@@ -11,10 +11,10 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from mcpworld.archives import safe_extract
+from mcpworld.core.archives import safe_extract
+from mcpworld.core.errors import InfraError, TaskFileError
+from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env.display import require_binary
-from mcpworld.errors import InfraError, TaskFileError
-from mcpworld.tasks.model import ContextEntry, Task
 
 
 def home_relative(dest: str) -> str:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcpworld.errors import InfraError
+from mcpworld.core.errors import InfraError
 
 SLOTS = 64
 NAME_PREFIX = "mcpworld-d"

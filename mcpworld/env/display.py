@@ -16,10 +16,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.desktop_user import DesktopUser
 from mcpworld.env.processes import ProcessSet
 from mcpworld.env.xconnection import open_display
-from mcpworld.errors import InfraError, UserError
 
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
 # GTK apps join the AT-SPI bus by themselves; Chromium and Qt only when asked to.

@@ -25,12 +25,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from mcpworld.env.programs import Program
-from mcpworld.errors import InfraError, UserError
+from mcpworld.apps.programs import Program
+from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.paths import PROJECT
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT
 DOCKERFILE = "docker/desktop.Dockerfile"
 DESKTOP_REPO = "mcpworld/desktop"
 LOCAL_BASE = "mcpworld/debian-base:bookworm"
@@ -210,7 +211,7 @@ def desktop_image(base: str | None = None, packages: Sequence[str] = (), built: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mcpworld.apps import programs
+    from mcpworld.apps.catalog import programs
 
     parser = argparse.ArgumentParser(prog="python -m mcpworld.env.docker_image", description=__doc__.splitlines()[0])
     parser.add_argument("--base", help="the base image (default: a Debian base imported locally by debootstrap)")

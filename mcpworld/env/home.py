@@ -10,11 +10,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mcpworld.env.context import copy_into_home
+from mcpworld.core.errors import InfraError
 from mcpworld.env.base import Environment, ShellResult
+from mcpworld.env.context import copy_into_home
 from mcpworld.env.processes import run_bounded, scrubbed_env
 from mcpworld.env.steps import run_steps
-from mcpworld.errors import InfraError
 
 
 class HomeEnvironment(Environment):

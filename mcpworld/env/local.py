@@ -17,18 +17,18 @@ from typing import Any, Iterator, Sequence
 
 from PIL.Image import Image
 
+from mcpworld.apps.programs import Program, command_name, desktop_values, is_port_forwarder, program_for, wait_http, write_shims
+from mcpworld.core.errors import InfraError, MissingWindow
+from mcpworld.core.paths import PROJECT
+from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, leftovers, screen
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.display import VirtualDisplay, require_binary
 from mcpworld.env.processes import run_bounded, scrubbed_env
-from mcpworld.env.programs import (Program, command_name, desktop_values, is_port_forwarder, program_for,
-                                   wait_http, write_shims)
 from mcpworld.env.steps import run_steps
 from mcpworld.env.windows import Windows
 from mcpworld.env.xinput import XInput
-from mcpworld.errors import InfraError, MissingWindow
-from mcpworld.tasks.model import Task
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def default_workroot() -> Path:
     return workroot
 
 
-WARM_ROOT = Path(__file__).resolve().parents[2] / ".apps" / "warm"
+WARM_ROOT = PROJECT / ".apps" / "warm"
 
 
 def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_ROOT) -> Path | None:

@@ -18,7 +18,6 @@ import psutil
 from mcpworld.env.base import ShellResult
 from mcpworld.env.desktop_user import DesktopUser
 
-
 # Only these variables of the harness reach the desktop and the agent's shell: no secrets.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 

@@ -29,18 +29,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from mcpworld import errors
+from mcpworld.apps.programs import Program
+from mcpworld.core import errors
+from mcpworld.core.errors import InfraError
+from mcpworld.core.paths import PROJECT
+from mcpworld.core.task import Task
 from mcpworld.env import desktop_user
 from mcpworld.env.base import ShellResult
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.env.programs import Program
 from mcpworld.env.screen import SettlePolicy, to_image
-from mcpworld.errors import InfraError
-from mcpworld.tasks.model import Task
 
 log = logging.getLogger("mcpworld.env.service")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT
 SPEC_VARIABLE = "MCPWORLD_SERVICE"
 NOVNC_WEB = "/usr/share/novnc"
 # what the host may call by name: the step host's and the agent's methods of the environment

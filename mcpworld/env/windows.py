@@ -6,7 +6,8 @@ import re
 import time
 from typing import Callable
 
-from Xlib import X, error as xerror
+from Xlib import X
+from Xlib import error as xerror
 from Xlib.protocol import event as xevent
 
 from mcpworld.env.xconnection import open_display

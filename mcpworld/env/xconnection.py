@@ -9,7 +9,8 @@ a BadValue (say, a window that closed between two requests) an ordinary, catchab
 
 from __future__ import annotations
 
-from Xlib import display as xdisplay, error as xerror
+from Xlib import display as xdisplay
+from Xlib import error as xerror
 
 
 def open_display(name: str) -> xdisplay.Display:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from Xlib import X, XK
+from Xlib import XK, X
 from Xlib.ext import xtest
 
+from mcpworld.core.errors import UserError
 from mcpworld.env.xconnection import open_display
-from mcpworld.errors import UserError
 
 # xdotool/Anthropic-style key names → X keysym names
 KEY_ALIASES = {

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.registry import getter
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.getters import cache_target, require
 from mcpworld.evaluation.registry import getter
 

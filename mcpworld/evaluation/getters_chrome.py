@@ -29,8 +29,8 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from urllib.parse import parse_qs, urlparse
 
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.cdp import in_thread as _in_thread
-from mcpworld.errors import InfraError, UserError
 from mcpworld.evaluation.getters import require
 from mcpworld.evaluation.getters_apps import canonical_home
 from mcpworld.evaluation.registry import getter

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.getters import require
 from mcpworld.evaluation.getters_chrome import _active_page, _wait_loaded, cdp_url, with_browser
 from mcpworld.evaluation.registry import getter

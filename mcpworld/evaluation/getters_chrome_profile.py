@@ -29,7 +29,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.getters import cache_target, require
 from mcpworld.evaluation.getters_apps import (
     CHROMIUM_PROFILES,

@@ -12,8 +12,8 @@ import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from mcpworld.downloads import DownloadError, FileCache
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.downloads import DownloadError, FileCache
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.getters import cache_target, require
 from mcpworld.evaluation.registry import getter
 

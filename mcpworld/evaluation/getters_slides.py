@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from pptx import Presentation
 from pptx.oxml.ns import qn
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.getters import cache_target, require
 from mcpworld.evaluation.registry import getter
 

@@ -34,8 +34,8 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.cdp import in_thread as _in_thread
-from mcpworld.errors import InfraError, UserError
 from mcpworld.evaluation.getters import cache_target, require
 from mcpworld.evaluation.getters_chrome import CONNECT_TIMEOUT_MS, cdp_url
 from mcpworld.evaluation.registry import getter

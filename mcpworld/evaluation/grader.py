@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import EvalError
-from mcpworld.result import MetricOutcome
+from mcpworld.core.errors import EvalError
+from mcpworld.core.result import MetricOutcome
 
 TIMEOUT_S = 300.0
 NO_VERDICT = re.compile(r"^(ModuleNotFoundError|ImportError)\b|No module named ")

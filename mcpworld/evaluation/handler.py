@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import EvalError, InfraError
-from mcpworld.result import MetricOutcome
-
+from mcpworld.core.errors import EvalError, InfraError
+from mcpworld.core.result import MetricOutcome
 
 FRIDA_COMPLETION = {"type": "send", "payload": {"event": "evaluate_on_completion"}}  # PC-Canary's HookManager's
 

@@ -29,7 +29,7 @@ import operator
 import re
 from typing import Any, Callable
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
     "eq": operator.eq,

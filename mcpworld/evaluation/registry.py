@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Callable, TypeVar
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 Getter = Callable[..., Any]
 Metric = Callable[..., Any]

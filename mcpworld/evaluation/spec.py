@@ -35,9 +35,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpworld.errors import InfraError, MissingWindow, UserError
+from mcpworld.core.errors import InfraError, MissingWindow, UserError
+from mcpworld.core.result import MetricOutcome
 from mcpworld.evaluation.registry import get_getter, get_metric, metric_needs_env
-from mcpworld.result import MetricOutcome
 
 if TYPE_CHECKING:
     from mcpworld.env.base import Environment

@@ -9,11 +9,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mcpworld.core.errors import EvalError
+from mcpworld.core.task import Task
 from mcpworld.env.home import HomeEnvironment
-from mcpworld.errors import EvalError
 from mcpworld.evaluation.templates import builtin_templates, expand_task
 from mcpworld.evaluation.verdict import judge
-from mcpworld.tasks.model import Task
 
 
 def grade(task: Task, home: Path, final_action: str | None = "DONE", threshold: float = 1.0) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Named evaluator spec templates: common checks written once (conf/evaluator/*.yaml ``templates``)
+"""Named evaluator spec templates: common checks written once (mcpworld/conf/evaluator/*.yaml ``templates``)
 and referenced by tasks as ``evaluator: {template: NAME, with: {param: value}}``.
 
 A template is a spec whose strings are jinja2 templates over the ``with`` params (StrictUndefined:
@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import copy
 import difflib
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
+from mcpworld.core.paths import CONF_DIR
 from mcpworld.tasks.native import render
-BUILTIN_FILE = Path(__file__).resolve().parents[2] / "conf" / "evaluator" / "default.yaml"
+
+BUILTIN_FILE = CONF_DIR / "evaluator" / "default.yaml"
 
 
 def builtin_templates() -> dict[str, Any]:
-    """The templates shipped in conf/evaluator/default.yaml (for grading outside Hydra)."""
+    """The templates shipped in mcpworld/conf/evaluator/default.yaml (for grading outside Hydra)."""
     if not BUILTIN_FILE.is_file():
         return {}
     return dict((yaml.safe_load(BUILTIN_FILE.read_text()) or {}).get("templates") or {})

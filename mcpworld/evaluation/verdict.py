@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcpworld.core.result import MetricOutcome
 from mcpworld.evaluation.keysteps import evaluate_key_steps
 from mcpworld.evaluation.spec import evaluate_spec
-from mcpworld.result import MetricOutcome
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from mcpworld.core.task import Task
     from mcpworld.env.base import Environment
     from mcpworld.evaluation.handler import HandlerProcess
-    from mcpworld.tasks.model import Task
 
 
 @dataclass
@@ -43,7 +43,7 @@ def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "Ha
     the task's app hooks this episode and feeds the handler. None for other tasks."""
     if task.evaluator or task.grader or not task.handler:
         return None
-    from mcpworld.errors import InfraError
+    from mcpworld.core.errors import InfraError
     from mcpworld.evaluation.handler import HandlerProcess
 
     if not task.handler.is_file():

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import anyio
 
-from mcpworld.errors import InfraError
+from mcpworld.core.errors import InfraError
 from mcpworld.mcp.spec import ServerSpec
 from mcpworld.telemetry.trace import preview
 

@@ -9,7 +9,6 @@ already installed is left alone.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import shutil
 import subprocess
@@ -20,8 +19,11 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-CATALOG_FILE = ROOT / "conf" / "mcp" / "default.yaml"
+from mcpworld.core.interpreters import find_python
+from mcpworld.core.paths import CONF_DIR, PROJECT
+
+ROOT = PROJECT
+CATALOG_FILE = CONF_DIR / "mcp" / "default.yaml"
 
 
 def load_settings() -> dict[str, Any]:
@@ -32,22 +34,6 @@ def servers_dir(configured: str | None = None) -> Path:
     """``servers_dir`` from the config; a relative one is relative to the project, not the cwd."""
     path = Path(configured or load_settings()["servers_dir"])
     return path if path.is_absolute() else ROOT / path
-
-
-def find_python(version: str) -> str | None:
-    """An interpreter of ``version`` (e.g. "3.12"): the distribution's first (the desktop account,
-    which runs the servers, can run it; one under /root is closed to it), then ours, then pyenv's."""
-    system = Path(f"/usr/bin/python{version}")
-    if system.is_file():
-        return str(system)
-    if sys.version_info[:2] == tuple(int(p) for p in version.split(".")):
-        return sys.executable
-    found = shutil.which(f"python{version}")
-    if found and subprocess.run([found, "--version"], capture_output=True).returncode == 0:
-        return found
-    for candidate in sorted(glob.glob(str(Path.home() / f".pyenv/versions/{version}*/bin/python{version}"))):
-        return candidate
-    return None
 
 
 def _pip(name: str, spec: dict[str, Any], root: Path) -> str:

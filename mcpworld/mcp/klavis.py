@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mcpworld.archives import pack, safe_extract
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.archives import pack, safe_extract
+from mcpworld.core.errors import InfraError, UserError
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What an MCP server is, as a task, an app or the catalog writes it, and how one is checked.
 
 A task (or its app config) lists servers as ``{name, command, args, env, cwd, transport, url}`` or
-just by name (``filesystem``), which takes the catalog's entry (``conf/mcp/default.yaml``); keys
+just by name (``filesystem``), which takes the catalog's entry (``mcpworld/conf/mcp/default.yaml``); keys
 given next to a catalog name override it (``env`` is merged into the catalog's). Placeholders ``{workspace}``, ``{home}``, ``{servers}``
 and ``{episode}`` are filled per episode.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 TRANSPORTS = ("stdio", "http")
 KEYS = {"name", "command", "args", "env", "cwd", "transport", "url"}
@@ -86,7 +86,7 @@ def parse_servers(entries: list[Any] | None, catalog: dict[str, Any], where: str
                             "(it prefixes tool names as <server>-<tool>)")
         if "command" not in entry and "url" not in entry:
             if name not in catalog:
-                raise UserError(f"{where}: MCP server {name!r} is not in the catalog (conf/mcp/default.yaml: "
+                raise UserError(f"{where}: MCP server {name!r} is not in the catalog (mcpworld/conf/mcp/default.yaml: "
                                 f"{', '.join(sorted(catalog))}); give it a 'command' or a 'url'")
             base = dict(catalog[name])  # keys given here win; env is merged (add a variable, keep the rest)
             entry = {**base, **entry, "env": {**(base.get("env") or {}), **(entry.get("env") or {})}}

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcpworld.errors import TaskFileError
-from mcpworld.tasks.model import Task, read_json
-from mcpworld.tasks.native import load_task
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.task import Task, read_json
 from mcpworld.tasks.mcpworld_format import is_mcpworld_task, load_mcpworld
+from mcpworld.tasks.native import load_task
 from mcpworld.tasks.osworld import is_osworld_task, load_osworld
 from mcpworld.tasks.toolathlon import is_toolathlon_config, load_toolathlon
-
 
 TASK_FILE_NAMES = ("task_config.json", "config.json", "task.yaml")  # what a task folder names its task file
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import TaskFileError
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.task import ContextEntry, Task, read_json
 from mcpworld.probes.live import probe_for
-from mcpworld.tasks.model import ContextEntry, Task, read_json
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,8 @@ def _key(name: str) -> str:
 
 def _program(app_dir: str, executable: str, root: Path) -> tuple[str | None, str | None]:
     """(the command that starts the app here, why it cannot) from the config's executable_path."""
-    from mcpworld.apps import programs
-    from mcpworld.env.programs import program_for
+    from mcpworld.apps.catalog import programs
+    from mcpworld.apps.programs import program_for
 
     mapped = author_path(executable, root)
     if Path(mapped).is_file() or (not mapped.startswith("/home/user/") and shutil.which(mapped)):
@@ -118,8 +118,8 @@ def _program(app_dir: str, executable: str, root: Path) -> tuple[str | None, str
 
 def _our_program(command: str) -> str | None:
     """The app config whose program the command starts (``gimp`` → gimp, ``code`` → vscode), or None."""
-    from mcpworld.apps import programs
-    from mcpworld.env.programs import program_for
+    from mcpworld.apps.catalog import programs
+    from mcpworld.apps.programs import program_for
 
     program = program_for(list(programs()), command)
     return program.app if program else None
@@ -266,7 +266,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None) -> Task:
             if ours is None:  # one of our programs is ready when its own main window takes input
                 launch["window"] = app_info.get("window") or "."
             else:
-                app = ours  # its app config (conf/app/<app>.yaml) holds the task's app settings
+                app = ours  # its app config (mcpworld/conf/app/<app>.yaml) holds the task's app settings
             if cwd:
                 launch.update(command=f"cd {shlex.quote(author_path(str(cwd), root))} && exec {shlex.join(argv)}",
                               shell=True)

@@ -10,9 +10,9 @@ import jinja2
 import jinja2.meta
 import yaml
 
-from mcpworld.env.steps import validate_steps
-from mcpworld.errors import TaskFileError
-from mcpworld.tasks.model import ContextEntry, Task
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.steps import validate_steps
+from mcpworld.core.task import ContextEntry, Task
 
 REQUIRED = ("app", "instruction")
 KNOWN = set(REQUIRED) | {"evaluator", "id", "params", "timeout", "max_steps", "tags", "context", "setup",

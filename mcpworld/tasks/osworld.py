@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mcpworld.env.base import HOME_USER
-from mcpworld.env.steps import STEPS, unreplayable
-from mcpworld.errors import TaskFileError
-from mcpworld.tasks.model import Task, read_json
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.steps import REQUIRED, unreplayable
+from mcpworld.core.task import HOME_USER, Task, read_json
 
 # What only a Google account gives (OSWorld's Drive tasks log into one with its own credentials).
 ACCOUNT_STEPS = {"googledrive": "a Google Drive account (OSWorld's googledrive setup step logs into one)",
@@ -112,14 +111,14 @@ def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[
                     out.append({"download": {"url": source, "dest": item["path"]}})
                 else:
                     out.append({"copy": {"src": str(local), "dest": item["path"]}})
-        elif kind in STEPS:
+        elif kind in REQUIRED:
             why = unreplayable(kind, params)
             if why:
                 return out, f"its {part} {kind} step: {why}"
             out.append({"type": kind, "parameters": params})
         else:
             return out, (f"its {part} step {kind!r} is one mcpworld does not have "
-                         f"(it has {', '.join(sorted(STEPS))}, download, upload_file)")
+                         f"(it has {', '.join(sorted(REQUIRED))}, download, upload_file)")
     return out, None
 
 

@@ -8,17 +8,17 @@ instead of failing the agent.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Mapping, Sequence
 from typing import Any, Iterator
 
-from mcpworld.downloads import DownloadError, FileCache, is_remote
-from mcpworld.env.steps import normalize_step
-from mcpworld.errors import UserError
-from mcpworld.tasks.model import Task
+from mcpworld.core.downloads import DownloadError, FileCache, is_remote
+from mcpworld.core.errors import UserError
+from mcpworld.core.steps import normalize_step
+from mcpworld.core.task import Task
 
-FETCH_HINT = ("fetch the suite's files ahead with `python -m mcpworld.tasks.prefetch tasks.root=<folder>`, "
+FETCH_HINT = ("fetch the suite's files ahead with `python -m mcpworld.cli.prefetch tasks.root=<folder>`, "
               "or serve a local copy with files.mirror=<folder> (files.rewrite maps URL prefixes)")
 
 
@@ -96,7 +96,7 @@ def rewrite_rules(value: Any) -> dict[str, str]:
 
 def file_cache(files: Any, progress: Any = None) -> FileCache:
     """A FileCache from the run's ``files`` config (FilesConfig or a DictConfig of it)."""
-    from mcpworld.downloads import default_cache_dir
+    from mcpworld.core.downloads import default_cache_dir
 
     return FileCache(root=Path(files.cache_dir).expanduser() if files.cache_dir else default_cache_dir(),
                      mirror=Path(files.mirror).expanduser() if files.mirror else None,

@@ -8,13 +8,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from mcpworld.errors import UserError
-from mcpworld.tasks.model import Task
+from mcpworld.core.errors import UserError
+from mcpworld.core.paths import BUILTIN_TASKS
+from mcpworld.core.task import Task
 from mcpworld.tasks.load import find_task_files, load_task_file
 
 log = logging.getLogger(__name__)
 
-BUILTIN_ROOT = Path(__file__).resolve().parents[2] / "tasks"
+BUILTIN_ROOT = BUILTIN_TASKS
 
 
 def discover(root: Path) -> list[Task]:

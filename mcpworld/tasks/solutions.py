@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from mcpworld.errors import TaskFileError, UserError
-from mcpworld.tasks.model import Task
+from mcpworld.core.errors import TaskFileError, UserError
+from mcpworld.core.task import Task
 from mcpworld.tasks.native import normalize_call
 
 KEYS = {"id", "solution", "note"}

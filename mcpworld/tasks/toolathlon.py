@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import TaskFileError
-from mcpworld.tasks.model import ContextEntry, Task, read_json
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.paths import PROJECT
+from mcpworld.core.task import ContextEntry, Task, read_json
 from mcpworld.tasks.native import normalize_call
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ IGNORED_LOCAL_TOOLS = {"manage_context", "history"}
 UNAVAILABLE_LOCAL_TOOLS = {"web_search": "a Serper web-search key", "ai_webpage_summary": "a web summary service"}
 
 
-PROJECT = Path(__file__).resolve().parents[2]
 # made by `make toolathlon` (python -m mcpworld.tasks.toolathlon --prepare): a Python 3.12 when the
 # machine has one, with what upstream's graders and preprocess scripts import
 PREPARED = PROJECT / ".toolathlon-python"
@@ -230,7 +230,7 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
 def prepare(target: Path = PREPARED) -> str:
     """``make toolathlon``: a venv for upstream's graders and preprocess scripts, on Python 3.12
     when the machine has one (python3.12 on PATH, pyenv's), else Debian's; idempotent."""
-    from mcpworld.mcp.install import find_python
+    from mcpworld.core.interpreters import find_python
 
     base = find_python("3.12") or "/usr/bin/python3"
     closed = not others_can_run(Path(base))  # e.g. pyenv's under /root: a copy the desktop account can run

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
-from mcpworld.env.steps import normalize_step
-from mcpworld.tasks.model import Task
+from mcpworld.core.steps import normalize_step
+from mcpworld.core.task import Task
 
 URL = re.compile(r"https?://[^\s'\"<>]+")
 FETCHING_GETTERS = ("page_info", "info_from_website", "pdf_from_url")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 SOURCES = ("local", "none")
 DEFAULT_RATE_HZ = 4.0

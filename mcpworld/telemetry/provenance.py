@@ -12,7 +12,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from mcpworld.core.paths import PROJECT
+
+ROOT = PROJECT
 PACKAGES = ("mcpworld", "hydra-core", "omegaconf", "mlflow", "mcp", "httpx", "nvidia-ml-py")
 
 

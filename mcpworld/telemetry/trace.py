@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpworld.secrets import redact_tree
+from mcpworld.core.secrets import redact_tree
 
 
 def preview(args: Any, limit: int = 300) -> str:

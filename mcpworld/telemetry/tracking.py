@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from mcpworld.errors import UserError
-from mcpworld.secrets import SECRET_KEY, mask_secrets, strip_secrets  # noqa: F401 (re-exported)
-from mcpworld.result import EpisodeResult
+from mcpworld.core.errors import UserError
+from mcpworld.core.result import EpisodeResult
+from mcpworld.core.secrets import SECRET_KEY, mask_secrets, strip_secrets  # noqa: F401 (re-exported)
 
 MAX_PARAM_LEN = 6000
 LEVEL = "mcpworld.level"

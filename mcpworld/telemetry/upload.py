@@ -18,10 +18,9 @@ from pathlib import Path
 
 import yaml
 
-from mcpworld.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking import (JOB_DIR, RUN_STATUSES, MlflowLogger, flatten, mask_secrets, read_pending,
-                                         reason)
+from mcpworld.telemetry.tracking import JOB_DIR, RUN_STATUSES, MlflowLogger, flatten, mask_secrets, read_pending, reason
 
 
 def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,

@@ -14,10 +14,9 @@ from mcpworld.agent.providers.anthropic import AnthropicProvider
 from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap
 from mcpworld.agent.tools.done import DoneTool
-from mcpworld.errors import EndpointUnreachable, InfraError
-from mcpworld.result import EpisodeResult
+from mcpworld.core.errors import EndpointUnreachable, InfraError
+from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
-
 from tests.agent.test_tools import FakeDesktop
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.scripted_server import free_port

@@ -10,7 +10,6 @@ import pytest
 
 from mcpworld.agent.providers.content_calls import calls_in_text
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
-
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CLICK = {"name": "computer", "arguments": {"action": "left_click", "coordinate": [1, 2]}}

@@ -18,7 +18,7 @@ from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.computer import image_size
 from tests.agent.test_tools import FakeDesktop
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "mcpworld" / "conf"
 MODELS = {p.stem: yaml.safe_load(p.read_text()).get("model", yaml.safe_load(p.read_text()))
           for p in sorted((CONF / "model").glob("*.yaml"))}
 RESOLUTIONS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((CONF / "resolution").glob("*.yaml"))}

@@ -17,11 +17,10 @@ from mcpworld.agent.providers.oracle import OracleProvider
 from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap
 from mcpworld.agent.tools.done import DoneTool
+from mcpworld.core.errors import EndpointUnreachable, InfraError
+from mcpworld.core.result import EpisodeResult
 from mcpworld.env.screen import encode
-from mcpworld.errors import EndpointUnreachable, InfraError
-from mcpworld.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace, read_trace
-
 from tests.agent.test_tools import FakeDesktop
 from tests.fakes.openai_server import FakeOpenAIServer
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from mcpworld.agent.providers.ollama import OllamaProvider, full_tag
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
-from mcpworld.errors import EndpointUnreachable, InfraError, UserError
+from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
 from tests.fakes.ollama_server import FakeOllamaServer, ps_entry, tag_entry
 from tests.fakes.scripted_server import free_port
 

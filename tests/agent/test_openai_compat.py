@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
-from mcpworld.errors import EndpointUnreachable, InfraError
-
+from mcpworld.core.errors import EndpointUnreachable, InfraError
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.scripted_server import free_port
 

@@ -14,8 +14,7 @@ from mcpworld.agent.tools.base import OffScreen, ToolError
 from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.computer import ACTIONS, ComputerTool, CoordinateMap
 from mcpworld.agent.tools.done import DoneTool
-from mcpworld.errors import UserError
-
+from mcpworld.core.errors import UserError
 from tests.evaluation.conftest import DirEnvironment
 
 

@@ -24,10 +24,9 @@ from mcpworld.agent.providers.base import Reply
 from mcpworld.agent.providers.ollama import OllamaProvider
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider, split_thinking
 from mcpworld.agent.tools.done import DoneTool
-from mcpworld.errors import InfraError, UserError
-from mcpworld.result import EpisodeResult
+from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
-
 from tests.fakes.replay_server import Recorded, ReplayServer
 
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "transcripts"

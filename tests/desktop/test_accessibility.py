@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from mcpworld.core.errors import InfraError
+from mcpworld.core.task import Task
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.errors import InfraError
 from mcpworld.evaluation.spec import evaluate_spec
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 

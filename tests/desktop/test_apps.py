@@ -14,10 +14,10 @@ import httpx
 import psutil
 import pytest
 
-from mcpworld.apps import programs
+from mcpworld.apps.catalog import programs
+from mcpworld.core.errors import InfraError
+from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.errors import InfraError
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to the desktop account needs root")
@@ -124,7 +124,7 @@ def test_vlc_starts_with_its_http_interface_on_this_desktops_port_and_password(t
 
 
 def test_a_program_this_machine_lacks_names_its_install_command(tmp_path):
-    from mcpworld.env.programs import Program
+    from mcpworld.apps.programs import Program
 
     ghost = Program(app="ghost", binary="ghost-app-not-installed", names=("ghost",), install="apt-get install -y ghost")
     with LocalEnvironment(320, 240, programs=[ghost]) as env:
@@ -156,10 +156,10 @@ def test_mcp_servers_run_as_the_desktop_account_and_playwright_drives_the_episod
 
     from mcpworld.mcp.client import ServerPool
     from mcpworld.mcp.install import servers_dir
+    from mcpworld.mcp.servers import as_account
     from mcpworld.mcp.spec import parse_servers
-    from mcpworld.servers import as_account
 
-    catalog = yaml.safe_load((Path(__file__).parents[2] / "conf" / "mcp" / "default.yaml").read_text())["catalog"]
+    catalog = yaml.safe_load((Path(__file__).parents[2] / "mcpworld" / "conf" / "mcp" / "default.yaml").read_text())["catalog"]
     with LocalEnvironment(800, 600, programs=programs()) as env:
         env.reset(task(tmp_path, {"launch": {"command": ["google-chrome"], "window": "Chromium", "timeout": 60}},
                        app="chromium"), tmp_path / "ep")

@@ -7,13 +7,12 @@ this machine lacks (``make apps APPS="freecad qbittorrent obs qgis shotcut teleg
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
-from mcpworld.apps import programs
+from mcpworld.apps.catalog import programs
+from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 

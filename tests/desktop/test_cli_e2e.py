@@ -117,7 +117,7 @@ def test_every_builtin_task_passes_with_the_gui_oracle(tmp_path):
 
 
 def vscode_installed() -> bool:
-    from mcpworld.apps import programs
+    from mcpworld.apps.catalog import programs
 
     return any(p.app == "vscode" and p.installed() for p in programs())
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from mcpworld.core.errors import InfraError
+from mcpworld.core.task import Task
 from mcpworld.env import leftovers
 from mcpworld.env.display import MARKER, VirtualDisplay
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.env.processes import scrubbed_env
-from mcpworld.errors import InfraError
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,7 +165,7 @@ def _environ(proc: psutil.Process) -> dict[str, str]:
 
 
 def test_an_exited_app_is_an_event_and_relaunched_when_its_config_says_so(tmp_path):
-    from mcpworld.episode import watch_apps
+    from mcpworld.run.episode import watch_apps
     from mcpworld.telemetry.trace import Trace
 
     env = LocalEnvironment(400, 300)

@@ -6,14 +6,13 @@ import http.server
 import threading
 import time
 from functools import partial
-from pathlib import Path
 
 import pytest
 
-from mcpworld.apps import programs
+from mcpworld.apps.catalog import programs
+from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.evaluation.registry import get_getter, get_metric
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 
@@ -108,7 +107,7 @@ def test_tab_getters_read_the_live_browser_in_osworlds_shapes(tmp_path, site):
 
 
 def test_an_environment_without_a_devtools_port_is_an_infra_error(tmp_path):
-    from mcpworld.errors import InfraError
+    from mcpworld.core.errors import InfraError
 
     class NoPorts:
         ports: dict[str, int] = {}

@@ -9,12 +9,12 @@ from functools import partial
 
 import pytest
 
-from mcpworld.apps import programs
+from mcpworld.apps.catalog import programs
+from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.errors import InfraError, UserError
 from mcpworld.evaluation import getters_web
 from mcpworld.evaluation.registry import get_getter, get_metric
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 

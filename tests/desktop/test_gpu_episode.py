@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.env import make_environment
-from mcpworld.episode import run_episode
+from mcpworld.run.episode import run_episode
 from mcpworld.tasks.select import BUILTIN_ROOT, discover
 from mcpworld.telemetry.gpu import GpuMonitor, Sample
 from tests.test_config import make

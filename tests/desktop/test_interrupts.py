@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.desktop.test_concurrency import left_behind

@@ -8,9 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.errors import InfraError, UserError
-from mcpworld.tasks.model import ContextEntry, Task
 
 pytestmark = pytest.mark.desktop
 

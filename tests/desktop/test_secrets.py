@@ -53,7 +53,7 @@ def test_keys_reach_no_file_no_output_and_no_trace(tmp_path):
 
 
 def test_a_secret_a_tool_prints_is_redacted_in_the_trace(tmp_path, monkeypatch):
-    from mcpworld import secrets
+    from mcpworld.core import secrets
     from mcpworld.telemetry.trace import Trace
 
     secrets.register_secrets(["sk-registered-5555555555"])

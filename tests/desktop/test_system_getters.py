@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from mcpworld.apps.catalog import programs
+from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.evaluation.getters_apps import vm_clipboard, vm_terminal_output, vm_wallpaper
 from mcpworld.evaluation.spec import evaluate_spec
-from mcpworld.apps import programs
-from mcpworld.tasks.model import Task
 
 pytestmark = pytest.mark.desktop
 
@@ -47,7 +47,7 @@ def test_clipboard_copied_in_an_app_is_read_and_graded(tmp_path):
 
 
 def test_terminal_output_of_the_desktops_xterm(tmp_path):
-    """The desktop's `xterm` (conf/app/xterm.yaml) logs what it shows where the getter reads it."""
+    """The desktop's `xterm` (mcpworld/conf/app/xterm.yaml) logs what it shows where the getter reads it."""
     setup = [{"launch": {"command": ["xterm", "-geometry", "132x43"], "window": "xterm"}}]
     with LocalEnvironment(1000, 800, programs=programs()) as env:
         env.reset(_task(tmp_path, setup), tmp_path / "ep")

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.docker
 
 COMPOSE = ROOT / "docker" / "compose.yaml"
 GPU = ROOT / "docker" / "compose.gpu.yaml"
-MODEL = ROOT / "conf" / "model" / "qwen3vl_8b.yaml"
+MODEL = ROOT / "mcpworld" / "conf" / "model" / "qwen3vl_8b.yaml"
 
 
 def load(path: Path) -> dict:
@@ -79,8 +79,8 @@ def compose_cli() -> list[str]:
     if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
     if shutil.which("docker-compose") is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        from mcpworld.core.errors import InfraError
         from mcpworld.env.docker_image import _apt_install
-        from mcpworld.errors import InfraError
 
         try:
             _apt_install("docker-compose")

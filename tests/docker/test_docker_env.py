@@ -11,17 +11,16 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
+from mcpworld.core.errors import InfraError
+from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env import docker_image
 from mcpworld.env.container import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
-from mcpworld.errors import InfraError
-from mcpworld.tasks.model import ContextEntry, Task
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

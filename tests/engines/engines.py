@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from mcpworld.apps.programs import free_port
 from mcpworld.env.docker_image import _apt_install
-from mcpworld.env.programs import free_port
 
 SLURM_CONF = """\
 ClusterName=mcpworld-test

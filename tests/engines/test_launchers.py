@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.launchers import PLUGINS, missing_plugin
+from mcpworld.config.launchers import PLUGINS, missing_plugin
 from tests.engines.engines import ray_head, slurm_cluster
 
 ROOT = Path(__file__).resolve().parents[2]

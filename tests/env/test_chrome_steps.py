@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
+from mcpworld.core.errors import InfraError
 from mcpworld.env import chrome_steps
 from mcpworld.env.steps import run_steps
-from mcpworld.errors import InfraError
 
 
 class Host:

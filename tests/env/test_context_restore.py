@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
+from mcpworld.core.task import ContextEntry
 from mcpworld.env.context import build_golden, restore
-from mcpworld.tasks.model import ContextEntry
 
 
 def test_a_read_only_task_folder_gives_a_writable_home(tmp_path):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mcpworld.core.errors import InfraError
 from mcpworld.env.steps import run_steps
-from mcpworld.errors import InfraError
 from tests.fakes.file_server import FileServer
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from mcpworld.apps import programs
-from mcpworld.env.programs import Program, desktop_values, program_for, write_shims
+from mcpworld.apps.catalog import programs
+from mcpworld.apps.programs import Program, desktop_values, program_for, write_shims
 
 
 def run(bin_dir: Path, *argv: str) -> subprocess.CompletedProcess:
@@ -61,7 +61,7 @@ def test_the_app_configs_name_every_suite_command_once():
 
 
 def test_osworlds_devtools_forwarder_is_recognised_and_nothing_else():
-    from mcpworld.env.programs import is_port_forwarder
+    from mcpworld.apps.programs import is_port_forwarder
 
     assert is_port_forwarder(["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"])
     assert is_port_forwarder(["/usr/bin/socat", "TCP-LISTEN:9222,fork", "TCP:127.0.0.1:1337"])

@@ -2,9 +2,9 @@
 
 import pytest
 
-from mcpworld.env.pyautogui_script import Pause, Unsupported, parse, script_of
-from mcpworld.env.steps import unreplayable, validate_steps
-from mcpworld.errors import TaskFileError
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.pyautogui_script import Pause, Unsupported, parse, script_of
+from mcpworld.core.steps import unreplayable, validate_steps
 
 SAVE = "import pyautogui; import time; pyautogui.hotkey('ctrl', 's'); time.sleep(0.5); pyautogui.press('enter');"
 
@@ -76,7 +76,7 @@ def test_validation_rejects_an_unreplayable_step_with_the_call_named():
 
 
 def test_a_hotkey_given_a_list_stops_the_script_there_as_pyautogui_raises():
-    from mcpworld.env.pyautogui_script import Raises
+    from mcpworld.core.pyautogui_script import Raises
 
     steps = parse("import pyautogui; pyautogui.press('a'); pyautogui.hotkey(['ctrl', 'q']); pyautogui.press('b')")
     assert steps[0] == {"kind": "key", "keys": "a"}
@@ -84,7 +84,7 @@ def test_a_hotkey_given_a_list_stops_the_script_there_as_pyautogui_raises():
 
 
 def test_screen_placeholders_are_filled_from_the_screen_size():
-    from mcpworld.env.steps import fill_screen
+    from mcpworld.core.steps import fill_screen
 
     command = ["python", "-c", "import pyautogui; pyautogui.click({SCREEN_WIDTH_HALF}, {SCREEN_HEIGHT_HALF})"]
     filled = fill_screen(command, 1024, 768)

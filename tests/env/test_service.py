@@ -12,10 +12,10 @@ import httpx
 import pytest
 from PIL import Image
 
+from mcpworld.apps.programs import Program
+from mcpworld.core.errors import InfraError, MissingWindow
 from mcpworld.env.container import DockerEnvironment
-from mcpworld.env.programs import Program
 from mcpworld.env.service import ROOT, make_handler, program_from_json, program_to_json
-from mcpworld.errors import InfraError, MissingWindow
 
 TOKEN = "s3cret-token"
 

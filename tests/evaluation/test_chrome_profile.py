@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation import getters_chrome_profile
 from mcpworld.evaluation.registry import get_getter, get_metric
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.getters import (
     content_from_vm_file,
     list_directory,

@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.base import ShellResult
-from mcpworld.errors import InfraError, UserError
 from mcpworld.evaluation.getters_apps import (
     bookmarks,
     cache_file,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.getters_cloud import cloud_file
 from tests.fakes.file_server import FileServer
 
@@ -14,7 +14,7 @@ from tests.fakes.file_server import FileServer
 @pytest.fixture
 def host(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the default file cache
-    monkeypatch.setattr("mcpworld.downloads.time.sleep", lambda s: None)
+    monkeypatch.setattr("mcpworld.core.downloads.time.sleep", lambda s: None)
     with FileServer({"/gold/a.docx": b"A", "/gold/b.docx": b"B", "/gold/c.docx": b"C"}) as server:
         yield server
 

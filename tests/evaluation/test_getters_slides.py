@@ -13,7 +13,7 @@ from pptx.opc.packuri import PackURI
 from pptx.oxml.ns import qn
 from pptx.util import Inches
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.getters_slides import audio_in_slide, background_image_in_slide
 from mcpworld.evaluation.registry import GETTERS
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
+from mcpworld.core.result import EpisodeResult
 from mcpworld.evaluation.keysteps import LiveChecks, evaluate_key_steps, validate_key_steps
-from mcpworld.result import EpisodeResult
 
 EVENTS = [
     {"type": "llm_call", "t": 0.1},

@@ -1,6 +1,6 @@
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.matchers import match_value
 
 

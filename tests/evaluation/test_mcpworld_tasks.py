@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import EvalError, TaskFileError
+from mcpworld.core.errors import EvalError
 from mcpworld.evaluation.handler import HandlerProcess, run_handler
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.select import discover

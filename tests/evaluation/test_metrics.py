@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.general import (
     check_include_exclude,
     check_json,

@@ -2,8 +2,8 @@
 
 import pytest
 
+from mcpworld.core.errors import UserError
 from mcpworld.env.a11y_dump import NAMESPACES
-from mcpworld.errors import UserError
 from mcpworld.evaluation.metrics.accessibility import check_accessibility_tree
 
 NS = " ".join(f'xmlns:{p}="{uri}"' for p, uri in NAMESPACES.items())

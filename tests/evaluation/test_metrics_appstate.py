@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.appstate import (
     check_config_status,
     check_font_size,
@@ -459,7 +459,7 @@ def test_is_vlc_playing(tmp_path, state, name, rules, score):
 
 
 def test_is_vlc_playing_without_a_status_scores_0_and_a_bad_rule_is_an_error():
-    from mcpworld.errors import UserError
+    from mcpworld.core.errors import UserError
     from mcpworld.evaluation.metrics.appstate import is_vlc_playing
 
     assert is_vlc_playing(None, {"type": "file_name", "file_name": "a"}) == 0.0

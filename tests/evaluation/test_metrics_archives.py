@@ -9,7 +9,7 @@ import pytest
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.archives import compare_archive, compare_zip_files
 from mcpworld.evaluation.registry import METRICS
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.registry import get_metric
 
 TABS = [{"title": "A", "url": "https://www.example.com/"}, {"title": "B", "url": "file:///home/user/b.html"}]
@@ -48,7 +48,7 @@ def test_url_pattern_and_search_query_metrics():
     ("https://a.com/x/", "https://a.com/x", False),  # only a bare "/" path is no path
 ])
 def test_urls_compare_as_osworld_compares_them(a, b, same):
-    from mcpworld.urls import compare_urls
+    from mcpworld.core.urls import compare_urls
 
     assert compare_urls(a, b) is same
 

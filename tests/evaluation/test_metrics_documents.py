@@ -2,7 +2,6 @@ import zipfile
 from io import BytesIO
 
 import pytest
-from rapidfuzz import fuzz
 from docx.enum.text import (
     WD_ALIGN_PARAGRAPH,
     WD_BREAK,
@@ -11,10 +10,11 @@ from docx.enum.text import (
 )
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
-from docx.shared import Inches, Pt
+from docx.shared import Inches
 from PIL import Image
+from rapidfuzz import fuzz
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.documents import (
     check_no_duplicates,
     check_tabstops,

@@ -3,10 +3,9 @@
 import zipfile
 
 import pytest
-from docx.enum.text import WD_COLOR_INDEX
 from docx.shared import Pt, RGBColor
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.documents import (
     check_highlighted_words,
     check_italic_font_size_14,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageEnhance, ImageOps
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.images import (
     check_brightness_decrease_and_structure_sim,
     check_contrast_increase_and_structure_sim,

@@ -5,7 +5,7 @@ import shutil
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.metrics import ocr
 from mcpworld.evaluation.metrics.ocr import compare_image_text
 from mcpworld.evaluation.registry import METRICS

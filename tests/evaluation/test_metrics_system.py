@@ -1,6 +1,6 @@
 import pytest
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.metrics.system import (
     check_gnome_favorite_apps,
     check_python_file_by_test_suite,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import zipfile
-from datetime import datetime, time
 from pathlib import Path
 
 import openpyxl
@@ -30,7 +29,7 @@ from openpyxl.pivot.table import (
 from openpyxl.styles import Font, PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.tables import compare_csv, compare_table
 from mcpworld.evaluation.registry import METRICS
 

@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.text import (
     check_csv,
     check_direct_json_object,

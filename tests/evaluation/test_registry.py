@@ -1,6 +1,6 @@
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation import registry
 from mcpworld.evaluation.registry import get_getter, get_metric, getter_names, metric_names
 

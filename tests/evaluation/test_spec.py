@@ -1,7 +1,7 @@
 import numpy
 import pytest
 
-from mcpworld.errors import InfraError, MissingWindow, UserError
+from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.evaluation import registry
 from mcpworld.evaluation.spec import evaluate_spec, preview, validate_spec
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcpworld.errors import TaskFileError
+from mcpworld.core.errors import TaskFileError
 from mcpworld.evaluation.server import make_server
 from mcpworld.tasks.load import find_task_files, load_task_file
 from mcpworld.tasks.select import discover

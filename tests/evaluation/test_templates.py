@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.spec import evaluate_spec
 from mcpworld.evaluation.templates import builtin_templates, expand
 

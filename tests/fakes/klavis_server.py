@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from mcpworld.archives import pack, safe_extract
+from mcpworld.core.archives import pack, safe_extract
 from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
 OFFERED = {"filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel", "word", "powerpoint",

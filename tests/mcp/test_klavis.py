@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.archives import UnsafeArchive
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.archives import UnsafeArchive
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.mcp.klavis import KLAVIS_NAMES, MISSING_KEY, KlavisClient, Sandbox
 from tests.fakes.klavis_server import FakeKlavisServer
 from tests.fakes.scripted_server import free_port

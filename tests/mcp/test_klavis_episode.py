@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from mcpworld.core.task import Task
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.mcp.install import servers_dir
-from mcpworld.servers import episode_servers
-from mcpworld.tasks.model import Task
+from mcpworld.mcp.servers import episode_servers
 from tests.fakes.klavis_server import FakeKlavisServer
 from tests.fakes.scripted_server import free_port
 from tests.test_config import make

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.mcp.install import load_settings
 from mcpworld.mcp.proxy import Cassette, _upstreams, parser, proxied
 from mcpworld.mcp.spec import ServerSpec, parse_servers

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import InfraError
+from mcpworld.core.errors import InfraError
 from mcpworld.mcp.client import ServerPool, ToolCallFailed
 from mcpworld.mcp.install import load_settings, servers_dir
 from mcpworld.mcp.spec import ServerSpec, parse_servers
@@ -114,7 +114,7 @@ async def test_every_catalog_server_starts_and_lists_its_tools(tmp_path: Path, e
     spec = parse_servers([name], CATALOG, "test")[0].filled({"workspace": str(tmp_path), "home": str(tmp_path),
                                                             "servers": str(servers_dir())})
     if name == "pdf-tools" and spec.unavailable():  # needs Python 3.12, which a machine may lack
-        from mcpworld.mcp.install import find_python
+        from mcpworld.core.interpreters import find_python
 
         assert find_python("3.12") is None, f"Python 3.12 is here but pdf-tools is not installed: {spec.unavailable()}"
         return

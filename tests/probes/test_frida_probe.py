@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mcpworld.errors import InfraError, Unwatchable
+from mcpworld.core.errors import InfraError, Unwatchable
 from mcpworld.probes.live import LiveHooks, hook_error
 
 

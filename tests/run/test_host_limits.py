@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpworld.env.programs import Program
-from mcpworld.env.steps import sudo_command
-from mcpworld.experiment import missing_program, refused_sudo
-from mcpworld.tasks.model import Task
+from mcpworld.apps.programs import Program
+from mcpworld.core.steps import sudo_command
+from mcpworld.core.task import Task
+from mcpworld.run.job import missing_program, refused_sudo
 
 
 def task(*setup: dict, app: str = "xterm", postconfig: list | None = None) -> Task:
@@ -31,7 +31,7 @@ def test_words_that_merely_contain_sudo_are_not_sudo():
 
 
 def test_a_task_whose_program_is_missing_names_the_install_command(monkeypatch):
-    import mcpworld.experiment as experiment
+    import mcpworld.run.job as experiment
 
     ghost = Program(app="ghostapp", binary="ghost-not-installed", names=("ghost",), install="apt-get install -y ghost")
     monkeypatch.setattr(experiment, "programs", lambda: (ghost,))
@@ -41,7 +41,7 @@ def test_a_task_whose_program_is_missing_names_the_install_command(monkeypatch):
 
 
 def test_with_env_docker_only_apps_our_scripts_install_must_be_here(monkeypatch):
-    import mcpworld.experiment as experiment
+    import mcpworld.run.job as experiment
 
     ghost = Program(app="ghostapp", binary="ghost-not-installed", names=("ghost",), packages={"apt": ["ghost"]})
     scripted = Program(app="scripted", binary="/nonexistent/x", names=("x",), packages={"script": ["scripts/x.sh"]},
@@ -52,7 +52,7 @@ def test_with_env_docker_only_apps_our_scripts_install_must_be_here(monkeypatch)
 
 
 def test_osworlds_client_password_is_filled_as_its_setup_controller_does():
-    from mcpworld.env.steps import fill_screen
+    from mcpworld.core.steps import fill_screen
 
     assert fill_screen("echo {CLIENT_PASSWORD} | sudo -S true", 800, 600) == "echo password | sudo -S true"
     assert fill_screen(["sh", "-c", "echo {CLIENT_PASSWORD} {SCREEN_WIDTH_HALF}"], 800, 600)[-1] == "echo password 400"

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from mcpworld.episode import episode_limits
-from mcpworld.tasks.model import Task
+from mcpworld.core.task import Task
+from mcpworld.run.episode import episode_limits
 
 
 def limits(task_steps, task_timeout, agent_steps, agent_timeout):

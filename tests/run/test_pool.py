@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from mcpworld.interrupt import EpisodeInterrupted, StopSignal
-from mcpworld.pool import EpisodePool
+from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
+from mcpworld.run.pool import EpisodePool
 
 
 class Desk:

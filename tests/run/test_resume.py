@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld import resume
-from mcpworld.errors import UserError
-from mcpworld.result import EpisodeResult
+from mcpworld.core.errors import UserError
+from mcpworld.core.result import EpisodeResult
+from mcpworld.run import resume
 
 
 def episode(job: Path, task: str, attempt: int, status: str | None) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import TaskFileError, UserError
+from mcpworld.core.errors import TaskFileError, UserError
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.tasks.load import find_task_files
 from mcpworld.tasks.native import load_task

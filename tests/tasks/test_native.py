@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mcpworld.apps import CONF_APPS
-from mcpworld.errors import TaskFileError, UserError
+from mcpworld.apps.catalog import CONF_APPS
+from mcpworld.core.errors import TaskFileError, UserError
+from mcpworld.core.task import Task
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import builtin_templates, expand_task
-from mcpworld.tasks.model import Task
 from mcpworld.tasks.native import load_task
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 
@@ -318,7 +318,7 @@ def test_builtin_task_is_complete(task: Task) -> None:
     if task.grader:  # a Toolathlon grader script judges instead of a spec
         assert Path(task.grader["script"]).is_file()
         return
-    expand_task(task, builtin_templates())  # some use the shared templates of conf/evaluator
+    expand_task(task, builtin_templates())  # some use the shared templates of mcpworld/conf/evaluator
     validate_spec(task.evaluator, str(task.source))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import EvalError, TaskFileError
+from mcpworld.core.errors import EvalError, TaskFileError
 from mcpworld.evaluation.handler import HandlerProcess, run_handler
 from mcpworld.tasks import mcpworld_format
 from mcpworld.tasks.load import load_task_file
@@ -135,7 +135,7 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
                              "timeout": 60, "evaluator_type": "HookManager", "evaluate_on_completion": False},
         "preconditions": {"gimp_running": True}, "total_key_steps": 1}))
     task = load_task_file(task_dir)
-    assert task.setup[0]["launch"]["command"] == ["gimp"]  # conf/app/gimp.yaml's program (its shim, its profile)
+    assert task.setup[0]["launch"]["command"] == ["gimp"]  # mcpworld/conf/app/gimp.yaml's program (its shim, its profile)
     assert "window" not in task.setup[0]["launch"]  # ready when its own main window takes input, not a splash
     assert task.notes[0] == "runs this desktop's gimp for the authors' own build /usr/local/bin/gimp"
     assert not any("gimp_running" in n for n in task.notes)

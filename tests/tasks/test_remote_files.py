@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from mcpworld.config import FilesConfig
-from mcpworld.downloads import FileCache
-from mcpworld.errors import TaskFileError
-from mcpworld.experiment import fetch_task_files
+from mcpworld.config.schema import FilesConfig
+from mcpworld.core.downloads import FileCache
+from mcpworld.core.errors import TaskFileError
+from mcpworld.run.job import fetch_task_files
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.remote_files import localize, remote_urls
 from tests.fakes.file_server import FileServer
@@ -89,7 +89,7 @@ def test_a_file_that_cannot_be_had_skips_the_task_naming_url_and_fix(tmp_path, h
     fetch_task_files(tasks, files)
     reason = tasks[0].skip_reason
     assert "Budget_gold.xlsx" in reason and "HTTP 404" in reason
-    assert "mcpworld.tasks.prefetch" in reason and "files.mirror" in reason
+    assert "mcpworld.cli.prefetch" in reason and "files.mirror" in reason
 
 
 def test_a_run_honours_the_mirror(tmp_path):
@@ -106,7 +106,7 @@ def test_a_run_honours_the_mirror(tmp_path):
 
 
 def prefetch(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld.tasks.prefetch", f"tasks.root={tmp_path / 'suite'}",
+    return subprocess.run([sys.executable, "-m", "mcpworld.cli.prefetch", f"tasks.root={tmp_path / 'suite'}",
                            f"files.cache_dir={tmp_path / 'cache'}", "files.retries=1", *overrides],
                           capture_output=True, text=True, timeout=120)
 
@@ -135,7 +135,7 @@ def test_prefetch_bad_override_is_one_line_and_exit_2(tmp_path):
 
 
 def test_rewrite_takes_a_mapping_or_pairs_and_names_a_bad_value():
-    from mcpworld.errors import UserError
+    from mcpworld.core.errors import UserError
     from mcpworld.tasks.remote_files import rewrite_rules
 
     assert rewrite_rules({"https://a/": "/m"}) == rewrite_rules([["https://a/", "/m"]]) == {"https://a/": "/m"}

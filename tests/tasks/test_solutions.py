@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.errors import TaskFileError, UserError
+from mcpworld.core.errors import TaskFileError, UserError
 from mcpworld.tasks.select import discover
 from mcpworld.tasks.solutions import attach_solutions, load_solutions
 

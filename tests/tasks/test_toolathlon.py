@@ -13,13 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from mcpworld.core.errors import EvalError, TaskFileError
 from mcpworld.env.context import build_golden
-from mcpworld.errors import EvalError, TaskFileError
 from mcpworld.evaluation.grader import minimal_trajectory, run_grader
 from mcpworld.evaluation.standalone import grade
-from mcpworld.tasks import toolathlon
 from mcpworld.mcp.install import load_settings
 from mcpworld.mcp.spec import parse_servers
+from mcpworld.tasks import toolathlon
 from mcpworld.tasks.load import find_task_files, load_task_file
 
 SHIPPED = Path(__file__).resolve().parents[2] / "tasks" / "toolathlon"

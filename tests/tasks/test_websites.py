@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from mcpworld.tasks.model import Task
+from mcpworld.core.task import Task
 from mcpworld.tasks.websites import site_urls, skip_unreachable, why_unreachable
 from tests.fakes.file_server import FileServer
 

@@ -9,7 +9,7 @@ import time
 import pynvml
 import pytest
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.telemetry import gpu
 from mcpworld.telemetry.gpu import (
     EpisodeGpu,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mcpworld.episode import gpu_energy
-from mcpworld.experiment import summarize
-from mcpworld.progress import SweepProgress
-from mcpworld.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult
+from mcpworld.run.episode import gpu_energy
+from mcpworld.run.job import summarize
+from mcpworld.run.progress import SweepProgress
 from mcpworld.telemetry.provenance import config_hash, git_state
 from mcpworld.telemetry.spans import log_trace
 from mcpworld.telemetry.tracking import MlflowLogger, MlflowTracker, flatten, mask_secrets, strip_secrets

@@ -20,10 +20,17 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from mcpworld.result import EpisodeResult, MetricOutcome
+from mcpworld.core.result import EpisodeResult, MetricOutcome
 from mcpworld.telemetry import spans
-from mcpworld.telemetry.tracking import (JOB_DIR, PENDING_FILE, MlflowLogger, MlflowTracker, finish_sweep_run,
-                                         mlflow_key, start_sweep_run)
+from mcpworld.telemetry.tracking import (
+    JOB_DIR,
+    PENDING_FILE,
+    MlflowLogger,
+    MlflowTracker,
+    finish_sweep_run,
+    mlflow_key,
+    start_sweep_run,
+)
 from mcpworld.telemetry.upload import upload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,10 +117,10 @@ def every_config() -> list[Any]:
     """The default config and every option of every config group, composed as a run would be."""
     from hydra import compose, initialize_config_dir
 
-    from mcpworld.config import register
+    from mcpworld.config.schema import register
 
     register()
-    conf = ROOT / "conf"
+    conf = ROOT / "mcpworld" / "conf"
     overrides: list[list[str]] = [[]]
     for group in ("model", "provider", "resolution", "app", "modality", "env", "tracking", "experiment", "agent",
                   "evaluator"):
@@ -129,9 +136,9 @@ def every_result(cfg: Any) -> list[EpisodeResult]:
     """One result per built-in task, with every metric name its evaluator gives, the tools of the
     modality, key steps and GPU numbers: the metric names a job of every task would log."""
     from mcpworld.agent.tools.mcp import tool_name
-    from mcpworld.episode import labels
     from mcpworld.evaluation.spec import validate_spec
     from mcpworld.evaluation.templates import builtin_templates, expand_task
+    from mcpworld.run.episode import labels
     from mcpworld.tasks.select import BUILTIN_ROOT, discover
 
     out = []
@@ -160,8 +167,8 @@ def test_every_name_the_project_emits_is_one_mlflow_takes(tmp_path: Path, monkey
     from mlflow.utils.validation import _validate_metric_name, _validate_param_name, _validate_tag_name
 
     from mcpworld.agent.providers.ollama import OllamaProvider
-    from mcpworld.experiment import summarize
-    from mcpworld.summary import sweep_counts
+    from mcpworld.run.job import summarize
+    from mcpworld.run.summary import sweep_counts
     from mcpworld.telemetry.provenance import run_tags
     from mcpworld.telemetry.tracking import flatten
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpworld.agent.providers.base import Provider
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 KINDS = ("oracle", "openai_compat", "ollama", "anthropic")
 

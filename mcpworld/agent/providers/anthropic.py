@@ -17,7 +17,7 @@ import httpx
 
 from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
-from mcpworld.errors import InfraError
+from mcpworld.core.errors import InfraError
 
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
 CACHE = {"type": "ephemeral"}

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from mcpworld.agent.providers.base import Provider, Reply
-from mcpworld.errors import EndpointUnreachable, InfraError
+from mcpworld.core.errors import EndpointUnreachable, InfraError
 
 EXCERPT_CHARS = 300
 TRANSPORT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)

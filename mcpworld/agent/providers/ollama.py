@@ -20,12 +20,12 @@ import httpx
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.agent.providers.http import TRANSPORT_ERRORS, Retryable, one_line
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 
 KEEP_ALIVE = "30m"  # long enough to span the gaps between episodes; Ollama's default is 5m
 # Loading a large model into VRAM, or verifying a pulled layer's digest, is silent for minutes.
 SLOW = httpx.Timeout(600.0, connect=5.0)
-CHOOSE_MODEL = "pick one with model=… (e.g. model=qwen3vl_8b; conf/model/ lists them)"
+CHOOSE_MODEL = "pick one with model=… (e.g. model=qwen3vl_8b; mcpworld/conf/model/ lists them)"
 NOT_MODELS = ("", "oracle")  # model ids that are no Ollama model: the oracle replays solutions
 DETAIL_PARAMS = {"quantization_level": "ollama.quantization", "parameter_size": "ollama.parameter_size",
                  "family": "ollama.family", "format": "ollama.format"}

@@ -16,7 +16,7 @@ import httpx
 from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, sse_payloads
-from mcpworld.errors import InfraError
+from mcpworld.core.errors import InfraError
 
 
 class OpenAICompatProvider(HttpProvider):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcpworld.agent.tools.base import Tool
+from mcpworld.core.errors import UserError
 from mcpworld.env.base import Environment
-from mcpworld.errors import UserError
 
 FAMILIES = ("computer", "bash", "done", "mcp")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.agent.tools.base import Observation, Tool
+from mcpworld.core.secrets import redact
 from mcpworld.mcp.client import RemoteTool, ServerPool, ToolCallFailed
-from mcpworld.secrets import redact
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 MAX_NAME = 64  # OpenAI's and Anthropic's limit on function names

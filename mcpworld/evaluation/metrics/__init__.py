@@ -4,4 +4,21 @@ A metric is ``(result, expected=None, **options) -> float | bool | int`` in [0, 
 a ``None`` result (a missing file, no output) as 0 rather than raise.
 """
 
-from mcpworld.evaluation.metrics import accessibility, appstate, archives, browser, chrome_settings, documents, general, images, markup, media, ocr, pdf, slides, system, tables, text  # noqa: F401
+from mcpworld.evaluation.metrics import (  # noqa: F401
+    accessibility,
+    appstate,
+    archives,
+    browser,
+    chrome_settings,
+    documents,
+    general,
+    images,
+    markup,
+    media,
+    ocr,
+    pdf,
+    slides,
+    system,
+    tables,
+    text,
+)

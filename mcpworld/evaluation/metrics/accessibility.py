@@ -14,8 +14,8 @@ from lxml import etree
 from lxml.cssselect import CSSSelector, SelectorError
 from rapidfuzz import fuzz
 
+from mcpworld.core.errors import UserError
 from mcpworld.env.a11y_dump import NAMESPACES
-from mcpworld.errors import UserError
 from mcpworld.evaluation.registry import metric
 
 NAME = "check_accessibility_tree"

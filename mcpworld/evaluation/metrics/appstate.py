@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.matchers import match_value
 from mcpworld.evaluation.metrics.general import _read_text, read_text_strict, rule_value
 from mcpworld.evaluation.registry import metric

@@ -20,7 +20,7 @@ from typing import Any
 
 from pypdf import PdfReader
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.registry import get_metric, metric
 
 log = logging.getLogger(__name__)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
+from mcpworld.core.urls import compare_urls
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
-from mcpworld.urls import compare_urls
 
 
 def are_lists_equal(list1: list[Any], list2: list[Any], same: Any) -> bool:

@@ -10,11 +10,11 @@ import json
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
+from mcpworld.core.urls import compare_urls
 from mcpworld.evaluation.metrics.browser import _match_type, _url_of
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
-from mcpworld.urls import compare_urls
 
 
 def _list_rule(rules: Any, key: str, name: str) -> list[Any]:

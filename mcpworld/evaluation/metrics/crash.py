@@ -7,7 +7,7 @@ import inspect
 import logging
 from typing import Any
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 log = logging.getLogger(__name__)
 

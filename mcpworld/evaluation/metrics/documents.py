@@ -31,7 +31,7 @@ from lxml import etree
 from PIL import Image
 from rapidfuzz import fuzz
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
 

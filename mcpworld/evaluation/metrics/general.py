@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from rapidfuzz import fuzz
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.matchers import RuleError, osworld_match_value
 from mcpworld.evaluation.registry import metric
 

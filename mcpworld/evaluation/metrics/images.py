@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageChops, ImageStat
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.crash import zero_on_crash
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.metrics.images import _flatten, _open
 from mcpworld.evaluation.registry import metric

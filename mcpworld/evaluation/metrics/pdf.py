@@ -21,7 +21,7 @@ from pypdf import PdfReader
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.matchers import COMPARISONS
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric

@@ -22,7 +22,7 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.enum.text import PP_ALIGN
 from pptx.util import Inches
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.crash import zero_on_crash
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric

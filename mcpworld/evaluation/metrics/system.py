@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpworld.errors import InfraError, UserError
+from mcpworld.core.errors import InfraError, UserError
 from mcpworld.evaluation.metrics.general import rule_value
 from mcpworld.evaluation.registry import metric
 

@@ -34,7 +34,7 @@ from openpyxl.worksheet.cell_range import CellRange, MultiCellRange
 from openpyxl.worksheet.worksheet import Worksheet
 from rapidfuzz import fuzz
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.matchers import RuleError, osworld_match_value
 from mcpworld.evaluation.metrics.tables_cf import compile_condition, constant
 from mcpworld.evaluation.metrics.tables_xml import RawBook, sheet_csv_lines

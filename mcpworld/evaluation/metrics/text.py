@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.evaluation.metrics.general import file_lines, read_text_strict, rule_value
 from mcpworld.evaluation.registry import metric
-
 
 # A getter that could not fetch live data (OSWorld's web getters) puts this in place of a value.
 EVALUATION_FAILED = "__EVALUATION_FAILED__"

@@ -1,4 +1,4 @@
-"""``python -m mcpworld.tasks.prefetch tasks.root=<suite> [task=…] [files.mirror=…]``: download every
+"""``python -m mcpworld.cli.prefetch tasks.root=<suite> [task=…] [files.mirror=…]``: download every
 file the selected tasks name by URL into the file cache ahead of a run, and say what failed.
 
 Same overrides as a run (Hydra composes the config), so a later ``python -m mcpworld`` with the same
@@ -14,10 +14,11 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 
-from mcpworld.config import CONF_DIR, register
-from mcpworld.downloads import DownloadError
-from mcpworld.errors import UserError
-from mcpworld.progress import DownloadProgress
+from mcpworld.config.schema import register
+from mcpworld.core.downloads import DownloadError
+from mcpworld.core.errors import UserError
+from mcpworld.core.paths import CONF_DIR
+from mcpworld.run.progress import DownloadProgress
 from mcpworld.tasks.remote_files import file_cache, remote_urls
 from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 

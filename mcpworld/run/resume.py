@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import UserError
-from mcpworld.result import NOT_JUDGED, EpisodeResult
+from mcpworld.core.errors import UserError
+from mcpworld.core.result import NOT_JUDGED, EpisodeResult
 
 JOB_FILE = "job.json"
 # Keys that change how a job runs, not what its episodes mean: changing them keeps finished episodes.
@@ -27,7 +27,7 @@ RUN_MECHANICS = ("resume", "concurrency", "attempts", "infra_retries")
 def job_hash(resolved: dict[str, Any]) -> str:
     """The hash that decides whether a folder's episodes belong to this config (secrets and run
     mechanics left out, so a rotated key or more attempts still resume)."""
-    from mcpworld.secrets import strip_secrets
+    from mcpworld.core.secrets import strip_secrets
     from mcpworld.telemetry.provenance import config_hash
 
     return config_hash({k: v for k, v in strip_secrets(resolved).items() if k not in RUN_MECHANICS})

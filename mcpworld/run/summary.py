@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.table import Table
 
-from mcpworld.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult
 
 
 def print_job_table(name: str, results: list[EpisodeResult]) -> None:

@@ -10,7 +10,6 @@ import re
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
-
 _domains = None
 
 

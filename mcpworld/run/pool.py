@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from mcpworld.env.base import Environment
-from mcpworld.interrupt import Interrupted, StopSignal, signals_deferred
+from mcpworld.run.interrupt import Interrupted, StopSignal, signals_deferred
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mcpworld.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult
 
 
 class SweepProgress:

@@ -12,23 +12,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from mcpworld.agent.loop import AgentLoop, Limits
-from mcpworld.apps import app_setting
 from mcpworld.agent.prompts import system_prompt
 from mcpworld.agent.providers import make_provider
 from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
+from mcpworld.apps.catalog import app_setting
+from mcpworld.core.errors import EndpointUnreachable, EvalError, InfraError, Unwatchable, UserError
+from mcpworld.core.result import EpisodeResult
+from mcpworld.core.secrets import redact
+from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
-from mcpworld.errors import EndpointUnreachable, EvalError, InfraError, Unwatchable, UserError
 from mcpworld.evaluation.keysteps import LiveChecks
 from mcpworld.evaluation.verdict import judge, start_handler
-from mcpworld.interrupt import EpisodeInterrupted, StopSignal
-from mcpworld.result import EpisodeResult
-from mcpworld.secrets import redact
+from mcpworld.mcp.servers import episode_servers, withheld
 from mcpworld.mcp.spec import replace_in
 from mcpworld.probes.files import HomeChanges
-from mcpworld.servers import episode_servers, withheld
-from mcpworld.tasks.model import Task
+from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.telemetry.trace import Trace
 
 if TYPE_CHECKING:

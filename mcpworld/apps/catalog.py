@@ -1,4 +1,4 @@
-"""An app's own settings (``conf/app/<app>.yaml``), whichever app selection runs its tasks: the
+"""An app's own settings (``mcpworld/conf/app/<app>.yaml``), whichever app selection runs its tasks: the
 selected app config when it is that app's, else the app's file (``app=all`` runs every app)."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
-from mcpworld.env.programs import Program
-from mcpworld.errors import UserError
+from mcpworld.apps.programs import Program
+from mcpworld.core.errors import UserError
+from mcpworld.core.paths import CONF_DIR, PROJECT
 
-CONF_APPS = Path(__file__).resolve().parents[1] / "conf" / "app"
+CONF_APPS = CONF_DIR / "app"
 
 
 def app_setting(cfg: Any, app: str, key: str, default: Any = None) -> Any:
@@ -33,7 +34,7 @@ def _app_file(app: str) -> dict[str, Any]:
     return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
 
-ROOT = CONF_APPS.parents[1]
+ROOT = PROJECT
 
 
 @lru_cache(maxsize=None)
@@ -115,7 +116,7 @@ def install(names: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def main() -> None:
     try:
         sys.exit(install(sys.argv[1:] or None))
     except UserError as exc:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpworld.errors import TaskFileError
+from mcpworld.core.errors import TaskFileError
+
+# OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
+HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 from mcpworld.telemetry.tracking import absolute_sqlite_uri
 
 DEFAULT_URI = "sqlite:///outputs/mlflow.db"

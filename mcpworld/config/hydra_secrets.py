@@ -11,7 +11,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from mcpworld.secrets import mask_secrets
+from mcpworld.core.secrets import mask_secrets
 
 LAUNCHER_LOGGERS = ("hydra._internal.core_plugins.basic_launcher",
                     "hydra_plugins.hydra_joblib_launcher.joblib_launcher",

@@ -10,7 +10,7 @@ import tarfile
 import zlib
 from pathlib import Path
 
-from mcpworld.errors import UserError
+from mcpworld.core.errors import UserError
 
 
 class UnsafeArchive(UserError):

@@ -1,4 +1,4 @@
-"""Hydra launcher plugins a sweep may run on (conf/hydra/launcher/), and the extra each needs.
+"""Hydra launcher plugins a sweep may run on (mcpworld/conf/hydra/launcher/), and the extra each needs.
 
 Selecting a launcher whose plugin is not installed would otherwise end in an import traceback from
 deep inside Hydra; this says which extra to install before Hydra starts.

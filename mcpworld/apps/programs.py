@@ -23,7 +23,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Program:
-    """One application's start-up, from its ``conf/app/<name>.yaml`` (``program:`` section)."""
+    """One application's start-up, from its ``mcpworld/conf/app/<name>.yaml`` (``program:`` section)."""
 
     app: str  # the app config's name
     binary: str  # the real executable (a name on PATH or an absolute path)

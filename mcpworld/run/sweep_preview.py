@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from mcpworld.config import CONF_DIR
+from mcpworld.core.paths import CONF_DIR
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
 CFG_FLAGS = ("-c", "--cfg")

@@ -14,34 +14,34 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mcpworld import resume
-from mcpworld.apps import programs
 from mcpworld.agent.providers import make_provider
 from mcpworld.agent.providers.base import ModelInfo
+from mcpworld.apps.catalog import programs
+from mcpworld.apps.programs import Program, program_for
+from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
+from mcpworld.core.result import NOT_JUDGED, EpisodeResult
+from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
+from mcpworld.core.steps import normalize_step, sudo_command
+from mcpworld.core.task import Task
 from mcpworld.env import docker_image, leftovers, make_environments
-from mcpworld.env.container import reap_containers
 from mcpworld.env.base import Environment
-from mcpworld.env.programs import Program, program_for
-from mcpworld.env.steps import normalize_step, sudo_command
-from mcpworld.episode import run_episode
-from mcpworld.errors import EndpointUnreachable, InfraError, UserError
+from mcpworld.env.container import reap_containers
 from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
-from mcpworld.interrupt import StopSignal, signals_deferred
-from mcpworld.pool import EpisodePool
-from mcpworld.result import NOT_JUDGED, EpisodeResult
-from mcpworld.servers import unavailable
+from mcpworld.mcp.servers import unavailable
+from mcpworld.run import resume
+from mcpworld.run.episode import run_episode
+from mcpworld.run.interrupt import StopSignal, signals_deferred
+from mcpworld.run.pool import EpisodePool
+from mcpworld.run.progress import DownloadProgress, SweepProgress
 from mcpworld.tasks import mcpworld_format, toolathlon
-from mcpworld.tasks.model import Task
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
+from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
 from mcpworld.tasks.solutions import attach_solutions
 from mcpworld.tasks.websites import skip_unreachable
-from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
-from mcpworld.progress import DownloadProgress, SweepProgress
 from mcpworld.telemetry.gpu import make_gpu_monitor
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.secrets import mask_secrets, register_secrets, strip_secrets
 from mcpworld.telemetry.tracking import flatten, make_tracker, sweep_parent, unreachable
 
 
@@ -322,7 +322,7 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
                 print(f"mcpworld: stopped; {len(results)} of {len(runs)} episode(s) have a result in {out}. "
                       f"Run the same command with hydra.run.dir={out} (hydra.sweep.dir= for a sweep) to resume.",
                       file=sys.stderr)
-    from mcpworld.summary import print_job_table
+    from mcpworld.run.summary import print_job_table
 
     print_job_table(job_name(), results)
     if fatal is not None:

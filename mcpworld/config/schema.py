@@ -4,12 +4,9 @@ wrong type fails at composition with Hydra's message naming the key."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # the Hydra config tree
 
 
 @dataclass
@@ -63,7 +60,7 @@ class AppConfig:
     mcp_servers: List[Any] = field(default_factory=list)
     relaunch_on_exit: bool = False  # an app that exits during an episode is started again (app_exit event either way)
     # how the desktop starts this app (binary, the command names tasks use, flags, ports, golden
-    # profile, packages, readiness): read from every conf/app file by mcpworld.apps.programs
+    # profile, packages, readiness): read from every mcpworld/conf/app file by mcpworld.apps.programs
     program: Optional[Any] = None
 
 

@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from mcpworld.env.base import Action
+from mcpworld.core.actions import Action
 
 PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "primary": 1, "secondary": 3}

@@ -15,13 +15,13 @@ from typing import Any, AsyncIterator
 
 from omegaconf import OmegaConf
 
-from mcpworld.apps import app_setting
+from mcpworld.apps.catalog import app_setting
+from mcpworld.core.errors import UserError
+from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
-from mcpworld.errors import UserError
 from mcpworld.mcp.client import EventSink, ServerPool
 from mcpworld.mcp.install import servers_dir
 from mcpworld.mcp.spec import ServerSpec, parse_servers
-from mcpworld.tasks.model import Task
 
 
 def offers_mcp(cfg: Any) -> bool:
@@ -37,7 +37,7 @@ def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:
     """The task's servers (or its app config's), catalog names expanded; placeholders still open."""
     entries = task.mcp_servers or app_servers(cfg, task.app)
     catalog = OmegaConf.to_container(cfg.mcp.catalog, resolve=True) or {}
-    where = str(task.source) if task.mcp_servers else f"conf/app/{task.app}.yaml"
+    where = str(task.source) if task.mcp_servers else f"mcpworld/conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 
 

@@ -1,0 +1,1 @@
+"""Entry points: ``python -m mcpworld`` (main.py), ``mcpworld-prefetch`` and the console scripts."""

@@ -1,0 +1,3 @@
+"""The vocabulary every layer shares and nothing below it: the task model, setup steps, input
+actions, episode results and statuses, errors, secrets, paths, and file fetching. Imports nothing
+else of mcpworld."""

@@ -1,0 +1,1 @@
+"""Paper tables and plots from the MLflow store."""
