@@ -56,7 +56,7 @@ APPS = {
     "thunderbird": (["thunderbird"], "Thunderbird", None),
     "vscode": (["code"], "Visual Studio Code", None),
 }
-IN_DESKTOP_IMAGE = {"xterm", "mousepad", "pcmanfm"}  # docker/desktop.Dockerfile installs them: no packages
+IN_DESKTOP_IMAGE = {"xterm", "mousepad", "pcmanfm"}  # mcpworld/data/docker/desktop.Dockerfile installs them: no packages
 DOCKER_WARM_TARGET_S = {"libreoffice_calc": 3.0, "libreoffice_writer": 3.0, "libreoffice_impress": 3.0}
 START_TARGET_S = 5.0  # container start to ready
 

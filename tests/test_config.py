@@ -10,7 +10,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from mcpworld.config.schema import register
-from mcpworld.telemetry.tracking import flatten
+from mcpworld.telemetry.tracking.keys import flatten
 
 CONF = str((Path(__file__).resolve().parents[1] / "mcpworld" / "conf").absolute())
 
@@ -67,11 +67,11 @@ def test_every_seed_model_family_has_a_file() -> None:
 
 @pytest.mark.parametrize("model", MODELS)
 def test_every_model_composes_with_its_provider(model: str) -> None:
-    from mcpworld.agent.providers import KINDS
+    from mcpworld.agent.providers import PROVIDERS
     from mcpworld.run.job import check_config
 
     cfg = make(f"model={model}")
-    assert cfg.model.name == model and cfg.provider.kind in KINDS
+    assert cfg.model.name == model and cfg.provider.kind in PROVIDERS
     assert cfg.model.temperature == 0.0 or model == "oracle"
     check_config(cfg)  # a valid coordinate convention
     if cfg.provider.kind == "anthropic":
@@ -104,9 +104,9 @@ def test_model_picks_its_provider() -> None:
     assert "localhost:11434" in cfg.provider.base_url
     assert cfg.provider.api_key is None
     assert cfg.model.coordinates == "normalized_1000" and cfg.model.id == "qwen3-vl:32b"
-    from mcpworld.agent.providers import make_provider
+    from mcpworld.agent.providers import ProviderSettings, make_provider
 
-    assert "`ollama pull qwen3-vl:32b`" in make_provider(cfg, []).start_hint  # the chosen model's id
+    assert "`ollama pull qwen3-vl:32b`" in make_provider(ProviderSettings.of(cfg), []).start_hint  # the chosen model's id
 
 
 def test_model_provider_can_be_overridden_on_the_command_line() -> None:
@@ -177,3 +177,31 @@ def test_flatten_of_a_composed_config_has_no_api_key() -> None:
 
 def test_flatten_keeps_token_counts() -> None:
     assert flatten({"model": {"max_tokens": 2048}}) == {"model.max_tokens": "2048"}
+
+
+def test_every_choice_of_the_schema_has_its_implementation_and_no_more() -> None:
+    """The schema's enums (checked at composition) and the registries (what runs) name the same set."""
+    from mcpworld.agent.providers import PROVIDERS
+    from mcpworld.agent.tools import TOOL_FAMILIES
+    from mcpworld.config.schema import EnvBackend, ImageFormat, ProviderKind, ToolFamily
+    from mcpworld.env import BACKENDS
+    from mcpworld.env.screen import FORMATS
+
+    assert PROVIDERS.names() == sorted(ProviderKind)
+    assert BACKENDS.names() == sorted(EnvBackend)
+    assert sorted(TOOL_FAMILIES) == sorted(ToolFamily)
+    assert sorted(FORMATS) == sorted(ImageFormat)
+
+
+@pytest.mark.parametrize("override, choices", [("provider.kind=nope", "oracle, openai_compat, ollama, anthropic"),
+                                              ("env.backend=vm", "local, docker"),
+                                              ("model.coordinates=relative", "pixels, normalized_1000"),
+                                              ("modality.tools=[computer,mouse]", "computer, bash, done, mcp")])
+def test_a_choice_outside_the_schema_fails_at_composition_naming_key_and_choices(override: str, choices: str) -> None:
+    from hydra.errors import ConfigCompositionException
+
+    key = override.split("=")[0]
+    with pytest.raises(ConfigCompositionException) as caught:
+        make(override)
+    text = f"{caught.value} {caught.value.__cause__}"
+    assert f"expected one of [{choices}]" in text and key in text

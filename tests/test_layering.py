@@ -24,12 +24,12 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 RANK = {package: rank for rank, row in enumerate(LAYERS) for package in row}
 TOP_LEVEL = {"__init__", "__main__"}  # the only modules outside a package; __main__ only calls cli
-DATA = {"conf"}  # folders of data shipped in the package, not code
+DATA = {"conf", "data"}  # folders of data shipped in the package, not code (tasks' graders included)
 
 
 def test_tracking_none_runs_without_importing_mlflow():
     code = ("import sys; from omegaconf import OmegaConf; import mcpworld.run.job, mcpworld.run.episode; "
-            "from mcpworld.telemetry.tracking import make_tracker; "
+            "from mcpworld.telemetry.tracking.tracker import make_tracker; "
             "t = make_tracker(OmegaConf.create({'tracking': {'backend': 'none'}})); "
             "t.start_job('x', {}, {}); t.finish_job({}, []); "
             "print('mlflow' in sys.modules)")
@@ -41,6 +41,14 @@ def test_gui_episodes_never_import_the_mcp_sdk():
     code = "import sys, mcpworld.run.job, mcpworld.run.episode; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"  # 0.7 s of imports only when a modality starts MCP servers
+
+
+def test_the_desktop_service_imports_only_what_its_image_holds():
+    """python -m mcpworld.env.service runs in the desktop image, with mcpworld/data/docker/service-requirements.txt only."""
+    code = ("import sys, mcpworld.env.service; "
+            "print(sorted(m for m in ('hydra', 'omegaconf', 'mlflow', 'mcp', 'jinja2') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def imported_modules(path: Path) -> set[str]:

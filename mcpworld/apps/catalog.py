@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from mcpworld.apps.programs import Program
 from mcpworld.core.errors import UserError
-from mcpworld.core.paths import CONF_DIR, PROJECT
+from mcpworld.core.paths import CONF_DIR, DATA, HOME, project_path
 
 CONF_APPS = CONF_DIR / "app"
 
@@ -32,9 +32,6 @@ def _app_file(app: str) -> dict[str, Any]:
     """The app's file, read once per process (asked for at every episode)."""
     path = CONF_APPS / f"{app}.yaml"
     return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
-
-
-ROOT = PROJECT
 
 
 @lru_cache(maxsize=None)
@@ -61,10 +58,10 @@ def _program(path: Path, spec: dict[str, Any]) -> Program:
         raise UserError(f"{where}: packages: unknown kind(s) {', '.join(sorted(unknown))}; use apt and script")
     install = (f"make apps APPS={path.stem}" if packages.get("script")
                else f"apt-get install -y {' '.join(packages['apt'])}" if packages.get("apt") else "")
-    profile = ROOT / spec["profile"] if spec.get("profile") else None
+    profile = project_path(str(spec["profile"])) if spec.get("profile") else None
     binary, launcher = (_in_project(str(spec[k])) if spec.get(k) else "" for k in ("binary", "launcher"))
     if profile is not None and not profile.is_dir():
-        raise UserError(f"{where}: profile folder {spec['profile']!r} does not exist (relative to {ROOT})")
+        raise UserError(f"{where}: profile folder {spec['profile']!r} does not exist (relative to {DATA})")
     return Program(app=path.stem, binary=binary, names=tuple(spec.get("names") or [spec["binary"]]),
                    args=tuple(str(a) for a in spec.get("args") or ()), drop=tuple(spec.get("drop") or ()),
                    ports=tuple(spec.get("ports") or ()), env={k: str(v) for k, v in (spec.get("env") or {}).items()},
@@ -74,9 +71,9 @@ def _program(path: Path, spec: dict[str, Any]) -> Program:
 
 
 def _in_project(path: str) -> str:
-    """A relative path with a folder in it (``.apps/…``, ``scripts/…``) is the project's; a bare name
-    is looked up on PATH."""
-    return str(ROOT / path) if "/" in path and not path.startswith("/") else path
+    """A relative path with a folder in it (``scripts/…``: the package's data; ``.apps/…``: this
+    machine's, see mcpworld.core.paths) is the project's; a bare name is looked up on PATH."""
+    return str(project_path(path)) if "/" in path and not path.startswith("/") else path
 
 
 PROGRAM_KEYS = {"binary", "names", "args", "drop", "ports", "env", "profile", "packages", "ready", "maximized", "window", "warm", "launcher"}
@@ -112,7 +109,7 @@ def install(names: list[str] | None = None) -> int:
     for program in programs():  # what Debian lacks, by the app's own script (idempotent)
         if (not names or program.app in names) and program.packages.get("script"):
             for script in program.packages["script"]:
-                subprocess.run([_in_project(script)], check=True)
+                subprocess.run([_in_project(script)], check=True, env=dict(os.environ, MCPWORLD_HOME=str(HOME)))
     return 0
 
 

@@ -1,15 +1,16 @@
 """``python -m mcpworld.cli.prefetch tasks.root=<suite> [task=…] [files.mirror=…]``: download every
 file the selected tasks name by URL into the file cache ahead of a run, and say what failed.
 
-Same overrides as a run (Hydra composes the config), so a later ``python -m mcpworld`` with the same
-``files.*`` finds everything in the cache. Exit status 1 when any file could not be had.
+Same overrides as a run (Hydra composes the config) and the same task selection (``tasks.*``, ``app``,
+``task``, ``toolathlon.*``, ``pccanary.*``: mcpworld/tasks/select.py ``find_tasks``), so a later
+``python -m mcpworld`` with the same ``files.*`` finds everything in the cache. Exit status 1 when any
+file could not be had.
 """
 
 from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
@@ -20,15 +21,17 @@ from mcpworld.core.errors import UserError
 from mcpworld.core.paths import CONF_DIR
 from mcpworld.run.progress import DownloadProgress
 from mcpworld.tasks.remote_files import file_cache, remote_urls
-from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
+from mcpworld.tasks.select import find_tasks
+from mcpworld.tasks.settings import TaskSettings
 
 
 def prefetch(overrides: list[str], workers: int = 4) -> int:
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
-    root = Path(cfg.tasks.root) if cfg.tasks.root else BUILTIN_ROOT
-    tasks = select(discover(root), list(cfg.app.apps), as_patterns(cfg.task), list(cfg.tasks.exclude_tags))
+    settings = TaskSettings.of(cfg)  # the tasks a run with these overrides would choose, loaded as it loads them
+    tasks = find_tasks(settings)
+    root = settings.selection.root
     needed: dict[str, list[str]] = {}
     for task in tasks:
         for url in remote_urls(task):

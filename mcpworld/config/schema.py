@@ -1,12 +1,79 @@
-"""Structured-config schema: every key Hydra composes is declared here, so a typo'd key or a
-wrong type fails at composition with Hydra's message naming the key."""
+"""Structured-config schema: every key Hydra composes is declared here, so a typo'd key, a wrong
+type or a value outside a choice fails at composition with Hydra's message naming the key and the
+choices. Each choice is a StrEnum: it compares equal to its plain string, so code reads it as one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
+
+
+class ProviderKind(StrEnum):
+    """How a provider is spoken to (mcpworld/agent/providers registers one implementation each)."""
+
+    oracle = "oracle"
+    openai_compat = "openai_compat"
+    ollama = "ollama"
+    anthropic = "anthropic"
+
+
+class Coordinates(StrEnum):
+    pixels = "pixels"  # of the screenshot sent
+    normalized_1000 = "normalized_1000"  # 0-1000 on both axes (the Qwen-VL family)
+
+
+class ImageFormat(StrEnum):
+    jpeg = "jpeg"
+    png = "png"
+
+
+class ToolFamily(StrEnum):
+    computer = "computer"
+    bash = "bash"
+    done = "done"
+    mcp = "mcp"
+
+
+class EnvBackend(StrEnum):
+    local = "local"  # Xvfb on this host
+    docker = "docker"  # a container per desktop
+
+
+class McpSandbox(StrEnum):
+    local = "local"  # the catalog's servers on this host
+    klavis = "klavis"  # Klavis's hosted sandbox
+
+
+class ProxyMode(StrEnum):
+    off = "off"
+    record = "record"
+    replay = "replay"
+    fault = "fault"
+
+
+class FaultKind(StrEnum):
+    error = "error"
+    latency = "latency"
+    drop = "drop"
+
+
+class TrackingBackend(StrEnum):
+    mlflow = "mlflow"
+    none = "none"
+
+
+class GpuSource(StrEnum):
+    local = "local"  # NVML on this host
+    none = "none"
+
+
+class Lang(StrEnum):
+    en = "en"
+    cn = "cn"  # Toolathlon's *_cn variants
+
 
 
 @dataclass
@@ -18,7 +85,7 @@ class ModelConfig:
     temperature: float = 0.0
     top_p: Optional[float] = None
     vision: bool = True
-    coordinates: str = "pixels"  # pixels (of the screenshot sent) | normalized_1000 (Qwen-VL family)
+    coordinates: Coordinates = Coordinates.pixels
     preferred_resolution: Optional[str] = None
     # largest screenshot [w, h] sent to the model; a bigger screen is downscaled (aspect kept) and the
     # model's pixel coordinates are mapped back to the screen. None = the screen's own size.
@@ -32,7 +99,7 @@ class ModelConfig:
 @dataclass
 class ProviderConfig:
     name: str = "oracle"
-    kind: str = "oracle"  # oracle | openai_compat | ollama | anthropic
+    kind: ProviderKind = ProviderKind.oracle
     base_url: Optional[str] = None
     api_key: Optional[str] = None  # from ${oc.env:...}; never logged
     timeout_s: float = 120.0
@@ -67,7 +134,7 @@ class AppConfig:
 @dataclass
 class ModalityConfig:
     name: str = "gui"
-    tools: List[str] = field(default_factory=lambda: ["computer", "done"])  # tool families offered
+    tools: List[ToolFamily] = field(default_factory=lambda: [ToolFamily.computer, ToolFamily.done])  # families offered
 
 
 @dataclass
@@ -84,7 +151,7 @@ class AgentConfig:
     max_llm_calls: int = 40
     timeout_s: float = 600.0
     keep_screenshots: int = 3
-    image_format: str = "jpeg"  # jpeg (≈ 3 ms per 1000x1000 frame) | png (lossless, ≈ 18 ms)
+    image_format: ImageFormat = ImageFormat.jpeg  # jpeg (≈ 3 ms per 1000x1000 frame) | png (lossless, ≈ 18 ms)
     image_quality: int = 85
     loop_repeats: int = 3  # same action + same observation this many times in a row = a loop (A-B-A-B too)
     loop_stop: bool = False  # end the episode at the first loop (termination "loop")
@@ -118,7 +185,7 @@ class VncConfig:
 
 @dataclass
 class EnvConfig:
-    backend: str = "local"  # local: Xvfb on this host | docker: a container per desktop
+    backend: EnvBackend = EnvBackend.local
     window_manager: str = "openbox"
     app_timeout_s: float = 20.0
     # env=docker: the desktop image's base (None: Debian made here by debootstrap, no registry needed),
@@ -128,16 +195,16 @@ class EnvConfig:
     start_timeout_s: float = 60.0
     pool: int = 1  # env=docker: containers started ahead per desktop (each episode gets a fresh one)
     vnc: VncConfig = field(default_factory=VncConfig)
-    mcp_sandbox: str = "local"  # local: the catalog's servers on this host | klavis: Klavis's hosted sandbox
+    mcp_sandbox: McpSandbox = McpSandbox.local
     klavis: KlavisConfig = field(default_factory=KlavisConfig)
 
 
 @dataclass
 class ProxyConfig:
-    mode: str = "off"  # off | record | replay | fault
+    mode: ProxyMode = ProxyMode.off
     cassettes: Optional[str] = None  # replay: folder of <server>.jsonl
     fault_rate: float = 0.0
-    fault_kinds: List[str] = field(default_factory=lambda: ["error"])
+    fault_kinds: List[FaultKind] = field(default_factory=lambda: [FaultKind.error])
     fault_latency_s: float = 2.0
     seed: int = 0
 
@@ -154,7 +221,7 @@ class McpConfig:
 
 @dataclass
 class TrackingConfig:
-    backend: str = "mlflow"  # mlflow | none
+    backend: TrackingBackend = TrackingBackend.mlflow
     uri: str = "sqlite:///outputs/mlflow.db"
     artifact_root: str = "outputs/mlartifacts"
     experiment: str = "default"  # the MLflow experiment; experiment presets name theirs
@@ -164,7 +231,7 @@ class TrackingConfig:
 
 @dataclass
 class GpuTelemetryConfig:
-    source: str = "local"  # local: NVML on this host | none. (A remote sampler for a remote model server can come.)
+    source: GpuSource = GpuSource.local  # (a remote sampler for a remote model server can come)
     rate_hz: float = 4.0
 
 
@@ -199,7 +266,7 @@ class ToolathlonConfig:
 
     root: Optional[str] = None  # a Toolathlon checkout; None: the nearest ancestor of the task folder with utils/
     python: Optional[str] = None  # graders' interpreter; None: make toolathlon's, else python3.12 on PATH, else ours
-    lang: str = "en"  # en | cn: the *_cn variants
+    lang: Lang = Lang.en
     claim_done: bool = True  # upstream's rule: only an agent that claimed done is graded (else it fails)
 
 

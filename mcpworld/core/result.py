@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("success", "failure", "timeout", "agent_error", "infra_error", "eval_error", "interrupted")
-# Not a verdict on the agent: run again on resume, left out of success rates. ``eval_error``: the
-# task's grader/handler gave no verdict (crashed, wrong interpreter, no output), see errors.EvalError.
-NOT_JUDGED = ("infra_error", "eval_error", "interrupted")
+
+class Status(StrEnum):
+    """How an episode ended. A StrEnum: result.json, MLflow and comparisons see the plain string."""
+
+    success = "success"
+    failure = "failure"  # the agent's doing: it ended and the grader said no
+    timeout = "timeout"  # the agent's doing: it ran out of steps, calls or time
+    agent_error = "agent_error"  # the agent's doing: e.g. the model's replies could not be used
+    infra_error = "infra_error"  # not the agent's: a dead display, a down endpoint, a failed download
+    eval_error = "eval_error"  # not the agent's: the grader/handler gave no verdict (errors.EvalError)
+    interrupted = "interrupted"  # not the agent's: Ctrl-C or SIGTERM
+
+
+STATUSES = tuple(Status)
+# Not a verdict on the agent: run again on resume, left out of success rates.
+NOT_JUDGED = (Status.infra_error, Status.eval_error, Status.interrupted)
 
 
 @dataclass
@@ -35,7 +48,7 @@ class EpisodeResult:
     task_id: str
     app: str
     attempt: int = 0
-    status: str = "infra_error"
+    status: Status = Status.infra_error
     score: float = 0.0
     reason: str = ""
     # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted,
@@ -77,7 +90,7 @@ class EpisodeResult:
         """Flat numeric view for trackers (MLflow metrics)."""
         out: dict[str, float] = {
             "score": self.score,
-            "success": float(self.status == "success"),
+            "success": float(self.status == Status.success),
             "steps": self.steps,
             "llm_calls": self.llm_calls,
             "tokens_in": self.tokens_in,
@@ -121,6 +134,8 @@ class EpisodeResult:
         data = dict(data)
         data["tool_calls"] = {k: ToolCounts(**v) for k, v in data.get("tool_calls", {}).items()}
         data["metrics"] = [MetricOutcome(**m) for m in data.get("metrics", [])]
+        if "status" in data:
+            data["status"] = Status(data["status"])
         return cls(**data)
 
     @classmethod

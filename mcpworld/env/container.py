@@ -38,14 +38,13 @@ from PIL import Image
 from mcpworld.apps.programs import Program, free_port
 from mcpworld.core import errors
 from mcpworld.core.errors import InfraError
-from mcpworld.core.paths import PROJECT
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, leftovers
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.local import default_workroot
 from mcpworld.env.screen import SettlePolicy, to_image
-from mcpworld.env.service import SPEC_VARIABLE, program_to_json
+from mcpworld.env.service import SPEC_VARIABLE, host_paths, program_to_json
 from mcpworld.env.steps import run_steps
 
 logger = logging.getLogger(__name__)
@@ -155,7 +154,7 @@ class DockerEnvironment(Environment):
         self._spec = {"workroot": str(self.workroot), "width": width, "height": height,
                       "window_manager": window_manager, "app_timeout_s": app_timeout_s,
                       "settle": (settle_policy or SettlePolicy()).__dict__,
-                      "host_root": str(PROJECT),
+                      "host_paths": host_paths(),
                       "programs": [program_to_json(p) for p in self.programs]}
         self.container: Any = None
         self.http: httpx.Client | None = None

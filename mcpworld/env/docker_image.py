@@ -1,4 +1,4 @@
-"""The desktop image (docker/desktop.Dockerfile) and what building it needs on this machine.
+"""The desktop image (mcpworld/data/docker/desktop.Dockerfile) and what building it needs on this machine.
 
 A Docker engine: where none answers, Debian's docker.io is installed and dockerd started (as root).
 A base image: the user's (``ubuntu:22.04`` by default) when it can be pulled; where no registry is
@@ -27,12 +27,12 @@ from typing import Any, Sequence
 
 from mcpworld.apps.programs import Program
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.core.paths import PROJECT
+from mcpworld.core.paths import APPS, DOCKER, PROJECT
 
 log = logging.getLogger(__name__)
 
 ROOT = PROJECT
-DOCKERFILE = "docker/desktop.Dockerfile"
+DOCKERFILE = str(DOCKER.relative_to(PROJECT) / "desktop.Dockerfile")  # in the context
 DESKTOP_REPO = "mcpworld/desktop"
 LOCAL_BASE = "mcpworld/debian-base:bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -112,10 +112,10 @@ def desktop_tag(packages: list[str], base: str, built: Sequence[str] = ()) -> st
     return f"{DESKTOP_REPO}:{digest.hexdigest()[:12]}"
 
 
-CONTEXT_PARTS = ("docker", "mcpworld", "scripts")  # what the Dockerfile copies from the project
+CONTEXT_PARTS = ("mcpworld",)  # what the Dockerfile copies from the project: the package, its data/ included
 
 
-APPS_DIR = ROOT / ".apps"  # what our install scripts build (code-server, the VS Code probe's client)
+APPS_DIR = APPS  # what our install scripts build (code-server, the VS Code probe's client)
 
 
 def build_context(into: Path, built: Sequence[str] = ()) -> Path:

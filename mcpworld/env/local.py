@@ -19,7 +19,7 @@ from PIL.Image import Image
 
 from mcpworld.apps.programs import Program, command_name, desktop_values, is_port_forwarder, program_for, wait_http, write_shims
 from mcpworld.core.errors import InfraError, MissingWindow
-from mcpworld.core.paths import PROJECT
+from mcpworld.core.paths import APPS
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, leftovers, screen
 from mcpworld.env.base import Action, Environment, ShellResult
@@ -40,7 +40,7 @@ def default_workroot() -> Path:
     return workroot
 
 
-WARM_ROOT = PROJECT / ".apps" / "warm"
+WARM_ROOT = APPS / "warm"
 
 
 def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_ROOT) -> Path | None:

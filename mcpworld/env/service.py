@@ -32,7 +32,7 @@ from typing import Any
 from mcpworld.apps.programs import Program
 from mcpworld.core import errors
 from mcpworld.core.errors import InfraError
-from mcpworld.core.paths import PROJECT
+from mcpworld.core.paths import DATA, HOME
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user
 from mcpworld.env.base import ShellResult
@@ -41,7 +41,6 @@ from mcpworld.env.screen import SettlePolicy, to_image
 
 log = logging.getLogger("mcpworld.env.service")
 
-ROOT = PROJECT
 SPEC_VARIABLE = "MCPWORLD_SERVICE"
 NOVNC_WEB = "/usr/share/novnc"
 # what the host may call by name: the step host's and the agent's methods of the environment
@@ -55,13 +54,21 @@ def program_to_json(program: Program) -> dict[str, Any]:
     return data
 
 
-def moved(value: str, host_root: str) -> str:
-    """A path in the host's copy of the project, in this one (``.apps/…``, ``scripts/code.sh``)."""
-    prefix = host_root.rstrip("/") + "/"
-    return str(ROOT / value[len(prefix):]) if value.startswith(prefix) else value
+def host_paths() -> dict[str, str]:
+    """The host's package data and HOME (mcpworld.core.paths), which the spec carries."""
+    return {"data": str(DATA), "home": str(HOME)}
 
 
-def program_from_json(data: dict[str, Any], host_root: str) -> Program:
+def moved(value: str, host: dict[str, str]) -> str:
+    """A path in the host's package data or HOME, in this copy's (``scripts/code.sh``, ``.apps/…``)."""
+    for where, here in (("data", DATA), ("home", HOME)):  # data first: a checkout's HOME holds it
+        prefix = host[where].rstrip("/") + "/"
+        if value.startswith(prefix):
+            return str(here / value[len(prefix):])
+    return value
+
+
+def program_from_json(data: dict[str, Any], host: dict[str, str]) -> Program:
     """A program the host described, its project paths moved to this copy."""
     kwargs = {}
     for f in dataclasses.fields(Program):
@@ -69,7 +76,7 @@ def program_from_json(data: dict[str, Any], host_root: str) -> Program:
         if isinstance(value, list):
             value = tuple(value)
         if f.name in ("binary", "launcher") and value:
-            value = moved(value, host_root)
+            value = moved(value, host)
         kwargs[f.name] = value
     return Program(**kwargs)
 
@@ -81,7 +88,7 @@ class DesktopService:
 
     def __init__(self, spec: dict[str, Any]):
         self.spec = spec
-        self.programs = [program_from_json(p, spec["host_root"]) for p in spec.get("programs", [])]
+        self.programs = [program_from_json(p, spec["host_paths"]) for p in spec.get("programs", [])]
         self.env: LocalEnvironment | None = None
         self.lock = threading.Lock()
         self._last_frame = None
@@ -110,7 +117,7 @@ class DesktopService:
                                         programs=self.programs)
         source = Path(task["source"])
         self.env.task = Task(id=task["id"], app=task["app"], instruction="-", dir=source.parent, source=source)
-        self.env.extra_env = {k: moved(v, spec["host_root"]) for k, v in extra_env.items()}  # a probe's client
+        self.env.extra_env = {k: moved(v, spec["host_paths"]) for k, v in extra_env.items()}  # a probe's client
         self.env.start_desktop(Path(log_dir))
         self._show(self.env.display)
         return {"display": self.env.display.name, "ports": self.env.ports, "password": self.env.app_password}

@@ -36,19 +36,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.task_file is None or args.home is None:
         parser.error("TASK_FILE and --home are required (or --list)")
 
-    from types import SimpleNamespace
-
     from mcpworld.evaluation.standalone import grade
-    from mcpworld.tasks import mcpworld_format, toolathlon
     from mcpworld.tasks.load import load_task_file
+    from mcpworld.tasks.settings import LoaderSettings, PcCanarySettings, ToolathlonSettings, as_path
 
     try:
-        toolathlon.configure(SimpleNamespace(root=args.toolathlon_root, python=args.toolathlon_python,
-                                             lang=args.toolathlon_lang, claim_done=True))
-        mcpworld_format.configure(SimpleNamespace(root=args.pccanary_root))
+        settings = LoaderSettings(
+            toolathlon=ToolathlonSettings(root=as_path(args.toolathlon_root), python=args.toolathlon_python,
+                                          lang=args.toolathlon_lang, claim_done=True),
+            pccanary=PcCanarySettings(root=as_path(args.pccanary_root)))
         if not args.home.is_dir():
             raise UserError(f"--home {args.home} is not a directory")
-        verdict = grade(load_task_file(args.task_file), args.home, args.final_action, args.threshold)
+        verdict = grade(load_task_file(args.task_file, settings=settings), args.home, args.final_action,
+                        args.threshold)
     except UserError as exc:
         print(f"mcpworld.evaluation: error: {exc}", file=sys.stderr)
         return 2

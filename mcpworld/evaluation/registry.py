@@ -61,13 +61,6 @@ def metric_needs_env(fn: Metric) -> bool:
 def _load_builtins() -> None:
     # Imported here, not at module level: those modules import this one to register themselves.
     import mcpworld.evaluation.getters  # noqa: F401
-    import mcpworld.evaluation.getters_apps  # noqa: F401
-    import mcpworld.evaluation.getters_chrome  # noqa: F401
-    import mcpworld.evaluation.getters_chrome_pages  # noqa: F401
-    import mcpworld.evaluation.getters_chrome_profile  # noqa: F401
-    import mcpworld.evaluation.getters_cloud  # noqa: F401
-    import mcpworld.evaluation.getters_slides  # noqa: F401
-    import mcpworld.evaluation.getters_web  # noqa: F401
     import mcpworld.evaluation.metrics  # noqa: F401
 
 

@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 
 from mcpworld.core.interpreters import find_python
-from mcpworld.core.paths import CONF_DIR, PROJECT
+from mcpworld.core.paths import CONF_DIR, HOME
 
-ROOT = PROJECT
+ROOT = HOME  # this machine's state (mcpworld.core.paths): a relative servers_dir is in it
 CATALOG_FILE = CONF_DIR / "mcp" / "default.yaml"
 
 
@@ -31,7 +31,7 @@ def load_settings() -> dict[str, Any]:
 
 
 def servers_dir(configured: str | None = None) -> Path:
-    """``servers_dir`` from the config; a relative one is relative to the project, not the cwd."""
+    """``servers_dir`` from the config; a relative one is in HOME (the checkout, or MCPWORLD_HOME), not the cwd."""
     path = Path(configured or load_settings()["servers_dir"])
     return path if path.is_absolute() else ROOT / path
 

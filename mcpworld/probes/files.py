@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from pathlib import Path
+
+# watchdog 7.1's recursive inotify watch races itself: a folder made with its subfolders at once (mkdir -p,
+# a copied tree, an app's first profile on a fresh machine) gets its subfolders watched by the walk of the
+# new folder and again by their own queued creation events. The second add re-registers the same callback
+# on the same watch, harmlessly, and warns, its message the repr of every watch of the tree (kilobytes
+# each time, because ``Watch.short_str`` lacks @property). Nothing is lost: exactly that warning is ignored.
+DUPLICATE_WATCH = r"Callback with id '\d+' already exists for watch "
 
 
 class HomeChanges:
@@ -15,6 +23,8 @@ class HomeChanges:
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 
+        warnings.filterwarnings("ignore", message=DUPLICATE_WATCH, category=RuntimeWarning,
+                                module=r"watchdog\.observers\.inotify$")  # (its emitter thread warns)
         self._lock = threading.Lock()
         self._changed_at: float | None = None  # time.time() of the last change not yet taken
 

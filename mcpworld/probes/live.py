@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from mcpworld.core.errors import InfraError, Unwatchable
-from mcpworld.core.paths import PROJECT
+from mcpworld.core.paths import APPS
 from mcpworld.probes import frida_probe
 from mcpworld.probes.sink import EventSink
 
-ROOT = PROJECT
-SOCKETIO_CLIENT = ROOT / ".apps" / "vscode-probe" / "node_modules" / "socket.io-client"  # scripts/install-vscode-probe.sh
+SOCKETIO_CLIENT = APPS / "vscode-probe" / "node_modules" / "socket.io-client"  # scripts/install-vscode-probe.sh
 IPC_APPS = {"vscode"}  # apps with an IPC probe of ours (the extension in their golden profile)
 
 

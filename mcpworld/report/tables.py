@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcpworld.core.errors import UserError
-from mcpworld.telemetry.tracking import absolute_sqlite_uri
+from mcpworld.telemetry.tracking.store import absolute_sqlite_uri
 
 DEFAULT_URI = "sqlite:///outputs/mlflow.db"
 DEFAULT_GROUP_BY = "model,resolution,modality,app"

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.prompts import system_prompt
-from mcpworld.agent.providers import make_provider
+from mcpworld.agent.providers import ProviderSettings, make_provider
 from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.apps.catalog import app_setting
+from mcpworld.config.schema import RootConfig
 from mcpworld.core.errors import EndpointUnreachable, EvalError, InfraError, Unwatchable, UserError
-from mcpworld.core.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult, Status
 from mcpworld.core.secrets import redact
 from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from mcpworld.telemetry.gpu import EpisodeGpu, GpuMonitor
 
 
-def labels(cfg: Any) -> dict[str, str]:
+def labels(cfg: RootConfig) -> dict[str, str]:
     return {"model": cfg.model.name, "provider": cfg.provider.name, "resolution": cfg.resolution.name,
             "modality": cfg.modality.name, "env": cfg.env.backend, "seed": str(cfg.seed)}
 
@@ -86,7 +87,7 @@ def gpu_energy(sampled: "EpisodeGpu", result: EpisodeResult, events: list[dict[s
         for e in events if e.get("type") == "llm_call"]
 
 
-def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Environment,
+def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, env: Environment,
                 gpu: "GpuMonitor | None" = None, stop: StopSignal | None = None) -> EpisodeResult:
     """Run one attempt and write its result.json, whatever happens. The status blames the agent
     only for the agent's doing: a dead display, a crashed harness part or an endpoint that fails
@@ -104,17 +105,17 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
         with gpu.episode(episode_dir / "gpu.csv") if gpu else nullcontext() as sampled:
             _run(cfg, task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
-        result.status, result.termination, result.reason = "infra_error", "infra_error", str(exc)
+        result.status, result.termination, result.reason = Status.infra_error, "infra_error", str(exc)
         raise
     except (EpisodeInterrupted, asyncio.CancelledError, KeyboardInterrupt):
-        result.status = result.termination = "interrupted"
+        result.status, result.termination = Status.interrupted, "interrupted"
         result.reason = f"the run was stopped ({stop.reason or 'interrupt'})"
     except Exception as exc:  # the environment or a harness part failed: never the agent's failure
         if stop.is_set():  # the desktop was killed under it because the run is stopping
-            result.status = result.termination = "interrupted"
+            result.status, result.termination = Status.interrupted, "interrupted"
             result.reason = f"the run was stopped ({stop.reason})"
         else:
-            result.status = "infra_error"
+            result.status = Status.infra_error
             result.termination = "unwatchable" if isinstance(exc, Unwatchable) else "infra_error"
             prefix = "" if isinstance(exc, InfraError) else "harness error: "
             result.reason = f"{prefix}{type(exc).__name__}: {exc}" if prefix else str(exc)
@@ -135,7 +136,7 @@ def run_episode(cfg: Any, task: Task, attempt: int, episode_dir: Path, env: Envi
     return result
 
 
-def episode_limits(cfg: Any, task: Task) -> tuple[int, float]:
+def episode_limits(cfg: RootConfig, task: Task) -> tuple[int, float]:
     """Steps and seconds the agent gets: the tighter of the task's own bound and the run's
     ``agent.max_steps`` / ``agent.timeout_s`` (so a user's override always takes effect, and a
     task can only ask for less)."""
@@ -157,7 +158,7 @@ def watch_apps(env: Environment, trace: Trace, relaunch: bool) -> Callable[[], N
     return check
 
 
-def _run(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
+def _run(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
          stop: StopSignal) -> None:
     t0 = time.monotonic()
     stop.check()
@@ -198,7 +199,7 @@ def live_hooks(task: Task, trace: Trace) -> "LiveHooks | None":
     return LiveHooks(probe, list(task.handler_setup["js_hooks"]), trace.emit) if probe else None
 
 
-def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
+def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
              stop: StopSignal, handler: "HandlerProcess | None", live: "LiveHooks | None") -> None:
     """The agent's run on the ready desktop, then the verdict."""
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
@@ -206,7 +207,7 @@ def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: 
     hosted = cfg.env.mcp_sandbox == "klavis" and "mcp" in cfg.modality.tools
     workspace = cfg.env.klavis.workspace if hosted else str(env.resolve(task.workspace))
     solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace)
-    provider = make_provider(cfg, solution)
+    provider = make_provider(ProviderSettings.of(cfg), solution)
     screens = ScreenSaver(episode_dir / "screens")
     first = tools["computer"].coords.fit(env.settle(None)) if "computer" in tools else None
     max_steps, timeout_s = episode_limits(cfg, task)
@@ -262,7 +263,7 @@ def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: 
     result.agent_s = round(time.monotonic() - t1, 4)
     result.screenshots = screens.count
     if result.termination == "infra_error":
-        result.status = "infra_error"
+        result.status = Status.infra_error
         return
     stop.check()  # a stopping run does not judge a cut-short episode
 
@@ -273,7 +274,7 @@ def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: 
                             "probe lost its app?)")
         verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json", handler)
     except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
-        result.status, result.reason = "eval_error", str(exc)
+        result.status, result.reason = Status.eval_error, str(exc)
         result.eval_s = round(time.monotonic() - t2, 4)
         trace.emit("evaluation", score=None, error=result.reason)
         return
@@ -287,10 +288,10 @@ def _attempt(cfg: Any, task: Task, episode_dir: Path, env: Environment, result: 
     trace.emit("evaluation", score=result.score, metrics=[m.__dict__ for m in result.metrics],
                key_steps=result.key_steps or None)
     if result.score >= threshold:
-        result.status = "success"
+        result.status = Status.success
     elif result.termination == "timeout":
-        result.status = "timeout"
+        result.status = Status.timeout
     elif result.termination == "agent_error":
-        result.status = "agent_error"
+        result.status = Status.agent_error
     else:
-        result.status = "failure"
+        result.status = Status.failure

@@ -10,20 +10,21 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
-from mcpworld.agent.providers import make_provider
+from mcpworld.agent.providers import ProviderSettings, make_provider
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.apps.catalog import programs
 from mcpworld.apps.programs import Program, program_for
+from mcpworld.config.schema import FilesConfig, RootConfig
 from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
-from mcpworld.core.result import NOT_JUDGED, EpisodeResult
+from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status
 from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
 from mcpworld.core.steps import normalize_step, sudo_command
 from mcpworld.core.task import Task
-from mcpworld.env import docker_image, leftovers, make_environments
+from mcpworld.env import DesktopSettings, docker_image, leftovers, make_environments
 from mcpworld.env.base import Environment
 from mcpworld.env.container import reap_containers
 from mcpworld.evaluation.keysteps import validate_key_steps
@@ -35,14 +36,17 @@ from mcpworld.run.episode import run_episode
 from mcpworld.run.interrupt import StopSignal, signals_deferred
 from mcpworld.run.pool import EpisodePool
 from mcpworld.run.progress import DownloadProgress, SweepProgress
-from mcpworld.tasks import mcpworld_format, toolathlon
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
-from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
+from mcpworld.tasks.select import find_tasks
+from mcpworld.tasks.settings import TaskSettings
 from mcpworld.tasks.solutions import attach_solutions
 from mcpworld.tasks.websites import skip_unreachable
 from mcpworld.telemetry.gpu import make_gpu_monitor
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking import flatten, make_tracker, sweep_parent, unreachable
+from mcpworld.telemetry.tracking.keys import flatten
+from mcpworld.telemetry.tracking.store import unreachable
+from mcpworld.telemetry.tracking.sweep import sweep_parent
+from mcpworld.telemetry.tracking.tracker import make_tracker
 
 
 def job_dir() -> Path:
@@ -64,7 +68,7 @@ def in_sweep() -> bool:
         return False
 
 
-def check_tracking_reachable(cfg: Any) -> None:
+def check_tracking_reachable(cfg: RootConfig) -> None:
     """A sweep's jobs (on other nodes too, through a launcher) all log into the sweep's one store: a
     job whose node cannot reach it stops at once, saying so, and the sweep goes on. (A single run
     keeps what it could not log, to upload later.)"""
@@ -88,9 +92,8 @@ def job_name() -> str:
     return mask_secrets(",".join(overrides)) or "default"  # names runs: an override may hold a key
 
 
-def choose_tasks(cfg: Any) -> list[Task]:
-    root = Path(cfg.tasks.root).expanduser().resolve() if cfg.tasks.root else BUILTIN_ROOT
-    tasks = select(discover(root), list(cfg.app.apps), as_patterns(cfg.task), list(cfg.tasks.exclude_tags))
+def choose_tasks(cfg: RootConfig) -> list[Task]:
+    tasks = find_tasks(TaskSettings.of(cfg))  # the selection `python -m mcpworld.cli.prefetch` makes too
     if cfg.tasks.solutions:
         attach_solutions(tasks, Path(cfg.tasks.solutions).expanduser())
     templates = OmegaConf.to_container(cfg.evaluator.templates, resolve=True)
@@ -126,7 +129,7 @@ def choose_tasks(cfg: Any) -> list[Task]:
     return tasks
 
 
-def fetch_task_files(tasks: list[Task], files: Any) -> None:
+def fetch_task_files(tasks: list[Task], files: FilesConfig) -> None:
     """Download (or find in the cache/mirror) the files runnable tasks name by URL, before any episode."""
     cache = file_cache(files)  # a bad files.* setting is one error even when no task needs a file
     todo = [t for t in tasks if not t.skip_reason and remote_urls(t)]
@@ -173,14 +176,8 @@ def refused_sudo(backend: str, task: Task) -> str | None:
 MIN_SIDE, MAX_SIDE = 200, 8192  # a screen an app can show a window on, up to 8K
 
 
-def check_config(cfg: Any) -> None:
-    """Value checks the schema's types cannot express."""
-    from mcpworld.env.screen import FORMATS
-
-    if cfg.agent.image_format not in FORMATS:
-        raise UserError(f"agent.image_format={cfg.agent.image_format!r} is unknown; use one of {', '.join(FORMATS)}")
-    if cfg.model.coordinates not in ("pixels", "normalized_1000"):
-        raise UserError(f"model.coordinates={cfg.model.coordinates!r} is unknown; use pixels or normalized_1000")
+def check_config(cfg: RootConfig) -> None:
+    """Value checks the schema's types cannot express (its enums check every choice at composition)."""
     if cfg.attempts < 1 or cfg.concurrency < 1:
         raise UserError("attempts and concurrency must be at least 1")
     if cfg.agent.max_steps < 0:  # 0 is allowed: the do-nothing baseline (the agent acts not once)
@@ -194,16 +191,16 @@ def check_config(cfg: Any) -> None:
     if not 1 <= cfg.agent.image_quality <= 100:
         raise UserError(f"agent.image_quality={cfg.agent.image_quality} must be 1..100 (JPEG quality; 85 is the default)")
     for side in ("width", "height"):
-        value = cfg.resolution[side]
+        value = getattr(cfg.resolution, side)
         if not MIN_SIDE <= value <= MAX_SIDE:
             raise UserError(f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels "
                             "(or pick resolution=square|rect|wxga|fhd)")
 
 
-def preflight(cfg: Any) -> ModelInfo:
+def preflight(cfg: RootConfig) -> ModelInfo:
     """Check the endpoint and the model once, before any episode (an Ollama model is pulled and
     loaded here); an endpoint that is down stops the job with one line instead of N failed episodes."""
-    provider = make_provider(cfg, [])
+    provider = make_provider(ProviderSettings.of(cfg), [])
 
     async def check() -> ModelInfo:
         try:
@@ -221,14 +218,14 @@ class JobFailed(Exception):
     """A job that could not finish; its one-line reason is in summary.json already."""
 
 
-def run_job(cfg: DictConfig) -> float:
-    """Run the job's episodes; summary.json always says how it ended (FINISHED, FAILED or KILLED)."""
+def run_job(composed: DictConfig) -> float:
+    """Run the job's episodes; summary.json always says how it ended (FINISHED, FAILED or KILLED).
+    Hydra's DictConfig is read through the schema's types (it holds exactly RootConfig's keys)."""
+    cfg = cast(RootConfig, composed)
     out = job_dir()
     register_secrets([cfg.provider.api_key, cfg.env.klavis.api_key])  # redacted wherever they turn up
     try:
         check_config(cfg)
-        toolathlon.configure(cfg.get("toolathlon"))  # before any Toolathlon task folder is loaded
-        mcpworld_format.configure(cfg.get("pccanary"))  # before any PC-Canary task folder is loaded
         check_tracking_reachable(cfg)
         tasks = choose_tasks(cfg)
         model = preflight(cfg)
@@ -238,8 +235,8 @@ def run_job(cfg: DictConfig) -> float:
     return _run_episodes(cfg, tasks, model, out)
 
 
-def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Path) -> float:
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Path) -> float:
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cast(DictConfig, cfg), resolve=True))
     runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
     resumed = resume.plan(out, resume.job_hash(resolved), cfg.resume, [(t.id, a) for t, a in runs])
     todo = [(t, a) for t, a in runs if (t.id, a) not in resumed.done]
@@ -278,13 +275,13 @@ def _run_episodes(cfg: DictConfig, tasks: list[Task], model: ModelInfo, out: Pat
                 fatal = fatal or exc
                 pool.halt()
                 return EpisodeResult.read(episode_dir / "result.json")
-            if result.status != "infra_error" or result.termination == "unwatchable" or stop.is_set():
+            if result.status != Status.infra_error or result.termination == "unwatchable" or stop.is_set():
                 break  # (an unwatchable task fails the same way every time)
         return result
 
     try:
         apps = sorted({p.app for t in tasks for p in needed_programs(t)})
-        envs = make_environments(cfg, programs(), min(cfg.concurrency, len(todo)), apps)
+        envs = make_environments(DesktopSettings.of(cfg), programs(), min(cfg.concurrency, len(todo)), apps)
         pool: EpisodePool = EpisodePool(envs, one, stop)
         began = time.monotonic()
         with SweepProgress(len(todo)) as progress:
@@ -351,10 +348,10 @@ def summarize(results: list[EpisodeResult], planned: int) -> dict[str, float]:
     out = {
         "episodes": float(len(results)),
         "episodes_planned": float(planned),
-        "infra_errors": float(sum(r.status == "infra_error" for r in results)),
-        "eval_errors": float(sum(r.status == "eval_error" for r in results)),
-        "interrupted": float(sum(r.status == "interrupted" for r in results)),
-        "success_rate": (sum(r.status == "success" for r in judged) / len(judged)) if judged else 0.0,
+        "infra_errors": float(sum(r.status == Status.infra_error for r in results)),
+        "eval_errors": float(sum(r.status == Status.eval_error for r in results)),
+        "interrupted": float(sum(r.status == Status.interrupted for r in results)),
+        "success_rate": (sum(r.status == Status.success for r in judged) / len(judged)) if judged else 0.0,
         "mean_score": statistics.fmean(r.score for r in judged) if judged else 0.0,
         "mean_steps": statistics.fmean(r.steps for r in judged) if judged else 0.0,
         "mean_duration_s": statistics.fmean(r.duration_s for r in results) if results else 0.0,
@@ -371,7 +368,7 @@ def summarize(results: list[EpisodeResult], planned: int) -> dict[str, float]:
     energies = [r.gpu["gpu.energy_j"] for r in results if "gpu.energy_j" in r.gpu]
     if energies:
         out["gpu.energy_j"] = sum(energies)
-        successes = sum(r.status == "success" for r in results if "gpu.energy_j" in r.gpu)
+        successes = sum(r.status == Status.success for r in results if "gpu.energy_j" in r.gpu)
         if successes:
             out["gpu.energy_per_success_j"] = sum(energies) / successes
     return out

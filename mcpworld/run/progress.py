@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mcpworld.core.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult, Status
 
 
 class SweepProgress:
@@ -26,11 +26,11 @@ class SweepProgress:
         return f"[green]{self.successes} ok[/] [red]{self.errors} errors[/]"
 
     def done(self, result: EpisodeResult) -> None:
-        self.successes += result.status == "success"
-        self.errors += result.status in ("infra_error", "eval_error", "agent_error")
+        self.successes += result.status == Status.success
+        self.errors += result.status in (Status.infra_error, Status.eval_error, Status.agent_error)
         n = self.progress.tasks[0].completed + 1
         # the cause whole: a grader's traceback line or an interpreter fix cut at 120 characters helps no one
-        reason = f"  ({' '.join(result.reason.split())})" if result.reason and result.status != "success" else ""
+        reason = f"  ({' '.join(result.reason.split())})" if result.reason and result.status != Status.success else ""
         self.progress.console.print(
             f"  [{int(n)}/{self.total}] {result.task_id:<36} {result.status:<12} score={result.score:.2f} "
             f"steps={result.steps} {result.duration_s:.1f}s{reason}", markup=False, highlight=False, soft_wrap=True)

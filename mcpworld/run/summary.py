@@ -5,25 +5,44 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from rich.console import Console
 from rich.table import Table
 
-from mcpworld.core.result import EpisodeResult
+from mcpworld.core.result import EpisodeResult, Status
+
+UNBOUNDED = 100_000  # a table printed to a log takes the width its cells need, up to this
+
+
+def is_terminal(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def console(out: TextIO) -> Console:
+    """A terminal: rich fits tables to its width. A log file or a pipe has no width: rich would assume
+    80 columns and fold or cut the cells, so a table there is as wide as its cells need."""
+    return Console(file=out) if is_terminal(out) else Console(file=out, width=UNBOUNDED)
 
 
 def print_job_table(name: str, results: list[EpisodeResult]) -> None:
-    table = Table(title=f"mcpworld job: {name}")
+    title = f"mcpworld job: {name}"
+    terminal = is_terminal(sys.stdout)
+    table = Table(title=title if terminal else None)  # in a log the title is a line of its own, never wrapped
     for col in ("task", "attempt", "status", "score", "steps", "duration s"):
         table.add_column(col)
     for r in results:
         table.add_row(r.task_id, str(r.attempt), r.status, f"{r.score:.2f}", str(r.steps), f"{r.duration_s:.1f}")
-    Console().print(table)
+    if not terminal:
+        print(title, flush=True)
+    console(sys.stdout).print(table)
     for r in results:  # whole lines: a grader's failure must be readable, not folded into a cell
-        if r.status == "eval_error":
+        if r.status == Status.eval_error:
             print(f"  {r.task_id} attempt {r.attempt} eval_error: {r.reason}", flush=True)
 
 
@@ -64,7 +83,7 @@ def sweep_interrupted() -> None:
     global _active_sweep
     if _active_sweep is None:
         return
-    from mcpworld.telemetry.tracking import finish_sweep_run
+    from mcpworld.telemetry.tracking.sweep import finish_sweep_run
 
     rows = job_rows(_active_sweep)
     finish_sweep_run(_active_sweep, sweep_counts(rows), status="KILLED")
@@ -88,7 +107,7 @@ class SweepSummary(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _active_sweep, SWEEP_EXIT_CODE
-        from mcpworld.telemetry.tracking import start_sweep_run
+        from mcpworld.telemetry.tracking.sweep import start_sweep_run
 
         sweep_dir = Path(config.hydra.sweep.dir)
         ensure_writable(sweep_dir, "hydra.sweep.dir")
@@ -98,7 +117,7 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _active_sweep, SWEEP_EXIT_CODE
-        from mcpworld.telemetry.tracking import finish_sweep_run
+        from mcpworld.telemetry.tracking.sweep import finish_sweep_run
 
         sweep_dir = Path(config.hydra.sweep.dir)
         _active_sweep = None
@@ -108,17 +127,35 @@ class SweepSummary(Callback):
         finish_sweep_run(sweep_dir, counts, status="FAILED" if counts["jobs_failed"] else "FINISHED")
         if not rows:
             return
+        print_sweep_table(sweep_dir, rows)
+        if SWEEP_EXIT_CODE:
+            print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed", file=sys.stderr)
+
+
+def print_sweep_table(sweep_dir: Path, rows: list[tuple[str, dict[str, Any]]], out: TextIO | None = None) -> None:
+    """One row per job. On a terminal a table; in a log file or a pipe one plain line per job, its
+    overrides last and whole (a table cell would fold them into slivers), for reading and for grep."""
+    out = out or sys.stdout
+    cells = [(num, data.get("status", "FINISHED"), f"{data.get('episodes', 0):.0f}",
+              f"{data.get('success_rate', 0):.0%}", f"{data.get('mean_score', 0):.2f}",
+              f"{data.get('infra_errors', 0):.0f}", f"{data.get('eval_errors', 0):.0f}", data.get("job", ""))
+             for num, data in rows]
+    if is_terminal(out):
         table = Table(title=f"mcpworld sweep: {sweep_dir}")
         for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors",
                     "eval errors"):
             table.add_column(col, overflow="fold")
-        for num, data in rows:
-            table.add_row(num, data.get("job", ""), data.get("status", "FINISHED"), f"{data.get('episodes', 0):.0f}",
-                          f"{data.get('success_rate', 0):.0%}", f"{data.get('mean_score', 0):.2f}",
-                          f"{data.get('infra_errors', 0):.0f}", f"{data.get('eval_errors', 0):.0f}")
-        Console().print(table)
-        for num, data in rows:  # whole lines: a reason must be readable, not folded into a cell
-            if data.get("status", "FINISHED") != "FINISHED":
-                print(f"  job {num} {data['status']}: {data.get('reason', '')}", flush=True)
-        if SWEEP_EXIT_CODE:
-            print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed", file=sys.stderr)
+        for num, *rest, overrides in cells:
+            table.add_row(num, overrides, *rest)
+        console(out).print(table)
+    else:
+        print(f"mcpworld sweep: {sweep_dir}", file=out)
+        width = max(len(num) for num, *_ in cells)
+        for num, status, episodes, rate, score, infra, evals, overrides in cells:
+            print(f"  job {num:>{width}}  {status:<8}  episodes {episodes}  success {rate}  mean score {score}  "
+                  f"infra errors {infra}  eval errors {evals}" + (f"  overrides: {overrides}" if overrides else ""),
+                  file=out)
+    for num, data in rows:  # whole lines: a reason must be readable, not folded into a cell
+        if data.get("status", "FINISHED") != "FINISHED":
+            print(f"  job {num} {data['status']}: {data.get('reason', '')}", file=out)
+    out.flush()

@@ -1,23 +1,27 @@
 """One entry point for every task file format: native task.yaml, OSWorld/WAA JSON, MCPWorld config.json,
-Toolathlon task_config.json."""
+Toolathlon task_config.json. Each format registers itself (mcpworld/tasks/formats.py); this module
+finds task files and hands each to the one format that recognises it."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from pathlib import Path
+from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.task import Task, read_json
-from mcpworld.tasks.mcpworld_format import is_mcpworld_task, load_mcpworld
-from mcpworld.tasks.native import load_task
-from mcpworld.tasks.osworld import is_osworld_task, load_osworld
-from mcpworld.tasks.toolathlon import is_toolathlon_config, load_toolathlon
+from mcpworld.tasks import mcpworld_format, native, osworld, toolathlon  # noqa: F401  (each registers its format)
+from mcpworld.tasks.formats import FORMATS, TaskFormat
+from mcpworld.tasks.settings import LoaderSettings
 
 TASK_FILE_NAMES = ("task_config.json", "config.json", "task.yaml")  # what a task folder names its task file
+DEFAULTS = LoaderSettings()
 
 
-def load_task_file(path: Path, root: Path | None = None) -> Task:
-    """``path``: a task file, or a task folder holding one (Toolathlon's and MCPWorld's tasks are folders)."""
+def load_task_file(path: Path, root: Path | None = None, settings: LoaderSettings = DEFAULTS) -> Task:
+    """``path``: a task file, or a task folder holding one (Toolathlon's and MCPWorld's tasks are folders);
+    ``root``: the suite folder it was found under (native ids are relative to it)."""
     path = Path(path)
     if path.is_dir():
         inside = [path / name for name in TASK_FILE_NAMES if (path / name).is_file()]
@@ -26,38 +30,42 @@ def load_task_file(path: Path, root: Path | None = None) -> Task:
         path = inside[0]
     if not path.is_file():
         raise TaskFileError(f"{path}: no such task file")
-    if path.suffix in (".yaml", ".yml"):
-        return load_task(path, root)
-    if path.suffix == ".json":
-        data = read_json(path)
-        if is_osworld_task(data):
-            return load_osworld(path, data)
-        if is_mcpworld_task(data):
-            return load_mcpworld(path, data)
-        if path.name == "task_config.json" and is_toolathlon_config(data):
-            return load_toolathlon(path, data)
-        raise TaskFileError(f"{path}: not a task file (an OSWorld/WAA task needs 'id', 'instruction' and "
-                            f"'evaluator'; an MCPWorld config.json needs 'instruction_template'; a Toolathlon "
-                            f"task_config.json needs 'needed_mcp_servers')")
-    raise TaskFileError(f"{path}: unknown task file type (expected task.yaml or an OSWorld/WAA .json)")
+    data = read_json(path) if path.suffix == ".json" else None
+    return format_of(path, data).load(path, data, settings, root)
+
+
+def format_of(path: Path, data: Any) -> TaskFormat:
+    """The one registered format that recognises the file; else an error naming every format."""
+    claimed = [f for f in FORMATS.values() if f.detect(path, data)]
+    if not claimed:
+        raise TaskFileError(f"{path}: not a task file of a known format; known formats: "
+                            + "; ".join(f.describe() for f in FORMATS.values()))
+    if len(claimed) > 1:
+        raise TaskFileError(f"{path}: a task file of more than one format ({', '.join(f.name for f in claimed)}); "
+                            "keep the keys of one format only")
+    return claimed[0]
 
 
 def find_task_files(root: Path) -> list[Path]:
-    """task.yaml files, and JSON files that are OSWorld/WAA tasks (context data JSON is left alone)."""
-    found = list(root.rglob("task.yaml"))
-    for path in root.rglob("*.json"):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if is_osworld_task(data) or (path.name == "config.json" and is_mcpworld_task(data)) \
-                    or (path.name == "task_config.json" and is_toolathlon_config(data)):
-                found.append(path)
-        except json.JSONDecodeError as exc:
-            if looks_like_task(path):  # a broken task file is an error, not a silently missing task
-                raise TaskFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-                                    "fix the file or move it out of the task folder") from None
+    """The files under ``root`` a registered format recognises (context data JSON is left alone)."""
+    found = []
+    for path in root.rglob("*"):
+        candidates = [f for f in FORMATS.values() if fnmatch.fnmatchcase(path.name, f.pattern)]
+        if not candidates or not path.is_file():
             continue
-        except (UnicodeDecodeError, OSError):
-            continue
+        data = None
+        if path.suffix == ".json":
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                if looks_like_task(path):  # a broken task file is an error, not a silently missing task
+                    raise TaskFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column "
+                                        f"{exc.colno}; fix the file or move it out of the task folder") from None
+                continue
+            except (UnicodeDecodeError, OSError):
+                continue
+        if any(f.detect(path, data) for f in candidates):
+            found.append(path)
     return sorted(found)
 
 

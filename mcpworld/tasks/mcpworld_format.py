@@ -22,30 +22,14 @@ import re
 import shlex
 import shutil
 import string
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.task import ContextEntry, Task, read_json
 from mcpworld.probes.live import probe_for
-
-
-@dataclass(frozen=True)
-class PcCanarySettings:
-    root: str | None = None  # a PC-Canary checkout; None: the task folder's nearest ancestor with tests/tasks
-
-
-SETTINGS = PcCanarySettings()
-
-
-def configure(cfg: Any) -> None:
-    """Take ``pccanary.*`` from a run config (any object with those attributes, or None)."""
-    global SETTINGS
-    root = getattr(cfg, "root", None) if cfg is not None else None
-    if root and not Path(str(root)).expanduser().is_dir():
-        raise TaskFileError(f"pccanary.root={root}: no such folder; give the PC-Canary checkout the tasks come from")
-    SETTINGS = PcCanarySettings(root=str(Path(str(root)).expanduser()) if root else None)
+from mcpworld.tasks.formats import task_format
+from mcpworld.tasks.settings import LoaderSettings, PcCanarySettings
 
 
 def is_mcpworld_task(data: Any) -> bool:
@@ -53,9 +37,10 @@ def is_mcpworld_task(data: Any) -> bool:
         and "evaluator" not in data
 
 
-def checkout_root(task_dir: Path) -> Path:
-    if SETTINGS.root:
-        return Path(SETTINGS.root)
+def checkout_root(task_dir: Path, settings: PcCanarySettings) -> Path:
+    """``pccanary.root``, else the task folder's nearest ancestor with ``tests/tasks``."""
+    if settings.root:
+        return settings.root
     for base in task_dir.parents:
         if (base / "tests" / "tasks").is_dir():
             return base
@@ -213,13 +198,21 @@ def _scripts(setup_cfg: dict[str, Any], task_dir: Path, where: str) -> tuple[Pat
     return handler or task_dir / "handler.py", py_hooks, other_hooks
 
 
-def load_mcpworld(path: Path, data: dict[str, Any] | None = None) -> Task:
+@task_format("mcpworld", pattern="config.json",
+             needs="an MCPWorld/PC-Canary config.json with 'instruction_template'",
+             detect=lambda path, data: is_mcpworld_task(data))
+def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
+    return load_mcpworld(path, data, settings.pccanary)
+
+
+def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
+                  settings: PcCanarySettings = PcCanarySettings()) -> Task:
     path = Path(path)
     where = str(path)
     if data is None:
         data = read_json(path)
     task_dir = path.parent
-    root = checkout_root(task_dir.resolve())
+    root = checkout_root(task_dir.resolve(), settings)
     template = data.get("instruction_template") or data.get("instruction")
     if not template:
         raise TaskFileError(f"{where}: missing required key 'instruction_template'")

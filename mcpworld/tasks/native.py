@@ -13,6 +13,8 @@ import yaml
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import validate_steps
 from mcpworld.core.task import ContextEntry, Task
+from mcpworld.tasks.formats import task_format
+from mcpworld.tasks.settings import LoaderSettings
 
 REQUIRED = ("app", "instruction")
 KNOWN = set(REQUIRED) | {"evaluator", "id", "params", "timeout", "max_steps", "tags", "context", "setup",
@@ -146,3 +148,9 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         mcp_servers=list(data.get("mcp_servers") or []), key_steps=render(list(data.get("key_steps") or []), judged, where),
         evaluator=evaluator, handler=handler, solution=solution, workspace=str(data.get("workspace") or "~"),
     )
+
+
+@task_format("native", pattern="task.yaml", needs="a task.yaml with 'app', 'instruction' and 'evaluator'",
+             detect=lambda path, data: path.suffix in (".yaml", ".yml"))
+def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
+    return load_task(path, root)

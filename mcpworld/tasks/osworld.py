@@ -16,6 +16,8 @@ from urllib.parse import urlparse
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import REQUIRED, unreplayable
 from mcpworld.core.task import HOME_USER, Task, read_json
+from mcpworld.tasks.formats import task_format
+from mcpworld.tasks.settings import LoaderSettings
 
 # What only a Google account gives (OSWorld's Drive tasks log into one with its own credentials).
 ACCOUNT_STEPS = {"googledrive": "a Google Drive account (OSWorld's googledrive setup step logs into one)",
@@ -156,3 +158,9 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None) -> Task:
     return Task(id=str(data["id"]), app=app, instruction=instruction, dir=path.parent, source=path,
                 setup=setup, evaluator=evaluator, format="osworld", skip_reason=skip,
                 tags=[str(data.get("snapshot", ""))] if data.get("snapshot") else [])
+
+
+@task_format("osworld", pattern="*.json", needs="an OSWorld/WAA .json with 'id', 'instruction' and 'evaluator'",
+             detect=lambda path, data: is_osworld_task(data))
+def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
+    return load_osworld(path, data)

@@ -1,4 +1,5 @@
-"""Finding tasks under a root folder and choosing the ones a job runs."""
+"""Finding tasks under a root folder and choosing the ones a job runs: :func:`find_tasks` is the one
+path a run and a prefetch take (``TaskSettings.of(cfg)`` reads the config for it)."""
 
 from __future__ import annotations
 
@@ -6,22 +7,31 @@ import fnmatch
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable, Sequence
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.paths import BUILTIN_TASKS
 from mcpworld.core.task import Task
-from mcpworld.tasks.load import find_task_files, load_task_file
+from mcpworld.tasks.load import DEFAULTS, find_task_files, load_task_file
+from mcpworld.tasks.settings import LoaderSettings, TaskSettings, as_patterns
+
+__all__ = ["BUILTIN_ROOT", "as_patterns", "discover", "find_tasks", "select"]
 
 log = logging.getLogger(__name__)
 
 BUILTIN_ROOT = BUILTIN_TASKS
 
 
-def discover(root: Path) -> list[Task]:
+def find_tasks(settings: TaskSettings) -> list[Task]:
+    """Every task under ``tasks.root`` (loaded with the suites' settings), narrowed to the selection."""
+    chosen = settings.selection
+    return select(discover(chosen.root, settings.loaders), chosen.apps, chosen.patterns, chosen.exclude_tags)
+
+
+def discover(root: Path, settings: LoaderSettings = DEFAULTS) -> list[Task]:
     if not root.is_dir():
         raise UserError(f"tasks.root={str(root)!r} is not a folder of task.yaml files")
-    tasks = [load_task_file(p, root) for p in find_task_files(root)]
+    tasks = [load_task_file(p, root, settings) for p in find_task_files(root)]
     qualify_colliding_ids(tasks)
     ids = Counter(t.id for t in tasks)
     dupes = sorted(i for i, n in ids.items() if n > 1)
@@ -43,16 +53,10 @@ def qualify_colliding_ids(tasks: list[Task]) -> None:
             task.id = qualified
 
 
-def as_patterns(task: Any) -> list[str]:
-    if task is None or task == "":
-        return []
-    if isinstance(task, str):
-        return [p.strip() for p in task.split(",") if p.strip()]
-    return [str(p) for p in task]
-
-
-def select(tasks: Iterable[Task], apps: list[str], patterns: list[str], exclude_tags: list[str]) -> list[Task]:
+def select(tasks: Iterable[Task], apps: Sequence[str], patterns: Sequence[str],
+           exclude_tags: Sequence[str]) -> list[Task]:
     tasks = list(tasks)
+    apps, patterns = list(apps), list(patterns)
     chosen = [t for t in tasks if (not apps or t.app in apps)
               and (not patterns or any(fnmatch.fnmatchcase(t.id, p) for p in patterns))
               and not set(t.tags) & set(exclude_tags)]

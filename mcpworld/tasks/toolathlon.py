@@ -23,14 +23,15 @@ import stat
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
-from mcpworld.core.paths import PROJECT
+from mcpworld.core.paths import HOME
 from mcpworld.core.task import ContextEntry, Task, read_json
+from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.native import normalize_call
+from mcpworld.tasks.settings import LoaderSettings, ToolathlonSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,37 +45,13 @@ UNAVAILABLE_LOCAL_TOOLS = {"web_search": "a Serper web-search key", "ai_webpage_
 
 # made by `make toolathlon` (python -m mcpworld.tasks.toolathlon --prepare): a Python 3.12 when the
 # machine has one, with what upstream's graders and preprocess scripts import
-PREPARED = PROJECT / ".toolathlon-python"
+PREPARED = HOME / ".toolathlon-python"
 GRADER_REQUIREMENTS = ["pandas==3.1.1", "numpy==2.5.5", "openpyxl==3.1.5", "python-docx==1.2.0", "python-pptx==1.0.2",
                        "tqdm==4.70.1", "sympy==1.14.0", "termcolor==3.3.0", "openai==3.57.0", "openai-agents==0.0.15",
                        "aiohttp==3.14.5", "tenacity==9.2.1", "addict==2.4.0", "pydantic==2.14.4", "PyYAML==6.0.4"]
 
 
-@dataclass
-class ToolathlonSettings:
-    """``toolathlon.*`` of the run config (set by the experiment, or the grading CLI)."""
-
-    root: str | None = None  # a Toolathlon checkout; None: the nearest ancestor of the task folder with utils/
-    python: str | None = None  # the graders' interpreter; None: see grader_python
-    lang: str = "en"  # en | cn: the *_cn variants (task_cn.md, initial_workspace_cn, main_cn.py …)
-    claim_done: bool = True  # upstream grades only an agent that ended by claiming done; else it fails
-
-
-SETTINGS = ToolathlonSettings()
 _warned: set[str] = set()
-
-
-def configure(cfg: Any) -> None:
-    """Take ``toolathlon.*`` from a run config (any object with those attributes, or None)."""
-    global SETTINGS
-    if cfg is None:
-        SETTINGS = ToolathlonSettings()
-        return
-    lang = str(getattr(cfg, "lang", "en") or "en")
-    if lang not in ("en", "cn"):
-        raise TaskFileError(f"toolathlon.lang={lang}: use en or cn")
-    SETTINGS = ToolathlonSettings(root=getattr(cfg, "root", None), python=getattr(cfg, "python", None), lang=lang,
-                                  claim_done=bool(getattr(cfg, "claim_done", True)))
 
 
 def _runs(python: str) -> bool:
@@ -84,15 +61,15 @@ def _runs(python: str) -> bool:
         return False
 
 
-def grader_python() -> str:
+def grader_python(settings: ToolathlonSettings) -> str:
     """The interpreter graders and preprocess scripts run on: ``toolathlon.python``, else the
     environment ``make toolathlon`` prepared, else a ``python3.12`` on PATH (upstream pins 3.12:
     some graders use 3.12-only f-strings), else ours, with one warning (those graders then end in
     eval_error naming the fix)."""
-    if SETTINGS.python:
-        found = shutil.which(SETTINGS.python) or SETTINGS.python
+    if settings.python:
+        found = shutil.which(settings.python) or settings.python
         if not Path(found).is_file():
-            raise TaskFileError(f"toolathlon.python={SETTINGS.python}: no such interpreter")
+            raise TaskFileError(f"toolathlon.python={settings.python}: no such interpreter")
         return found
     prepared = PREPARED / "bin" / "python"
     if prepared.is_file() and others_can_run(prepared):
@@ -116,12 +93,12 @@ def others_can_run(program: Path) -> bool:
     return target.is_file() and dirs_open and bool(target.stat().st_mode & stat.S_IXOTH)
 
 
-def find_root(folder: Path) -> Path | None:
+def find_root(folder: Path, settings: ToolathlonSettings) -> Path | None:
     """``toolathlon.root``, else the nearest ancestor of the task folder that holds ``utils/``."""
-    if SETTINGS.root:
-        root = Path(SETTINGS.root).expanduser().resolve()
+    if settings.root:
+        root = Path(settings.root).expanduser().resolve()
         if not (root / "utils").is_dir():
-            raise TaskFileError(f"toolathlon.root={SETTINGS.root}: not a Toolathlon checkout (no utils/ folder)")
+            raise TaskFileError(f"toolathlon.root={settings.root}: not a Toolathlon checkout (no utils/ folder)")
         return root
     for parent in folder.resolve().parents:
         if (parent / "utils").is_dir():
@@ -162,7 +139,15 @@ def _read(path: Path, where: str, required: bool = True) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
-def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
+@task_format("toolathlon", pattern="task_config.json",
+             needs="a Toolathlon task_config.json with 'needed_mcp_servers'",
+             detect=lambda path, data: path.name == "task_config.json" and is_toolathlon_config(data))
+def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
+    return load_toolathlon(path, data, settings.toolathlon)
+
+
+def load_toolathlon(path: Path, data: dict[str, Any] | None = None,
+                    settings: ToolathlonSettings = ToolathlonSettings()) -> Task:
     path = Path(path)
     where = str(path)
     data = read_json(path) if data is None else data
@@ -171,7 +156,7 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
     local = data.get("needed_local_tools") or []
     if not isinstance(servers, list) or not isinstance(local, list):
         raise TaskFileError(f"{where}: 'needed_mcp_servers' and 'needed_local_tools' must be lists of names")
-    cn = SETTINGS.lang == "cn"
+    cn = settings.lang == "cn"
     instruction = _read(_variant(folder / "docs", "task.md", cn), where)
     when = launch_time()
     prompt = _read(_variant(folder / "docs", "agent_system_prompt.md", cn), where, required=False)
@@ -188,9 +173,9 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
         elif name not in LOCAL_TOOLS | IGNORED_LOCAL_TOOLS:
             skip = skip or f"it needs the unknown local tool {name!r}"
 
-    root = find_root(folder)
+    root = find_root(folder, settings)
     base = root if root is not None and folder.resolve().is_relative_to(root) else folder.resolve().parent
-    python = grader_python()
+    python = grader_python(settings)
     preprocess = _variant(folder / "preprocess", "main.py", cn)
     initial = _variant(folder, "initial_workspace", cn)
     context = [ContextEntry(initial, WORKSPACE, extract_archives=not preprocess.is_file())] if initial.is_dir() else []
@@ -222,7 +207,7 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None) -> Task:
         local_tools=[str(t) for t in local if t in LOCAL_TOOLS], system_prompt=prompt,
         grader={"script": str(grader), "module": module_of(grader, base), "root": str(base), "python": python,
                 "groundtruth": str(_variant(folder, "groundtruth_workspace", cn)), "launch_time": when,
-                "claim_done": SETTINGS.claim_done},
+                "claim_done": settings.claim_done},
         solution=solution, format="toolathlon", skip_reason=skip,
     )
 

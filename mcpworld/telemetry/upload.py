@@ -19,8 +19,13 @@ from pathlib import Path
 import yaml
 
 from mcpworld.core.result import EpisodeResult
+from mcpworld.core.secrets import mask_secrets
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking import JOB_DIR, RUN_STATUSES, MlflowLogger, flatten, mask_secrets, read_pending, reason
+from mcpworld.telemetry.tracking.keys import JOB_DIR, flatten
+from mcpworld.telemetry.tracking.logger import MlflowLogger
+from mcpworld.telemetry.tracking.pending import read_pending
+from mcpworld.telemetry.tracking.store import reason
+from mcpworld.telemetry.tracking.tracker import RUN_STATUSES
 
 
 def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,

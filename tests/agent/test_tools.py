@@ -280,8 +280,7 @@ def test_mcp_family_alone_offers_no_screen_and_no_shell(desk: FakeDesktop) -> No
 
 
 def test_unknown_coordinate_convention(desk: FakeDesktop) -> None:
-    # (a config mistake; ideally a UserError — today it is a ToolError)
-    with pytest.raises((ToolError, UserError), match="relative"):
+    with pytest.raises(UserError, match="model.coordinates='relative' is unknown"):  # a config mistake
         build_toolset(["computer", "done"], desk, "relative", AGENT)
 
 

@@ -5,9 +5,10 @@ Our own small fixtures carry each wire shape (parallel calls sharing ``index: 0`
 < 0.20.6 sends them, ids only on the first piece, arguments split over many chunks, empty
 arguments, the legacy ``function_call``, whole calls in one chunk, refusals, ``<think>`` blocks
 split across chunks, reasoning deltas, in-stream errors, SSE framing variants), so these tests run
-anywhere. The recorded transcripts in shared/reference/transcripts (see SOURCES.md there) are
-replayed too where they are present: each with its exact expected reply or error class, and every
-file in that folder at least parses or fails as an infra/user error.
+anywhere. The recorded transcripts in tests/data/transcripts (see SOURCES.md there for where each
+comes from) are replayed too: each with its exact expected reply or error class, and every file in
+that folder at least parses or fails as an infra/user error. They are part of the checkout: a
+missing or empty folder fails these tests instead of skipping them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
 from tests.fakes.replay_server import Recorded, ReplayServer
 
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "transcripts"
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 USER = [{"role": "user", "content": "hi"}]
 
 
@@ -566,8 +567,7 @@ ERRORS: dict[str, tuple[int, bool, str]] = {
 
 def recorded(name: str) -> Recorded:
     path = TRANSCRIPTS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not here (shared/reference is beside the checkout in development and CI)")
+    assert path.is_file(), f"{path} is missing (the recorded transcripts are part of the checkout)"
     status = ERRORS.get(name, (200, False, ""))[0]
     return Recorded(path.read_bytes(), status=status,
                     content_type="text/event-stream" if name.endswith(".sse") else "application/json")
@@ -626,15 +626,24 @@ async def test_recorded_errors(name):
         assert isinstance(outcome, InfraError) and len(server.requests) == 1
 
 
+def present() -> set[str]:
+    return {p.name for p in TRANSCRIPTS.glob("*") if p.suffix in (".sse", ".json")} if TRANSCRIPTS.is_dir() else set()
+
+
+def test_the_transcripts_are_in_the_checkout():
+    assert TRANSCRIPTS.is_dir(), f"{TRANSCRIPTS} is missing"
+    assert present(), f"{TRANSCRIPTS} has no transcripts"
+    assert (TRANSCRIPTS / "SOURCES.md").is_file(), "SOURCES.md says where each transcript comes from"
+
+
 def test_every_known_transcript_is_expected_somewhere():
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"{TRANSCRIPTS} is not here")
-    present = {p.name for p in TRANSCRIPTS.iterdir() if p.suffix in (".sse", ".json")}
-    assert set(EXPECTED) | set(ERRORS) <= present
+    assert set(EXPECTED) | set(ERRORS) <= present()
 
 
 def every_transcript() -> list[str]:
-    return sorted(p.name for p in TRANSCRIPTS.glob("*") if p.suffix in (".sse", ".json")) if TRANSCRIPTS.is_dir() else []
+    """The transcripts in the folder, and the known ones even when they are not there (so that a
+    missing folder fails each of them rather than leaving an empty, skipped parameter set)."""
+    return sorted(present() | set(EXPECTED) | set(ERRORS))
 
 
 @pytest.mark.parametrize("name", every_transcript())

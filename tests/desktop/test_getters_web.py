@@ -13,7 +13,7 @@ from mcpworld.apps.catalog import programs
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.evaluation import getters_web
+from mcpworld.evaluation.getters import web
 from mcpworld.evaluation.registry import get_getter, get_metric
 
 pytestmark = pytest.mark.desktop
@@ -96,10 +96,10 @@ def env(tmp_path_factory, site):
 
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
-    monkeypatch.setattr(getters_web, "PDF_SETTLE_S", 0.0)
-    monkeypatch.setattr(getters_web, "IDLE_TIMEOUT_MS", 2_000)
-    monkeypatch.setattr(getters_web, "FLOW_TIMEOUT_MS", 3_000)
-    monkeypatch.setattr(getters_web, "SELECTOR_TIMEOUT_MS", 2_000)
+    monkeypatch.setattr(web, "PDF_SETTLE_S", 0.0)
+    monkeypatch.setattr(web, "IDLE_TIMEOUT_MS", 2_000)
+    monkeypatch.setattr(web, "FLOW_TIMEOUT_MS", 3_000)
+    monkeypatch.setattr(web, "SELECTOR_TIMEOUT_MS", 2_000)
 
 
 def get(name, env, **cfg):
@@ -168,7 +168,7 @@ def test_pdf_from_url_prints_letter_pages_without_margins(env, site, monkeypatch
 
 
 def test_recreation_getter_runs_the_search_flow_and_grades_the_agents_tab(env, site, monkeypatch):
-    monkeypatch.setattr(getters_web, "RECREATION_URLS", [f"{site}/"])
+    monkeypatch.setattr(web, "RECREATION_URLS", [f"{site}/"])
     before = tabs(env)
     cfg = {"selector": "class", "class": "camp-sortable-column-header", "order": "2"}
     expected = get("gotoRecreationPage_and_get_html_content", env, **cfg)
@@ -186,13 +186,13 @@ def test_recreation_getter_runs_the_search_flow_and_grades_the_agents_tab(env, s
     assert get_metric("check_direct_json_object")(result, expected) == 1.0
 
     # the site loads but the search flow is not there: OSWorld's failure marker, which scores 0
-    monkeypatch.setattr(getters_web, "RECREATION_URLS", [f"{site}/broken/"])
-    monkeypatch.setattr(getters_web, "RECREATION_TRIES", 1)
+    monkeypatch.setattr(web, "RECREATION_URLS", [f"{site}/broken/"])
+    monkeypatch.setattr(web, "RECREATION_TRIES", 1)
     broken = get("gotoRecreationPage_and_get_html_content", env, **cfg)
     assert broken["expected"]["error"] == "__EVALUATION_FAILED__"
     assert get_metric("check_direct_json_object")(result, broken) == 0.0
 
-    monkeypatch.setattr(getters_web, "RECREATION_URLS", [REFUSED])
+    monkeypatch.setattr(web, "RECREATION_URLS", [REFUSED])
     with pytest.raises(InfraError, match="did not load"):
         get("gotoRecreationPage_and_get_html_content", env, **cfg)
     assert tabs(env) == before

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.env import make_environment
+from mcpworld.env import DesktopSettings, make_environment
 from mcpworld.run.episode import run_episode
 from mcpworld.tasks.select import BUILTIN_ROOT, discover
 from mcpworld.telemetry.gpu import GpuMonitor, Sample
@@ -39,7 +39,7 @@ def test_an_episode_measures_its_energy(tmp_path: Path) -> None:
     cfg = make("task=mousepad/create_todo", "tracking=none")
     (task,) = [t for t in discover(BUILTIN_ROOT) if t.id == "mousepad/create_todo"]
     monitor = GpuMonitor(SteadyGpu(), rate_hz=20)
-    env = make_environment(cfg)
+    env = make_environment(DesktopSettings.of(cfg))
     try:
         result = run_episode(cfg, task, 0, tmp_path / "ep", env, monitor)
     finally:

@@ -1,5 +1,5 @@
 """Real OSWorld test_all task files, unchanged (tests/data/osworld), run end to end on the real apps:
-with our solution overlays (solutions/osworld) the oracle scores 1.0 on each, and an agent that
+with our solution overlays (mcpworld/data/solutions/osworld) the oracle scores 1.0 on each, and an agent that
 does nothing scores 0.0 on each — the evaluator path of the suite, proven task by task."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from tests.desktop.test_cli_e2e import results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
-SUITE = ["tasks.root=tests/data/osworld", "tasks.solutions=solutions/osworld", "provider=oracle",
+SUITE = ["tasks.root=tests/data/osworld", "tasks.solutions=mcpworld/data/solutions/osworld", "provider=oracle",
          "modality=cli", "concurrency=2", "tracking=none", "infra_retries=0"]
 
 

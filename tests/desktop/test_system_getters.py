@@ -11,7 +11,7 @@ import pytest
 from mcpworld.apps.catalog import programs
 from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
-from mcpworld.evaluation.getters_apps import vm_clipboard, vm_terminal_output, vm_wallpaper
+from mcpworld.evaluation.getters.desktop import vm_clipboard, vm_terminal_output, vm_wallpaper
 from mcpworld.evaluation.spec import evaluate_spec
 
 pytestmark = pytest.mark.desktop

@@ -1,4 +1,4 @@
-"""docker/compose.yaml (Ollama, and the desktop under a profile) and docker/compose.gpu.yaml (Ollama's
+"""mcpworld/data/docker/compose.yaml (Ollama, and the desktop under a profile) and compose.gpu.yaml (Ollama's
 GPU): what matters read from the files, then Compose itself accepting the pair merged (docker-compose
 from Debian installed when neither it nor `docker compose` is there). Nothing is pulled or started."""
 
@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mcpworld.core.paths import DOCKER
 from mcpworld.env.docker_image import LOCAL_BASE, ROOT, desktop_tag
 
 pytestmark = pytest.mark.docker
 
-COMPOSE = ROOT / "docker" / "compose.yaml"
-GPU = ROOT / "docker" / "compose.gpu.yaml"
+COMPOSE = DOCKER / "compose.yaml"
+GPU = DOCKER / "compose.gpu.yaml"
 MODEL = ROOT / "mcpworld" / "conf" / "model" / "qwen3vl_8b.yaml"
 
 

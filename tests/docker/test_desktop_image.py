@@ -1,5 +1,5 @@
 """The desktop image, for real: a Docker engine (installed and started when missing), a Debian base
-imported from debootstrap (no registry here), docker/desktop.Dockerfile built on it (layers cached
+imported from debootstrap (no registry here), mcpworld/data/docker/desktop.Dockerfile built on it (layers cached
 between runs), and a container whose noVNC page and VNC server answer on 127.0.0.1 only."""
 
 from __future__ import annotations

@@ -67,6 +67,8 @@ def one_sweep_run(db: Path, episodes: int = 2) -> tuple[list, list]:
     return sweeps, jobs
 
 
+@pytest.mark.desktop  # runs real xterm episodes (the basic launcher, no engine)
+@pytest.mark.slow
 def test_a_job_whose_node_cannot_reach_the_store_fails_in_one_line_and_the_sweep_goes_on(tmp_path):
     (tmp_path / "shared").mkdir()
     proc = cli(tmp_path, "provider=oracle", "task=[xterm/count_errors]", "tracking=none,mlflow",
@@ -91,6 +93,8 @@ def desktops(sweep: Path) -> list[dict]:
     return found
 
 
+@pytest.mark.engines  # slurmctld/slurmd/munged as root, from apt when missing
+@pytest.mark.desktop  # its jobs run real mousepad episodes
 @pytest.mark.slow
 def test_a_sweep_on_a_real_slurm_cluster(tmp_path):
     """Two jobs on the one node at once (a CPU each), each running its episodes two at a time: four
@@ -115,6 +119,8 @@ def test_a_sweep_on_a_real_slurm_cluster(tmp_path):
     assert len(jobs) == 2
 
 
+@pytest.mark.engines  # a Ray head started here
+@pytest.mark.desktop  # its jobs run real xterm episodes
 @pytest.mark.slow
 def test_a_sweep_on_a_real_ray_cluster(tmp_path):
     db = tmp_path / "mlflow.db"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation import getters_chrome_profile
+from mcpworld.evaluation.getters import chrome
 from mcpworld.evaluation.registry import get_getter, get_metric
 
 PROFILE = "~/.config/google-chrome/Default"
@@ -321,7 +321,7 @@ def test_is_shortcut_on_desktop_edge_cases():
 @pytest.fixture
 def active_url(monkeypatch):
     def use(url: str | None) -> None:
-        monkeypatch.setattr(getters_chrome_profile, "active_url_from_access_tree", lambda env, cfg: url)
+        monkeypatch.setattr(chrome, "active_url_from_access_tree", lambda env, cfg: url)
     return use
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.getters import (
+from mcpworld.evaluation.getters.generic import (
     content_from_vm_file,
     list_directory,
     rule,
@@ -119,7 +119,7 @@ def test_content_from_vm_file(env):
 
 
 def test_active_tab_html_parse_names_a_bad_category(env):
-    from mcpworld.evaluation.getters_chrome_pages import active_tab_html_parse
+    from mcpworld.evaluation.getters.chrome_pages import active_tab_html_parse
 
     with pytest.raises(UserError, match="category must be one of class, label, xpath, input, class&url"):
         active_tab_html_parse(env, {"type": "active_tab_html_parse", "category": "css"})

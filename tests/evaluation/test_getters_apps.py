@@ -9,23 +9,14 @@ import pytest
 
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.base import ShellResult
-from mcpworld.evaluation.getters_apps import (
-    bookmarks,
-    cache_file,
-    canonical_home,
-    chrome_font_size,
-    chrome_preferences,
-    format_date,
-    gimp_config_file,
-    history,
-    libreoffice_config,
-    relative_date,
-    rule_relative_time,
-    vlc_config,
-    vm_screen_size,
-    vm_window_size,
-)
-from mcpworld.evaluation.metrics.appstate import check_history_deleted, is_vlc_recordings_folder
+from mcpworld.evaluation.getters.app_config import gimp_config_file, libreoffice_config, vlc_config
+from mcpworld.evaluation.getters.base import canonical_home
+from mcpworld.evaluation.getters.chrome_profile import bookmarks, chrome_font_size, chrome_preferences, history
+from mcpworld.evaluation.getters.dates import format_date, relative_date, rule_relative_time
+from mcpworld.evaluation.getters.desktop import vm_screen_size, vm_window_size
+from mcpworld.evaluation.getters.generic import cache_file
+from mcpworld.evaluation.metrics.appstate.chromium import check_history_deleted
+from mcpworld.evaluation.metrics.appstate.vlc import is_vlc_recordings_folder
 from mcpworld.evaluation.registry import GETTERS
 
 
@@ -277,13 +268,8 @@ def test_corrupt_preferences_fail_the_getter(env):
 
 import os  # noqa: E402
 
-from mcpworld.evaluation.getters_apps import (  # noqa: E402
-    default_video_player,
-    terminal_text,
-    vm_terminal_output,
-    vm_wallpaper,
-    vscode_config,
-)
+from mcpworld.evaluation.getters.app_config import vscode_config  # noqa: E402
+from mcpworld.evaluation.getters.desktop import default_video_player, terminal_text, vm_terminal_output, vm_wallpaper  # noqa: E402
 
 
 def _fake_command(tmp_path, monkeypatch, name: str, script: str) -> None:
@@ -401,7 +387,7 @@ def test_desktop_getters_are_registered():
 
 
 def test_vm_clipboard_needs_a_display_and_a_known_selection(env, monkeypatch):
-    from mcpworld.evaluation.getters_apps import vm_clipboard
+    from mcpworld.evaluation.getters.desktop import vm_clipboard
 
     monkeypatch.delenv("DISPLAY", raising=False)
     with pytest.raises(InfraError, match="X display"):
@@ -413,15 +399,15 @@ def test_vm_clipboard_needs_a_display_and_a_known_selection(env, monkeypatch):
 
 # --- Windows Agent Arena's file getters -----------------------------------------------------------
 
-from mcpworld.evaluation import getters_apps as apps  # noqa: E402
+from mcpworld.evaluation.getters import desktop, waa  # noqa: E402
 
 
 def test_waa_path():
-    assert apps.waa_path(r"C:\Users\Docker\Documents\secret.txt", "g") == "/home/user/Documents/secret.txt"
-    assert apps.waa_path("C:/Users/Docker/Pictures", "g") == "/home/user/Pictures"
-    assert apps.waa_path("~/Pictures", "g") == "~/Pictures"
+    assert waa.waa_path(r"C:\Users\Docker\Documents\secret.txt", "g") == "/home/user/Documents/secret.txt"
+    assert waa.waa_path("C:/Users/Docker/Pictures", "g") == "/home/user/Pictures"
+    assert waa.waa_path("~/Pictures", "g") == "~/Pictures"
     with pytest.raises(UserError, match="Windows path"):
-        apps.waa_path(r"C:\Program Files\x", "g")
+        waa.waa_path(r"C:\Program Files\x", "g")
 
 
 def test_waa_file_presence_getters(env):
@@ -430,82 +416,82 @@ def test_waa_file_presence_getters(env):
     env.write("Desktop/example.txt", "x")
     env.resolve("Documents/MyFolder").mkdir()
     cfg = {"folder_name": r"C:\Users\Docker\Documents"}
-    assert apps.vm_file_exists_in_vm_folder(env, {**cfg, "file_name": "draft.txt"}) == 1.0
-    assert apps.vm_file_exists_in_vm_folder(env, {**cfg, "file_name": "empty.txt"}) == 0.0
-    assert apps.vm_file_exists_in_vm_folder(env, {**cfg, "file_name": "missing.txt"}) == 0.0
-    assert apps.vm_folder_exists_in_documents(env, {"folder_name": "MyFolder"}) is True
-    assert apps.vm_folder_exists_in_documents(env, {"folder_name": "draft.txt"}) is False
-    assert apps.vm_file_exists_in_desktop(env, {"file_name": "example.txt"}) is True
-    assert apps.vm_file_exists_in_desktop(env, {"file_name": "Projects - Shortcut.lnk"}) is False
-    assert apps.is_file_desktop(env, {"filename": "example.txt"}) == "true"
-    assert apps.is_file_desktop(env, {"filename": "gone.txt"}) == "false"
+    assert waa.vm_file_exists_in_vm_folder(env, {**cfg, "file_name": "draft.txt"}) == 1.0
+    assert waa.vm_file_exists_in_vm_folder(env, {**cfg, "file_name": "empty.txt"}) == 0.0
+    assert waa.vm_file_exists_in_vm_folder(env, {**cfg, "file_name": "missing.txt"}) == 0.0
+    assert waa.vm_folder_exists_in_documents(env, {"folder_name": "MyFolder"}) is True
+    assert waa.vm_folder_exists_in_documents(env, {"folder_name": "draft.txt"}) is False
+    assert waa.vm_file_exists_in_desktop(env, {"file_name": "example.txt"}) is True
+    assert waa.vm_file_exists_in_desktop(env, {"file_name": "Projects - Shortcut.lnk"}) is False
+    assert waa.is_file_desktop(env, {"filename": "example.txt"}) == "true"
+    assert waa.is_file_desktop(env, {"filename": "gone.txt"}) == "false"
     with pytest.raises(UserError, match="file_name"):
-        apps.vm_file_exists_in_vm_folder(env, cfg)
+        waa.vm_file_exists_in_vm_folder(env, cfg)
 
 
 def test_is_file_saved_desktop(env):
     env.write("Desktop/numdays.txt", "230 days\r\n")
-    assert apps.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "230 days"}) == "true"
-    assert apps.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "230 days", "exact": True}) == "true"
-    assert apps.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "230", "exact": True}) == "false"
-    assert apps.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "585 days"}) == "false"
-    assert apps.is_file_saved_desktop(env, {"filename": "report.txt", "textcontent": "x"}) == "false"
+    assert waa.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "230 days"}) == "true"
+    assert waa.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "230 days", "exact": True}) == "true"
+    assert waa.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "230", "exact": True}) == "false"
+    assert waa.is_file_saved_desktop(env, {"filename": "numdays.txt", "textcontent": "585 days"}) == "false"
+    assert waa.is_file_saved_desktop(env, {"filename": "report.txt", "textcontent": "x"}) == "false"
 
 
 def test_is_file_hidden(env):
     cfg = {"file_path": r"C:\Users\Docker\Documents\secret.txt"}
     env.write("Documents/secret.txt", "s")
-    assert apps.is_file_hidden(env, cfg) == "false"
+    assert waa.is_file_hidden(env, cfg) == "false"
     env.write("Documents/.hidden", "other.txt\nsecret.txt\n")
-    assert apps.is_file_hidden(env, cfg) == "true"
+    assert waa.is_file_hidden(env, cfg) == "true"
     env.resolve("Documents/.hidden").unlink()
     env.resolve("Documents/secret.txt").rename(env.resolve("Documents/.secret.txt"))
-    assert apps.is_file_hidden(env, cfg) == "true"
+    assert waa.is_file_hidden(env, cfg) == "true"
     env.resolve("Documents/.secret.txt").unlink()
-    assert apps.is_file_hidden(env, cfg) == "false"
+    assert waa.is_file_hidden(env, cfg) == "false"
 
 
 def test_all_png_file_names(env):
     for name in ("cs-black-000.png", "cs-gray-7f7f7f.PNG", "notes.jpg"):
         env.write(f"Pictures/{name}", "x")
     cfg = {"folder_path": "C:/Users/Docker/Pictures", "file_path": "C:/Users/Docker/Pictures/png_files.txt"}
-    assert apps.all_png_file_names(env, cfg) == "false"  # no list written
+    assert waa.all_png_file_names(env, cfg) == "false"  # no list written
     env.write("Pictures/png_files.txt", "cs-gray-7f7f7f.PNG\ncs-black-000.png\n")
-    assert apps.all_png_file_names(env, cfg) == "true"
+    assert waa.all_png_file_names(env, cfg) == "true"
     env.write("Pictures/png_files.txt", "cs-black-000.png\n")
-    assert apps.all_png_file_names(env, cfg) == "false"
+    assert waa.all_png_file_names(env, cfg) == "false"
 
 
 def test_is_all_docx_in_archive(env):
     cfg = {"folder_path": "C:/Users/Docker/Documents"}
     env.write("Documents/Doc01.docx", "x")
     env.write("Documents/notes.txt", "x")
-    assert apps.is_all_docx_in_archive(env, cfg) == "false"  # no Archive yet
+    assert waa.is_all_docx_in_archive(env, cfg) == "false"  # no Archive yet
     env.resolve("Documents/Archive").mkdir()
-    assert apps.is_all_docx_in_archive(env, cfg) == "false"  # an empty Archive
+    assert waa.is_all_docx_in_archive(env, cfg) == "false"  # an empty Archive
     env.resolve("Documents/Doc01.docx").rename(env.resolve("Documents/Archive/Doc01.docx"))
-    assert apps.is_all_docx_in_archive(env, cfg) == "true"
+    assert waa.is_all_docx_in_archive(env, cfg) == "true"
     env.write("Documents/Doc02.DOCX", "x")
-    assert apps.is_all_docx_in_archive(env, cfg) == "false"  # one left behind
+    assert waa.is_all_docx_in_archive(env, cfg) == "false"  # one left behind
 
 
 def test_is_files_moved_downloads(env):
     cfg = {"folder_name": "Test", "file_name": "example.txt"}
     env.write("Downloads/Test/example.txt", "x")
     env.resolve("OldDownloads").mkdir()
-    assert apps.is_files_moved_downloads(env, cfg) == "false"
+    assert waa.is_files_moved_downloads(env, cfg) == "false"
     env.write("OldDownloads/Test/example.txt", "x")
-    assert apps.is_files_moved_downloads(env, cfg) == "false"  # copied, not moved
+    assert waa.is_files_moved_downloads(env, cfg) == "false"  # copied, not moved
     import shutil
     shutil.rmtree(env.resolve("Downloads/Test"))
-    assert apps.is_files_moved_downloads(env, cfg) == "true"
+    assert waa.is_files_moved_downloads(env, cfg) == "true"
 
 
 def test_vm_active_window_title(env, monkeypatch):
     monkeypatch.setattr(env, "shell", _FakeShell(env, ShellResult(0, "Documents\n", "")))
-    assert apps.vm_active_window_title(env, {}) == "Documents"
+    assert desktop.vm_active_window_title(env, {}) == "Documents"
     monkeypatch.setattr(env, "shell", _FakeShell(env, ShellResult(1, "", "XGetWindowProperty failed")))
-    assert apps.vm_active_window_title(env, {}) is None
+    assert desktop.vm_active_window_title(env, {}) is None
     monkeypatch.setattr(env, "shell", _FakeShell(env, ShellResult(127, "", "bash: xdotool: command not found")))
     with pytest.raises(InfraError, match="xdotool"):
-        apps.vm_active_window_title(env, {})
+        desktop.vm_active_window_title(env, {})

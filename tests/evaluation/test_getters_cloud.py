@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.evaluation.getters_cloud import cloud_file
+from mcpworld.evaluation.getters.cloud import cloud_file
 from tests.fakes.file_server import FileServer
 
 

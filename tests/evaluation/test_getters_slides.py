@@ -14,7 +14,7 @@ from pptx.oxml.ns import qn
 from pptx.util import Inches
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.getters_slides import audio_in_slide, background_image_in_slide
+from mcpworld.evaluation.getters.slides import audio_in_slide, background_image_in_slide
 from mcpworld.evaluation.registry import GETTERS
 
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(28)

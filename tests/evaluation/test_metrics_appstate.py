@@ -5,15 +5,12 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.metrics.appstate import (
-    check_config_status,
-    check_font_size,
+from mcpworld.evaluation.metrics.appstate.chromium import check_font_size, check_history_deleted, is_expected_bookmarks
+from mcpworld.evaluation.metrics.appstate.directory import check_moved_jpgs
+from mcpworld.evaluation.metrics.appstate.gimp import check_config_status
+from mcpworld.evaluation.metrics.appstate.libreoffice import check_libre_locale, find_default_font
+from mcpworld.evaluation.metrics.appstate.vlc import (
     check_global_key_play_pause,
-    check_history_deleted,
-    check_json_keybindings,
-    check_json_settings,
-    check_libre_locale,
-    check_moved_jpgs,
     check_one_instance_when_started_from_file,
     check_play_and_exit,
     check_qt_bgcone,
@@ -21,11 +18,9 @@ from mcpworld.evaluation.metrics.appstate import (
     check_qt_minimal_view,
     check_qt_slider_colours,
     check_qt_video_resize,
-    find_default_font,
-    is_expected_bookmarks,
     is_vlc_recordings_folder,
-    loads_jsonc,
 )
+from mcpworld.evaluation.metrics.appstate.vscode import check_json_keybindings, check_json_settings, loads_jsonc
 from mcpworld.evaluation.registry import METRICS
 
 NAMES = [
@@ -422,7 +417,7 @@ def test_check_moved_jpgs():
 
 
 def test_check_moved_jpgs_with_list_directory_getter(env):
-    from mcpworld.evaluation.getters import list_directory
+    from mcpworld.evaluation.getters.generic import list_directory
 
     for name in ("a.jpg", "b.jpg"):
         env.write(f"~/Desktop/cpjpg/{name}", "x")
@@ -451,7 +446,7 @@ VLC_STATUS = """<?xml version="1.0" encoding="utf-8" standalone="yes" ?>
     ("playing", "x", {"type": "url", "url": "example.org/live.m3u8"}, 1.0),
 ])
 def test_is_vlc_playing(tmp_path, state, name, rules, score):
-    from mcpworld.evaluation.metrics.appstate import is_vlc_playing
+    from mcpworld.evaluation.metrics.appstate.vlc import is_vlc_playing
 
     path = tmp_path / "status.xml"
     path.write_text(VLC_STATUS.format(state=state, name=name, url="https://example.org/live.m3u8"))
@@ -460,7 +455,7 @@ def test_is_vlc_playing(tmp_path, state, name, rules, score):
 
 def test_is_vlc_playing_without_a_status_scores_0_and_a_bad_rule_is_an_error():
     from mcpworld.core.errors import UserError
-    from mcpworld.evaluation.metrics.appstate import is_vlc_playing
+    from mcpworld.evaluation.metrics.appstate.vlc import is_vlc_playing
 
     assert is_vlc_playing(None, {"type": "file_name", "file_name": "a"}) == 0.0
     with pytest.raises(UserError, match="is_vlc_playing"):
@@ -468,7 +463,7 @@ def test_is_vlc_playing_without_a_status_scores_0_and_a_bad_rule_is_an_error():
 
 
 def test_check_auto_saving_time_reads_the_documents_autosave_interval(tmp_path):
-    from mcpworld.evaluation.metrics.appstate import check_auto_saving_time
+    from mcpworld.evaluation.metrics.appstate.libreoffice import check_auto_saving_time
 
     xcu = tmp_path / "registrymodifications.xcu"
     item = ('<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" '
@@ -483,7 +478,7 @@ def test_check_auto_saving_time_reads_the_documents_autosave_interval(tmp_path):
 
 
 def test_check_presenter_console_disable(tmp_path):
-    from mcpworld.evaluation.metrics.appstate import check_presenter_console_disable
+    from mcpworld.evaluation.metrics.appstate.libreoffice import check_presenter_console_disable
 
     xcu = tmp_path / "registrymodifications.xcu"
     head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
@@ -502,7 +497,7 @@ def test_check_presenter_console_disable(tmp_path):
 
 # --- Thunderbird ------------------------------------------------------------------------------------
 
-from mcpworld.evaluation.metrics.appstate import (  # noqa: E402
+from mcpworld.evaluation.metrics.appstate.thunderbird import (  # noqa: E402
     check_thunderbird_filter,
     check_thunderbird_folder,
     check_thunderbird_prefs,
@@ -651,7 +646,7 @@ def _status(tmp_path, state, **meta):
 
 
 def test_is_vlc_playing_reads_the_fields_osworld_reads(tmp_path):
-    from mcpworld.evaluation.metrics.appstate import is_vlc_playing
+    from mcpworld.evaluation.metrics.appstate.vlc import is_vlc_playing
 
     name = {"type": "file_name", "file_name": "clip.mp4"}
     assert is_vlc_playing(_status(tmp_path, "playing", filename="/home/user/clip.mp4"), name) == 1.0
@@ -666,7 +661,7 @@ def test_is_vlc_playing_reads_the_fields_osworld_reads(tmp_path):
 
 
 def test_libreoffice_settings_read_as_osworld(tmp_path):
-    from mcpworld.evaluation.metrics.appstate import check_auto_saving_time
+    from mcpworld.evaluation.metrics.appstate.libreoffice import check_auto_saving_time
 
     head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
 
@@ -693,7 +688,7 @@ def test_libreoffice_settings_read_as_osworld(tmp_path):
 
 
 def test_thunderbird_prefs_read_as_osworld(local):
-    from mcpworld.evaluation.metrics.appstate import check_thunderbird_prefs
+    from mcpworld.evaluation.metrics.appstate.thunderbird import check_thunderbird_prefs
 
     rule = {"expect": {"mail.identity.id1.auto_quote": {"method": "eq", "ref": False}}}
     assert check_thunderbird_prefs(local("p.js", 'user_pref("mail.identity.id1.auto_quote", false);\n'), rule) == 1.0

@@ -15,21 +15,21 @@ from PIL import Image
 from rapidfuzz import fuzz
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.metrics.documents import (
-    check_no_duplicates,
+from mcpworld.evaluation.metrics.documents.formatting import (
     check_tabstops,
-    compare_docx_files,
-    compare_docx_images,
-    compare_docx_tables,
     compare_font_names,
     compare_highlighted_text,
     compare_line_spacing,
-    contains_page_break,
-    evaluate_alignment,
     evaluate_spacing,
-    has_page_numbers_in_footers,
     is_first_line_centered,
 )
+from mcpworld.evaluation.metrics.documents.structure import (
+    compare_docx_images,
+    compare_docx_tables,
+    contains_page_break,
+    has_page_numbers_in_footers,
+)
+from mcpworld.evaluation.metrics.documents.text import check_no_duplicates, compare_docx_files, evaluate_alignment
 from mcpworld.evaluation.registry import get_metric
 
 
@@ -61,7 +61,7 @@ def test_all_metrics_registered():
         "contains_page_break", "check_tabstops", "compare_highlighted_text", "evaluate_alignment",
         "evaluate_spacing", "check_no_duplicates",
     ]:
-        assert get_metric(name).__module__.endswith("documents")
+        assert get_metric(name).__module__.startswith("mcpworld.evaluation.metrics.documents.")
 
 
 # --- compare_docx_files ---------------------------------------------------------------------

@@ -6,15 +6,17 @@ import pytest
 from docx.shared import Pt, RGBColor
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.metrics.documents import (
+from mcpworld.evaluation.metrics.documents.formatting import (
     check_highlighted_words,
     check_italic_font_size_14,
-    compare_docx_files_and_ignore_new_lines,
-    compare_references,
     compare_subscript_contains,
-    compare_unique_train_records,
     evaluate_colored_words_in_tables,
     evaluate_strike_through_last_paragraph,
+)
+from mcpworld.evaluation.metrics.documents.text import (
+    compare_docx_files_and_ignore_new_lines,
+    compare_references,
+    compare_unique_train_records,
     fuzzy_place_math,
 )
 from mcpworld.evaluation.metrics.odf import open_odt
@@ -32,7 +34,7 @@ def test_registered():
         "evaluate_colored_words_in_tables", "check_italic_font_size_14", "compare_unique_train_records",
         "compare_docx_files_and_ignore_new_lines", "compare_references", "fuzzy_place_math",
     ]:
-        assert get_metric(name).__module__.endswith("documents")
+        assert get_metric(name).__module__.startswith("mcpworld.evaluation.metrics.documents.")
 
 
 # --- subscript ----------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from openpyxl.styles import Font, PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.metrics.tables import compare_csv, compare_table
+from mcpworld.evaluation.metrics.tables.compare import compare_table
+from mcpworld.evaluation.metrics.tables.csv_files import compare_csv
 from mcpworld.evaluation.registry import METRICS
 
 RED = PatternFill(fill_type="solid", fgColor="FFFF0000")
@@ -547,7 +548,7 @@ def test_compare_csv(tmp_path):
 
 
 def test_compare_conference_city_in_order(tmp_path):
-    from mcpworld.evaluation.metrics.tables import compare_conference_city_in_order
+    from mcpworld.evaluation.metrics.tables.cities import compare_conference_city_in_order
 
     def book(name, cities):
         wb = openpyxl.Workbook()
@@ -591,7 +592,7 @@ def test_compare_conference_city_in_order(tmp_path):
     ],
 )
 def test_conditional_format_formulas(formula, value, holds):
-    from mcpworld.evaluation.metrics.tables_cf import compile_condition, constant
+    from mcpworld.evaluation.metrics.tables.conditions import compile_condition, constant
 
     condition = compile_condition(formula)
     assert condition is not None and condition(value) is holds

@@ -17,16 +17,10 @@ from mcpworld.tasks import mcpworld_format
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.mcpworld_format import author_path, server_name
 from mcpworld.tasks.select import discover
+from mcpworld.tasks.settings import LoaderSettings, PcCanarySettings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"  # a miniature PC-Canary checkout
 NOTES = FIXTURE / "tests" / "tasks" / "notes"
-
-
-@pytest.fixture(autouse=True)
-def default_settings():
-    mcpworld_format.configure(None)
-    yield
-    mcpworld_format.configure(None)
 
 
 @pytest.mark.parametrize("written, here", [
@@ -116,11 +110,10 @@ def test_pccanary_root_resolves_paths_against_another_checkout(tmp_path):
     shutil.copytree(NOTES / "task02_save", task_dir)
     (task_dir / "config.json").write_text(json.dumps(config))
     assert "not installed here" in load_task_file(task_dir).skip_reason
-    mcpworld_format.configure(type("Cfg", (), {"root": str(elsewhere)})())
-    task = load_task_file(task_dir)
+    task = load_task_file(task_dir, settings=LoaderSettings(pccanary=PcCanarySettings(root=elsewhere)))
     assert task.skip_reason is None and task.setup[0]["launch"]["command"][0] == str(elsewhere / "apps/notes/notes-built.sh")
     with pytest.raises(TaskFileError, match="pccanary.root=/nowhere: no such folder"):
-        mcpworld_format.configure(type("Cfg", (), {"root": "/nowhere"})())
+        PcCanarySettings(root=Path("/nowhere"))
 
 
 def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(tmp_path, monkeypatch):

@@ -73,7 +73,7 @@ def test_a_missing_folder_is_a_user_error(tmp_path):
 
 def test_shipped_overlays_are_valid_and_match_their_task_files():
     """Every solution we ship names a task file the CI proves it on, across four domains."""
-    overlays = load_solutions(ROOT / "solutions" / "osworld")
+    overlays = load_solutions(ROOT / "mcpworld" / "data" / "solutions" / "osworld")
     tasks = {t.id: t for t in discover(ROOT / "tests" / "data" / "osworld")}
     assert len(overlays) >= 15 and set(overlays) == set(tasks)
     assert len({t.source.parent.name for t in tasks.values()}) >= 4

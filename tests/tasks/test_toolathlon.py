@@ -9,30 +9,31 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from mcpworld.core.errors import EvalError, TaskFileError
+from mcpworld.core.task import Task
 from mcpworld.env.context import build_golden
 from mcpworld.evaluation.grader import minimal_trajectory, run_grader
 from mcpworld.evaluation.standalone import grade
 from mcpworld.mcp.install import load_settings
 from mcpworld.mcp.spec import parse_servers
 from mcpworld.tasks import toolathlon
-from mcpworld.tasks.load import find_task_files, load_task_file
+from mcpworld.tasks.load import find_task_files
+from mcpworld.tasks.load import load_task_file as load_with
+from mcpworld.tasks.settings import LoaderSettings, ToolathlonSettings
 
-SHIPPED = Path(__file__).resolve().parents[2] / "tasks" / "toolathlon"
+SHIPPED = Path(__file__).resolve().parents[2] / "mcpworld" / "data" / "tasks" / "toolathlon"
 CHECKOUT = Path(__file__).resolve().parents[1] / "data" / "toolathlon_fixture"  # a miniature upstream checkout
 FINALPOOL = CHECKOUT / "tasks" / "finalpool"
 
 
-@pytest.fixture(autouse=True)
-def settings():
-    """Each test starts from the default toolathlon.* settings, graded by this interpreter."""
-    toolathlon.configure(SimpleNamespace(python=sys.executable))
-    yield
-    toolathlon.configure(None)
+def load_task_file(path: Path, **toolathlon_settings) -> Task:
+    """A task loaded with the default toolathlon.* settings (graded by this interpreter), changed by the
+    keywords given."""
+    settings = ToolathlonSettings(**{"python": sys.executable, **toolathlon_settings})
+    return load_with(path, settings=LoaderSettings(toolathlon=settings))
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Z][a-z]+day$")
 PROMPT = ("Work in !!<<<<||||workspace_dir||||>>>>!! only.\n"
           "Now: !!<<<<||||time||||>>>>!!\n")
@@ -307,14 +308,12 @@ def test_an_agent_that_did_not_claim_done_fails_without_grading(tmp_path: Path):
     traj = minimal_trajectory(tmp_path / "traj_log.json", status="max_turns_reached")
     score, outcome = run_grader(task.grader, workspace_with(tmp_path, "Forty Two"), traj)
     assert score == 0.0 and "claimed done" in outcome.reason
-    toolathlon.configure(SimpleNamespace(python=sys.executable, claim_done=False))
-    task = load_task_file(FINALPOOL / "relative-grader")
+    task = load_task_file(FINALPOOL / "relative-grader", claim_done=False)
     assert run_grader(task.grader, tmp_path / "home" / "workspace", traj)[0] == 1.0
 
 
 def test_lang_cn_picks_the_cn_variants(tmp_path: Path):
-    toolathlon.configure(SimpleNamespace(python=sys.executable, lang="cn"))
-    task = load_task_file(FINALPOOL / "relative-grader")
+    task = load_task_file(FINALPOOL / "relative-grader", lang="cn")
     folder = FINALPOOL / "relative-grader"
     assert task.id == "toolathlon/relative-grader_cn" and task.instruction == "用中文写答案。"
     assert task.system_prompt == "只在 {workspace} 工作。"
@@ -324,22 +323,20 @@ def test_lang_cn_picks_the_cn_variants(tmp_path: Path):
     traj = minimal_trajectory(tmp_path / "traj_log.json")
     assert run_grader(task.grader, workspace_with(tmp_path, "四十二"), traj)[0] == 1.0
     with pytest.raises(TaskFileError, match="toolathlon.lang=fr"):
-        toolathlon.configure(SimpleNamespace(lang="fr"))
+        ToolathlonSettings(lang="fr")
 
 
 def test_a_root_that_is_not_a_checkout_is_refused(tmp_path: Path):
-    toolathlon.configure(SimpleNamespace(python=sys.executable, root=str(tmp_path)))
     with pytest.raises(TaskFileError, match="not a Toolathlon checkout"):
-        load_task_file(FINALPOOL / "relative-grader")
+        load_task_file(FINALPOOL / "relative-grader", root=tmp_path)
 
 
 def test_without_a_312_the_harness_interpreter_is_used_with_one_warning(monkeypatch, caplog):
-    toolathlon.configure(None)
     monkeypatch.setattr(toolathlon, "PREPARED", Path("/nonexistent"))
     monkeypatch.setattr(toolathlon.shutil, "which", lambda name: None)
     monkeypatch.setattr(toolathlon, "_warned", set())
-    assert toolathlon.grader_python() == sys.executable
-    assert toolathlon.grader_python() == sys.executable
+    assert toolathlon.grader_python(ToolathlonSettings()) == sys.executable
+    assert toolathlon.grader_python(ToolathlonSettings()) == sys.executable
     assert len([r for r in caplog.records if "toolathlon.python" in r.getMessage()]) == 1
 
 

@@ -10,12 +10,15 @@ import pytest
 from PIL import Image
 
 from mcpworld.core.result import EpisodeResult
+from mcpworld.core.secrets import mask_secrets, strip_secrets
 from mcpworld.run.episode import gpu_energy
 from mcpworld.run.job import summarize
 from mcpworld.run.progress import SweepProgress
 from mcpworld.telemetry.provenance import config_hash, git_state
 from mcpworld.telemetry.spans import log_trace
-from mcpworld.telemetry.tracking import MlflowLogger, MlflowTracker, flatten, mask_secrets, strip_secrets
+from mcpworld.telemetry.tracking.keys import flatten
+from mcpworld.telemetry.tracking.logger import MlflowLogger
+from mcpworld.telemetry.tracking.process import MlflowTracker
 from mcpworld.telemetry.trajectory_page import make_page
 
 

@@ -22,15 +22,11 @@ from omegaconf import OmegaConf
 
 from mcpworld.core.result import EpisodeResult, MetricOutcome
 from mcpworld.telemetry import spans
-from mcpworld.telemetry.tracking import (
-    JOB_DIR,
-    PENDING_FILE,
-    MlflowLogger,
-    MlflowTracker,
-    finish_sweep_run,
-    mlflow_key,
-    start_sweep_run,
-)
+from mcpworld.telemetry.tracking.keys import JOB_DIR, mlflow_key
+from mcpworld.telemetry.tracking.logger import MlflowLogger
+from mcpworld.telemetry.tracking.pending import PENDING_FILE
+from mcpworld.telemetry.tracking.process import MlflowTracker
+from mcpworld.telemetry.tracking.sweep import finish_sweep_run, start_sweep_run
 from mcpworld.telemetry.upload import upload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +166,7 @@ def test_every_name_the_project_emits_is_one_mlflow_takes(tmp_path: Path, monkey
     from mcpworld.run.job import summarize
     from mcpworld.run.summary import sweep_counts
     from mcpworld.telemetry.provenance import run_tags
-    from mcpworld.telemetry.tracking import flatten
+    from mcpworld.telemetry.tracking.keys import flatten
 
     sent: dict[str, set[str]] = {"metric": set(), "param": set(), "tag": set()}
     real_create, real_batch = MlflowClient.create_run, MlflowClient.log_batch
@@ -448,7 +444,7 @@ def test_finish_job_returns_in_bounded_time_when_the_tracker_is_stuck(
 def test_the_tracker_process_ends_with_its_job(tmp_path: Path, end: str) -> None:
     script = textwrap.dedent(f"""
         import os, sys
-        from mcpworld.telemetry.tracking import MlflowTracker
+        from mcpworld.telemetry.tracking.process import MlflowTracker
         tracker = MlflowTracker("sqlite:///{tmp_path}/m.db", "{tmp_path}/art", "orphan", traces=False)
         tracker.start_job("job", {{}}, {{}})
         print(tracker._process.pid, flush=True)
@@ -470,7 +466,7 @@ def test_the_tracker_process_ends_with_its_job(tmp_path: Path, end: str) -> None
 
 
 def test_a_store_this_machine_cannot_reach_is_named_with_the_reason(tmp_path, monkeypatch):
-    from mcpworld.telemetry.tracking import unreachable
+    from mcpworld.telemetry.tracking.store import unreachable
 
     assert unreachable(f"sqlite:///{tmp_path}/mlflow.db") is None
     assert "does not exist here" in unreachable(f"sqlite:///{tmp_path}/not-shared/mlflow.db")

@@ -1,22 +1,44 @@
-"""Model providers, looked up by ``provider.kind``."""
+"""Model providers, looked up by ``provider.kind`` in a registry: each kind is a function that
+builds the provider from the typed config pieces it needs. Adding one: a module with the provider
+class and a ``@PROVIDERS.register("kind")`` builder below, and the kind in config.schema.ProviderKind."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from mcpworld.agent.providers.base import Provider
+from mcpworld.config.schema import ModelConfig, ProviderConfig, ResolutionConfig
 from mcpworld.core.errors import UserError
+from mcpworld.core.registry import Registry
 
-KINDS = ("oracle", "openai_compat", "ollama", "anthropic")
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """What a provider is built from: the model, its endpoint, the screen, the run's seed."""
+
+    model: ModelConfig
+    provider: ProviderConfig
+    resolution: ResolutionConfig
+    seed: int = 0
+
+    @classmethod
+    def of(cls, cfg: Any) -> ProviderSettings:
+        """The pieces of a run config (the one place that reads the root config)."""
+        return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=int(cfg.seed))
 
 
-def http_options(cfg: Any) -> dict[str, Any]:
+Builder = Callable[[ProviderSettings, list[dict[str, Any]]], Provider]
+PROVIDERS: Registry[Builder] = Registry("provider.kind")
+
+
+def http_options(provider: ProviderConfig) -> dict[str, Any]:
     """Constructor arguments every HTTP provider takes (see providers/http.py)."""
-    if not cfg.provider.base_url:
-        raise UserError(f"provider={cfg.provider.name} needs provider.base_url")
-    return {"base_url": cfg.provider.base_url.rstrip("/"), "api_key": cfg.provider.api_key,
-            "timeout_s": cfg.provider.timeout_s, "max_retries": cfg.provider.max_retries,
-            "label": cfg.provider.name, "start_hint": cfg.provider.start_hint}
+    if not provider.base_url:
+        raise UserError(f"provider={provider.name} needs provider.base_url")
+    return {"base_url": provider.base_url.rstrip("/"), "api_key": provider.api_key,
+            "timeout_s": provider.timeout_s, "max_retries": provider.max_retries,
+            "label": provider.name, "start_hint": provider.start_hint}
 
 
 def ollama_model_hint(name: str, model_id: str) -> str:
@@ -28,32 +50,47 @@ def ollama_model_hint(name: str, model_id: str) -> str:
     return f"Then `ollama pull {model_id}` (or let provider.pull=true do it)."
 
 
-def make_provider(cfg: Any, solution: list[dict[str, Any]]) -> Provider:
+@PROVIDERS.register("oracle")
+def _oracle(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+    from mcpworld.agent.providers.oracle import OracleProvider
+
+    return OracleProvider(solution)
+
+
+def _chat_options(s: ProviderSettings) -> dict[str, Any]:
+    return dict(model=s.model.id, temperature=s.model.temperature, max_tokens=s.model.max_tokens, seed=s.seed,
+                **http_options(s.provider))
+
+
+@PROVIDERS.register("openai_compat")
+def _openai_compat(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+    from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
+
+    return OpenAICompatProvider(**_chat_options(s))
+
+
+@PROVIDERS.register("ollama")
+def _ollama(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+    from mcpworld.agent.providers.ollama import OllamaProvider
+
+    options = _chat_options(s)
+    options["start_hint"] = f"{options['start_hint']} {ollama_model_hint(s.model.name, s.model.id)}".strip()
+    return OllamaProvider(pull=s.provider.pull, unload_others=s.provider.unload_others,
+                          context_length=s.model.context_length, **options)
+
+
+@PROVIDERS.register("anthropic")
+def _anthropic(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+    from mcpworld.agent.providers.anthropic import AnthropicProvider
+    from mcpworld.agent.tools.computer import image_size
+
+    return AnthropicProvider(
+        model=s.model.id, temperature=s.model.temperature, max_tokens=s.model.max_tokens,
+        display_size=image_size((s.resolution.width, s.resolution.height), s.model.image_max),
+        computer_tool=s.model.computer_tool, bash_tool=s.model.bash_tool, betas=list(s.model.betas),
+        prompt_caching=s.provider.prompt_caching, api_version=s.provider.api_version, **http_options(s.provider))
+
+
+def make_provider(settings: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     """The provider for one episode; ``solution`` is what the oracle replays."""
-    kind = cfg.provider.kind
-    if kind == "oracle":
-        from mcpworld.agent.providers.oracle import OracleProvider
-
-        return OracleProvider(solution)
-    if kind in ("openai_compat", "ollama"):
-        from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
-
-        options = dict(model=cfg.model.id, temperature=cfg.model.temperature, max_tokens=cfg.model.max_tokens,
-                       seed=cfg.seed, **http_options(cfg))
-        if kind == "openai_compat":
-            return OpenAICompatProvider(**options)
-        from mcpworld.agent.providers.ollama import OllamaProvider
-
-        options["start_hint"] = f"{options['start_hint']} {ollama_model_hint(cfg.model.name, cfg.model.id)}".strip()
-        return OllamaProvider(pull=cfg.provider.pull, unload_others=cfg.provider.unload_others,
-                              context_length=cfg.model.context_length, **options)
-    if kind == "anthropic":
-        from mcpworld.agent.providers.anthropic import AnthropicProvider
-        from mcpworld.agent.tools.computer import image_size
-
-        return AnthropicProvider(
-            model=cfg.model.id, temperature=cfg.model.temperature, max_tokens=cfg.model.max_tokens,
-            display_size=image_size((cfg.resolution.width, cfg.resolution.height), cfg.model.image_max),
-            computer_tool=cfg.model.computer_tool, bash_tool=cfg.model.bash_tool, betas=list(cfg.model.betas),
-            prompt_caching=cfg.provider.prompt_caching, api_version=cfg.provider.api_version, **http_options(cfg))
-    raise UserError(f"provider.kind={kind!r} is unknown; known: {', '.join(KINDS)}")
+    return PROVIDERS.get(settings.provider.kind)(settings, solution)

@@ -1,34 +1,61 @@
-"""Tools the agent may call. The modality decides which families exist — strictly."""
+"""Tools the agent may call. The modality decides which families exist — strictly: each family
+in ``modality.tools`` (config.schema.ToolFamily) is built by its entry in TOOL_FAMILIES."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Callable
 
 from mcpworld.agent.tools.base import Tool
+from mcpworld.config.schema import AgentConfig, Coordinates
 from mcpworld.core.errors import UserError
 from mcpworld.env.base import Environment
 
-FAMILIES = ("computer", "bash", "done", "mcp")
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What the families' tools are built from."""
+
+    env: Environment
+    coordinates: str
+    agent: AgentConfig
+    image_max: list[int] | None = None
 
 
-def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: Any,
-                  image_max: list[int] | None = None) -> dict[str, Tool]:
-    """The modality's computer, bash and done tools, by name. Unknown families are a config error."""
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        raise UserError(f"modality.tools has unknown tool family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
-    tools: list[Tool] = []
-    if "computer" in families:
-        from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
+def _computer(c: ToolContext) -> list[Tool]:
+    from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 
-        screen = (env.width, env.height)
-        tools.append(ComputerTool(env, CoordinateMap(coordinates, screen, image_size(screen, image_max))))
-    if "bash" in families:
-        from mcpworld.agent.tools.bash import BashTool
+    screen = (c.env.width, c.env.height)
+    return [ComputerTool(c.env, CoordinateMap(c.coordinates, screen, image_size(screen, c.image_max)))]
 
-        tools.append(BashTool(env, agent_cfg.bash_timeout_s, agent_cfg.bash_max_output))
-    # the mcp family's tools exist only while the episode's servers run: see tools.mcp and tools.local
+
+def _bash(c: ToolContext) -> list[Tool]:
+    from mcpworld.agent.tools.bash import BashTool
+
+    return [BashTool(c.env, c.agent.bash_timeout_s, c.agent.bash_max_output)]
+
+
+def _done(c: ToolContext) -> list[Tool]:
     from mcpworld.agent.tools.done import DoneTool
 
-    tools.append(DoneTool())  # every modality can end its episode
+    return [DoneTool()]
+
+
+# the mcp family's tools exist only while the episode's servers run: see tools.mcp and tools.local
+TOOL_FAMILIES: dict[str, Callable[[ToolContext], list[Tool]]] = {
+    "computer": _computer, "bash": _bash, "mcp": lambda c: [], "done": _done}
+
+
+def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: AgentConfig,
+                  image_max: list[int] | None = None) -> dict[str, Tool]:
+    """The modality's computer, bash and done tools, by name (done last: every modality can end
+    its episode). Unknown families and coordinate conventions are a config error."""
+    unknown = [f for f in families if f not in TOOL_FAMILIES]
+    if unknown:
+        raise UserError(f"modality.tools has unknown tool family {unknown[0]!r}; known: {', '.join(TOOL_FAMILIES)}")
+    if coordinates not in list(Coordinates):
+        raise UserError(f"model.coordinates={coordinates!r} is unknown; known: {', '.join(Coordinates)}")
+    context = ToolContext(env, coordinates, agent_cfg, image_max)
+    tools = [tool for family in TOOL_FAMILIES if family in families or family == "done"
+             for tool in TOOL_FAMILIES[family](context)]
     return {t.name: t for t in tools}

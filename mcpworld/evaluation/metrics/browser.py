@@ -1,4 +1,4 @@
-"""Browser tab metrics (OSWorld's chrome metrics over the live-tab getters of ``getters_chrome``).
+"""Browser tab metrics (OSWorld's chrome metrics over the live-tab getters of ``getters.chrome``).
 
 URLs compare as OSWorld's ``compare_urls`` does (mcpworld/urls.py). Every metric scores a ``None`` or empty result as 0.
 """

@@ -1,4 +1,4 @@
-"""Metrics over Chromium's settings and profile state (OSWorld's chrome metrics over ``getters_chrome_profile``).
+"""Metrics over Chromium's settings and profile state (OSWorld's chrome metrics over ``getters.chrome_profile``).
 
 Every metric scores a ``None`` result (nothing could be read) as 0. A rule ``type`` OSWorld does
 not support is the task author's mistake (UserError).

@@ -1,0 +1,128 @@
+"""Talking to an MLflow store: a client that fails fast, params/metrics/tags written in valid
+batches, the store's log lines caught (an outage is one line, and an error MLflow only logs still
+fails the item), and whether a store can be reached at all. mlflow is imported only inside calls."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from mcpworld.telemetry.tracking.keys import MAX_PARAM_LEN, mlflow_key, mlflow_keys
+
+STORE_LOGGERS = ("mlflow", "alembic", "sqlalchemy")
+
+
+def reason(exc: BaseException) -> str:
+    """An error in one line: a store error's first line (not the SQL statement under it)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {' '.join(lines[0].split()) if lines else ''}".rstrip(": ")[:300]
+
+
+class StoreLog(logging.Handler):
+    """MLflow's, alembic's and sqlalchemy's log lines, kept instead of printed: a store outage is
+    reported once, in the job's summary line, not as thousands of traceback lines; and an error that
+    MLflow only logs (a trace it could not export) still fails the item, which is then retried."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def check(self) -> None:
+        """Raise for an error logged since the records were last cleared (a lost trace named first)."""
+        failures = [r for r in self.records if r.levelno >= logging.ERROR or r.name.startswith("mlflow.tracing")]
+        self.records.clear()
+        if failures:
+            record = next((r for r in failures if r.name.startswith("mlflow.tracing")), failures[0])
+            if record.exc_info and record.exc_info[1] is not None:
+                raise StoreLoggedError(reason(record.exc_info[1]))
+            lines = record.getMessage().strip().splitlines() or [""]
+            raise StoreLoggedError(" ".join(lines[0].split()))
+
+
+class StoreLoggedError(Exception):
+    """A failure MLflow logged instead of raising."""
+
+
+STORE_LOG = StoreLog()
+
+
+def mlflow_client(uri: str) -> Any:
+    """An MlflowClient whose store's log lines go to ``STORE_LOG``; a server that is down fails in
+    seconds, not minutes."""
+    os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")  # traces written when logged: no queue to lose
+    if uri.startswith(("http://", "https://")):
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    import mlflow  # noqa: F401  (configures its own logger first; replaced just below)
+    from mlflow.tracking import MlflowClient
+
+    for name in STORE_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.handlers, logger.propagate = [STORE_LOG], False
+    if uri.startswith("sqlite:///"):  # MLflow retries a file it cannot open for ≈ 100 s: fail at once
+        import sqlite3
+
+        con = sqlite3.connect(uri[len("sqlite:///"):].split("?")[0], timeout=20)  # MLflow's busy timeout
+        try:
+            con.execute("PRAGMA schema_version")
+        finally:
+            con.close()
+    return MlflowClient(tracking_uri=uri)
+
+
+def log_batch(client: Any, run_id: str, params: dict[str, str] | None = None,
+              metrics: dict[str, float] | None = None, tags: dict[str, str] | None = None) -> None:
+    """Params, metrics and tags in as few batches as MLflow allows, every key made valid."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    param_list = [Param(k, v) for k, v in mlflow_keys(params or {}, MAX_PARAM_LEN).items()]
+    tag_list = [RunTag(k, v) for k, v in mlflow_keys(tags or {}).items()]
+    values = {mlflow_key(k): float(v) for k, v in (metrics or {}).items()}
+    metric_list = [Metric(k, v, now, 0) for k, v in values.items()]
+    for i in range(0, max(len(param_list), len(tag_list), 1), 100):  # at most 100 params and 100 tags a batch
+        batch = (metric_list if i == 0 else [], param_list[i:i + 100], tag_list[i:i + 100])
+        if any(batch):
+            client.log_batch(run_id, metrics=batch[0], params=batch[1], tags=batch[2])
+
+
+def absolute_sqlite_uri(uri: str) -> str:
+    """``sqlite:///outputs/mlflow.db`` → an absolute path (and its folder created when it can be:
+    otherwise the store fails when first used, as a pending item)."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
+        path = Path(uri[len(prefix):]).absolute()
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return prefix + str(path)
+    return uri
+
+
+def unreachable(uri: str, timeout_s: float = 5.0) -> str | None:
+    """Why this machine cannot log to the MLflow store at ``uri`` (a sqlite file or folder whose
+    directory is missing or closed, a server that does not answer its /health), or None."""
+    uri = absolute_sqlite_uri(uri)  # a relative one's folder is made, as the tracker makes it
+    if uri.startswith(("http://", "https://")):
+        import httpx
+
+        try:
+            reply = httpx.get(uri.rstrip("/") + "/health", timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None if reply.status_code == 200 else f"its /health answered {reply.status_code}"
+    path = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri.removeprefix("file://")
+    if "://" in path:
+        return None  # another kind of store (databricks, postgresql …): MLflow's own errors say more
+    folder = Path(path).expanduser().absolute().parent
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist here"
+    if not os.access(folder, os.W_OK):
+        return f"the folder {folder} is not writable here"
+    return None

@@ -1,0 +1,71 @@
+"""A multirun's parent run: opened (or reopened) before its jobs, its id left in the sweep folder
+for jobs in other processes or on other hosts, closed with the sweep's numbers. Called by Hydra's
+sweep callback and the job, not by the tracker, so kept on its own."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcpworld.core.secrets import mask_secrets
+from mcpworld.telemetry.tracking.keys import LEVEL, mlflow_keys
+from mcpworld.telemetry.tracking.logger import MlflowLogger
+from mcpworld.telemetry.tracking.store import STORE_LOG, log_batch, mlflow_client, reason
+from mcpworld.telemetry.tracking.tracker import check_status
+
+SWEEP_FILE = ".mcpworld_sweep.json"
+
+
+def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | None:
+    """The parent run a multirun's job runs nest under (a resumed sweep's own run again, found by its
+    folder); its id is left in the sweep folder for the jobs (which may run in other processes or on
+    other hosts sharing the folder)."""
+    if cfg.tracking.backend != "mlflow":
+        return None
+    where = str(Path(sweep_dir).absolute())
+    try:
+        tracker = MlflowLogger(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment, traces=False)
+        tracker._connect()
+        tags = {LEVEL: "sweep", "mcpworld.sweep_dir": where, "mcpworld.sweep": mask_secrets(" ".join(overrides))[:5000]}
+        run = tracker._find_run("sweep", "mcpworld.sweep_dir", where)
+        if run is None:
+            run = tracker.client.create_run(tracker.experiment_id, run_name=f"sweep {Path(sweep_dir).as_posix()}",
+                                            tags=mlflow_keys(tags))
+        else:
+            tracker.client.update_run(run.info.run_id, status="RUNNING")
+            log_batch(tracker.client, run.info.run_id, tags=tags)
+    except Exception as exc:
+        print(f"mcpworld: warning: no MLflow parent run for this sweep ({reason(exc)}); its jobs are logged "
+              "without one", file=sys.stderr)
+        return None
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps({"run_id": run.info.run_id, "uri": tracker.uri}))
+    return run.info.run_id
+
+
+def sweep_parent(job_dir: Path) -> str | None:
+    """The sweep's parent run id when this job belongs to one."""
+    path = Path(job_dir).parent / SWEEP_FILE
+    try:
+        return json.loads(path.read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def finish_sweep_run(sweep_dir: Path, metrics: dict[str, float], status: str = "FINISHED") -> None:
+    """Log the sweep's numbers on its parent run and close it as ``status`` (FINISHED, FAILED, KILLED)."""
+    check_status(status)
+    path = Path(sweep_dir) / SWEEP_FILE
+    if not path.exists():  # not a tracked sweep
+        return
+    try:
+        info = json.loads(path.read_text())
+        client = mlflow_client(info["uri"])
+        STORE_LOG.records.clear()
+        log_batch(client, info["run_id"], metrics=metrics)
+        client.set_terminated(info["run_id"], status)
+        STORE_LOG.check()
+    except Exception as exc:
+        print(f"mcpworld: warning: the sweep's MLflow parent run was not closed ({reason(exc)})", file=sys.stderr)
