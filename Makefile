@@ -15,7 +15,7 @@ APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool sc
               tesseract-ocr xsel libglib2.0-bin gsettings-desktop-schemas dconf-service \
               dconf-gsettings-backend bc
 
-.PHONY: setup apt venv servers apps toolathlon run test bench clean
+.PHONY: setup apt venv servers apps toolathlon run lint test bench clean
 
 setup: apt venv servers apps
 
@@ -33,7 +33,7 @@ venv:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(BASE_PY) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,slurm,ray]"
+	$(PY) -m pip install -q -e ".[test,lint,slurm,ray]"
 	@touch $@
 
 # The catalog's local MCP servers at pinned versions (mcpworld/conf/mcp/default.yaml), each in its own venv
@@ -57,6 +57,11 @@ apps: venv
 # The demo sweep: every built-in task at square and rect, replayed by the oracle, logged to outputs/mlflow.db.
 run: setup
 	$(PY) -m mcpworld experiment=demo
+
+# The static gate: ruff (correctness, import order, line length) and mypy (reads [tool.mypy] in pyproject.toml).
+lint: venv
+	$(PY) -m ruff check mcpworld tests benchmarks
+	$(PY) -m mypy
 
 # The whole test suite, desktop and slow tests included.
 test: setup

@@ -183,14 +183,16 @@ def test_every_choice_of_the_schema_has_its_implementation_and_no_more() -> None
     """The schema's enums (checked at composition) and the registries (what runs) name the same set."""
     from mcpworld.agent.providers import PROVIDERS
     from mcpworld.agent.tools import TOOL_FAMILIES
-    from mcpworld.config.schema import EnvBackend, ImageFormat, ProviderKind, ToolFamily
+    from mcpworld.config.schema import EnvBackend, ImageFormat, ProviderKind, ToolFamily, TrackingBackend
     from mcpworld.env import BACKENDS
     from mcpworld.env.screen import FORMATS
+    from mcpworld.telemetry.tracking.tracker import BACKENDS as TRACKERS
 
     assert PROVIDERS.names() == sorted(ProviderKind)
     assert BACKENDS.names() == sorted(EnvBackend)
     assert sorted(TOOL_FAMILIES) == sorted(ToolFamily)
     assert sorted(FORMATS) == sorted(ImageFormat)
+    assert TRACKERS.names() == sorted(TrackingBackend)
 
 
 @pytest.mark.parametrize("override, choices", [("provider.kind=nope", "oracle, openai_compat, ollama, anthropic"),

@@ -30,7 +30,7 @@ DATA = {"conf", "data"}  # folders of data shipped in the package, not code (tas
 def test_tracking_none_runs_without_importing_mlflow():
     code = ("import sys; from omegaconf import OmegaConf; import mcpworld.run.job, mcpworld.run.episode; "
             "from mcpworld.telemetry.tracking.tracker import make_tracker; "
-            "t = make_tracker(OmegaConf.create({'tracking': {'backend': 'none'}})); "
+            "t = make_tracker(OmegaConf.create({'backend': 'none'})); "
             "t.start_job('x', {}, {}); t.finish_job({}, []); "
             "print('mlflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

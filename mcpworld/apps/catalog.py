@@ -66,7 +66,8 @@ def _program(path: Path, spec: dict[str, Any]) -> Program:
                    args=tuple(str(a) for a in spec.get("args") or ()), drop=tuple(spec.get("drop") or ()),
                    ports=tuple(spec.get("ports") or ()), env={k: str(v) for k, v in (spec.get("env") or {}).items()},
                    profile=profile, install=install or f"install {spec['binary']}", ready=dict(spec.get("ready") or {}),
-                   packages={k: [v] if isinstance(v, str) else list(v) for k, v in packages.items()}, maximized=bool(spec.get("maximized")), window=str(spec.get("window") or ""),
+                   packages={k: [v] if isinstance(v, str) else list(v) for k, v in packages.items()},
+                   maximized=bool(spec.get("maximized")), window=str(spec.get("window") or ""),
                    warm=tuple(str(w) for w in spec.get("warm") or ()), launcher=launcher)
 
 
@@ -76,7 +77,8 @@ def _in_project(path: str) -> str:
     return str(project_path(path)) if "/" in path and not path.startswith("/") else path
 
 
-PROGRAM_KEYS = {"binary", "names", "args", "drop", "ports", "env", "profile", "packages", "ready", "maximized", "window", "warm", "launcher"}
+PROGRAM_KEYS = {"binary", "names", "args", "drop", "ports", "env", "profile", "packages", "ready", "maximized", "window", "warm",
+                "launcher"}
 
 
 def missing_packages(names: list[str] | None = None) -> dict[str, list[str]]:

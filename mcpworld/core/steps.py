@@ -57,10 +57,11 @@ def unreplayable(kind: str, params: dict[str, Any]) -> str | None:
 
 
 # the parameters each step kind needs; its keys are every kind a desktop runs
-REQUIRED: dict[str, tuple[str, ...]] = {"launch": ("command",), "execute": ("command",), "command": ("command",), "open": ("path",),
-            "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest"),
-            "download": ("url", "dest"), "chrome_open_tabs": ("urls_to_open",), "chrome_close_tabs": ("urls_to_close",),
-            "update_browse_history": ("history",), "sleep": ()}
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "launch": ("command",), "execute": ("command",), "command": ("command",), "open": ("path",),
+    "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest"),
+    "download": ("url", "dest"), "chrome_open_tabs": ("urls_to_open",), "chrome_close_tabs": ("urls_to_close",),
+    "update_browse_history": ("history",), "sleep": ()}
 
 
 def validate_steps(steps: list[Any], where: str) -> None:

@@ -7,8 +7,9 @@ hook) are loaded and their ``inspector_on_start`` run at once.
 
 Protocol, one JSON object per line. In: ``{"op": "message", "message": {...}}``,
 ``{"op": "complete"}`` (the hooks' ``inspector_on_completion`` when there are any, else the
-completion message to the handler; ``"message"`` gives the one to send) or ``{"op": "ping"}`` (nothing: is it alive?). Out: ``{"updates": [...]}`` or ``{"error": "..."}``; a handler
-that cannot be loaded prints ``{"fatal": "..."}`` and exits; one that loaded (its Python hooks'
+completion message to the handler; ``"message"`` gives the one to send) or ``{"op": "ping"}``
+(nothing: is it alive?). Out: ``{"updates": [...]}`` or ``{"error": "..."}``; a handler that
+cannot be loaded prints ``{"fatal": "..."}`` and exits; one that loaded (its Python hooks'
 ``inspector_on_start`` done) prints ``{"ready": true}`` first.
 """
 

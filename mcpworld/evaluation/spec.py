@@ -262,7 +262,8 @@ def evaluate_spec(
     plan = validate_spec(spec, where)
     if plan.infeasible:
         declared = _declared_fail(final_action)
-        reason = "agent declared the task infeasible" if declared else f"task is infeasible but the agent ended with {final_action!r}, not FAIL"
+        reason = ("agent declared the task infeasible" if declared
+                  else f"task is infeasible but the agent ended with {final_action!r}, not FAIL")
         return float(declared), [MetricOutcome(INFEASIBLE, float(declared), reason, actual=str(final_action), expected="FAIL")]
     if _declared_fail(final_action):
         return _all_zero(plan, "agent declared FAIL (infeasible) but the task is feasible")

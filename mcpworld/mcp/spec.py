@@ -2,8 +2,8 @@
 
 A task (or its app config) lists servers as ``{name, command, args, env, cwd, transport, url}`` or
 just by name (``filesystem``), which takes the catalog's entry (``mcpworld/conf/mcp/default.yaml``); keys
-given next to a catalog name override it (``env`` is merged into the catalog's). Placeholders ``{workspace}``, ``{home}``, ``{servers}``
-and ``{episode}`` are filled per episode.
+given next to a catalog name override it (``env`` is merged into the catalog's). Placeholders
+``{workspace}``, ``{home}``, ``{servers}`` and ``{episode}`` are filled per episode.
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
         reaped += reap_containers(docker_image.engine())
     if reaped:
         print(f"mcpworld: removed {len(reaped)} desktop(s) left behind by killed runs", file=sys.stderr)
-    tracker = make_tracker(cfg)
+    tracker = make_tracker(cfg.tracking)
     (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
     tracker.start_job(job_name(), {**flatten(resolved), **model.params},
                       {"mcpworld.job_dir": str(out.absolute()), **run_tags(resolved, job_name())},

@@ -91,7 +91,8 @@ class OpenAICompatProvider(HttpProvider):
             if acc.add_chunk(chunk) and ttft is None:
                 ttft = time.perf_counter() - start
         if not done and acc.finish is None:  # the body ended mid-reply: a partial answer is not an answer
-            raise Retryable(InfraError(self.scrub(f"{self.label} stream from {self.base_url} ended before the reply was complete")))
+            raise Retryable(InfraError(self.scrub(
+                f"{self.label} stream from {self.base_url} ended before the reply was complete")))
         return acc.reply(ttft)
 
     def _read_json(self, resp: httpx.Response) -> Reply:

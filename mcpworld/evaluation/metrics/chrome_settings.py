@@ -150,7 +150,8 @@ def _canonical_extension(name: str) -> str:
 
 @metric("is_expected_installed_extensions")
 def is_expected_installed_extensions(result: Any, rules: Any) -> float:
-    """1 when every name in ``rules["expected"]`` is among the installed extensions' names (getter ``find_installed_extension_name``)."""
+    """1 when every name in ``rules["expected"]`` is among the installed extensions' names
+    (getter ``find_installed_extension_name``)."""
     expected = _list_rule(rules, "expected", "is_expected_installed_extensions")
     if not result or not isinstance(result, list):
         return 0.0
@@ -160,7 +161,8 @@ def is_expected_installed_extensions(result: Any, rules: Any) -> float:
 
 @metric("check_enabled_experiments")
 def check_enabled_experiments(result: Any, rules: Any) -> float:
-    """1 when the enabled chrome://flags (getter ``enabled_experiments``, ``@option`` dropped) are exactly ``rules["names"]``, in order."""
+    """1 when the enabled chrome://flags (getter ``enabled_experiments``, ``@option`` dropped) are
+    exactly ``rules["names"]``, in order."""
     kind = rule_value(rules, "type", "check_enabled_experiments")
     if kind != "names":
         raise UserError(f"metric 'check_enabled_experiments': type must be 'names', got {kind!r}")

@@ -331,8 +331,9 @@ def compare_pptx_files(result: Any, expected: Any = None, **options: Any) -> flo
     ``examine_top_position``, ``examine_shape_for_shift_size``) with their hard-coded constants.
     The shape count per slide must match whatever the options; table cells always compare bold,
     italic and underline. mcpworld extension (OSWorld ignores the key): ``normalize_runs: true``
-    collapses adjacent runs with identical formatting before runs are paired. Deliberate difference: a missing result or gold file scores 0 (OSWorld's
-    ``Presentation(None)`` silently opened python-pptx's default template and compared that).
+    collapses adjacent runs with identical formatting before runs are paired. Deliberate difference:
+    a missing result or gold file scores 0 (OSWorld's ``Presentation(None)`` silently opened
+    python-pptx's default template and compared that).
     """
     prs1, prs2 = _open_presentation(result), _open_presentation(expected)
     if prs1 is None or prs2 is None:

@@ -167,7 +167,8 @@ def check_python_file_by_test_suite(result: Any, expected: str | None, *, env: "
     if env is None:
         raise InfraError("metric 'check_python_file_by_test_suite' runs the suite in the desktop and needs the environment")
     if not isinstance(test_function_name, str) or not test_function_name.isidentifier():
-        raise UserError(f"metric 'check_python_file_by_test_suite': test_function_name must be a Python name, got {test_function_name!r}")
+        raise UserError("metric 'check_python_file_by_test_suite': test_function_name must be a Python name, "
+                        f"got {test_function_name!r}")
     if not result or not expected or not Path(expected).is_file():
         return 0.0
     files = _suite_files(result, expected)

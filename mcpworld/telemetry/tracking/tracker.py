@@ -5,10 +5,13 @@ statuses it takes, and the backends by name. Kept free of mlflow and of the trac
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
-from mcpworld.core.errors import UserError
+from mcpworld.core.registry import Registry
 from mcpworld.core.result import EpisodeResult
+
+if TYPE_CHECKING:
+    from mcpworld.config.schema import TrackingConfig
 
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 
@@ -38,35 +41,23 @@ class Tracker:
         return []
 
 
-TrackerFactory = Callable[[Any], Tracker]
-BACKENDS: dict[str, TrackerFactory] = {}  # ``tracking.backend`` → the tracker it makes from the config
+TrackerFactory = Callable[["TrackingConfig"], Tracker]
+BACKENDS: Registry[TrackerFactory] = Registry("tracking.backend")  # the tracker each backend makes
 
 
-def backend(name: str) -> Callable[[TrackerFactory], TrackerFactory]:
-    """Register the decorated function as the factory of ``tracking.backend=<name>``."""
-    def register(factory: TrackerFactory) -> TrackerFactory:
-        BACKENDS[name] = factory
-        return factory
-    return register
-
-
-@backend("none")
-def _none(cfg: Any) -> Tracker:
+@BACKENDS.register("none")
+def _none(tracking: TrackingConfig) -> Tracker:
     return Tracker()
 
 
-@backend("mlflow")
-def _mlflow(cfg: Any) -> Tracker:
+@BACKENDS.register("mlflow")
+def _mlflow(tracking: TrackingConfig) -> Tracker:
     from mcpworld.telemetry.tracking.process import MlflowTracker
 
-    tracking = cfg.tracking
     return MlflowTracker(tracking.uri, tracking.artifact_root, tracking.experiment, tracking.log_screenshots,
-                         tracking.get("traces", True))
+                         tracking.traces)
 
 
-def make_tracker(cfg: Any) -> Tracker:
-    name = cfg.tracking.backend
-    factory = BACKENDS.get(name)
-    if factory is None:
-        raise UserError(f"tracking.backend={name!r} is unknown; known: {', '.join(sorted(BACKENDS))}")
-    return factory(cfg)
+def make_tracker(tracking: TrackingConfig) -> Tracker:
+    """The tracker of ``tracking.backend``, from the run's ``tracking`` section."""
+    return BACKENDS.get(tracking.backend)(tracking)
