@@ -275,6 +275,7 @@ def test_bad_inputs_are_user_errors(store, tmp_path):
         parse_args([])
 
 
+@pytest.mark.slow  # two fresh interpreters, each importing MLflow and reading the store (main() in-process is the fast tier's)
 def test_cli_entry_point(store, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "mcpworld.report", f"experiment={EXP}", "--tracking-uri", store,

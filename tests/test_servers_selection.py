@@ -10,6 +10,7 @@ import pytest
 
 from mcpworld.core.errors import UserError
 from mcpworld.mcp.servers import task_servers, withheld
+from mcpworld.run import job
 from mcpworld.run.job import choose_tasks
 from tests.test_config import make
 
@@ -63,7 +64,7 @@ def test_a_server_that_is_not_installed_skips_with_the_install_command(tmp_path,
     assert [t.id for t in choose_tasks(cfg)] == ["toolathlon/fine"]
 
 
-def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, installed):
+def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, installed, monkeypatch):
     cfg = make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", "app=mousepad", installed)
     assert [t.id for t in choose_tasks(cfg)] == ["mousepad/append_line"]  # its app config gives it filesystem
     # app=all runs it too: the servers come from mcpworld/conf/app/mousepad.yaml whichever selection runs it
@@ -73,6 +74,7 @@ def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, installed):
     with pytest.raises(UserError, match="every selected task was skipped"):
         choose_tasks(cfg)
     assert "has no MCP servers, and modality=mcp offers no other tools" in capsys.readouterr().err
+    monkeypatch.setattr(job, "missing_program", lambda *_: None)  # xterm itself need not be installed here
     assert [t.id for t in choose_tasks(make("modality=hybrid", "provider=openai_compat",
                                             "task=xterm/count_errors"))] == ["xterm/count_errors"]
 

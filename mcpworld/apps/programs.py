@@ -18,7 +18,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def is_port_forwarder(argv: list[str]) -> bool:
     return Path(argv[0]).name == "socat" and any(FORWARDER.match(a) for a in argv[1:])
 
 
-def program_for(programs: list[Program], command: str) -> Program | None:
+def program_for(programs: Sequence[Program], command: str) -> Program | None:
     """The program a launch command starts (by the command's name), if it is one of ours."""
     name = Path(command).name
     for program in programs:

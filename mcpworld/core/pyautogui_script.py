@@ -102,7 +102,7 @@ def _translate(name: str, args: list[Any], kw: dict[str, Any]) -> list[Step]:
         raise Unsupported(f"{name}() with button {button!r}")
     if name in ("mouseDown", "mouseUp"):  # press or release where the pointer is, or after moving to x, y
         point = _point(list(args[:2]), kw)
-        moved = [dict(kind="move", **point)] if point else []
+        moved: list[Step] = [dict(kind="move", **point)] if point else []
         return moved + [{"kind": "down" if name == "mouseDown" else "up", "button": BUTTONS[button]}]
     count = {"doubleClick": 2, "tripleClick": 3}.get(name, int(kw.get("clicks", 1)))
     return [dict(kind="click", button=BUTTONS[button], count=count, **_point(list(args), kw))]

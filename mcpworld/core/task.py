@@ -37,7 +37,7 @@ class Task:
     tags: list[str] = field(default_factory=list)
     context: list[ContextEntry] = field(default_factory=list)
     setup: list[dict[str, Any]] = field(default_factory=list)
-    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    mcp_servers: list[str | dict[str, Any]] = field(default_factory=list)  # catalog names or server mappings
     key_steps: list[dict[str, Any]] = field(default_factory=list)
     evaluator: dict[str, Any] = field(default_factory=dict)
     handler: Path | None = None

@@ -14,6 +14,7 @@ from mcpworld.env.base import Environment
 
 if TYPE_CHECKING:  # the desktop service imports this package inside a container that has no Hydra
     from mcpworld.config.schema import EnvConfig, SettleConfig
+    from mcpworld.env.screen import SettlePolicy
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,14 @@ class DesktopSettings:
                    settle=cfg.agent.settle, task_roots=roots)
 
 
+def settle_policy(settle: SettleConfig) -> SettlePolicy:
+    """The config's settle section (a DictConfig at run time, or the dataclass) as the screen's policy."""
+    from mcpworld.env.screen import SettlePolicy
+
+    return SettlePolicy(interval_s=settle.interval_s, stable_frames=settle.stable_frames, idle_s=settle.idle_s,
+                        max_s=settle.max_s)
+
+
 Backend = Callable[[DesktopSettings, Sequence[Program], Sequence[str]], Environment]
 BACKENDS: Registry[Backend] = Registry("env.backend")
 
@@ -42,10 +51,9 @@ BACKENDS: Registry[Backend] = Registry("env.backend")
 @BACKENDS.register("local")
 def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
     from mcpworld.env.local import LocalEnvironment
-    from mcpworld.env.screen import SettlePolicy
 
     return LocalEnvironment(s.width, s.height, window_manager=s.env.window_manager,
-                            settle_policy=SettlePolicy(**dict(s.settle)),
+                            settle_policy=settle_policy(s.settle),
                             app_timeout_s=s.env.app_timeout_s, programs=programs)
 
 
@@ -53,13 +61,12 @@ def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str])
 def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
     from mcpworld.env import docker_image
     from mcpworld.env.container import DockerEnvironment
-    from mcpworld.env.screen import SettlePolicy
 
     chosen = list(s.env.apps or apps)
     image = docker_image.desktop_image(s.env.base_image, docker_image.app_packages(programs, chosen),
                                        docker_image.built_apps(programs, chosen))
     return DockerEnvironment(s.width, s.height, image=image, client=docker_image.engine(),
-                             window_manager=s.env.window_manager, settle_policy=SettlePolicy(**dict(s.settle)),
+                             window_manager=s.env.window_manager, settle_policy=settle_policy(s.settle),
                              app_timeout_s=s.env.app_timeout_s, programs=programs, vnc_public=s.env.vnc.public,
                              start_timeout_s=s.env.start_timeout_s, pool=s.env.pool,
                              read_only=list(s.task_roots))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from mcpworld.core.actions import Action  # noqa: F401 (the seam's own vocabulary)
 from mcpworld.core.task import HOME_USER
@@ -135,7 +135,7 @@ class Environment(abc.ABC):
         commands written for a VM run unchanged (``~`` already works: HOME is the episode home)."""
         return HOME_USER.sub(lambda _: str(self.home), command)
 
-    def __enter__(self) -> "Environment":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -172,7 +172,7 @@ class DockerEnvironment(Environment):
     def _start_container(self) -> Started:
         listen = "0.0.0.0" if self._vnc_public else "127.0.0.1"
         token, port = secrets.token_urlsafe(32), free_port()
-        vnc = {"port": free_port(), "novnc_port": free_port(), "listen": listen,
+        vnc: dict[str, Any] = {"port": free_port(), "novnc_port": free_port(), "listen": listen,
                "password": secrets.token_hex(4)}  # VNC passwords are at most 8 characters
         spec = {**self._spec, "port": port, "token": token, "vnc": vnc}
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
@@ -200,6 +200,7 @@ class DockerEnvironment(Environment):
             self._spares.append(self._starter.submit(self._start_container))
         if old is not None:
             self._starter.submit(_remove, old)
+        if old_http is not None:
             old_http.close()
         self.container = self.http = self.viewer_url = None
         started = spare.result()
@@ -210,7 +211,7 @@ class DockerEnvironment(Environment):
         if self.http is None:
             raise InfraError("no desktop container is running (reset() first)")
         try:
-            reply = self.http.post(path, json=body or {}, **({"timeout": timeout} if timeout else {}))
+            reply = self.http.post(path, json=body or {}, timeout=timeout if timeout else httpx.USE_CLIENT_DEFAULT)
         except httpx.HTTPError as exc:
             raise InfraError(f"the desktop container {self._name()} does not answer ({type(exc).__name__}: {exc})") from None
         if reply.status_code == 500:
@@ -282,7 +283,8 @@ class DockerEnvironment(Environment):
         self._spares = []
         if self.container is not None:
             _remove(self.container)
-            self.http.close()
+            if self.http is not None:
+                self.http.close()
             self.container = self.http = None
         shutil.rmtree(self.workroot, ignore_errors=True)
 

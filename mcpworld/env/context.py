@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from mcpworld.core.archives import safe_extract
 from mcpworld.core.errors import InfraError, TaskFileError
@@ -37,7 +37,7 @@ def copy_into_home(src: Path, target: Path) -> None:
         shutil.copy2(src, target)
 
 
-def build_golden(entries: list[ContextEntry], golden: Path, under: list[Path] = ()) -> Path:
+def build_golden(entries: list[ContextEntry], golden: Path, under: Sequence[Path] = ()) -> Path:
     """Lay the task's context files out as a home directory, over the folders ``under`` (the apps'
     golden profiles, so a task's own files win)."""
     if golden.exists():

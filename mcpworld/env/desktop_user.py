@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from mcpworld.core.errors import InfraError
 
@@ -29,13 +30,21 @@ NAME_PREFIX = "mcpworld-d"
 _create_lock = threading.Lock()  # useradd refuses to run while another holds /etc/passwd
 
 
+class PopenAccount(TypedDict, total=False):
+    """``subprocess.Popen``'s arguments that pick the child's account (none: the harness's own)."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
 @dataclass(frozen=True)
 class DesktopUser:
     name: str
     uid: int
     gid: int
 
-    def popen_kwargs(self) -> dict[str, object]:
+    def popen_kwargs(self) -> PopenAccount:
         """Arguments that make ``subprocess.Popen`` start the child as this account."""
         return {"user": self.uid, "group": self.gid, "extra_groups": []}
 

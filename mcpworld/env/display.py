@@ -60,28 +60,29 @@ class VirtualDisplay:
         if self.window_manager:
             require_binary(self.window_manager)
         base_env = dict(base_env, **{MARKER: self.desktop_id})
-        self.procs = ProcessSet(marker=(MARKER, self.desktop_id))
-        self.number = self._start_xvfb(base_env)
+        procs = self.procs = ProcessSet(marker=(MARKER, self.desktop_id))
+        self.number = self._start_xvfb(procs, base_env)
         self.name = f":{self.number}"
         self.env = dict(base_env, DISPLAY=self.name, **A11Y_ENV)
         # the bus socket in the desktop's own runtime folder: a killed daemon leaves nothing in /tmp
         where = [f"--address=unix:dir={base_env['XDG_RUNTIME_DIR']}"] if base_env.get("XDG_RUNTIME_DIR") else []
-        bus = self.procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", *where],
-                               env=self.env, stdout=subprocess.PIPE, text=True, user=user)
+        bus = procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", *where],
+                          env=self.env, stdout=subprocess.PIPE, text=True, user=user)
+        assert bus.stdout is not None  # stdout=PIPE
         address = bus.stdout.readline().strip()
         if not address:
             self.stop()
             raise InfraError("dbus-daemon did not print a session address")
         self.env["DBUS_SESSION_BUS_ADDRESS"] = address
         if self.window_manager:
-            self.procs.spawn([self.window_manager], env=self.env, user=user)
+            procs.spawn([self.window_manager], env=self.env, user=user)
             self._wait_window_manager()
 
-    def _start_xvfb(self, env: dict[str, str]) -> int:
+    def _start_xvfb(self, procs: ProcessSet, env: dict[str, str]) -> int:
         """Start Xvfb and return the display number it claimed, once it accepts connections."""
         read_end, write_end = os.pipe()
         try:
-            self._xvfb = self.procs.spawn(
+            self._xvfb = xvfb = procs.spawn(
                 ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{self.width}x{self.height}x24",
                  "-noreset", "-nolisten", "tcp", "-dpi", "96"], env=env, pass_fds=(write_end,),
                 stderr=subprocess.PIPE)
@@ -99,15 +100,16 @@ class VirtualDisplay:
             os.close(read_end)
             if write_end >= 0:
                 os.close(write_end)
+        assert xvfb.stderr is not None  # stderr=PIPE
         if text.strip().isdigit():
-            self._xvfb.stderr.close()  # never read again: Xvfb must not block on a full pipe
+            xvfb.stderr.close()  # never read again: Xvfb must not block on a full pipe
             return int(text.strip())
-        exited = self._xvfb.poll() is not None
+        exited = xvfb.poll() is not None
         if not exited:
-            self._xvfb.kill()
-        err = self._xvfb.stderr.read().decode(errors="replace").strip()[-300:] if exited else ""
-        self.procs.stop()
-        why = f"exited with {self._xvfb.returncode}" if exited else f"did not start within {self.start_timeout_s:.0f}s"
+            xvfb.kill()
+        err = xvfb.stderr.read().decode(errors="replace").strip()[-300:] if exited else ""
+        procs.stop()
+        why = f"exited with {xvfb.returncode}" if exited else f"did not start within {self.start_timeout_s:.0f}s"
         raise InfraError(f"Xvfb {why}" + (f": {err}" if err else ""))
 
     def alive(self) -> bool:

@@ -140,7 +140,7 @@ def build_context(into: Path, built: Sequence[str] = ()) -> Path:
     return into
 
 
-def build_desktop(client: Any, base: str, packages: list[str] = (), built: Sequence[str] = ()) -> Any:
+def build_desktop(client: Any, base: str, packages: Sequence[str] = (), built: Sequence[str] = ()) -> Any:
     """The desktop image on ``base`` with the Debian ``packages`` of its apps and the ``built`` apps
     of this machine's ``.apps``; Docker's layer cache makes a rebuild of an unchanged one quick."""
     import docker

@@ -47,9 +47,10 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
     """The files ``program`` writes on its first start that make later starts fast (its ``warm``
     paths, e.g. GIMP's plug-in registry: ≈ 2.4 s to ready instead of 4–8 s), made once per machine
     and program version by starting it on a scratch desktop, then laid into every home."""
-    if not program.warm or not program.installed():
+    binary = shutil.which(program.binary) if program.warm else None
+    if binary is None:  # nothing to warm, or the program is not installed
         return None
-    real = Path(os.path.realpath(shutil.which(program.binary)))
+    real = Path(os.path.realpath(binary))
     target = root / f"{program.app}-{real.stat().st_size}-{real.stat().st_mtime_ns}"
     if target.is_dir():
         return target
@@ -62,7 +63,8 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
         scratch.reset(task, scratch.workroot / "warm-episode")
         time.sleep(1.0)  # let it finish writing what it writes at start
         scratch.end_episode()
-        made = Path(tempfile.mkdtemp(prefix=f".{program.app}-", dir=root.mkdir(parents=True, exist_ok=True) or root))
+        root.mkdir(parents=True, exist_ok=True)
+        made = Path(tempfile.mkdtemp(prefix=f".{program.app}-", dir=root))
         for rel in program.warm:
             source = scratch.home / rel
             if source.exists():
@@ -202,10 +204,11 @@ class LocalEnvironment(Environment):
             raise InfraError(f"cannot start {name}: {program.missing_reason()}")
         if not shell:
             require_binary(argv[0], search=self._base_env()["PATH"])
+        procs, windows, log_dir = self.display.procs if self.display else None, self._windows(), self.log_dir
+        assert procs is not None and log_dir is not None, "the desktop is not running (reset() first)"
         self._launches += 1
-        log = open(self.log_dir / f"{self._launches:02d}-{Path(argv[0]).name}.log", "wb")
-        proc = self.display.procs.spawn(argv, env=self.env, cwd=str(self.home), stdout=log, stderr=log,
-                                        user=self.user)
+        log = open(log_dir / f"{self._launches:02d}-{Path(argv[0]).name}.log", "wb")
+        proc = procs.spawn(argv, env=self.env, cwd=str(self.home), stdout=log, stderr=log, user=self.user)
         log.close()
         # a suite's launch names no window: the program's own main window, else one named like it
         pattern = window or (program.window if program and program.window else Path(name).name)
@@ -213,17 +216,17 @@ class LocalEnvironment(Environment):
         # a command that is no app of ours and ends without a window was a command (OSWorld's
         # `launch: pkill vlc`), not an app that failed to start: its launch is done
         is_command = window is None and program is None
-        wid = self.windows.wait(pattern, timeout_s or self.app_timeout_s,
-                                give_up=(lambda: proc.poll() is not None) if is_command else None)
+        wid = windows.wait(pattern, timeout_s or self.app_timeout_s,
+                           give_up=(lambda: proc.poll() is not None) if is_command else None)
         if wid is None and is_command and proc.poll() is not None:
             logger.info("launch of %s ended (exit %s) without a window: a command", name, proc.returncode)
             return
         if wid is None:
-            tail = (self.log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
+            tail = (log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
             state = f"exited with {proc.returncode}" if proc.poll() is not None else "is running"
             raise InfraError(f"{argv[0]} {state} but no window matching {pattern!r} appeared within "
                              f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
-        self.windows.activate(wid)
+        windows.activate(wid)
         self._await_ready(Path(name).name, program, wid, deadline)
         self.launched.append(Launched(argv, proc, wid, pattern))
 
@@ -237,10 +240,11 @@ class LocalEnvironment(Environment):
     def _await_ready(self, name: str, program: Program | None, wid: int, deadline: float) -> None:
         """Ready means it takes input: its window answers a ping, and the program's own control
         interface (Chromium's DevTools, VLC's HTTP) answers when it has one."""
-        if not self.windows.responds(wid, max(0.5, deadline - time.monotonic())):
+        windows = self._windows()
+        if not windows.responds(wid, max(0.5, deadline - time.monotonic())):
             raise InfraError(f"{name}'s window appeared but does not answer input")
         if program and program.maximized:
-            self.windows.maximize(wid)
+            windows.maximize(wid)
         url = program.ready.get("http") if program else None
         if url and not wait_http(url.format(**self.values), deadline):
             raise InfraError(f"{name}'s window answers but {url.format(**self.values)} did not")
@@ -274,19 +278,23 @@ class LocalEnvironment(Environment):
     def open_path(self, path: str, app: str | None = None, window: str | None = None,
                   timeout_s: float | None = None) -> None:
         app = app or (self.task.app if self.task else None)
+        if app is None:
+            raise InfraError(f"no app to open {path!r} with: the step names none and no task is set (reset() first)")
         self.launch([app, str(self.resolve(path))], window=window or app, timeout_s=timeout_s)
 
     def activate_window(self, pattern: str, timeout_s: float = 5) -> None:
-        wid = self.windows.wait(pattern, timeout_s)
+        windows = self._windows()
+        wid = windows.wait(pattern, timeout_s)
         if wid is None:
             raise MissingWindow(f"no window matching {pattern!r} to activate")
-        self.windows.activate(wid)
+        windows.activate(wid)
 
     def close_window(self, pattern: str, timeout_s: float = 5) -> None:
-        wid = self.windows.wait(pattern, timeout_s)
+        windows = self._windows()
+        wid = windows.wait(pattern, timeout_s)
         if wid is None:
             raise MissingWindow(f"no window matching {pattern!r} to close")
-        self.windows.close_window(wid)
+        windows.close_window(wid)
 
     def copy_in(self, src: str, dest: str) -> None:
         target = self.resolve(dest)
@@ -297,17 +305,29 @@ class LocalEnvironment(Environment):
     # --- agent-facing ----------------------------------------------------------------------------
     def screenshot(self) -> Image:
         with self._display_checked():
-            return self.screen.grab()
+            return self._screen().grab()
 
     def raw_frame(self) -> tuple[tuple[int, int], bytes]:
         """The screen as grabbed (BGRX bytes), for a caller that builds the image elsewhere."""
         with self._display_checked():
-            return self.screen.raw()
+            return self._screen().raw()
 
     def settle(self, before: Image | None = None) -> Image:
         with self._display_checked():
-            frame, _ = screen.settle(self.screen, before, self.settle_policy)
+            frame, _ = screen.settle(self._screen(), before, self.settle_policy)
         return frame
+
+    def _screen(self) -> screen.Screen:
+        assert self.screen is not None, "the desktop is not running (reset() first)"
+        return self.screen
+
+    def _input(self) -> XInput:
+        assert self.input is not None, "the desktop is not running (reset() first)"
+        return self.input
+
+    def _windows(self) -> Windows:
+        assert self.windows is not None, "the desktop is not running (reset() first)"
+        return self.windows
 
     @contextmanager
     def _display_checked(self) -> Iterator[None]:
@@ -328,7 +348,7 @@ class LocalEnvironment(Environment):
 
     def _act(self, action: Action) -> None:
         kind = action["kind"]
-        inp = self.input
+        inp = self._input()
         if kind == "move":
             inp.move(self._x(action["x"]), self._y(action["y"]))
         elif kind == "click":
@@ -358,7 +378,7 @@ class LocalEnvironment(Environment):
 
     def cursor_position(self) -> tuple[int, int]:
         with self._display_checked():
-            return self.input.pointer()
+            return self._input().pointer()
 
     def shell(self, command: str, timeout: float = 30.0, max_output: int = 20_000) -> ShellResult:
         return self._run(["bash", "-c", command], timeout, max_output)

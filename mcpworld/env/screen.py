@@ -35,7 +35,7 @@ class Screen:
             pass
 
 
-def to_image(size: tuple[int, int], raw: bytes) -> Image.Image:
+def to_image(size: tuple[int, int], raw: bytes | bytearray) -> Image.Image:
     return Image.frombuffer("RGB", size, raw, "raw", "BGRX", 0, 1)
 
 

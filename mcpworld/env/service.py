@@ -91,7 +91,7 @@ class DesktopService:
         self.programs = [program_from_json(p, spec["host_paths"]) for p in spec.get("programs", [])]
         self.env: LocalEnvironment | None = None
         self.lock = threading.Lock()
-        self._last_frame = None
+        self._last_frame: tuple[tuple[int, int], bytes] | None = None
         # frames go to the host through this file on the bind-mounted work folder (tmpfs where
         # /dev/shm is): a memory copy each way instead of 3 MB through HTTP (≈3 ms a screenshot)
         self.frame_path = Path(spec["workroot"]) / ".frame"
@@ -119,8 +119,10 @@ class DesktopService:
         self.env.task = Task(id=task["id"], app=task["app"], instruction="-", dir=source.parent, source=source)
         self.env.extra_env = {k: moved(v, spec["host_paths"]) for k, v in extra_env.items()}  # a probe's client
         self.env.start_desktop(Path(log_dir))
-        self._show(self.env.display)
-        return {"display": self.env.display.name, "ports": self.env.ports, "password": self.env.app_password}
+        display = self.env.display
+        assert display is not None  # start_desktop made it
+        self._show(display)
+        return {"display": display.name, "ports": self.env.ports, "password": self.env.app_password}
 
     def started(self) -> LocalEnvironment:
         if self.env is None:

@@ -46,11 +46,13 @@ class HandlerProcess:
         self.problem: str | None = None  # why the handler could give no verdict
         self._lock = threading.Lock()
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-        self.proc = subprocess.Popen(
+        proc = self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcpworld.evaluation.handler_runner", str(path), json.dumps(task_parameters),
              json.dumps(self.setup, default=str)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             cwd=str(self.setup.get("root") or Path(path).parent))
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all three PIPE
+        self._in, self._out, self._err = proc.stdin, proc.stdout, proc.stderr
         self.verdict = HandlerVerdict()
         with self._lock:  # its hooks look at the app before the agent may touch it
             started = self._read_line()
@@ -94,8 +96,8 @@ class HandlerProcess:
 
     def _exchange(self, request: dict[str, Any]) -> None:
         try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
+            self._in.write(json.dumps(request) + "\n")
+            self._in.flush()
         except (BrokenPipeError, OSError):
             self._broken("the handler process is not running: " + self._stderr())
             return
@@ -115,11 +117,11 @@ class HandlerProcess:
         import selectors
 
         sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        sel.register(self._out, selectors.EVENT_READ)
         if not sel.select(self.timeout_s):
             self._broken(f"the handler did not answer within {self.timeout_s:.0f}s")
             return None
-        line = self.proc.stdout.readline()
+        line = self._out.readline()
         if not line:
             self._broken("the handler process exited: " + self._stderr())
             return None
@@ -150,7 +152,7 @@ class HandlerProcess:
     def _stderr(self) -> str:
         try:
             self.proc.kill()
-            return (self.proc.stderr.read() or "")[-500:].strip()
+            return (self._err.read() or "")[-500:].strip()
         except Exception:
             return ""
 
@@ -158,7 +160,7 @@ class HandlerProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(timeout=5)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self._in, self._out, self._err):
             try:
                 stream.close()
             except Exception:

@@ -38,6 +38,8 @@ def _normalise(updates: Any) -> list[dict[str, Any]]:
 
 def _load(path: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -68,8 +68,11 @@ def judge(task: "Task", env: "Environment", final_action: str | None,
     else:
         from mcpworld.evaluation.handler import run_handler
 
-        verdict = handler.complete() if handler else \
-            run_handler(task.handler, task.params, env.home, setup=handler_setup(task, env))
+        if handler:
+            verdict = handler.complete()
+        else:
+            assert task.handler is not None  # a task without an evaluator or a grader has one (the loaders check)
+            verdict = run_handler(task.handler, task.params, env.home, setup=handler_setup(task, env))
         score, metrics, handler_steps = verdict.score, [verdict.outcome()], verdict.key_steps
     key_steps = (evaluate_key_steps(task.key_steps, events or [], env, final_action, handler_steps)
                  if task.key_steps else {})

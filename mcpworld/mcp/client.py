@@ -29,7 +29,7 @@ from mcpworld.telemetry.trace import preview
 # each one as an error with a traceback. The server's own stderr is kept in the episode's logs.
 logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)
 
-EventSink = Callable[..., None]
+EventSink = Callable[..., object]  # what it returns is not used
 
 
 def _tail(path: Path, limit: int = 600) -> str:
@@ -117,6 +117,7 @@ class ServerPool:
         if spec.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
+            assert spec.command is not None  # parse_servers requires it for stdio
             errlog = self._stack.enter_context(open(log, "w"))
             params = StdioServerParameters(command=spec.command, args=spec.args, env=self._child_env(spec),
                                            cwd=spec.cwd)
@@ -124,6 +125,7 @@ class ServerPool:
             return read, write
         from mcp.client.streamable_http import streamable_http_client
 
+        assert spec.url is not None  # parse_servers requires it for http
         if spec.command:  # a server we start ourselves, listening on its url
             await self._spawn_http(spec, log, deadline)
         read, write = await self._stack.enter_async_context(streamable_http_client(spec.url))
@@ -132,6 +134,7 @@ class ServerPool:
     async def _spawn_http(self, spec: ServerSpec, log: Path, deadline: float) -> None:
         from mcp.client.stdio import get_default_environment
 
+        assert spec.command is not None and spec.url is not None  # (see _connect)
         out = self._stack.enter_context(open(log, "w"))
         proc = subprocess.Popen([spec.command, *spec.args], cwd=spec.cwd, stdout=out, stderr=out,
                                 stdin=subprocess.DEVNULL, env={**get_default_environment(), **self._child_env(spec)},

@@ -154,13 +154,13 @@ class Proxy:
 
         tool, arguments = params.name, dict(params.arguments or {})
         if self.cassette is not None:
-            entry = self.cassette.answer(tool, self._portable(arguments))
-            if entry is None:
+            answer = self.cassette.answer(tool, self._portable(arguments))
+            if answer is None:
                 return _text_result(f"replay: the cassette {self.cassette.path.name} has no answer for {tool} "
                                     f"with these arguments")
-            if entry.get("error") or entry.get("result") is None:
-                return _text_result(self._local(entry.get("error") or "no result was recorded"))
-            return types.CallToolResult.model_validate(self._local(entry["result"]))
+            if answer.get("error") or answer.get("result") is None:
+                return _text_result(self._local(answer.get("error") or "no result was recorded"))
+            return types.CallToolResult.model_validate(self._local(answer["result"]))
         fault = None
         if self.mode == "fault" and self.kinds and self.random.random() < self.rate:
             fault = self.random.choice(self.kinds)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, cast
 
 from omegaconf import OmegaConf
 
@@ -36,7 +36,7 @@ def app_servers(cfg: Any, app: str) -> list[Any]:
 def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:
     """The task's servers (or its app config's), catalog names expanded; placeholders still open."""
     entries = task.mcp_servers or app_servers(cfg, task.app)
-    catalog = OmegaConf.to_container(cfg.mcp.catalog, resolve=True) or {}
+    catalog = cast(dict[str, Any], OmegaConf.to_container(cfg.mcp.catalog, resolve=True) or {})  # name -> entry
     where = str(task.source) if task.mcp_servers else f"mcpworld/conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 

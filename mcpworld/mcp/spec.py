@@ -34,10 +34,13 @@ class ServerSpec:
 
     def filled(self, values: dict[str, str]) -> "ServerSpec":
         """The spec with ``{workspace}``-style placeholders replaced by this episode's paths."""
-        def fill(text: str | None) -> str | None:
-            return None if text is None else PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
-        return replace(self, command=fill(self.command), args=[fill(a) for a in self.args],
-                       env={k: fill(v) for k, v in self.env.items()}, cwd=fill(self.cwd), url=fill(self.url))
+        def fill(text: str) -> str:
+            return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+        def fill_some(text: str | None) -> str | None:
+            return None if text is None else fill(text)
+        return replace(self, command=fill_some(self.command), args=[fill(a) for a in self.args],
+                       env={k: fill(v) for k, v in self.env.items()}, cwd=fill_some(self.cwd), url=fill_some(self.url))
 
     def unavailable(self) -> str | None:
         """Why this server cannot start on this machine (its program is missing), or None."""

@@ -61,17 +61,17 @@ class EventRelay:
             if self._handler is None:
                 self._pending.append(message)
             else:
-                self._deliver(message)
+                self._deliver(self._handler, message)
 
     def attach(self, handler: Handler) -> None:
         with self._lock:
             self._handler = handler
             for message in self._pending:
-                self._deliver(message)
+                self._deliver(handler, message)
             self._pending.clear()
 
-    def _deliver(self, message: dict[str, Any]) -> None:
-        for index in self._handler.send(message):
+    def _deliver(self, handler: Handler, message: dict[str, Any]) -> None:
+        for index in handler.send(message):
             self._emit("key_step", index=index, via="handler")
 
 

@@ -9,7 +9,7 @@ import time
 import traceback
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.prompts import system_prompt
@@ -33,6 +33,7 @@ from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.telemetry.trace import Trace
 
 if TYPE_CHECKING:
+    from mcpworld.agent.tools.computer import ComputerTool
     from mcpworld.evaluation.handler import HandlerProcess
     from mcpworld.probes.live import LiveHooks
     from mcpworld.telemetry.gpu import EpisodeGpu, GpuMonitor
@@ -209,13 +210,14 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
     solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace)
     provider = make_provider(ProviderSettings.of(cfg), solution)
     screens = ScreenSaver(episode_dir / "screens")
-    first = tools["computer"].coords.fit(env.settle(None)) if "computer" in tools else None
+    computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds
+    first = computer.coords.fit(env.settle(None)) if computer is not None else None
     max_steps, timeout_s = episode_limits(cfg, task)
     limits = Limits(max_steps=max_steps, max_llm_calls=cfg.agent.max_llm_calls,
                     timeout_s=timeout_s, keep_screenshots=cfg.agent.keep_screenshots,
                     image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
-    shown = tools["computer"].coords.image if "computer" in tools else (env.width, env.height)
+    shown_w, shown_h = computer.coords.image if computer is not None else (env.width, env.height)
     relaunch = bool(app_setting(cfg, task.app, "relaunch_on_exit", False))
     loop: AgentLoop | None = None
 
@@ -238,7 +240,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
             loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
                              withheld=withheld(cfg, task), after_step=after_step)
-            prompt = system_prompt(cfg.agent.system_prompt, list(tools), *shown, cfg.model.coordinates)
+            prompt = system_prompt(cfg.agent.system_prompt, list(tools), shown_w, shown_h, cfg.model.coordinates)
             if task.system_prompt:
                 prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)
             await loop.run(prompt, task.instruction, first)

@@ -101,7 +101,10 @@ class StopSignal:
     @contextmanager
     def watching(self) -> Iterator[None]:
         """Within a coroutine: cancel the current task when the run stops."""
-        entry = (asyncio.get_running_loop(), asyncio.current_task())
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("watching() is for a coroutine that runs as an asyncio task")
+        entry = (asyncio.get_running_loop(), task)
         with self._lock:
             self._tasks.add(entry)
         try:

@@ -96,7 +96,7 @@ def choose_tasks(cfg: RootConfig) -> list[Task]:
     tasks = find_tasks(TaskSettings.of(cfg))  # the selection `python -m mcpworld.cli.prefetch` makes too
     if cfg.tasks.solutions:
         attach_solutions(tasks, Path(cfg.tasks.solutions).expanduser())
-    templates = OmegaConf.to_container(cfg.evaluator.templates, resolve=True)
+    templates = cast(dict[str, Any], OmegaConf.to_container(cfg.evaluator.templates, resolve=True))  # name -> template
     for task in tasks:
         try:
             expand_task(task, templates)
@@ -242,11 +242,11 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     todo = [(t, a) for t, a in runs if (t.id, a) not in resumed.done]
     if resumed.done or resumed.set_aside:
         print(f"mcpworld: {out}: {resumed.describe(len(todo))}")
-    reaped = leftovers.reap()
+    reaped = len(leftovers.reap())  # folders of local desktops, then containers
     if cfg.env.backend == "docker":
-        reaped += reap_containers(docker_image.engine())
+        reaped += len(reap_containers(docker_image.engine()))
     if reaped:
-        print(f"mcpworld: removed {len(reaped)} desktop(s) left behind by killed runs", file=sys.stderr)
+        print(f"mcpworld: removed {reaped} desktop(s) left behind by killed runs", file=sys.stderr)
     tracker = make_tracker(cfg.tracking)
     (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
     tracker.start_job(job_name(), {**flatten(resolved), **model.params},

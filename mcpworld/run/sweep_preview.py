@@ -9,9 +9,11 @@ does it (the cartesian product of the command line's sweeps and the experiment's
 from __future__ import annotations
 
 import itertools
+from typing import Any, cast
 
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from omegaconf import OmegaConf
 
 from mcpworld.core.paths import CONF_DIR
@@ -40,13 +42,20 @@ def _split(argv: list[str]) -> tuple[list[str], str, bool]:
     return overrides, part, resolve
 
 
+def _line(override: Override) -> str:
+    """The override as written (the parser keeps every one's text)."""
+    assert override.input_line is not None
+    return override.input_line
+
+
 def expand(overrides: list[str]) -> list[list[str]]:
     """Every job's override list: the cartesian product of the sweeps (command line, then experiment)."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         fixed = [o for o in OverridesParser.create().parse_overrides(overrides) if not o.is_sweep_override()]
-        base = compose("config", overrides=[o.input_line for o in fixed], return_hydra_config=True)
+        base = compose("config", overrides=[_line(o) for o in fixed], return_hydra_config=True)
     node = base.hydra.sweeper.get("params")
-    params = OmegaConf.to_container(node, resolve=False) if node else {}
+    # the sweeper's params: override keys -> sweep strings
+    params = cast(dict[str, Any], OmegaConf.to_container(node, resolve=False) if node else {})
     given = {o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)}
     lines = overrides + [f"{k}={v}" for k, v in params.items() if k not in given]
     axes = []
@@ -55,7 +64,7 @@ def expand(overrides: list[str]) -> list[list[str]]:
             values = list(override.sweep_string_iterator())
             axes.append([f"{override.get_key_element()}={v}" for v in values])
         else:
-            axes.append([override.input_line])
+            axes.append([_line(override)])
     return [list(job) for job in itertools.product(*axes)]
 
 

@@ -129,8 +129,9 @@ def server_name(entry: dict[str, Any]) -> str:
     return Path(command).name
 
 
-def _servers(data: dict[str, Any], root: Path) -> list[dict[str, Any]]:
-    servers, taken = [], set()
+def _servers(data: dict[str, Any], root: Path) -> list[str | dict[str, Any]]:
+    servers: list[str | dict[str, Any]] = []
+    taken = set()
     for entry in data.get("mcp_servers") or []:
         if not isinstance(entry, dict):
             servers.append(entry)
@@ -180,9 +181,11 @@ def _preconditions(data: dict[str, Any], app_dir: str, launched: bool) -> list[s
     return unchecked
 
 
-def _scripts(setup_cfg: dict[str, Any], task_dir: Path, where: str) -> tuple[Path | None, list[Path], list[Path]]:
+def _scripts(setup_cfg: dict[str, Any], task_dir: Path, where: str) -> tuple[Path, list[Path], list[Path]]:
     """(handler, python hooks with their dependencies, other hooks) named by evaluation_setup.scripts."""
-    handler, py_hooks, other_hooks = None, [], []
+    handler: Path | None = None
+    py_hooks: list[Path] = []
+    other_hooks: list[Path] = []
     for script in setup_cfg.get("scripts") or []:
         if not isinstance(script, dict) or not script.get("path"):
             raise TaskFileError(f"{where}: evaluation_setup.scripts entries need 'role' and 'path'")

@@ -74,9 +74,9 @@ def grader_python(settings: ToolathlonSettings) -> str:
     prepared = PREPARED / "bin" / "python"
     if prepared.is_file() and others_can_run(prepared):
         return str(prepared)
-    found = shutil.which("python3.12")
-    if found and _runs(found) and others_can_run(Path(found)):
-        return found
+    python312 = shutil.which("python3.12")
+    if python312 and _runs(python312) and others_can_run(Path(python312)):
+        return python312
     if "python" not in _warned:
         _warned.add("python")
         log.warning("Toolathlon graders run on %s (Python %d.%d): no Python 3.12 found (upstream's version; "

@@ -36,9 +36,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self, TextIO
 
 from mcpworld.core.errors import UserError
+
+if TYPE_CHECKING:
+    import _csv
 
 SOURCES = ("local", "none")
 DEFAULT_RATE_HZ = 4.0
@@ -185,7 +188,7 @@ class GpuMonitor:
 class _GpuSeries:
     """One GPU's samples with the cumulative energy (J) at each sample."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.times: list[float] = []
         self.cum_j: list[float] = []
         self.last: Sample | None = None
@@ -248,8 +251,8 @@ class EpisodeGpu:
         self._lock = threading.RLock()  # the thread, on-demand samples in energy_between() and stop()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._file = None
-        self._writer = None
+        self._file: TextIO | None = None
+        self._writer: _csv.Writer | None = None
         self._stopped = False
         self._csv_closed = False
 
@@ -339,7 +342,7 @@ class EpisodeGpu:
     def _write(self, samples: list[Sample]) -> None:
         if self._csv_closed:
             return
-        if self._file is None:
+        if self._file is None or self._writer is None:  # (both are made together)
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.csv_path, "w", newline="")  # noqa: SIM115 - open for the episode
             self._writer = csv.writer(self._file)

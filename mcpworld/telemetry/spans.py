@@ -14,8 +14,8 @@ def _ns(seconds: float) -> int:
     return int(seconds * NS)
 
 
-def log_trace(client: Any, experiment_id: str, run_id: str, events: list[dict[str, Any]],
-              llm_energy_j: list[float] | None = None) -> str | None:
+def log_trace(client: Any, experiment_id: str | None, run_id: str, events: list[dict[str, Any]],
+              llm_energy_j: list[float | None] | None = None) -> str | None:
     """Write the trace; its id, or None when the events hold no episode."""
     start = next((e for e in events if e.get("type") == "episode_start"), None)
     if start is None:

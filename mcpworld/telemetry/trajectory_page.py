@@ -23,8 +23,8 @@ def _img(path: Path) -> str:
 
 def make_page(events: list[dict[str, Any]], episode_dir: Path, out: Path) -> Path:
     """``trajectory.html`` for the episode in ``episode_dir`` (its trace events already read)."""
-    start = next((e for e in events if e.get("type") == "episode_start"), {})
-    end = next((e for e in reversed(events) if e.get("type") == "episode_end"), {})
+    start: dict[str, Any] = next((e for e in events if e.get("type") == "episode_start"), {})
+    end: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "episode_end"), {})
     parts = [f"<!doctype html><meta charset=utf-8><title>{html.escape(str(start.get('task')))}</title>",
              f"<style>{STYLE}</style><h1>{html.escape(str(start.get('task')))}</h1>",
              f"<p>{html.escape(str(start.get('instruction') or ''))}</p>",

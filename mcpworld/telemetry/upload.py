@@ -45,7 +45,8 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
     summary_file = job_dir / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {"status": "FAILED"}
     name = str(summary.pop("job", job_dir.name))
-    status = summary.get("status") if summary.get("status") in RUN_STATUSES else "FINISHED"
+    given = summary.get("status")
+    status = given if isinstance(given, str) and given in RUN_STATUSES else "FINISHED"
     try:
         job_status = tracker.attach(job_dir, pending.get("job_run_id"))
     except Exception as exc:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+
+import pytest
 
 from mcpworld.core.task import ContextEntry
 from mcpworld.env.context import build_golden, restore
 
 
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed (make apt)")  # restore copies with it
 def test_a_read_only_task_folder_gives_a_writable_home(tmp_path):
     """A suite on a read-only mount (or a read-only copy, as ../shared's) must not leave the agent
     unable to save: VS Code refused to write a workspace's .vscode/settings.json copied that way."""

@@ -171,7 +171,8 @@ def test_rule_relative_time_single_from_fills_time_and_uses_env_clock(env):
 
 def test_rule_relative_time_config_errors(env):
     with pytest.raises(UserError, match="timezone"):
-        rule_relative_time(env, {"rules": {"relativeTime": {"from": "today"}, "expected": {"time": "x"}, "timezone": "Mars/Base"}})
+        rule_relative_time(env, {"rules": {"relativeTime": {"from": "today"}, "expected": {"time": "x"},
+                                           "timezone": "Mars/Base"}})
     with pytest.raises(UserError, match="relativeTime"):
         rule_relative_time(env, {"rules": {"expected": {"time": "x"}}})
     with pytest.raises(UserError, match="relativeTime.to"):
@@ -209,7 +210,8 @@ def test_gimp_config_file_versions(env):
     env.write("~/.config/GIMP/3.0/gimprc", '(theme "Dark")\n')
     assert Path(gimp_config_file(env, {"type": "gimp_config_file"})).read_text() == '(theme "Dark")\n'
     env.write("~/.config/GIMP/2.10/gimprc", '(theme "Light")\n')
-    assert Path(gimp_config_file(env, {"type": "gimp_config_file", "file_name": "gimprc", "dest": "g"})).read_text() == '(theme "Light")\n'
+    light = gimp_config_file(env, {"type": "gimp_config_file", "file_name": "gimprc", "dest": "g"})
+    assert Path(light).read_text() == '(theme "Light")\n'
     env.write("~/.config/GIMP/2.10/sessionrc", "(session)\n")
     assert Path(gimp_config_file(env, {"type": "gimp_config_file", "file_name": "sessionrc"})).name == "sessionrc"
     with pytest.raises(UserError, match="outside the cache"):

@@ -69,7 +69,8 @@ def test_check_config_status(local):
                                {"key": ["default-view", "show-menubar"], "value": "no"}) == 1.0
     assert check_config_status(path, {"key": "show-tips", "value": "yes"}) == 0.0
     # a value with spaces never matches; a line of spaces before the match ends the scan (OSWorld raised)
-    assert check_config_status(local("sp", '(layer-new-name "My Square")\n'), {"key": "layer-new-name", "value": '"My Square"'}) == 0.0
+    spaced = local("sp", '(layer-new-name "My Square")\n')
+    assert check_config_status(spaced, {"key": "layer-new-name", "value": '"My Square"'}) == 0.0
     assert check_config_status(local("blank", "   \n(undo-levels 100)\n"), {"key": "undo-levels", "value": "100"}) == 0.0
 
 
@@ -189,18 +190,25 @@ def test_check_qt_slider_colours(vlcrc, default_vlcrc, local):
     assert check_qt_slider_colours(local("odd", "qt-slider-colours=1;2\n"), {"type": "blackish"}) == 1.0
     assert check_qt_slider_colours(local("nan", "qt-slider-colours=a;b;c\n"), {"type": "blackish"}) == 0.0
     # a commented-out line counts too, as in OSWorld
-    assert check_qt_slider_colours(local("c", "qt-slider-colours=0;0;0\n#qt-slider-colours=200;0;0\n"), {"type": "blackish"}) == 0.0
+    commented = local("c", "qt-slider-colours=0;0;0\n#qt-slider-colours=200;0;0\n")
+    assert check_qt_slider_colours(commented, {"type": "blackish"}) == 0.0
 
 
 # --- LibreOffice ------------------------------------------------------------------------------------
 
 XCU = """<?xml version="1.0" encoding="UTF-8"?>
-<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-<item oor:path="/org.openoffice.Office.Writer/DefaultFont"><prop oor:name="Standard" oor:op="fuse"><value>Times New Roman</value></prop></item>
-<item oor:path="/org.openoffice.Office.Writer/DefaultFont"><prop oor:name="Heading" oor:op="fuse"><value>Arial</value></prop></item>
-<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse"><value>de-DE</value></prop></item>
-<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="List" oor:op="fuse"><value><it>a</it><it>b</it></value></prop></item>
-<item oor:path="/org.openoffice.Office.Common/Font/Substitution"><node oor:name="Replacement" oor:op="replace"><prop oor:name="Never"><value xsi:nil="true"/></prop></node></item>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
+           xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Writer/DefaultFont"><prop oor:name="Standard"
+      oor:op="fuse"><value>Times New Roman</value></prop></item>
+<item oor:path="/org.openoffice.Office.Writer/DefaultFont"><prop oor:name="Heading"
+      oor:op="fuse"><value>Arial</value></prop></item>
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale"
+      oor:op="fuse"><value>de-DE</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="List"
+      oor:op="fuse"><value><it>a</it><it>b</it></value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Font/Substitution"><node oor:name="Replacement"
+      oor:op="replace"><prop oor:name="Never"><value xsi:nil="true"/></prop></node></item>
 </oor:items>
 """
 
@@ -525,7 +533,8 @@ def test_thunderbird_metrics_are_registered():
 def test_check_thunderbird_prefs(local):
     prefs = local("prefs.js", PREFS_JS)
     # the OSWorld tasks' rules
-    assert check_thunderbird_prefs(prefs, {"expect": {"mail.identity.id1.htmlSigText": {"method": "re.S", "ref": "Anonym\\nXYZ Lab"}}}) == 1.0
+    signature = {"mail.identity.id1.htmlSigText": {"method": "re.S", "ref": "Anonym\\nXYZ Lab"}}
+    assert check_thunderbird_prefs(prefs, {"expect": signature}) == 1.0
     assert check_thunderbird_prefs(prefs, {"expect": {"mail.identity.id1.auto_quote": {"method": "eq", "ref": False}}}) == 1.0
     assert check_thunderbird_prefs(prefs, {"expect": {"extensions.activeThemeID": {"method": "re", "ref": "dark"}}}) == 1.0
     assert check_thunderbird_prefs(prefs, {"expect": {"mail.server.server1.name": {"method": "eq", "ref": 'anonym "x"'}}}) == 1.0
@@ -534,7 +543,8 @@ def test_check_thunderbird_prefs(local):
             "unexpect": {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": False}}}
     assert check_thunderbird_prefs(prefs, both) == 1.0
     # the unexpected value present, a wrong value, a pref left at its default (absent)
-    assert check_thunderbird_prefs(prefs, {**both, "unexpect": {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": True}}}) == 0.0
+    unexpected = {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": True}}
+    assert check_thunderbird_prefs(prefs, {**both, "unexpect": unexpected}) == 0.0
     assert check_thunderbird_prefs(prefs, {"expect": {"mail.identity.id1.auto_quote": {"method": "eq", "ref": True}}}) == 0.0
     assert check_thunderbird_prefs(prefs, {"expect": {"mail.identity.id1.reply_on_top": {"method": "eq", "ref": 1}}}) == 0.0
     assert check_thunderbird_prefs(None, {"expect": {"a": {"method": "eq", "ref": 1}}}) == 0.0
@@ -590,7 +600,8 @@ def test_check_thunderbird_filter(local):
             "condition": ["AND (subject,contains,discount)"]}
     assert check_thunderbird_filter(path, {"expect": [move]}) == 1.0
     # a filter shows only its last action, as in OSWorld
-    assert check_thunderbird_filter(path, {"expect": [{"action": "Forward", "actionValue": "anonym-x2024@gmail.com", "condition": ["ALL"]}]}) == 0.0
+    forward = {"action": "Forward", "actionValue": "anonym-x2024@gmail.com", "condition": ["ALL"]}
+    assert check_thunderbird_filter(path, {"expect": [forward]}) == 0.0
     assert check_thunderbird_filter(path, {"expect": [{"action": "Mark read", "condition": ["ALL"]}]}) == 1.0
     # the OSWorld rule for the forward task wants it enabled: this filter is disabled
     assert check_thunderbird_filter(path, {"expect": [{"enabled": "yes", "action": "Forward", "condition": ["ALL"]}]}) == 0.0
@@ -695,7 +706,8 @@ def test_thunderbird_prefs_read_as_osworld(local):
     # exactly one space after the comma, as OSWorld's pattern wants
     assert check_thunderbird_prefs(local("q.js", 'user_pref("mail.identity.id1.auto_quote",false);\n'), rule) == 0.0
     # a value that is not JSON anywhere in the file: OSWorld raised, 0
-    assert check_thunderbird_prefs(local("r.js", 'user_pref("mail.identity.id1.auto_quote", false);\nuser_pref("x", abc);\n'), rule) == 0.0
+    not_json = local("r.js", 'user_pref("mail.identity.id1.auto_quote", false);\nuser_pref("x", abc);\n')
+    assert check_thunderbird_prefs(not_json, rule) == 0.0
 
 
 def test_moved_jpgs_and_liked_authors_as_osworld():

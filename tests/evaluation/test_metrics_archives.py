@@ -67,14 +67,16 @@ def test_compare_zip_files(tmp_path):
     assert compare_zip_files(zip_of(tmp_path / "otherpdf.zip", other_pdf, dirs=("essay/",)), gold) == 0.0
     otherdoc = {**files, "essay/essay.docx": b"DOCX2"}
     assert compare_zip_files(zip_of(tmp_path / "otherdoc.zip", otherdoc, dirs=("essay/",)), gold) == 0.0
-    assert compare_zip_files(zip_of(tmp_path / "flat.zip", {"essay.docx": b"DOCX", "essay.pdf": files["essay/essay.pdf"]}), gold) == 0.0
+    flat = {"essay.docx": b"DOCX", "essay.pdf": files["essay/essay.pdf"]}
+    assert compare_zip_files(zip_of(tmp_path / "flat.zip", flat), gold) == 0.0
     assert compare_zip_files(zip_of(tmp_path / "less.zip", {"essay/essay.docx": b"DOCX"}, dirs=("essay/",)), gold) == 0.0
     (tmp_path / "junk.zip").write_text("not an archive")
     assert compare_zip_files(str(tmp_path / "junk.zip"), gold) == 0.0
     assert compare_zip_files(None, gold) == 0.0
     assert compare_zip_files(gold, str(tmp_path / "missing.zip")) == 0.0
     # a tar of the same files is not a zip (OSWorld could not open it)
-    assert compare_zip_files(tar_of(tmp_path / "same.tar", {"essay/essay.docx": "DOCX"}), zip_of(tmp_path / "g2.zip", {"essay/essay.docx": b"DOCX"})) == 0.0
+    tar = tar_of(tmp_path / "same.tar", {"essay/essay.docx": "DOCX"})
+    assert compare_zip_files(tar, zip_of(tmp_path / "g2.zip", {"essay/essay.docx": b"DOCX"})) == 0.0
 
 
 def test_compare_zip_files_pdf_text_threshold(tmp_path):
@@ -85,7 +87,8 @@ def test_compare_zip_files_pdf_text_threshold(tmp_path):
     far = zip_of(tmp_path / "far.zip", {"a.pdf": pdf_bytes(text.replace("across Europe", "in Asia"))})
     assert compare_zip_files(close, gold) == 1.0
     assert compare_zip_files(far, gold) == 0.0
-    assert compare_zip_files(zip_of(tmp_path / "e1.zip", {"a.pdf": pdf_bytes("", "x")}), zip_of(tmp_path / "e2.zip", {"a.pdf": pdf_bytes("", "y")})) == 1.0
+    textless = [zip_of(tmp_path / f"e{i}.zip", {"a.pdf": pdf_bytes("", producer)}) for i, producer in ((1, "x"), (2, "y"))]
+    assert compare_zip_files(*textless) == 1.0
     assert compare_zip_files(zip_of(tmp_path / "bad.zip", {"a.pdf": b"not a pdf"}), gold) == 0.0
 
 
@@ -135,7 +138,8 @@ def test_compare_archive_subfolders_count_as_entries(tmp_path):
     assert compare_archive(empty_dir, gold, file_type="pdf") == 0.0
     # no such folder, or nothing in it
     assert compare_archive(nested, gold_nested, file_path="nope", file_type="pdf") == 0.0
-    assert compare_archive(zip_of(tmp_path / "e.zip", {}, dirs=("x/",)), zip_of(tmp_path / "e2.zip", {}, dirs=("x/",)), file_path="x") == 0.0
+    empty, empty_gold = (zip_of(tmp_path / name, {}, dirs=("x/",)) for name in ("e.zip", "e2.zip"))
+    assert compare_archive(empty, empty_gold, file_path="x") == 0.0
 
 
 def test_compare_archive_text_with_a_subfolder_fails(tmp_path):

@@ -16,7 +16,8 @@ def test_is_expected_tabs_compares_the_url_sets_in_any_order_with_osworlds_norma
     # the metric compares every tab it gets, as OSWorld's (the getter leaves the browser's own pages out)
     assert m(TABS + [{"title": "S", "url": "chrome://settings/"}],
              {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html"]}) == 0.0
-    assert m(TABS + [{"title": "no url"}], {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
+    assert m(TABS + [{"title": "no url"}],
+             {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
     assert m(None, {"type": "url", "urls": []}) == 0.0
     assert m([], {"type": "url", "urls": []}) == 0.0
     with pytest.raises(UserError):
@@ -32,8 +33,9 @@ def test_is_expected_active_tab_takes_a_tab_or_a_url_and_accepted_alternatives()
 
 
 def test_url_pattern_and_search_query_metrics():
-    assert get_metric("is_expected_url_pattern_match")({"url": "https://s.com/?q=cats"}, {"expected": ["q=cats", "^https"]}) == 1.0
-    assert get_metric("is_expected_url_pattern_match")("https://s.com/?q=dogs", {"expected": ["q=cats"]}) == 0.0
+    pattern_match = get_metric("is_expected_url_pattern_match")
+    assert pattern_match({"url": "https://s.com/?q=cats"}, {"expected": ["q=cats", "^https"]}) == 1.0
+    assert pattern_match("https://s.com/?q=dogs", {"expected": ["q=cats"]}) == 0.0
     assert get_metric("is_expected_url_pattern_match")(None, {"expected": ["x"]}) == 0.0
     assert get_metric("is_expected_search_query")({"url": "https://s.com/?q=cats"}, {"expect": {"pattern": r"q=cat"}}) == 1.0
     assert get_metric("is_expected_search_query")(None, {"expect": {"pattern": "x"}}) == 0.0

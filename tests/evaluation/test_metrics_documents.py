@@ -302,9 +302,11 @@ def _highlight(*spans, shading=False):
 
 def test_compare_docx_files_fuzzy_and_paragraphs(make):
     a, b = make("a.docx", "The cat sat", "on the mat"), make("b.docx", "The cat sat", "on the hat")
-    assert compare_docx_files(a, b, fuzzy_match=True) == pytest.approx(fuzz.ratio("The cat sat on the mat", "The cat sat on the hat") / 100)
+    whole = fuzz.ratio("The cat sat on the mat", "The cat sat on the hat") / 100
+    assert compare_docx_files(a, b, fuzzy_match=True) == pytest.approx(whole)
     # paragraph by paragraph: the mean similarity; a different paragraph count is 0 (OSWorld)
-    assert compare_docx_files(a, b, ignore_blanks=False, fuzzy_match=True) == pytest.approx((1 + fuzz.ratio("on the mat", "on the hat") / 100) / 2)
+    mean = (1 + fuzz.ratio("on the mat", "on the hat") / 100) / 2
+    assert compare_docx_files(a, b, ignore_blanks=False, fuzzy_match=True) == pytest.approx(mean)
     short = make("c.docx", "The cat sat")
     assert compare_docx_files(short, b, ignore_blanks=False, fuzzy_match=True) == 0.0
     # ignore_order sorts the raw paragraphs before case folding ("b" < "a" is false, "B" < "a" true)
@@ -318,7 +320,8 @@ def test_compare_docx_files_odt_as_odfpy_reads_it(tmp_path):
     from tests.evaluation.test_metrics_documents_tasks import write_odt
 
     # headings are not text:p; text:s and nested spans are not seen
-    a = write_odt(tmp_path / "a.odt", "<text:h>Title</text:h><text:p>a<text:s/>b<text:span>c<text:span>d</text:span></text:span></text:p>")
+    a = write_odt(tmp_path / "a.odt",
+                  "<text:h>Title</text:h><text:p>a<text:s/>b<text:span>c<text:span>d</text:span></text:span></text:p>")
     b = write_odt(tmp_path / "b.odt", "<text:p>abc</text:p>")
     assert compare_docx_files(a, b) == 1.0
     assert compare_docx_files(a, b, ignore_blanks=False) == 1.0

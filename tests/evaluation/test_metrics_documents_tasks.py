@@ -116,8 +116,10 @@ def _word_table(words_and_colors):
 
 def test_compare_docx_files_and_ignore_new_lines(make):
     gold = make("gold.docx", "First response about the Iliad.", "", "Second response.")
-    assert compare_docx_files_and_ignore_new_lines(make("a.docx", "First response about the Iliad.", "Second response."), gold, ignore_blanks=False) == 1.0
-    assert compare_docx_files_and_ignore_new_lines(make("b.docx", "First response about the Iliad.", "", "", "Second response."), gold, ignore_blanks=False) == 1.0
+    joined = make("a.docx", "First response about the Iliad.", "Second response.")
+    assert compare_docx_files_and_ignore_new_lines(joined, gold, ignore_blanks=False) == 1.0
+    spaced = make("b.docx", "First response about the Iliad.", "", "", "Second response.")
+    assert compare_docx_files_and_ignore_new_lines(spaced, gold, ignore_blanks=False) == 1.0
     merged = make("c.docx", "First response about the Iliad. Second response.")
     assert compare_docx_files_and_ignore_new_lines(merged, gold, ignore_blanks=False) == 0.0
     assert compare_docx_files_and_ignore_new_lines(merged, gold) == 1.0  # whitespace collapsed
@@ -186,7 +188,8 @@ def test_evaluate_strike_through_last_paragraph_very_last(make):
     assert evaluate_strike_through_last_paragraph(make("b.docx", "Intro", [("Last ", s), ("words", {})]), gold) == 0.0
     assert evaluate_strike_through_last_paragraph(make("c.docx", "Intro", [("Last words", {"double_strike": True})]), gold) == 0.0
     # a trailing empty paragraph has no runs: passes, as in OSWorld
-    assert evaluate_strike_through_last_paragraph(make("d.docx", "Intro", "Last words", ""), make("g2.docx", "Intro", "Last words", "")) == 1.0
+    trailing, trailing_gold = (make(name, "Intro", "Last words", "") for name in ("d.docx", "g2.docx"))
+    assert evaluate_strike_through_last_paragraph(trailing, trailing_gold) == 1.0
     assert evaluate_strike_through_last_paragraph(make("e.docx", "Intro", [("Other", s)]), gold) == 0.0
 
 

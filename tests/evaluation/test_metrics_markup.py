@@ -36,7 +36,8 @@ def test_compare_htmls(tmp_path):
     # the gold's last row missing: OSWorld passed it (it stopped at the shorter page)
     assert compare_htmls(page(tmp_path, "short.html", extra=""), gold) == 0.0
     assert compare_htmls(page(tmp_path, "value.html", extra="<tr><td>Total</td><td>43</td></tr>"), gold) == 0.0
-    attribute = page(tmp_path, "attr.html", text=PAGE.format(sdnum="1033;", extra="<tr><td>Total</td><td>42</td></tr>").replace('border="0"', 'border="1"'))
+    bordered = PAGE.format(sdnum="1033;", extra="<tr><td>Total</td><td>42</td></tr>").replace('border="0"', 'border="1"')
+    attribute = page(tmp_path, "attr.html", text=bordered)
     assert compare_htmls(attribute, gold, ignore_sdnum=True) == 0.0
     assert compare_htmls(page(tmp_path, "empty.html", text=""), gold) == 0.0
     assert compare_htmls(None, gold) == 0.0
@@ -129,6 +130,7 @@ def test_compare_htmls_reads_the_page_as_beautifulsoup_did(tmp_path):
     trailing = page(tmp_path, "trailing.html", text=base.replace("</body>", "<p></p><div class='x'></div></body>"))
     assert compare_htmls(trailing, gold) == 1.0  # no text added: the extra nodes are past the gold's end
     assert compare_htmls(page(tmp_path, "more.html", text=base.replace("</body>", "<p>more</p></body>")), gold) == 0.0
-    assert compare_htmls(page(tmp_path, "script.html", text=base.replace("</head>", "<script>var a;</script></head>")), gold) == 0.0
+    script = page(tmp_path, "script.html", text=base.replace("</head>", "<script>var a;</script></head>"))
+    assert compare_htmls(script, gold) == 0.0
     assert compare_htmls(page(tmp_path, "empty.html", text=""), gold) == 0.0
     assert compare_htmls(gold, page(tmp_path, "empty2.html", text="")) == 0.0

@@ -57,7 +57,8 @@ def build_deck(path: Path, **tweak) -> str:
     inner = group.shapes.add_textbox(Inches(7), Inches(5), Inches(2), Inches(1))
     inner.text_frame.text = tweak.get("grouped", "inside")
     for _ in range(tweak.get("extra_slides", 1)):
-        prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1)).text_frame.text = "end"
+        extra = prs.slides.add_slide(prs.slide_layouts[6])
+        extra.shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1)).text_frame.text = "end"
     prs.save(path)
     return str(path)
 

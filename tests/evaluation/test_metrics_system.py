@@ -157,7 +157,8 @@ def test_osworld_edge_cases_of_favourites_and_time_zone():
     # OSWorld eval'd the output: a tuple counts, GVariant's "@as []" does not parse (0)
     assert check_gnome_favorite_apps("('thunderbird.desktop', 'google-chrome.desktop')", rules) == 1.0
     assert check_gnome_favorite_apps("@as []", {"expected": []}) == 0.0
-    assert check_gnome_favorite_apps("['thunderbird.desktop', 'thunderbird.desktop']", {"expected": ["thunderbird.desktop", "x"]}) == 0.0
+    twice = "['thunderbird.desktop', 'thunderbird.desktop']"
+    assert check_gnome_favorite_apps(twice, {"expected": ["thunderbird.desktop", "x"]}) == 0.0
     # the time-zone line is taken as it is: a trailing space or \r fails, as in OSWorld
     from mcpworld.evaluation.metrics.system import is_utc_0
     assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000)\n") == 1.0

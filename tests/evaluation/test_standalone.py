@@ -182,7 +182,8 @@ def test_service_rejects_bad_requests_with_a_reason(served):
     assert bad_json.status_code == 400 and "not valid JSON" in bad_json.json()["error"]
     no_eval = httpx.post(f"{url}/evaluate", json={"id": "x", "instruction": "y"})
     assert no_eval.status_code == 400 and "evaluator" in no_eval.json()["error"]
-    unknown = httpx.post(f"{url}/evaluate", json=dict(TASK, evaluator={"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}))
+    no_metric = {"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}
+    unknown = httpx.post(f"{url}/evaluate", json=dict(TASK, evaluator=no_metric))
     assert unknown.status_code == 400 and "no_such_metric" in unknown.json()["error"]
     assert httpx.post(f"{url}/other", json=TASK).status_code == 404
 

@@ -56,6 +56,7 @@ def test_the_cli_expands_shipped_templates(tmp_path):
     home = tmp_path / "home"
     (home / "projects" / "alpha" / "src").mkdir(parents=True)
     (home / "projects" / "alpha" / "tests").mkdir()
-    out = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(root / "mcpworld/data/tasks/xterm/make_project_dirs/task.yaml"),
-                          "--home", str(home)], capture_output=True, text=True, check=True).stdout
+    task = root / "mcpworld/data/tasks/xterm/make_project_dirs/task.yaml"
+    out = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(task), "--home", str(home)],
+                         capture_output=True, text=True, check=True).stdout
     assert json.loads(out)["score"] == 1.0

@@ -26,7 +26,6 @@ class Desk:
 
 def test_every_item_runs_once_on_distinct_desktops_in_parallel():
     desks = [Desk() for _ in range(3)]
-    seen: list[tuple[int, int]] = []
     busy: set[int] = set()
     overlap = []
 

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = """app: mousepad
 instruction: {instruction}
 {extra}
-evaluator: {{func: exact_match, result: {{type: vm_command_line, command: "true"}}, expected: {{type: rule, rules: {{expected: ""}}}}}}
+evaluator: {{func: exact_match, result: {{type: vm_command_line, command: "true"}},
+            expected: {{type: rule, rules: {{expected: ""}}}}}}
 """
 
 

@@ -130,6 +130,7 @@ def test_each_llm_call_gets_the_energy_of_its_window() -> None:
     assert r.numbers()["gpu.energy_per_llm_call_j"] == 125.0 and r.numbers()["gpu.energy_j"] == 42.0
 
 
+@pytest.mark.slow  # a forked tracker importing MLflow and creating a sqlite store (its migrations): ~9 s alone
 def test_the_tracker_catches_up_after_a_failed_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real, tries = MlflowLogger._connect, tmp_path / "tries"
 

@@ -30,7 +30,7 @@ def _as_call(obj: Any, i: int, tagged: bool = True) -> ToolCall | None:
         obj = obj["function"]
     name = obj.get("name") or obj.get("tool") or obj.get("tool_name")
     if isinstance(name, str) and name and (tagged or any(k in obj for k in ARGUMENT_KEYS)):
-        args = next((obj[k] for k in ARGUMENT_KEYS if k in obj), {})
+        args: Any = next((obj[k] for k in ARGUMENT_KEYS if k in obj), {})
         if isinstance(args, str):
             args = parse_arguments(args)
         return ToolCall(id=f"text_call_{i}", name=name, arguments=args if isinstance(args, dict) else {"_raw": str(args)})
@@ -58,10 +58,10 @@ def calls_in_text(text: str) -> tuple[str, list[ToolCall]]:
             calls.extend(parsed or [ToolCall(id=f"text_call_{len(calls)}", name="unparsed_tool_call",
                                              arguments={"_raw": blob})])
         return TAGGED.sub("", text).strip(), calls
-    for match in FENCED.finditer(text):
-        parsed = _parse(match.group(1).strip(), 0, tagged=False)
+    for fenced in FENCED.finditer(text):
+        parsed = _parse(fenced.group(1).strip(), 0, tagged=False)
         if parsed:
-            return (text[:match.start()] + text[match.end():]).strip(), parsed
+            return (text[:fenced.start()] + text[fenced.end():]).strip(), parsed
     decoder = json.JSONDecoder()
     pos = 0
     while match := OPENER.search(text, pos):  # a JSON object after some prose

@@ -257,7 +257,9 @@ def merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) 
     (or the latest call, when there is no index), unless that call's arguments are already a whole
     object and the piece names a tool and starts another (whole calls sent with no id or index)."""
     idx, fid = frag.get("index"), frag.get("id") or None
-    fn = frag.get("function") if isinstance(frag.get("function"), dict) else {}
+    fn = frag.get("function")
+    if not isinstance(fn, dict):
+        fn = {}
     name, args = fn.get("name"), fn.get("arguments")
     piece = json.dumps(args) if isinstance(args, dict) else str(args or "")
     same_id = [k for k, c in calls.items() if fid and c["id"] == fid]

@@ -106,7 +106,7 @@ def _target_id(page: Any) -> str | None:
         return None
 
 
-def _activation_order(browser: Any, endpoint: str) -> list[str]:
+def _activation_order(browser: Any, endpoint: str) -> list[str | None]:
     """Target ids of the pages, most recently activated first (Chromium's /json/list order)."""
     import httpx
 

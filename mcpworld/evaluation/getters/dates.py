@@ -93,8 +93,8 @@ def relative_date(phrase: str, today: date) -> date:
     if text in simple:
         return today + timedelta(days=simple[text])
     if text in ("this month", "next month", "last month", "next year", "last year"):
-        months = {"this month": 0, "next month": 1, "last month": -1, "next year": 12, "last year": -12}[text]
-        return _add_months(today, months)
+        shift = {"this month": 0, "next month": 1, "last month": -1, "next year": 12, "last year": -12}[text]
+        return _add_months(today, shift)
     # this|next|last <weekday>
     if len(words) == 2 and words[0] in ("this", "next", "last", "coming") and words[1] in WEEKDAYS:
         target = WEEKDAYS.index(words[1])

@@ -34,11 +34,11 @@ def _parse(xml: Any) -> etree._Element | None:
 def _find(tree: etree._Element, rule: dict[str, Any], where: str) -> list[etree._Element]:
     if "xpath" in rule:
         try:
-            found = tree.xpath(rule["xpath"], namespaces=NAMESPACES)
+            hits = tree.xpath(rule["xpath"], namespaces=NAMESPACES)
         except etree.XPathError as exc:
             raise UserError(f"metric {NAME!r}: {where}.xpath {rule['xpath']!r} is not valid XPath ({exc}); "
                             f"namespace prefixes: {', '.join(NAMESPACES)}") from exc
-        return [e for e in found if isinstance(e, etree._Element)] if isinstance(found, list) else []
+        return [e for e in hits if isinstance(e, etree._Element)] if isinstance(hits, list) else []
     selectors = rule.get("selectors")
     if isinstance(selectors, str):
         selectors = [selectors]

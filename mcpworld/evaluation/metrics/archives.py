@@ -65,13 +65,13 @@ def _members(path: Any) -> tuple[dict[str, bytes], set[str]] | None:
                         files[name] = archive.read(info)
         else:
             with tarfile.open(path) as archive:
-                for info in archive.getmembers():
-                    name = _safe_name(info.name)
-                    if name is None or info.size > MAX_MEMBER_BYTES:
+                for member in archive.getmembers():
+                    name = _safe_name(member.name)
+                    if name is None or member.size > MAX_MEMBER_BYTES:
                         continue
-                    if info.isdir():
+                    if member.isdir():
                         folders.add(name)
-                    elif info.isfile() and (handle := archive.extractfile(info)) is not None:
+                    elif member.isfile() and (handle := archive.extractfile(member)) is not None:
                         files[name] = handle.read()
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, RuntimeError) as exc:
         log.debug("cannot read archive %s: %s", path, exc)
@@ -183,11 +183,12 @@ def compare_archive(result: Any, expected: Any, file_path: str = "", file_type: 
     total = 0.0
     with tempfile.TemporaryDirectory(prefix="mcpworld-archive-") as scratch:
         for i, name in enumerate(sorted(mine)):
-            if mine[name] is None or gold[name] is None:
+            mine_data, gold_data = mine[name], gold[name]
+            if mine_data is None or gold_data is None:
                 continue  # a subfolder: scores 0
             # each pair in its own folders, under its own name: some metrics read the suffix
             mine_path, gold_path = Path(scratch, str(i), "result", name), Path(scratch, str(i), "gold", name)
-            for path, data in ((mine_path, mine[name]), (gold_path, gold[name])):
+            for path, data in ((mine_path, mine_data), (gold_path, gold_data)):
                 path.parent.mkdir(parents=True)
                 path.write_bytes(data)
             total += float(compare(str(mine_path), str(gold_path), **options))

@@ -201,8 +201,8 @@ def check_brightness_decrease_and_structure_sim(result: Any, expected: Any, thre
     a, b = _brightness_normalised(img), _brightness_normalised(original)
     if a.size != b.size:
         a = a.resize(b.size, Image.Resampling.LANCZOS)
-    a, b = (np.asarray(_rgb(x), dtype=np.float32) / 255 for x in (a, b))
-    mse = np.mean((a - b) ** 2)
+    pixels_a, pixels_b = (np.asarray(_rgb(x), dtype=np.float32) / 255 for x in (a, b))
+    mse = np.mean((pixels_a - pixels_b) ** 2)
     return float(darker and bool(mse < threshold))
 
 
@@ -336,9 +336,9 @@ def compare_images(result: Any, expected: Any, reference_base_result: float | No
     pair = _open_pair(result, expected)
     if pair is None:
         return 0.0
-    a, b = (img.convert("L") for img in pair)
-    size = min(a.size, b.size)
-    a, b = (np.asarray(img.resize(size, Image.Resampling.LANCZOS)) for img in (a, b))
+    grey_a, grey_b = (img.convert("L") for img in pair)
+    size = min(grey_a.size, grey_b.size)
+    a, b = (np.asarray(img.resize(size, Image.Resampling.LANCZOS)) for img in (grey_a, grey_b))
     from skimage.metrics import structural_similarity
 
     similarity = float(structural_similarity(a, b, win_size=SSIM_WINDOW, data_range=255))

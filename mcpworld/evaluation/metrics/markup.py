@@ -45,7 +45,9 @@ class _Node:
     __slots__ = ("name", "attrs", "children", "value", "kind")
 
     def __init__(self, name: str | None = None, attrs: dict[str, Any] | None = None, value: str = "", kind: str = ""):
-        self.name, self.attrs, self.children, self.value, self.kind = name, attrs, [], value, kind
+        self.name, self.value, self.kind = name, value, kind
+        self.attrs: dict[str, Any] = attrs or {}  # a string has none
+        self.children: list[_Node] = []
 
     def descendants(self) -> Any:
         for child in self.children:

@@ -158,6 +158,7 @@ def compare_audios(result: str | None, expected: str | None) -> float:
     first_bad, second_bad = first is None or first.size == 0, second is None or second.size == 0
     if first_bad or second_bad:
         return float(first_bad and second_bad)
+    assert first is not None and second is not None  # (neither is bad)
     return audio_similarity(first, second)
 
 

@@ -79,10 +79,10 @@ PDF_CHAR_LIMIT = 1_000_000  # longer texts are compared word by word (the char d
 def _text_similarity(result_path: Any, expected_path: Any) -> float:
     """rapidfuzz's ratio / 100 of the two PDFs' texts (as PyMuPDF lays them out: every page's lines
     one per line, the whole stripped); 0 when either is missing or unreadable."""
-    pages = _page_texts(result_path), _page_texts(expected_path)
-    if pages[0] is None or pages[1] is None:
+    result_pages, expected_pages = _page_texts(result_path), _page_texts(expected_path)
+    if result_pages is None or expected_pages is None:
         return 0.0
-    result, expected = ("\n".join(texts).strip() for texts in pages)
+    result, expected = "\n".join(result_pages).strip(), "\n".join(expected_pages).strip()
     if max(len(result), len(expected)) <= PDF_CHAR_LIMIT:
         return fuzz.ratio(result, expected) / 100  # two empty texts: 1, as in OSWorld
     return Indel.normalized_similarity(result.split(), expected.split())

@@ -105,7 +105,8 @@ def _paired_runs(p1: Any, p2: Any) -> tuple[list[Any], list[Any]]:
 
 def _merge_alike(runs: list[Any]) -> list[Any]:
     """Adjacent runs with identical run properties collapsed to the first (mcpworld's normalize_runs)."""
-    merged, last = [], None
+    merged: list[Any] = []
+    last: bytes | None = None
     for run in runs:
         props = run._r.rPr
         key = etree.tostring(props) if props is not None else b""
@@ -136,12 +137,14 @@ def _colors_differ(run1: Any, run2: Any) -> bool:
     return hasattr(c1, "rgb") and hasattr(c2, "rgb") and c1.rgb != c2.rgb
 
 
-def _slide_bullets(xml: str) -> list[tuple[Any, str, str]]:
-    """(level, bullet char, text) of each paragraph with visible text in a slide's XML."""
+def _slide_bullets(xml: str) -> list[tuple[Any, str | None, str]]:
+    """(level, bullet char, text) of each paragraph with visible text in a slide's XML (a buChar
+    without ``char`` gives None)."""
     bullets = []
     for paragraph in ET.fromstring(xml).iter(f"{{{A_NS}}}p"):
         props = paragraph.find("a:pPr", _NS)
-        level, char = "No Level", "No Bullet"
+        level: str | None = "No Level"
+        char: str | None = "No Bullet"
         if props is not None:
             level = props.get("lvl")
             bu = props.find("a:buChar", _NS)
@@ -152,7 +155,7 @@ def _slide_bullets(xml: str) -> list[tuple[Any, str, str]]:
     return bullets
 
 
-def _bullets_match(b1: list[tuple[Any, str, str]], b2: list[tuple[Any, str, str]]) -> bool:
+def _bullets_match(b1: list[tuple[Any, str | None, str]], b2: list[tuple[Any, str | None, str]]) -> bool:
     """Same texts and bullet chars; levels compared (unset = '0') only where a bullet shows."""
     if len(b1) != len(b2):
         return False

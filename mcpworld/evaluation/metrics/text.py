@@ -174,11 +174,11 @@ def is_included_all_json_objects(result_path: str | None, expected_path: str | N
     """
     if not result_path or not expected_path:
         return 0.0
-    texts = read_text_strict(result_path), read_text_strict(expected_path)
-    if None in texts:
+    result_text, expected_text = read_text_strict(result_path), read_text_strict(expected_path)
+    if result_text is None or expected_text is None:
         return 0.0
     try:
-        result, expected = (json.loads(text) for text in texts)
+        result, expected = json.loads(result_text), json.loads(expected_text)
     except (ValueError, RecursionError):
         return 0.0
     if not isinstance(result, dict) or not isinstance(expected, dict):

@@ -281,18 +281,18 @@ class MlflowLogger(Tracker):
         if self.job_run_id is None:
             raise RuntimeError("the job run was not created")
         try:
-            self._log_summary(metrics, artifacts)
+            self._log_summary(self.job_run_id, metrics, artifacts)
         except Exception:
             with contextlib.suppress(Exception):  # not left RUNNING; the retry sets the job's own status
                 self.client.set_terminated(self.job_run_id, "FAILED")
             raise
         self.client.set_terminated(self.job_run_id, status)
 
-    def _log_summary(self, metrics: dict[str, float], artifacts: list[Path]) -> None:
+    def _log_summary(self, job_run_id: str, metrics: dict[str, float], artifacts: list[Path]) -> None:
         import shutil
         import tempfile
 
-        log_batch(self.client, self.job_run_id, metrics=metrics)
+        log_batch(self.client, job_run_id, metrics=metrics)
         with tempfile.TemporaryDirectory() as tmp:  # overrides may carry a key typed on the command line
             for path in artifacts:
                 copy = Path(tmp) / path.name
@@ -310,6 +310,6 @@ class MlflowLogger(Tracker):
                     except UnicodeDecodeError:
                         continue
                 if copy.is_dir():
-                    self.client.log_artifacts(self.job_run_id, str(copy), artifact_path=path.name)
+                    self.client.log_artifacts(job_run_id, str(copy), artifact_path=path.name)
                 else:
-                    self.client.log_artifact(self.job_run_id, str(copy))
+                    self.client.log_artifact(job_run_id, str(copy))

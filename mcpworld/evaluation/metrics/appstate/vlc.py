@@ -124,7 +124,7 @@ def is_vlc_playing(result: str | None, rules: Any = None, **unknown: Any) -> flo
     if kind == "url":
         expected = _vlc_rule(rules, "url", "is_vlc_playing")
         shown = _first_text(tree, _VLC_URL_FIELDS)
-        return float(bool(shown) and _url_fits(shown, expected))
+        return float(bool(shown and _url_fits(shown, expected)))
     return 0.0
 
 

@@ -60,9 +60,10 @@ def _text_width(document: Document) -> float:
     US Letter with 1-inch margins is used then.
     """
     section = document.sections[0]
-    if None in (section.page_width, section.left_margin, section.right_margin):
+    width, left, right = section.page_width, section.left_margin, section.right_margin
+    if width is None or left is None or right is None:
         return float(DEFAULT_TEXT_WIDTH_EMU)
-    return float(section.page_width - section.left_margin - section.right_margin)
+    return float(width - left - right)
 
 
 def _direct_tab_stops(paragraph: Paragraph) -> list[Any]:

@@ -37,10 +37,9 @@ def _table_cells(document: Document) -> list[list[list[str]]] | None:
 @_zero_on_failure
 def compare_docx_tables(result: Any, expected: Any) -> float:
     """Same number of top-level tables as the gold .docx, same rows and columns, same stripped cell text."""
-    docs = _document(result), _document(expected)
-    if docs[0] is None or docs[1] is None:
+    mine, gold = _document(result), _document(expected)
+    if mine is None or gold is None:
         return 0.0
-    mine, gold = docs
     if len(mine.tables) != len(gold.tables):
         return 0.0
     for t1, t2 in zip(mine.tables, gold.tables):

@@ -201,8 +201,8 @@ def compare_unique_train_records(result: Any, expected: Any) -> float:
     """
     if not result or not isinstance(expected, list) or len(expected) < 2 or not expected[0] or not expected[1]:
         return 0.0
-    documents = [_document(path) for path in (result, expected[0], expected[1])]
-    if any(d is None for d in documents):
+    mine, gold, original = (_document(path) for path in (result, expected[0], expected[1]))
+    if mine is None or gold is None or original is None:
         return 0.0
 
     def lines(d: Document) -> list[str]:
@@ -211,7 +211,6 @@ def compare_unique_train_records(result: Any, expected: Any) -> float:
     def ids(d: Document) -> list[str]:
         return [line.split(",")[1].strip() for line in lines(d) if len(line.split(",")) == 4]
 
-    mine, gold, original = documents
     mine_ids = ids(mine)
     return float(
         set(lines(mine)) <= set(lines(original))

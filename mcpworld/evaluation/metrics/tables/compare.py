@@ -77,7 +77,8 @@ def _validate_rules(rules: Any) -> list[dict[str, Any]]:
         where = f"rules[{i}]"
         if not isinstance(rule, dict):
             raise _bad(f"{where} must be an object with a 'type', got {rule!r}")
-        rule_type = RULE_TYPES.get(rule.get("type"))
+        type_name = rule.get("type")
+        rule_type = RULE_TYPES.get(type_name) if isinstance(type_name, str) else None
         if rule_type is None:
             raise _bad(f"{where}: unknown rule type {rule.get('type')!r}; known: {', '.join(RULE_TYPES)}")
         missing = [key for key in rule_type.keys if key not in rule]
@@ -139,7 +140,7 @@ def compare_table(result_path: str | None, expected_path: str | None = None, rul
         raise _bad(f"unknown options {sorted(unknown)}; it takes 'rules'")
     checked = _validate_rules(rules)
     formulas = _load(result_path, data_only=False)
-    if formulas is None:
+    if formulas is None or result_path is None:  # (_load reads no path as no workbook)
         return 0.0
     books = _Workbooks(_Book(result_path, formulas), expected_path)
     if expected_path is not None:

@@ -50,6 +50,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if match is None:
             raise Unsupported(text[i:])
         kind = match.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         out.append((kind, match[kind]))
         i = match.end()
     return out
@@ -254,7 +255,8 @@ class _Parser:
     """Recursive descent over the tokens; ``ref`` is the one cell reference allowed (the input)."""
 
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
-        self.tokens, self.i, self.ref = tokens, 0, None
+        self.tokens, self.i = tokens, 0
+        self.ref: str | None = None
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -329,16 +331,17 @@ class _Parser:
             return lambda v: v
         if kind == "name":
             name = text.upper()
-            if name in ("TRUE", "FALSE") and (self.peek() is None or self.peek()[1] != "("):
+            following = self.peek()
+            if name in ("TRUE", "FALSE") and (following is None or following[1] != "("):
                 return lambda v: name == "TRUE"
             fn = _FUNCTIONS.get(name)
             if fn is None:
                 raise Unsupported(f"function {name}")
             self.take("(")
             args: list[Callable[[Any], Any]] = []
-            if self.peek() and self.peek()[1] != ")":
+            if (token := self.peek()) and token[1] != ")":
                 args.append(self.comparison())
-                while self.peek() and self.peek()[1] == ",":
+                while (token := self.peek()) and token[1] == ",":
                     self.take()
                     args.append(self.comparison())
             self.take(")")

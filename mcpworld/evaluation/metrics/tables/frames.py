@@ -54,6 +54,19 @@ def _number_text(value: str) -> int | float | None:
     return int(number) if re.fullmatch(r"\s*[+-]?\d+\s*", value) else number
 
 
+def _as_numbers(values: list[Any]) -> list[int | float] | None:
+    """The values as numbers (numeric text read as one), or None when one of them is none."""
+    numbers: list[int | float] = []
+    for v in values:
+        if isinstance(v, (bool, int, float)):
+            numbers.append(v)
+        elif isinstance(v, str) and (n := _number_text(v)) is not None:
+            numbers.append(n)
+        else:
+            return None
+    return numbers
+
+
 def _column(values: list[Any], precision: int) -> tuple[str, list[Any]]:
     """A column's pandas dtype kind and values (missing ones as _NA), floats rounded as DataFrame.round."""
     values = [_NA if v is _NA or (isinstance(v, str) and v in _NA_TEXT) else v for v in values]
@@ -63,15 +76,7 @@ def _column(values: list[Any], precision: int) -> tuple[str, list[Any]]:
         return "object", []
     if not present:
         return "float", [_NA] * len(values)
-    numbers = []
-    for v in present:
-        if isinstance(v, (bool, int, float)):
-            numbers.append(v)
-        elif isinstance(v, str) and (n := _number_text(v)) is not None:
-            numbers.append(n)
-        else:
-            numbers = None
-            break
+    numbers = _as_numbers(present)
     if numbers is not None:
         if all(isinstance(n, bool) for n in numbers) and not missing:
             return "bool", values

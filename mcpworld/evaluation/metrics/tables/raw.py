@@ -28,16 +28,15 @@ from xml.etree import ElementTree
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _X14 = "{http://schemas.microsoft.com/office/spreadsheetml/2009/9/main}"
 _XM = "{http://schemas.microsoft.com/office/excel/2006/main}"
-_MISSING = object()
 
 
 class CellReadError(Exception):
     """OSWorld's cell reader would have raised here."""
 
 
-def _sheet_ids(z: zipfile.ZipFile) -> dict[str, str]:
+def _sheet_ids(z: zipfile.ZipFile) -> dict[str | None, str | None]:
     root = ElementTree.fromstring(z.read("xl/workbook.xml"))
-    ids: dict[str, str] = {}
+    ids: dict[str | None, str | None] = {}
     for sheets in root.iter(f"{_MAIN}sheets"):
         for sheet in sheets.findall(f"{_MAIN}sheet"):
             ids[sheet.get("name")] = sheet.get("sheetId")
@@ -50,7 +49,8 @@ def _shared_strings(z: zipfile.ZipFile) -> list[str]:
         root = ElementTree.fromstring(z.read("xl/sharedStrings.xml"))
         if root.tag != f"{_MAIN}sst":
             return []
-        return ["".join(t.text for t in si.iter(f"{_MAIN}t")) for si in root.findall(f"{_MAIN}si")]
+        # a <t> without text (None) fails the join: no shared strings, as in OSWorld
+        return ["".join(t.text for t in si.iter(f"{_MAIN}t")) for si in root.findall(f"{_MAIN}si")]  # type: ignore[misc]
     except Exception:  # noqa: BLE001 - OSWorld falls back to no shared strings on any failure
         return []
 
@@ -69,13 +69,17 @@ def _attribute_name(key: str) -> str:
     return key
 
 
+# coordinate -> its first <c>; a <c> without ``r`` is kept under None, as OSWorld's reader keeps it
+_Cells = dict[str | None, ElementTree.Element]
+
+
 class RawBook:
     """One xlsx read lazily: shared strings and, per sheet name, the first ``<c>`` of each coordinate."""
 
     def __init__(self, path: Any) -> None:
         self.path = path
         self._strings: list[str] | None = None
-        self._cells: dict[str, dict[str, ElementTree.Element] | None] = {}
+        self._cells: dict[str, _Cells | None] = {}
         self._sparklines: dict[str, Any] = {}
 
     def _zip(self) -> zipfile.ZipFile | None:
@@ -83,12 +87,12 @@ class RawBook:
             return None
         return zipfile.ZipFile(self.path, "r")
 
-    def _sheet_cells(self, sheet_name: str) -> dict[str, ElementTree.Element] | None:
+    def _sheet_cells(self, sheet_name: str) -> _Cells | None:
         if sheet_name not in self._cells:
             self._cells[sheet_name] = self._read_cells(sheet_name)
         return self._cells[sheet_name]
 
-    def _read_cells(self, sheet_name: str) -> dict[str, ElementTree.Element] | None:
+    def _read_cells(self, sheet_name: str) -> _Cells | None:
         try:
             z = self._zip()
             if z is None:
@@ -101,7 +105,7 @@ class RawBook:
             raise
         except Exception:  # noqa: BLE001 - bad zip, missing sheet or part: OSWorld reads None
             return None
-        cells: dict[str, ElementTree.Element] = {}
+        cells: _Cells = {}
         for row in root.iter(f"{_MAIN}row"):
             for c in row.findall(f"{_MAIN}c"):
                 cells.setdefault(c.get("r"), c)
@@ -117,9 +121,10 @@ class RawBook:
             return None
         kind = c.get("t")
         v = c.find(f"{_MAIN}v")
-        text = _MISSING if v is None else _stripped(v.text)
+        missing = v is None  # no <v> at all, unlike an empty one (text None)
+        text = None if v is None else _stripped(v.text)
         if kind is None or kind == "n":
-            if text is _MISSING:
+            if missing:
                 return None
             if text is None:
                 raise CellReadError(f"{coordinate}: empty <v> in a number cell")
@@ -128,7 +133,7 @@ class RawBook:
             except ValueError:
                 return None
         if kind == "s":
-            if text is _MISSING:
+            if missing:
                 return None
             if text is None:
                 raise CellReadError(f"{coordinate}: empty <v> in a shared-string cell")
@@ -136,12 +141,13 @@ class RawBook:
                 index = int(text)
             except ValueError:
                 return None
+            assert self._strings is not None  # read with the cells
             try:
                 return self._strings[index]
             except IndexError:
                 raise CellReadError(f"{coordinate}: shared string {index} out of range") from None
         if kind in ("str", "e"):
-            return None if text is _MISSING else text
+            return None if missing else text
         if kind == "inlineStr":
             inline = c.find(f"{_MAIN}is")
             t = inline.find(f"{_MAIN}t") if inline is not None else None
