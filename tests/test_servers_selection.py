@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.errors import UserError
-from mcpworld.mcp.servers import task_servers, withheld
+from mcpworld.mcp.servers import McpSettings, task_servers, withheld
 from mcpworld.run import job
 from mcpworld.run.job import choose_tasks
 from tests.test_config import make
@@ -69,7 +69,7 @@ def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, installed, monkey
     assert [t.id for t in choose_tasks(cfg)] == ["mousepad/append_line"]  # its app config gives it filesystem
     # app=all runs it too: the servers come from mcpworld/conf/app/mousepad.yaml whichever selection runs it
     (task,) = choose_tasks(make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", installed))
-    assert [s.name for s in task_servers(make("modality=mcp"), task)] == ["filesystem"]
+    assert [s.name for s in task_servers(McpSettings.of(make("modality=mcp")), task)] == ["filesystem"]
     cfg = make("modality=mcp", "provider=openai_compat", "task=xterm/count_errors")
     with pytest.raises(UserError, match="every selected task was skipped"):
         choose_tasks(cfg)
@@ -92,6 +92,6 @@ def test_a_native_task_with_a_bad_server_entry_is_a_user_error(tmp_path):
 def test_withheld_names_what_the_modality_does_not_offer(tmp_path, installed):
     toolathlon_task(tmp_path, "fine", ["filesystem", "git"])
     (task,) = choose_tasks(make("modality=mcp", f"tasks.root={tmp_path}", installed))
-    assert withheld(make("modality=mcp"), task) == {"computer", "bash"}
-    assert withheld(make("modality=gui"), task) == {"bash", "filesystem-", "git-", "local-claim_done"}
-    assert withheld(make("modality=hybrid"), task) == {"bash"}
+    assert withheld(McpSettings.of(make("modality=mcp")), task) == {"computer", "bash"}
+    assert withheld(McpSettings.of(make("modality=gui")), task) == {"bash", "filesystem-", "git-", "local-claim_done"}
+    assert withheld(McpSettings.of(make("modality=hybrid")), task) == {"bash"}

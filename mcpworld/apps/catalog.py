@@ -8,7 +8,7 @@ import subprocess
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 from omegaconf import OmegaConf
@@ -17,12 +17,17 @@ from mcpworld.apps.programs import Program
 from mcpworld.core.errors import UserError
 from mcpworld.core.paths import CONF_DIR, DATA, HOME, project_path
 
+if TYPE_CHECKING:
+    from mcpworld.config.schema import AppConfig
+
 CONF_APPS = CONF_DIR / "app"
 
 
-def app_setting(cfg: Any, app: str, key: str, default: Any = None) -> Any:
-    if cfg.app.name == app:
-        value = OmegaConf.select(cfg.app, key, default=default)
+def app_setting(selected: AppConfig, app: str, key: str, default: Any = None) -> Any:
+    """A setting of ``app``'s config: from the run's selected app config (``selected``, with the
+    user's overrides) when that is the app, else from the app's file."""
+    if selected.name == app:
+        value = OmegaConf.select(cast(Any, selected), key, default=default)
         return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
     return _app_file(app).get(key, default)
 

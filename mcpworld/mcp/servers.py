@@ -9,14 +9,16 @@ family start any server.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, AsyncIterator, cast
+from typing import Any, AsyncContextManager, AsyncIterator, Callable, cast
 
 from omegaconf import OmegaConf
 
 from mcpworld.apps.catalog import app_setting
+from mcpworld.config.schema import AppConfig, KlavisConfig, McpConfig, ModalityConfig
 from mcpworld.core.errors import UserError
+from mcpworld.core.registry import Registry
 from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
 from mcpworld.mcp.client import EventSink, ServerPool
@@ -24,30 +26,48 @@ from mcpworld.mcp.install import servers_dir
 from mcpworld.mcp.spec import ServerSpec, parse_servers
 
 
-def offers_mcp(cfg: Any) -> bool:
+@dataclass(frozen=True)
+class McpSettings:
+    """What decides an episode's servers: the modality's tools, the selected app config (its
+    mcp_servers), the mcp section (catalog, proxy, timeouts) and where servers run."""
+
+    modality: ModalityConfig
+    app: AppConfig
+    mcp: McpConfig
+    sandbox: str  # env.mcp_sandbox: a name in SANDBOXES
+    klavis: KlavisConfig
+
+    @classmethod
+    def of(cls, cfg: Any) -> McpSettings:
+        """The pieces of a run config (the one place that reads the root config)."""
+        return cls(modality=cfg.modality, app=cfg.app, mcp=cfg.mcp, sandbox=str(cfg.env.mcp_sandbox),
+                   klavis=cfg.env.klavis)
+
+
+def offers_mcp(cfg: McpSettings) -> bool:
     return "mcp" in cfg.modality.tools
 
 
-def app_servers(cfg: Any, app: str) -> list[Any]:
+def app_servers(cfg: McpSettings, app: str) -> list[Any]:
     """The MCP servers an app's config gives its tasks (see ``mcpworld.apps``)."""
-    return list(app_setting(cfg, app, "mcp_servers") or [])
+    return list(app_setting(cfg.app, app, "mcp_servers") or [])
 
 
-def task_servers(cfg: Any, task: Task) -> list[ServerSpec]:
+def task_servers(cfg: McpSettings, task: Task) -> list[ServerSpec]:
     """The task's servers (or its app config's), catalog names expanded; placeholders still open."""
     entries = task.mcp_servers or app_servers(cfg, task.app)
-    catalog = cast(dict[str, Any], OmegaConf.to_container(cfg.mcp.catalog, resolve=True) or {})  # name -> entry
+    catalog = cast(dict[str, Any], OmegaConf.to_container(cast(Any, cfg.mcp.catalog), resolve=True) or {})
     where = str(task.source) if task.mcp_servers else f"mcpworld/conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 
 
-def unavailable(cfg: Any, task: Task) -> str | None:
+def unavailable(cfg: McpSettings, task: Task) -> str | None:
     """Why this task cannot be run with its servers here (none to offer, or a catalog server not
     installed), or None."""
     if offers_mcp(cfg) and not {"computer", "bash"} & set(cfg.modality.tools) \
             and not task_servers(cfg, task) and not task.local_tools:
         return f"it has no MCP servers, and modality={cfg.modality.name} offers no other tools"
-    if not offers_mcp(cfg) or cfg.env.mcp_sandbox == "klavis" or cfg.mcp.proxy.mode == "replay":
+    if not offers_mcp(cfg) or cfg.sandbox == "klavis" or cfg.mcp.proxy.mode == "replay":
         return None  # hosted, or answered from cassettes: nothing runs here
     values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}
     for spec in task_servers(cfg, task):
@@ -58,7 +78,7 @@ def unavailable(cfg: Any, task: Task) -> str | None:
     return None
 
 
-def withheld(cfg: Any, task: Task) -> frozenset[str]:
+def withheld(cfg: McpSettings, task: Task) -> frozenset[str]:
     """Tools that exist for this task but not in this modality: a call to one is `outside_modality`."""
     names = {family for family in ("computer", "bash") if family not in cfg.modality.tools}
     if not offers_mcp(cfg):
@@ -70,14 +90,12 @@ def withheld(cfg: Any, task: Task) -> frozenset[str]:
     return frozenset(names)
 
 
-def _routed(cfg: Any, spec: ServerSpec, episode_dir: Path, workspace: Path) -> ServerSpec:
-    from mcpworld.mcp.proxy import MODES, proxied
+def _routed(cfg: McpSettings, spec: ServerSpec, episode_dir: Path, workspace: Path) -> ServerSpec:
+    from mcpworld.mcp.proxy import proxied
 
     proxy = cfg.mcp.proxy
-    if proxy.mode == "off":
+    if proxy.mode == "off":  # (the schema's ProxyMode checked the value at composition)
         return spec
-    if proxy.mode not in MODES:
-        raise UserError(f"mcp.proxy.mode={proxy.mode!r} is unknown; use off, {', '.join(MODES)}")
     if proxy.mode == "replay":
         if not proxy.cassettes:
             raise UserError("mcp.proxy.mode=replay needs mcp.proxy.cassettes=FOLDER (a recorded episode's mcp/ folder)")
@@ -109,8 +127,13 @@ def as_account(spec: ServerSpec, user: Any, on_event: EventSink, tmp: str | None
     return replace(spec, command=command, args=args, env={"TMPDIR": tmp, **spec.env} if tmp else spec.env)
 
 
+# env.mcp_sandbox -> where an episode's servers run: the specs (placeholders filled) in, reachable specs out
+Sandbox = Callable[[McpSettings, list[ServerSpec], Environment, Path, EventSink], AsyncContextManager[list[ServerSpec]]]
+SANDBOXES: Registry[Sandbox] = Registry("env.mcp_sandbox")
+
+
 @asynccontextmanager
-async def episode_servers(cfg: Any, task: Task, env: Environment, episode_dir: Path,
+async def episode_servers(cfg: McpSettings, task: Task, env: Environment, episode_dir: Path,
                           on_event: EventSink) -> AsyncIterator[ServerPool | None]:
     """The running servers for one episode (None when the modality offers no MCP tools)."""
     specs = task_servers(cfg, task) if offers_mcp(cfg) else []
@@ -121,30 +144,33 @@ async def episode_servers(cfg: Any, task: Task, env: Environment, episode_dir: P
     values = {"workspace": str(workspace), "home": str(env.home), "episode": str(episode_dir.resolve()),
               "servers": str(servers_dir(cfg.mcp.servers_dir)),
               **{f"port_{name}": str(port) for name, port in env.ports.items()}}  # e.g. {port_cdp}
-    pool_args = dict(log_dir=episode_dir / "logs", home=env.home, start_timeout_s=cfg.mcp.start_timeout_s,
-                     call_timeout_s=cfg.mcp.call_timeout_s, on_event=on_event)
-    if cfg.env.mcp_sandbox == "klavis":
-        async with _klavis(cfg, specs, workspace, on_event) as remote:
-            async with ServerPool([_routed(cfg, s, episode_dir, workspace) for s in remote], **pool_args) as pool:
-                yield pool
-        return
-    if cfg.env.mcp_sandbox != "local":
-        raise UserError(f"env.mcp_sandbox={cfg.env.mcp_sandbox!r} is unknown; use local or klavis")
-    user = getattr(env, "user", None)
-    tmp = str(env.runtime_dir) if user is not None and hasattr(env, "runtime_dir") else None
-    specs = [_routed(cfg, as_account(s.filled(values), user, on_event, tmp), episode_dir, workspace) for s in specs]
-    async with ServerPool(specs, **pool_args) as pool:
-        yield pool
+    sandbox = SANDBOXES.get(cfg.sandbox)
+    async with sandbox(cfg, [s.filled(values) for s in specs], env, workspace, on_event) as reachable:
+        async with ServerPool([_routed(cfg, s, episode_dir, workspace) for s in reachable],
+                              log_dir=episode_dir / "logs", home=env.home, start_timeout_s=cfg.mcp.start_timeout_s,
+                              call_timeout_s=cfg.mcp.call_timeout_s, on_event=on_event) as pool:
+            yield pool
 
 
+@SANDBOXES.register("local")
 @asynccontextmanager
-async def _klavis(cfg: Any, specs: list[ServerSpec], workspace: Path, on_event: EventSink
-                  ) -> AsyncIterator[list[ServerSpec]]:
+async def _local(cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path,
+                 on_event: EventSink) -> AsyncIterator[list[ServerSpec]]:
+    """The catalog's servers on this host, each started as the desktop's account where it can be."""
+    user = getattr(env, "user", None)
+    tmp = str(getattr(env, "runtime_dir")) if user is not None and hasattr(env, "runtime_dir") else None
+    yield [as_account(s, user, on_event, tmp) for s in specs]
+
+
+@SANDBOXES.register("klavis")
+@asynccontextmanager
+async def _klavis(cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path,
+                  on_event: EventSink) -> AsyncIterator[list[ServerSpec]]:
     """Acquire a hosted sandbox with these servers, upload the workspace, hand back HTTP specs;
     afterwards download the sandbox's workspace over ours (so grading sees it), then release."""
     from mcpworld.mcp.klavis import KlavisClient
 
-    k = cfg.env.klavis
+    k = cfg.klavis
     async with KlavisClient(k.base_url, k.api_key, timeout_s=k.timeout_s, benchmark=k.benchmark, ttl_s=k.ttl_s) as client:
         async with client.session([s.name for s in specs], workspace) as sandbox:
             on_event("klavis_sandbox", sandbox=sandbox.id, servers=sorted(sandbox.urls))

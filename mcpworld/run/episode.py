@@ -26,7 +26,7 @@ from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
 from mcpworld.evaluation.keysteps import LiveChecks
 from mcpworld.evaluation.verdict import judge, start_handler
-from mcpworld.mcp.servers import episode_servers, withheld
+from mcpworld.mcp.servers import McpSettings, episode_servers, withheld
 from mcpworld.mcp.spec import replace_in
 from mcpworld.probes.files import HomeChanges
 from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
@@ -218,7 +218,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                     image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
     shown_w, shown_h = computer.coords.image if computer is not None else (env.width, env.height)
-    relaunch = bool(app_setting(cfg, task.app, "relaunch_on_exit", False))
+    relaunch = bool(app_setting(cfg.app, task.app, "relaunch_on_exit", False))
     loop: AgentLoop | None = None
 
     async def drive() -> None:
@@ -231,7 +231,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
 
     async def serve_and_run() -> None:
         nonlocal loop
-        async with episode_servers(cfg, task, env, episode_dir, trace.emit) as pool:
+        async with episode_servers(McpSettings.of(cfg), task, env, episode_dir, trace.emit) as pool:
             if "mcp" in cfg.modality.tools:
                 overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
                 extra = {**(mcp_tools(pool, overlong) if pool else {}),
@@ -239,7 +239,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                 tools.update({**extra, "done": tools.pop("done")})  # done stays last
             loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(cfg, task), after_step=after_step)
+                             withheld=withheld(McpSettings.of(cfg), task), after_step=after_step)
             prompt = system_prompt(cfg.agent.system_prompt, list(tools), shown_w, shown_h, cfg.model.coordinates)
             if task.system_prompt:
                 prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)

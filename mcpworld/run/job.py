@@ -30,7 +30,7 @@ from mcpworld.env.container import reap_containers
 from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
-from mcpworld.mcp.servers import unavailable
+from mcpworld.mcp.servers import McpSettings, unavailable
 from mcpworld.run import resume
 from mcpworld.run.episode import run_episode
 from mcpworld.run.interrupt import StopSignal, signals_deferred
@@ -97,6 +97,7 @@ def choose_tasks(cfg: RootConfig) -> list[Task]:
     if cfg.tasks.solutions:
         attach_solutions(tasks, Path(cfg.tasks.solutions).expanduser())
     templates = cast(dict[str, Any], OmegaConf.to_container(cfg.evaluator.templates, resolve=True))  # name -> template
+    servers = McpSettings.of(cfg)
     for task in tasks:
         try:
             expand_task(task, templates)
@@ -104,7 +105,7 @@ def choose_tasks(cfg: RootConfig) -> list[Task]:
                 validate_spec(task.evaluator, str(task.source))
             validate_key_steps(task.key_steps, str(task.source))
             # what this machine or backend lacks skips the task with the fix; it never fails it
-            task.skip_reason = task.skip_reason or unavailable(cfg, task) or missing_program(task, cfg.env.backend) \
+            task.skip_reason = task.skip_reason or unavailable(servers, task) or missing_program(task, cfg.env.backend) \
                 or refused_sudo(cfg.env.backend, task)
         except UserError as exc:
             if task.format == "native":

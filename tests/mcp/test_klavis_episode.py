@@ -16,7 +16,7 @@ import pytest
 from mcpworld.core.task import Task
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.mcp.install import servers_dir
-from mcpworld.mcp.servers import episode_servers
+from mcpworld.mcp.servers import McpSettings, episode_servers
 from tests.fakes.klavis_server import FakeKlavisServer
 from tests.fakes.scripted_server import free_port
 from tests.test_config import make
@@ -62,7 +62,8 @@ async def test_an_episode_on_a_klavis_sandbox(tmp_path: Path, sandbox_filesystem
             time.sleep(0.1)
         fake.urls = {"filesystem": url}
         cfg.env.klavis.base_url = fake.base_url
-        async with episode_servers(cfg, task, env, tmp_path / "episode", lambda k, **f: events.append((k, f))) as pool:
+        servers = episode_servers(McpSettings.of(cfg), task, env, tmp_path / "episode", lambda k, **f: events.append((k, f)))
+        async with servers as pool:
             (sandbox,) = [f["sandbox"] for k, f in events if k == "klavis_sandbox"]
             remote = fake.workspace(sandbox)
             assert (remote / "a.txt").read_text() == "from the harness"  # uploaded and initialised
