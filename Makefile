@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh Debian machine (as root): `make run` and `make test`.
-# Both install what is missing (apt packages, the venv) and are no-ops when it is there.
+# Both install what is missing (apt packages, the venv) and are no-ops when it is there. While you work:
+# `make test-fast` (only the venv; any user; < 3 min) and `make lint` (ruff + mypy, run by CI first).
 VENV       := .venv
 PY         := $(VENV)/bin/python
 # Debian's interpreter: the desktop account (setup commands, the agent's python tools, graders'

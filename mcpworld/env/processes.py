@@ -26,9 +26,12 @@ def reachable_by_all(folder: str) -> bool:
     """Every folder on the way can be entered by any account (an unprivileged desktop user
     cannot run, say, root's ~/.pyenv/shims/python: its PermissionError would fail the step)."""
     path = Path(folder)
-    if not path.is_absolute() or not path.is_dir():
+    try:  # a folder this account cannot even look into (root's, after su) is no one's to use
+        if not path.is_absolute() or not path.is_dir():
+            return False
+        return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+    except OSError:
         return False
-    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
 
 
 def scrubbed_env(home: Path, runtime_dir: Path) -> dict[str, str]:

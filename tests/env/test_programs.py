@@ -79,3 +79,14 @@ def test_a_folder_closed_to_other_accounts_is_not_on_the_desktops_path(tmp_path,
     assert reachable_by_all("/usr/bin") and not reachable_by_all(str(closed)) and not reachable_by_all("relative")
     monkeypatch.setenv("PATH", f"{closed}:/usr/bin:/bin")
     assert scrubbed_env(tmp_path, tmp_path)["PATH"] == "/usr/bin:/bin"
+
+
+def test_a_path_folder_this_account_cannot_look_into_is_left_out(tmp_path, monkeypatch):
+    """After `su` without `-`, PATH may name root's folders, which is_dir() cannot even stat."""
+    from mcpworld.env import processes
+
+    def refused(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(processes.Path, "is_dir", refused)
+    assert processes.reachable_by_all("/root/.cargo/bin") is False

@@ -9,13 +9,13 @@ from pptx.oxml.ns import qn
 from pptx.util import Emu, Inches, Pt
 
 from mcpworld.core.errors import UserError
-from mcpworld.evaluation.metrics.slides import (
+from mcpworld.evaluation.metrics.slides.checks import (
     check_slide_numbers_color,
     check_slide_orientation_Portrait,
     check_strikethrough,
     check_transition,
-    compare_pptx_files,
 )
+from mcpworld.evaluation.metrics.slides.compare import compare_pptx_files
 from mcpworld.evaluation.registry import METRICS
 
 A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
@@ -364,7 +364,7 @@ def picture_deck(path: Path, geometry=None, color=(200, 30, 30), extra=False) ->
 
 
 def test_check_image_stretch_and_center(tmp_path):
-    from mcpworld.evaluation.metrics.slides import check_image_stretch_and_center
+    from mcpworld.evaluation.metrics.slides.checks import check_image_stretch_and_center
 
     original = picture_deck(tmp_path / "original.pptx")
     w, h = Presentation(original).slide_width, Presentation(original).slide_height
@@ -400,7 +400,7 @@ def background_deck(path: Path, slide_colors, master_color=None) -> str:
 
 
 def test_evaluate_presentation_fill_to_rgb_distance(tmp_path):
-    from mcpworld.evaluation.metrics.slides import evaluate_presentation_fill_to_rgb_distance as fill_distance
+    from mcpworld.evaluation.metrics.slides.checks import evaluate_presentation_fill_to_rgb_distance as fill_distance
 
     rules = {"rgb": [0, 0, 255], "original_rgb": [255, 255, 255]}
     assert fill_distance(background_deck(tmp_path / "blue.pptx", ["0000FF", "0000FF"]), rules) == 1.0
@@ -420,7 +420,7 @@ def test_evaluate_presentation_fill_to_rgb_distance(tmp_path):
 
 
 def test_check_page_number_colors(tmp_path):
-    from mcpworld.evaluation.metrics.slides import check_page_number_colors
+    from mcpworld.evaluation.metrics.slides.checks import check_page_number_colors
 
     red = {"color": "red"}
     # OSWorld reads only slideMaster1.xml: the slides' own number colours do not count
