@@ -16,7 +16,6 @@ PROJECT = PACKAGE.parent  # the folder holding the package: a checkout (or the i
 CONF_DIR = PACKAGE / "conf"  # the Hydra config tree
 DATA = PACKAGE / "data"  # tasks/, solutions/, profiles/, scripts/, docker/
 BUILTIN_TASKS = DATA / "tasks"  # the built-in tasks (tasks.root when unset)
-SOLUTIONS = DATA / "solutions"  # oracle solutions for suites' tasks (tasks.solutions=…/osworld)
 DOCKER = DATA / "docker"  # the desktop image (desktop.Dockerfile) and compose files
 INSTALLED = PROJECT.name in ("site-packages", "dist-packages")  # a wheel's install, not a checkout
 

@@ -21,7 +21,6 @@ class Status(StrEnum):
     interrupted = "interrupted"  # not the agent's: Ctrl-C or SIGTERM
 
 
-STATUSES = tuple(Status)
 # Not a verdict on the agent: run again on resume, left out of success rates.
 NOT_JUDGED = (Status.infra_error, Status.eval_error, Status.interrupted)
 

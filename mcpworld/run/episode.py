@@ -219,6 +219,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
     shown_w, shown_h = computer.coords.image if computer is not None else (env.width, env.height)
     relaunch = bool(app_setting(cfg.app, task.app, "relaunch_on_exit", False))
+    servers = McpSettings.of(cfg)
     loop: AgentLoop | None = None
 
     async def drive() -> None:
@@ -231,7 +232,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
 
     async def serve_and_run() -> None:
         nonlocal loop
-        async with episode_servers(McpSettings.of(cfg), task, env, episode_dir, trace.emit) as pool:
+        async with episode_servers(servers, task, env, episode_dir, trace.emit) as pool:
             if "mcp" in cfg.modality.tools:
                 overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
                 extra = {**(mcp_tools(pool, overlong) if pool else {}),
@@ -239,7 +240,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                 tools.update({**extra, "done": tools.pop("done")})  # done stays last
             loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(McpSettings.of(cfg), task), after_step=after_step)
+                             withheld=withheld(servers, task), after_step=after_step)
             prompt = system_prompt(cfg.agent.system_prompt, list(tools), shown_w, shown_h, cfg.model.coordinates)
             if task.system_prompt:
                 prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)

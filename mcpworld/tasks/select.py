@@ -10,16 +10,11 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from mcpworld.core.errors import UserError
-from mcpworld.core.paths import BUILTIN_TASKS
 from mcpworld.core.task import Task
 from mcpworld.tasks.load import DEFAULTS, find_task_files, load_task_file
-from mcpworld.tasks.settings import LoaderSettings, TaskSettings, as_patterns
-
-__all__ = ["BUILTIN_ROOT", "as_patterns", "discover", "find_tasks", "select"]
+from mcpworld.tasks.settings import LoaderSettings, TaskSettings
 
 log = logging.getLogger(__name__)
-
-BUILTIN_ROOT = BUILTIN_TASKS
 
 
 def find_tasks(settings: TaskSettings) -> list[Task]:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from mcpworld.core.paths import BUILTIN_TASKS
 from mcpworld.env import DesktopSettings, make_environment
 from mcpworld.run.episode import run_episode
-from mcpworld.tasks.select import BUILTIN_ROOT, discover
+from mcpworld.tasks.select import discover
 from mcpworld.telemetry.gpu import GpuMonitor, Sample
 from tests.test_config import make
 
@@ -37,7 +38,7 @@ class SteadyGpu:
 
 def test_an_episode_measures_its_energy(tmp_path: Path) -> None:
     cfg = make("task=mousepad/create_todo", "tracking=none")
-    (task,) = [t for t in discover(BUILTIN_ROOT) if t.id == "mousepad/create_todo"]
+    (task,) = [t for t in discover(BUILTIN_TASKS) if t.id == "mousepad/create_todo"]
     monitor = GpuMonitor(SteadyGpu(), rate_hz=20)
     env = make_environment(DesktopSettings.of(cfg))
     try:

@@ -99,3 +99,11 @@ def test_mouse_down_and_up_press_and_release_in_place_or_after_moving():
     assert parse("import pyautogui; pyautogui.mouseDown(10, 20, 'right'); pyautogui.mouseUp(x=30, y=40)") == [
         {"kind": "move", "x": 10.0, "y": 20.0}, {"kind": "down", "button": 3},
         {"kind": "move", "x": 30.0, "y": 40.0}, {"kind": "up", "button": 1}]
+
+
+def test_every_step_kind_loaders_accept_is_one_a_desktop_runs():
+    """The vocabulary (core/steps.py REQUIRED, what loaders check) and the runners (env/steps.py) name one set."""
+    from mcpworld.core.steps import REQUIRED
+    from mcpworld.env.steps import STEPS
+
+    assert set(REQUIRED) == set(STEPS)

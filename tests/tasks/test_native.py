@@ -10,11 +10,13 @@ import yaml
 
 from mcpworld.apps.catalog import CONF_APPS
 from mcpworld.core.errors import TaskFileError, UserError
+from mcpworld.core.paths import BUILTIN_TASKS
 from mcpworld.core.task import Task
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import builtin_templates, expand_task
 from mcpworld.tasks.native import load_task
-from mcpworld.tasks.select import BUILTIN_ROOT, as_patterns, discover, select
+from mcpworld.tasks.select import discover, select
+from mcpworld.tasks.settings import as_patterns
 
 VALID = """\
 app: mousepad
@@ -291,7 +293,7 @@ def test_discover_needs_a_folder(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- built-in tasks
 
 
-BUILTIN = discover(BUILTIN_ROOT)
+BUILTIN = discover(BUILTIN_TASKS)
 
 
 def test_builtin_task_set_size() -> None:

@@ -132,13 +132,14 @@ def every_result(cfg: Any) -> list[EpisodeResult]:
     """One result per built-in task, with every metric name its evaluator gives, the tools of the
     modality, key steps and GPU numbers: the metric names a job of every task would log."""
     from mcpworld.agent.tools.mcp import tool_name
+    from mcpworld.core.paths import BUILTIN_TASKS
     from mcpworld.evaluation.spec import validate_spec
     from mcpworld.evaluation.templates import builtin_templates, expand_task
     from mcpworld.run.episode import labels
-    from mcpworld.tasks.select import BUILTIN_ROOT, discover
+    from mcpworld.tasks.select import discover
 
     out = []
-    for task in discover(BUILTIN_ROOT):
+    for task in discover(BUILTIN_TASKS):
         expand_task(task, builtin_templates())
         names = validate_spec(task.evaluator, str(task.source)).outcome_names() if task.evaluator else []
         result = EpisodeResult(task_id=task.id, app=task.app, status="success", labels=labels(cfg),
