@@ -1,0 +1,93 @@
+"""The Profile seam: how one model family is driven, as its makers' own reference agent drives it.
+
+A profile decides everything a model was trained to expect — the system prompt, the tool schema and
+action vocabulary, the coordinate statement and the size of the screenshot it sees, how the
+conversation is laid out in the request, and how its reply is read — while the loop, the tools and
+the providers stay family-neutral:
+
+- the loop keeps the conversation in the OpenAI chat format (see providers/base.py) and asks the
+  profile to render each request from it (``request``), then to read the reply (``parse``): a family
+  that answers in text (``<tool_call>`` blocks, Python call lists, ``Action: click(...)``) gets its
+  tool calls here, so providers never guess at a family's format;
+- the tools are ours (computer, bash, MCP, done); ``tools`` may re-present them as the family knows
+  them (Qwen's one ``computer_use`` function with ``terminate``) — still executing on our desktop;
+- ``screen`` fixes the image the model is sent and the coordinate space it answers in, so a model
+  coordinate maps back to exactly the pixel the reference would click.
+
+``version`` is logged as a param: bump it whenever what a profile sends changes.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from mcpworld.agent.providers.base import Reply
+from mcpworld.agent.tools.base import Tool
+from mcpworld.agent.tools.computer import CoordinateMap
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """What a profile needs to know of the model config (pieces of ``cfg.model``)."""
+
+    name: str
+    id: str
+    coordinates: str = "pixels"
+    image_max: tuple[int, int] | None = None
+    variant: str = "instruct"  # instruct | thinking, for families that ship both
+    options: dict[str, Any] = field(default_factory=dict)  # family-specific knobs (model.profile_options)
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """What the system prompt is written from."""
+
+    tool_names: list[str]
+    image: tuple[int, int] | None  # the screenshot size the model is sent (None: no screen)
+    template: str = ""  # agent.system_prompt: a researcher's own template, when set
+    task_prompt: str = ""  # the task's own system prompt (Toolathlon's), appended after ours
+
+
+class Profile(abc.ABC):
+    """One model family's way of being driven. Subclasses are registered in profiles/__init__.py."""
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    reference: ClassVar[str] = ""  # what it follows: repo/path@commit or a documentation URL
+
+    def __init__(self, model: ModelView):
+        self.model = model
+
+    # -- the screen -------------------------------------------------------------------------------
+    def screen(self, screen: tuple[int, int]) -> CoordinateMap:
+        """The screenshot size the model is sent and how its coordinates map back to the screen."""
+        from mcpworld.agent.tools.computer import image_size
+
+        return CoordinateMap(self.model.coordinates, screen, image_size(screen, self.model.image_max))
+
+    # -- the tools --------------------------------------------------------------------------------
+    def tools(self, tools: dict[str, Tool]) -> dict[str, Tool]:
+        """The episode's tools as this family knows them (names and schemas); default: unchanged."""
+        return tools
+
+    # -- the conversation -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def system_prompt(self, context: PromptContext) -> str:
+        """The system prompt, rendered."""
+
+    def request(self, messages: list[dict[str, Any]],
+                schemas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The request for the next turn: (messages, tool schemas) as the provider sends them.
+        Default: the conversation as it stands, tools as OpenAI function schemas."""
+        return messages, schemas
+
+    def parse(self, reply: Reply) -> Reply:
+        """The reply with its tool calls read; default: as the server parsed it."""
+        return reply
+
+    # -- provenance -------------------------------------------------------------------------------
+    def params(self) -> dict[str, str]:
+        """What identifies this rendering in the results (logged as params)."""
+        return {"profile": self.name, "profile.version": self.version}
