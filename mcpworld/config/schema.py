@@ -70,10 +70,26 @@ class GpuSource(StrEnum):
     none = "none"
 
 
+class Variant(StrEnum):
+    """Which of a family's released variants is served (Qwen3-VL ships both)."""
+
+    instruct = "instruct"
+    thinking = "thinking"
+
+
 class Lang(StrEnum):
     en = "en"
     cn = "cn"  # Toolathlon's *_cn variants
 
+
+
+@dataclass
+class PriceConfig:
+    """USD per 1M tokens, as the provider bills them (None: no cost is computed)."""
+
+    input: Optional[float] = None
+    output: Optional[float] = None
+    cached_input: Optional[float] = None
 
 
 @dataclass
@@ -94,6 +110,12 @@ class ModelConfig:
     computer_tool: Optional[str] = None  # e.g. computer_20250124
     bash_tool: Optional[str] = None  # e.g. bash_20250124
     betas: List[str] = field(default_factory=list)  # e.g. [computer-use-2025-01-24]
+    # how the family is driven (agent/profiles): prompt, tool schema, request layout, reply parsing
+    profile: str = "generic"
+    variant: Variant = Variant.instruct
+    profile_options: Dict[str, Any] = field(default_factory=dict)  # family-specific knobs (see the profile)
+    thinking_budget: Optional[int] = None  # Claude extended thinking: budget_tokens (None: off)
+    price: PriceConfig = field(default_factory=PriceConfig)
 
 
 @dataclass
