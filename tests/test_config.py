@@ -72,7 +72,9 @@ def test_every_model_composes_with_its_provider(model: str) -> None:
 
     cfg = make(f"model={model}")
     assert cfg.model.name == model and cfg.provider.kind in PROVIDERS
-    assert cfg.model.temperature == 0.0 or model == "oracle"
+    # greedy, unless the family's reference agent decodes otherwise (Claude's: the API default, 1.0;
+    # Qwen3-VL instruct's model card: 0.7)
+    assert cfg.model.temperature == {"claude": 1.0, "qwen3vl": 0.7}.get(cfg.model.profile, 0.0) or model == "oracle"
     check_config(cfg)  # a valid coordinate convention
     if cfg.provider.kind == "anthropic":
         assert cfg.model.coordinates == "pixels" and cfg.model.computer_tool and cfg.model.betas
@@ -103,10 +105,12 @@ def test_model_picks_its_provider() -> None:
     assert cfg.provider.pull is True and cfg.provider.unload_others is True
     assert "localhost:11434" in cfg.provider.base_url
     assert cfg.provider.api_key is None
-    assert cfg.model.coordinates == "normalized_1000" and cfg.model.id == "qwen3-vl:32b"
+    # the instruct tag (Ollama's bare qwen3-vl:32b is the thinking model)
+    assert cfg.model.coordinates == "normalized_1000" and cfg.model.id == "qwen3-vl:32b-instruct"
     from mcpworld.agent.providers import ProviderSettings, make_provider
 
-    assert "`ollama pull qwen3-vl:32b`" in make_provider(ProviderSettings.of(cfg), []).start_hint  # the chosen model's id
+    hint = make_provider(ProviderSettings.of(cfg), []).start_hint
+    assert "`ollama pull qwen3-vl:32b-instruct`" in hint  # the chosen model's id
 
 
 def test_model_provider_can_be_overridden_on_the_command_line() -> None:
@@ -195,7 +199,8 @@ def test_every_choice_of_the_schema_has_its_implementation_and_no_more() -> None
     assert TRACKERS.names() == sorted(TrackingBackend)
 
 
-@pytest.mark.parametrize("override, choices", [("provider.kind=nope", "oracle, openai_compat, ollama, anthropic"),
+@pytest.mark.parametrize("override, choices", [
+    ("provider.kind=nope", "oracle, openai_compat, ollama, anthropic, bedrock, vertex"),
                                               ("env.backend=vm", "local, docker"),
                                               ("model.coordinates=relative", "pixels, normalized_1000"),
                                               ("modality.tools=[computer,mouse]", "computer, bash, done, mcp")])

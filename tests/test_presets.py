@@ -21,7 +21,7 @@ def preview(*args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("preset, jobs, swept", [
-    ("resolution_study", 6, {"model=qwen3vl_8b", "model=claude_3_7_sonnet", "resolution=square", "resolution=rect"}),
+    ("resolution_study", 6, {"model=qwen3vl_8b", "model=claude_sonnet_4_5", "resolution=square", "resolution=rect"}),
     ("modality_study", 3, {"modality=gui", "modality=mcp", "modality=hybrid"}),
     ("size_scaling", 4, {"model=qwen3vl_2b", "model=qwen3vl_4b", "model=qwen3vl_8b", "model=qwen3vl_32b"}),
 ])

@@ -288,3 +288,95 @@ def test_cli_entry_point(store, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mcpworld.report", "experiment=nope", "--tracking-uri", store],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert bad.returncode == 2 and "experiment 'nope' does not exist" in bad.stderr
+
+
+# ---------------------------------------------------------------- a sweep folder (no MLflow)
+
+def _result(res, task, status, tools, hallucinations=0, loops=0, cost=None, energy=None, attempt=0):
+    from mcpworld.core.result import EpisodeResult, ToolCounts
+
+    labels = {"model": "qwen3vl_32b", "provider": "ollama", "resolution": res, "modality": "hybrid", "env": "local",
+              "seed": "0"}
+    return EpisodeResult(task_id=task, app="calc", attempt=attempt, status=status,
+                         score=float(status == "success"), steps=5, tokens_in=1000, tokens_out=100, llm_calls=5,
+                         tool_calls={n: ToolCounts(ok, err) for n, (ok, err) in tools.items()},
+                         hallucinations=hallucinations, loops=loops, cost_usd=cost,
+                         gpu={"gpu.energy_j": energy} if energy is not None else {}, labels=labels)
+
+
+SWEEP = {  # job folder -> episodes, as `python -m mcpworld -m resolution=square,rect` writes them
+    "0": [_result("square", "t1", "success", {"computer": (3, 1), "filesystem-read_text_file": (2, 0), "done": (1, 0)},
+                  hallucinations=1, cost=0.05, energy=900.0),
+          _result("square", "t2", "success", {"computer": (4, 0), "done": (1, 0)}, loops=1, cost=0.03, energy=600.0),
+          _result("square", "suite/t3", "failure", {"computer": (5, 5), "local-claim_done": (1, 0), "bash": (2, 2)},
+                  hallucinations=3, loops=2, cost=0.02, energy=500.0),
+          # not the agent's: its calls, cost and energy must not reach any number
+          _result("square", "t4", "infra_error", {"computer": (100, 100)}, hallucinations=50, loops=9, cost=9.0,
+                  energy=99999.0)],
+    "1": [_result("rect", "t1", "success", {"computer": (2, 0), "done": (1, 0)}),
+          _result("rect", "t2", "failure", {"computer": (1, 1)}, hallucinations=1),
+          _result("rect", "suite/t3", "failure", {"computer": (0, 0)})],
+}
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    root = tmp_path / "sweep"
+    for job, results in SWEEP.items():
+        for result in results:
+            folder = root / job / "episodes" / result.task_id / str(result.attempt)
+            folder.mkdir(parents=True)
+            result.write(folder / "result.json")
+    aside = root / "0" / "episodes" / "t1" / "0.infra_error1"  # a set-aside try: not an episode
+    aside.mkdir()
+    _result("square", "t1", "infra_error", {"computer": (0, 50)}).write(aside / "result.json")
+    return root
+
+
+def test_a_sweep_folder_reports_tool_success_by_family_cost_and_joules_per_success(sweep_dir, tmp_path):
+    out = tmp_path / "report"
+    assert main(["--dir", str(sweep_dir), "--group-by", "resolution", "--out", str(out)]) == 0
+    with (out / "summary.csv").open(newline="") as f:
+        rows = {r["resolution"]: r for r in csv.DictReader(f)}
+    sq, rc = rows["square"], rows["rect"]
+    assert (sq["episodes"], sq["successes"], sq["infra_errors"]) == ("3", "2", "1")
+    assert float(sq["tool_success.computer"]) == pytest.approx(12 / 18)
+    assert float(sq["tool_success.mcp"]) == 1.0  # filesystem-read_text_file and local-claim_done: the mcp family
+    assert (float(sq["tool_success.bash"]), float(sq["tool_success.done"])) == (0.5, 1.0)
+    assert float(sq["hallucination_rate"]) == pytest.approx(4 / 27) and float(sq["loop_rate"]) == pytest.approx(2 / 3)
+    assert float(sq["cost_usd_mean"]) == pytest.approx(0.10 / 3) and float(sq["cost_per_success_usd"]) == 0.05
+    assert float(sq["energy_per_success_j"]) == 1000.0 and float(sq["energy_j_mean"]) == pytest.approx(2000 / 3)
+    assert float(rc["tool_success.computer"]) == pytest.approx(3 / 4) and rc["tool_success.bash"] == ""
+    assert rc["cost_usd_mean"] == "" and rc["cost_per_success_usd"] == ""  # an unpriced model: no cost, never 0
+    md = (out / "summary.md").read_text()
+    assert "tool_success.computer" in md.splitlines()[0] and "cost_per_success_usd" in md.splitlines()[0]
+    (square,) = [line for line in md.splitlines() if line.startswith("| square |")]
+    assert "| 66.7 % |" in square and "| $0.0500 |" in square and "| 1,000 |" in square  # J per success
+
+
+def test_paired_comparison_over_the_same_tasks(sweep_dir, tmp_path):
+    out = tmp_path / "report"
+    assert main(["--dir", str(sweep_dir), "--group-by", "model", "--compare", "resolution", "--out", str(out)]) == 0
+    with (out / "compare.csv").open(newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    # per task square − rect: t1 0, t2 +1, suite/t3 0 (t4 was an infra error on square, and rect never ran it)
+    assert (row["model"], row["a"], row["b"], row["tasks"]) == ("qwen3vl_32b", "rect", "square", "3")
+    assert float(row["success_a"]) == pytest.approx(1 / 3) and float(row["success_b"]) == pytest.approx(2 / 3)
+    assert float(row["diff"]) == pytest.approx(1 / 3) and (row["b_better"], row["a_better"]) == ("1", "0")
+    low, high = float(row["diff_ci_low"]), float(row["diff_ci_high"])
+    assert (low, high) == pytest.approx(bootstrap_ci([0.0, 1.0, 0.0], 0, 2000))  # the report's own bootstrap, over tasks
+    assert 0.0 <= low < 1 / 3 < high <= 1.0
+    assert "+33.3 pp [" in (out / "compare.md").read_text()
+    with Image.open(out / "compare.png") as image:
+        assert image.format == "PNG" and image.width >= 600
+
+
+def test_an_older_store_has_no_new_columns(store, tmp_path):
+    rows = run_report(store, tmp_path, f"experiment={EXP}")
+    row = next(iter(rows.values()))
+    assert not [c for c in row if c.startswith(("tool_success.", "cost_")) or c.endswith("_rate") and c != "success_rate"]
+
+
+def test_a_folder_without_episodes_is_one_clear_error(tmp_path, capsys):
+    assert main(["--dir", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "no episodes/<task>/<attempt>/result.json under it" in capsys.readouterr().err

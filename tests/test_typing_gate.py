@@ -18,6 +18,7 @@ DATA_OF_ANY_SHAPE = {
     "core/task.py:read_json": "a task file's JSON",
     "core/urls.py:_split_host": "tldextract's result",
     "core/urls.py:compare_urls": "OSWorld passes URLs of any type (None, lists)",
+    "run/metering.py:__getattr__": "the wrapped provider's attributes, whatever they are",
 }
 
 

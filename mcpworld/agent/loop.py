@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import hashlib
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from PIL.Image import Image
 
-from mcpworld.agent.providers.base import Provider, Reply
+from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, Provider, Reply
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.agent.tools.normalize import normalize_call
+from mcpworld.agent.truncation import is_cut, notice, truncation
 from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.core.result import EpisodeResult
 from mcpworld.env.screen import FORMATS, encode
 from mcpworld.telemetry.trace import Trace, preview
+
+if TYPE_CHECKING:
+    from mcpworld.agent.profiles.base import Profile
 
 IMAGE_PLACEHOLDER = "[older screenshot removed to save context]"
 NUDGE = "Continue with a tool call, or call `done` when the task is finished."
@@ -98,8 +103,10 @@ class AgentLoop:
     def __init__(self, provider: Provider, tools: dict[str, Tool], limits: Limits, trace: Trace,
                  result: EpisodeResult, save_image: Callable[[bytes, str], str] | None = None,
                  send_images: bool = True, withheld: frozenset[str] = frozenset(),
-                 after_step: Callable[[], None] | None = None):
+                 after_step: Callable[[], None] | None = None, profile: "Profile | None" = None):
         self.provider, self.tools, self.limits = provider, tools, limits
+        self.profile = profile  # renders each request from the conversation and reads each reply (None: as is)
+        self.first_request: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None  # for provenance
         self.trace, self.result = trace, result
         self.save_image = save_image
         self.send_images = send_images
@@ -150,36 +157,53 @@ class AgentLoop:
                 r.termination = "timeout"
                 return
             prune_images(messages, lim.keep_screenshots)
+            request, schemas = self.profile.request(messages, self.schemas) if self.profile else (messages, self.schemas)
+            if self.first_request is None:
+                self.first_request = copy.deepcopy((request, schemas))
             try:
-                reply = await asyncio.wait_for(self.provider.complete(messages, self.schemas), remaining)
+                reply = await asyncio.wait_for(self.provider.complete(request, schemas), remaining)
             except asyncio.TimeoutError:
                 r.termination = "timeout"
                 return
+            reply = self.profile.parse(reply) if self.profile else reply
             self._account(reply)
             messages.append(self._assistant_message(reply))
+            cut = truncation(reply)  # cut off by the output limit: said as such, never nudged away (agent/truncation.py)
+            if cut is not None:
+                r.truncations += 1
+                self.trace.emit("truncation", **cut)
             if not reply.tool_calls:
-                messages.append({"role": "user", "content": NUDGE})
+                messages.append({"role": "user", "content": notice(reply) if cut else NUDGE})
                 continue
             images: list[dict[str, Any]] = []
             for call in reply.tool_calls:
                 if r.steps >= lim.max_steps or time.monotonic() >= deadline:
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": "[not run: limit reached]"})
                     continue
+                if cut is not None and is_cut(call):
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
+                    continue
                 obs = await self._call_tool(call.name, call.arguments)
                 r.steps += 1
                 if self.after_step:
                     self.after_step()
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"})
+                answer: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}
+                if not obs.ok:
+                    answer[IS_ERROR] = True
+                messages.append(answer)
                 data = self._encode(obs.image) if obs.image is not None else None
                 shown = [(data, lim.image_format)] if data is not None else []
+                sent = len(images)
                 for picture, fmt in shown + obs.images:
                     saved = self._observe(picture, images, fmt)
                     if saved:
                         self.trace.emit("observation", screenshot=saved, step=r.steps)
+                if len(images) > sent:  # which of the images that follow the tool messages are this call's
+                    answer[IMAGES] = len(images) - sent
                 loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
                                       fingerprint(obs.text, data))
                 if obs.final:
-                    r.final_action = obs.final
+                    r.final_action, r.answer = obs.final, obs.answer
                     r.termination = "done" if obs.final == "DONE" else "infeasible"
                     return
                 if loop:
@@ -197,6 +221,7 @@ class AgentLoop:
         r.tokens_in += reply.usage.input_tokens
         r.tokens_out += reply.usage.output_tokens
         r.tokens_estimated = r.tokens_estimated or reply.usage.estimated
+        r.tokens_cached += reply.usage.cached_input_tokens
         if reply.ttft_s is not None:
             r.ttft_s.append(round(reply.ttft_s, 4))
             r.generation_s.append(round(max(0.0, reply.latency_s - reply.ttft_s), 4))
@@ -211,6 +236,8 @@ class AgentLoop:
     @staticmethod
     def _assistant_message(reply: Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.reasoning_blocks:  # sent back verbatim by the provider that made them
+            message[REASONING_BLOCKS] = reply.reasoning_blocks
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": c.id, "type": "function",

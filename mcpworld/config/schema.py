@@ -18,6 +18,8 @@ class ProviderKind(StrEnum):
     openai_compat = "openai_compat"
     ollama = "ollama"
     anthropic = "anthropic"
+    bedrock = "bedrock"  # Claude on Amazon Bedrock (SigV4, AWS event stream)
+    vertex = "vertex"  # Claude on Google Vertex AI (ADC bearer token, SSE)
 
 
 class Coordinates(StrEnum):
@@ -67,6 +69,7 @@ class TrackingBackend(StrEnum):
 
 class GpuSource(StrEnum):
     local = "local"  # NVML on this host
+    prometheus = "prometheus"  # a DCGM exporter (or mcpworld's gpu_agent) on the model host: telemetry.gpu.url
     none = "none"
 
 
@@ -99,7 +102,10 @@ class ModelConfig:
     context_length: int = 32768
     max_tokens: int = 2048
     temperature: float = 0.0
-    top_p: Optional[float] = None
+    top_p: Optional[float] = None  # sent when set (None: the server's default)
+    top_k: Optional[int] = None  # sent when set, where the server takes it (vLLM yes, Ollama's /v1 no)
+    presence_penalty: Optional[float] = None  # sent when set
+    frequency_penalty: Optional[float] = None  # sent when set (UI-TARS's reference run uses 1)
     vision: bool = True
     coordinates: Coordinates = Coordinates.pixels
     preferred_resolution: Optional[str] = None
@@ -110,12 +116,17 @@ class ModelConfig:
     computer_tool: Optional[str] = None  # e.g. computer_20250124
     bash_tool: Optional[str] = None  # e.g. bash_20250124
     betas: List[str] = field(default_factory=list)  # e.g. [computer-use-2025-01-24]
+    # the model's id on other platforms, by provider.kind (bedrock, vertex); a kind not listed uses `id`
+    ids: Dict[str, str] = field(default_factory=dict)
     # how the family is driven (agent/profiles): prompt, tool schema, request layout, reply parsing
     profile: str = "generic"
     variant: Variant = Variant.instruct
     profile_options: Dict[str, Any] = field(default_factory=dict)  # family-specific knobs (see the profile)
     thinking_budget: Optional[int] = None  # Claude extended thinking: budget_tokens (None: off)
     price: PriceConfig = field(default_factory=PriceConfig)
+    # set on presets kept only to reproduce earlier runs (a retired or retiring model): why, and what to use
+    # instead; warned once when the model is used
+    legacy: Optional[str] = None
 
 
 @dataclass
@@ -131,6 +142,8 @@ class ProviderConfig:
     unload_others: bool = True  # ollama: unload other loaded models first, so GPU figures are this model's
     prompt_caching: bool = True  # anthropic: cache the static prefix (system prompt, tools)
     api_version: str = "2023-06-01"  # anthropic: the anthropic-version header
+    region: Optional[str] = None  # bedrock/vertex: the cloud region (AWS_REGION, CLOUD_ML_REGION)
+    project: Optional[str] = None  # vertex: the Google Cloud project (else the one ADC names)
 
 
 @dataclass
@@ -253,13 +266,25 @@ class TrackingConfig:
 
 @dataclass
 class GpuTelemetryConfig:
-    source: GpuSource = GpuSource.local  # (a remote sampler for a remote model server can come)
-    rate_hz: float = 4.0
+    source: GpuSource = GpuSource.local
+    rate_hz: float = 4.0  # samples per second, GPU and CPU alike (one sampler per job)
+    url: Optional[str] = None  # source=prometheus: the model host's /metrics (dcgm-exporter :9400, gpu_agent :9401)
+
+
+@dataclass
+class CpuTelemetryConfig:
+    rapl: bool = True  # CPU package energy from RAPL where readable (else one line and param energy.cpu)
+    powercap_root: str = "/sys/class/powercap"
 
 
 @dataclass
 class TelemetryConfig:
     gpu: GpuTelemetryConfig = field(default_factory=GpuTelemetryConfig)
+    cpu: CpuTelemetryConfig = field(default_factory=CpuTelemetryConfig)
+    idle_s: float = 5.0  # idle baseline (power_w_idle) sampled before the first episode; 0: none, no net energy
+    # where the jobs on this host list their calls, so jobs sharing a GPU share its energy (null: this job alone)
+    ledger_dir: Optional[str] = "/dev/shm/mcpworld-energy"
+    kwh_price: Optional[float] = None  # USD per kWh: the episodes' measured energy as energy_cost_usd (None: not priced)
 
 
 @dataclass

@@ -10,5 +10,7 @@ from typing import Any
 #   {"kind": "drag", "x0", "y0", "x", "y"}
 #   {"kind": "scroll", "x", "y", "direction": up|down|left|right, "amount": n}
 #   {"kind": "key", "keys": "ctrl+s"}            (xdotool-style chord, space-separated sequence)
+#   {"kind": "key_down"|"key_up", "keys": "shift"} (press / release a chord's keys and leave them so:
+#                                                  modifiers held through a click, Claude's hold_key)
 #   {"kind": "type", "text": "..."}
 Action = dict[str, Any]

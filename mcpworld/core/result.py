@@ -25,6 +25,18 @@ class Status(StrEnum):
 NOT_JUDGED = (Status.infra_error, Status.eval_error, Status.interrupted)
 
 
+def tool_family(name: str) -> str:
+    """The tool family (``modality.tools``) a counted tool name belongs to: our tools by name, MCP
+    tools (``<server>-<tool>``) and Toolathlon's local tools (``local-…``) by the dash; ``unknown``
+    counts calls to tools that do not exist (hallucinated or withheld). A profile's own name for the
+    computer tool (Qwen3-VL's ``computer_use``) is the computer family."""
+    if name in ("computer", "bash", "done", "unknown"):
+        return name
+    if name.startswith("computer_"):
+        return "computer"
+    return "mcp" if "-" in name else "other"
+
+
 @dataclass
 class ToolCounts:
     ok: int = 0
@@ -55,16 +67,19 @@ class EpisodeResult:
     termination: str = ""
     # (eval_error is a status only: the agent ended as its termination says, then the grader failed)
     final_action: str | None = None  # DONE / FAIL as declared by the agent
+    answer: str | None = None  # the agent's answer, when it ended by answering (Qwen's computer_use ``answer``)
     steps: int = 0
     llm_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_estimated: bool = False
+    tokens_cached: int = 0  # of tokens_in: prompt-cache reads (Anthropic's cache_read_input_tokens), billed apart
     ttft_s: list[float] = field(default_factory=list)
     llm_latency_s: list[float] = field(default_factory=list)
     generation_s: list[float] = field(default_factory=list)  # per LLM call: latency after the first token
     hallucinations: int = 0  # unknown tools, unparseable or invalid arguments, off-screen coordinates
     loops: int = 0  # stuck stretches: one action repeated on an unchanged screen, or an A-B-A-B cycle
+    truncations: int = 0  # replies cut by the output limit (finish_reason length / max_tokens) with no call run
     duration_s: float = 0.0
     setup_s: float = 0.0
     agent_s: float = 0.0
@@ -74,9 +89,14 @@ class EpisodeResult:
     screenshots: int = 0
     key_steps: dict[str, Any] = field(default_factory=dict)  # total, completed, ratio, progress, timeline
     labels: dict[str, str] = field(default_factory=dict)  # model, provider, resolution, modality …
-    gpu: dict[str, float] = field(default_factory=dict)  # gpu.energy_j, gpu.power_w_mean … (empty: no GPU)
-    llm_energy_j: list[float | None] = field(default_factory=list)  # per LLM call, in call order
+    # the episode's shared energy: gpu.energy_j (gross), .energy_net_j, .energy_llm_j, .energy_rest_j, power …
+    # and cpu.* from RAPL (see telemetry/energy); empty when nothing is metered
+    gpu: dict[str, float] = field(default_factory=dict)
+    llm_energy_j: list[float | None] = field(default_factory=list)  # per LLM call, in call order (its GPU share)
+    llm_call_windows: list[list[float]] = field(default_factory=list)  # per LLM call: [start, end], epoch seconds
     task_notes: list[str] = field(default_factory=list)  # what of the task file was not acted on (Task.notes)
+    cost_usd: float | None = None  # tokens at model.price (None: the model has no price, never 0)
+    energy_cost_usd: float | None = None  # the episode's measured energy at telemetry.kwh_price
 
     def count_tool(self, name: str, ok: bool) -> None:
         counts = self.tool_calls.setdefault(name, ToolCounts())
@@ -102,6 +122,7 @@ class EpisodeResult:
         }
         out["hallucinations"] = self.hallucinations
         out["loops"] = self.loops
+        out["truncations"] = self.truncations
         for name, values in (("ttft_s", self.ttft_s), ("generation_s", self.generation_s),
                              ("llm_latency_s", self.llm_latency_s)):
             if values:
@@ -114,6 +135,11 @@ class EpisodeResult:
                 out[f"keysteps.{key}"] = float(self.key_steps[key])
         for metric in self.metrics:
             out[f"metric.{metric.name}"] = metric.score
+        if self.tokens_cached:
+            out["tokens_cached"] = self.tokens_cached
+        for name in ("cost_usd", "energy_cost_usd"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         out.update(self.gpu)
         energies = [e for e in self.llm_energy_j if e is not None]
         if energies:

@@ -367,6 +367,8 @@ class LocalEnvironment(Environment):
             inp.key(action["keys"])
         elif kind == "type":
             inp.type(action["text"])
+        elif kind in ("key_down", "key_up"):
+            inp.hold(action["keys"], kind == "key_down")
         else:
             raise ValueError(f"unknown action kind {kind!r}")
 

@@ -124,6 +124,16 @@ class XInput:
                     xtest.fake_input(self.d, X.KeyRelease, self._shift)
             self.d.sync()
 
+    def hold(self, chords: str, down: bool) -> None:
+        """Press (``down``) or release the keys of ``shift``, ``ctrl+shift`` or ``ctrl shift`` and leave
+        them so: a key held across other input (a shift-click) or for a while (Claude's hold_key).
+        Keys are released in reverse order of pressing."""
+        names = [n for n in chords.replace("+", " ").split() if n] or ["plus"]
+        codes = [self._keycode(keysym_for(n))[0] for n in names]
+        for code in codes if down else list(reversed(codes)):
+            xtest.fake_input(self.d, X.KeyPress if down else X.KeyRelease, code)
+        self.d.sync()
+
     def type(self, text: str) -> None:
         for char in text:
             code, shift = self._keycode(char_keysym(char))

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcpworld.core.errors import UserError
+from mcpworld.core.result import tool_family
 from mcpworld.telemetry.tracking.store import absolute_sqlite_uri
 
 DEFAULT_URI = "sqlite:///outputs/mlflow.db"
@@ -36,7 +37,14 @@ PAGE = 10_000
 BASE_COLUMNS = ("episodes", "successes", "tasks", "success_rate", "success_ci_low", "success_ci_high",
                 "keystep_ratio", "tokens_mean", "ttft_p50_s", "ttft_p90_s", "steps_mean", "energy_j_mean",
                 "energy_per_success_j", "infra_errors", "eval_errors")
-RATE_COLUMNS = {"success_rate", "success_ci_low", "success_ci_high", "keystep_ratio"}
+RATE_COLUMNS = {"success_rate", "success_ci_low", "success_ci_high", "keystep_ratio", "hallucination_rate", "loop_rate",
+                "truncation_rate"}
+# shown only when some group has them (an older store, an unpriced model: no empty columns)
+OPTIONAL_COLUMNS = ("hallucination_rate", "loop_rate", "truncation_rate", "cost_usd_mean", "cost_per_success_usd",
+                    "energy_cost_usd_mean")
+# GPU energy per episode: its 95 % bootstrap CI, net of the idle baseline (with CI), per output token; CPU (RAPL)
+ENERGY_COLUMNS = ("energy_ci_low", "energy_ci_high", "energy_net_j_mean", "energy_net_ci_low", "energy_net_ci_high",
+                  "j_per_1k_tokens_out", "tokens_out_per_j", "cpu_energy_j_mean")
 
 
 @dataclass
@@ -213,8 +221,77 @@ def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, A
     metered_wins = sum(e.success for e in metered)
     if metered and metered_wins > 0:
         row["energy_per_success_j"] = sum(metric_values(metered, "gpu.energy_j")) / metered_wins
+    row.update(energy_stats(judged, seed, resamples))
+    row.update(behaviour(judged))
+    row.update(costs(judged))
     row.update(repeat_stats(judged))
     return row
+
+
+def tool_success(judged: list[Episode]) -> dict[str, float]:
+    """``tool_success.<family>``: ok calls / calls per tool family (computer, bash, mcp, done, unknown),
+    from the episodes' ``tool.<name>.ok`` / ``tool.<name>.error`` metrics."""
+    ok: dict[str, float] = {}
+    calls: dict[str, float] = {}
+    for ep in judged:
+        for key, value in ep.metrics.items():
+            if key.startswith("tool.") and key.endswith((".ok", ".error")):
+                name, outcome = key[5:].rsplit(".", 1)
+                family = tool_family(name)
+                calls[family] = calls.get(family, 0.0) + value
+                ok[family] = ok.get(family, 0.0) + (value if outcome == "ok" else 0.0)
+    return {f"tool_success.{f}": ok[f] / calls[f] for f in sorted(calls) if calls[f]}
+
+
+def behaviour(judged: list[Episode]) -> dict[str, float]:
+    """Tool success by family; hallucinations per tool call; the fractions of episodes that looped or
+    had a reply truncated (where the runs recorded them)."""
+    out: dict[str, float] = tool_success(judged)
+    calls = sum(v for e in judged for k, v in e.metrics.items() if k.startswith("tool.") and k.endswith((".ok", ".error")))
+    if calls:
+        out["hallucination_rate"] = sum(metric_values(judged, "hallucinations")) / calls
+    for metric, column in (("loops", "loop_rate"), ("truncations", "truncation_rate")):
+        values = metric_values(judged, metric)
+        if values:
+            out[column] = float(np.mean([v > 0 for v in values]))
+    return out
+
+
+def costs(judged: list[Episode]) -> dict[str, float]:
+    """USD per episode and per success among the priced episodes (model.price); none when unpriced."""
+    out: dict[str, float] = {}
+    priced = [e for e in judged if "cost_usd" in e.metrics]
+    if priced:
+        out["cost_usd_mean"] = float(np.mean(metric_values(priced, "cost_usd")))
+        wins = sum(e.success for e in priced)
+        if wins > 0:
+            out["cost_per_success_usd"] = sum(metric_values(priced, "cost_usd")) / wins
+    energy = metric_values(judged, "energy_cost_usd")
+    if energy:
+        out["energy_cost_usd_mean"] = float(np.mean(energy))
+    return out
+
+
+def energy_stats(judged: list[Episode], seed: int, resamples: int) -> dict[str, float]:
+    """The CIs of gross and net GPU energy per episode; J per 1k output tokens and output tokens per J as
+    ratios of the group's sums; CPU energy per episode. Episodes' shares never double-count (telemetry/energy)."""
+    out: dict[str, float] = {}
+    metered = [e for e in judged if "gpu.energy_j" in e.metrics]
+    gross = metric_values(metered, "gpu.energy_j")
+    if gross:
+        out["energy_ci_low"], out["energy_ci_high"] = bootstrap_ci(gross, seed, resamples)
+    net = metric_values(metered, "gpu.energy_net_j")
+    if net:
+        out["energy_net_j_mean"] = float(np.mean(net))
+        out["energy_net_ci_low"], out["energy_net_ci_high"] = bootstrap_ci(net, seed, resamples)
+    tokens = sum(e.metrics.get("tokens_out", 0.0) for e in metered)
+    if tokens and sum(gross) > 0:
+        out["j_per_1k_tokens_out"] = sum(gross) / tokens * 1000
+        out["tokens_out_per_j"] = tokens / sum(gross)
+    cpu = metric_values(judged, "cpu.energy_j")
+    if cpu:
+        out["cpu_energy_j_mean"] = float(np.mean(cpu))
+    return out
 
 
 def build_rows(episodes: list[Episode], keys: Sequence[str], seed: int,
@@ -224,7 +301,9 @@ def build_rows(episodes: list[Episode], keys: Sequence[str], seed: int,
             for values, eps in group_episodes(episodes, keys).items()]
     ks = sorted({int(c[5:]) for r in rows for c in r if c.startswith(("pass@", "pass^"))})
     pass_cols = [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks if k >= 2]
-    return rows, [*keys, *BASE_COLUMNS, *pass_cols]
+    tools = sorted({c for r in rows for c in r if c.startswith("tool_success.")})
+    optional = [c for c in (*OPTIONAL_COLUMNS, *ENERGY_COLUMNS) if any(r.get(c) is not None for r in rows)]
+    return rows, [*keys, *BASE_COLUMNS, *tools, *optional, *pass_cols]
 
 
 # ---------------------------------------------------------------- tables
@@ -256,6 +335,11 @@ def fmt_number(value: Any) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}" if abs(value) >= 1 else f"{value:.3f}"
 
 
+def fmt_usd(value: float | None) -> str:
+    """Dollars: cents above a dollar, four decimals below (an episode of a small model costs fractions of a cent)."""
+    return "—" if value is None else f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"
+
+
 def to_markdown(rows: list[dict[str, Any]], columns: list[str], keys: Sequence[str]) -> str:
     """A paper-ready table: success as "63.0 % [41.2, 82.1]", rates in percent, one line per group."""
     shown = [c for c in columns if c not in ("success_ci_low", "success_ci_high", "successes")]
@@ -269,7 +353,9 @@ def to_markdown(rows: list[dict[str, Any]], columns: list[str], keys: Sequence[s
             if c == "success_rate" and value is not None:
                 cells.append(f"{100 * value:.1f} % [{100 * row['success_ci_low']:.1f}, "
                              f"{100 * row['success_ci_high']:.1f}]")
-            elif c in RATE_COLUMNS or c.startswith(("pass@", "pass^")):
+            elif "usd" in c:
+                cells.append(fmt_usd(value))
+            elif c in RATE_COLUMNS or c.startswith(("pass@", "pass^", "tool_success.")):
                 cells.append(fmt_pct(value))
             else:
                 cells.append(fmt_number(value))
@@ -359,6 +445,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tracking-uri", default=DEFAULT_URI, help=f"MLflow store (default {DEFAULT_URI})")
     parser.add_argument("--out", type=Path, help="output folder (default outputs/reports/<experiment or runs>/)")
     parser.add_argument("--runs", help="MLflow search filter over episode runs, e.g. \"params.model = 'x'\"")
+    parser.add_argument("--dir", type=Path, action="append", default=[],
+                        help="read episodes from a job or sweep folder (its result.json files) instead of MLflow; "
+                             "repeatable")
+    parser.add_argument("--compare", metavar="KEY",
+                        help="paired comparison over the same tasks between KEY's values (e.g. resolution): "
+                             "compare.csv, compare.md, compare.png")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap draws (default 2000)")
     args = parser.parse_args(argv)
@@ -368,24 +460,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if not sep or key != "experiment" or not value:
             raise UserError(f"{item!r}: expected experiment=NAME (the only key=value argument)")
         args.experiment = value
-    if args.experiment is None and not args.runs:
-        raise UserError("say what to report: experiment=NAME and/or --runs FILTER")
+    if args.dir and (args.experiment or args.runs):
+        raise UserError("--dir reads folders, not MLflow: give either --dir or experiment=NAME / --runs")
+    if args.experiment is None and not args.runs and not args.dir:
+        raise UserError("say what to report: experiment=NAME and/or --runs FILTER, or --dir FOLDER")
     args.keys = [k.strip() for k in args.group_by.split(",") if k.strip()]
     if not args.keys:
         raise UserError("--group-by needs at least one param name, e.g. --group-by model")
     if args.resamples < 1:
         raise UserError(f"--resamples {args.resamples}: need at least 1")
     if args.out is None:
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", args.experiment) if args.experiment else "runs"
+        named = args.experiment or (args.dir[0].name if args.dir else None)
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", named) if named else "runs"
         args.out = Path("outputs") / "reports" / name
     return args
 
 
 def report(args: argparse.Namespace) -> list[Path]:
     """Load, group, summarize, write; returns the files written."""
-    uri = check_store(args.tracking_uri)
-    episodes = load_episodes(uri, args.experiment, args.runs)
-    check_group_keys(episodes, args.keys)
+    if args.dir:
+        from mcpworld.report.folder import load_folders
+
+        episodes = load_folders(args.dir)
+    else:
+        episodes = load_episodes(check_store(args.tracking_uri), args.experiment, args.runs)
+    check_group_keys(episodes, args.keys + ([args.compare] if args.compare else []))
     rows, columns = build_rows(episodes, args.keys, args.seed, args.resamples)
     args.out.mkdir(parents=True, exist_ok=True)
     written = [args.out / "summary.csv", args.out / "summary.md", args.out / "success.png"]
@@ -404,6 +503,12 @@ def report(args: argparse.Namespace) -> list[Path]:
     else:
         energy.unlink(missing_ok=True)  # a stale plot from an earlier report would mislead
         print("energy_vs_success.png not written: no episode reports gpu.energy_j")
+    if args.compare:
+        from mcpworld.report import paired
+
+        pairs, pair_columns = paired.compare_rows(episodes, [*args.keys, args.compare], args.compare, args.seed,
+                                                  args.resamples)
+        written += paired.write(pairs, pair_columns, args.compare, args.out)
     for path in written:
         print(f"wrote {path}")
     return written

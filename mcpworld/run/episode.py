@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 from mcpworld.agent.loop import AgentLoop, Limits
-from mcpworld.agent.prompts import system_prompt
+from mcpworld.agent.profiles import PromptContext
 from mcpworld.agent.providers import ProviderSettings, make_provider
 from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.local import local_tools
@@ -30,13 +30,16 @@ from mcpworld.mcp.servers import McpSettings, episode_servers, withheld
 from mcpworld.mcp.spec import replace_in
 from mcpworld.probes.files import HomeChanges
 from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
+from mcpworld.run.metering import metered
+from mcpworld.run.provenance import episode_profile, write_request
+from mcpworld.telemetry.cost import price_episode
 from mcpworld.telemetry.trace import Trace
 
 if TYPE_CHECKING:
     from mcpworld.agent.tools.computer import ComputerTool
     from mcpworld.evaluation.handler import HandlerProcess
     from mcpworld.probes.live import LiveHooks
-    from mcpworld.telemetry.gpu import EpisodeGpu, GpuMonitor
+    from mcpworld.telemetry.energy.meter import EnergyMeter
 
 
 def labels(cfg: RootConfig) -> dict[str, str]:
@@ -78,18 +81,8 @@ def write_trajectory(path: Path, messages: list[dict[str, Any]], result: Episode
     path.write_text(redact(json.dumps(log, ensure_ascii=False, indent=1, default=str)), encoding="utf-8")
 
 
-def gpu_energy(sampled: "EpisodeGpu", result: EpisodeResult, events: list[dict[str, Any]]) -> None:
-    """The episode's GPU metrics, and the energy of each LLM call's window (trace times are wall
-    clock, the sampler's monotonic)."""
-    result.gpu = sampled.metrics()
-    offset = time.monotonic() - time.time()
-    result.llm_energy_j = [
-        sampled.energy_between(e["ts"] + offset - float(e.get("latency_s") or 0.0), e["ts"] + offset)
-        for e in events if e.get("type") == "llm_call"]
-
-
 def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, env: Environment,
-                gpu: "GpuMonitor | None" = None, stop: StopSignal | None = None) -> EpisodeResult:
+                gpu: "EnergyMeter | None" = None, stop: StopSignal | None = None) -> EpisodeResult:
     """Run one attempt and write its result.json, whatever happens. The status blames the agent
     only for the agent's doing: a dead display, a crashed harness part or an endpoint that fails
     is ``infra_error`` (retried), a grader that gives no verdict ``eval_error``, a stopped run
@@ -103,7 +96,8 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
     trace.emit("episode_start", task=task.id, attempt=attempt, instruction=task.instruction, **result.labels)
     sampled = None
     try:
-        with gpu.episode(episode_dir / "gpu.csv") if gpu else nullcontext() as sampled:
+        sampled = gpu.episode(episode_dir / "gpu.csv") if gpu else None  # the job's meter: this episode's share
+        with sampled if sampled else nullcontext():
             _run(cfg, task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination, result.reason = Status.infra_error, "infra_error", str(exc)
@@ -129,7 +123,8 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
             trace.emit("error", kind="teardown", message=str(exc))
         result.duration_s = round(time.monotonic() - started, 4)
         if sampled is not None:
-            gpu_energy(sampled, result, trace.events)
+            sampled.finish(result)  # (after teardown: the span includes it)
+        price_episode(result, cfg.model.price, cfg.telemetry.kwh_price)
         trace.emit("episode_end", status=result.status, score=result.score, reason=result.reason,
                    duration_s=result.duration_s)
         trace.close()
@@ -204,17 +199,21 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
              stop: StopSignal, handler: "HandlerProcess | None", live: "LiveHooks | None") -> None:
     """The agent's run on the ready desktop, then the verdict."""
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
-    tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max)
+    profile = episode_profile(cfg)  # how the model's family is driven (agent/profiles)
+    coords = profile.screen((env.width, env.height)) if "computer" in cfg.modality.tools else None
+    tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max, coords)
     hosted = cfg.env.mcp_sandbox == "klavis" and "mcp" in cfg.modality.tools
     workspace = cfg.env.klavis.workspace if hosted else str(env.resolve(task.workspace))
     solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace)
-    provider = make_provider(ProviderSettings.of(cfg), solution)
+    inner = make_provider(ProviderSettings.of(cfg), solution)
+    inner.text_calls = profile.text_calls  # a profile that reads its family's format gets the text as written
+    provider = metered(inner)
     screens = ScreenSaver(episode_dir / "screens")
     computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds
     first = computer.coords.fit(env.settle(None)) if computer is not None else None
     max_steps, timeout_s = episode_limits(cfg, task)
     limits = Limits(max_steps=max_steps, max_llm_calls=cfg.agent.max_llm_calls,
-                    timeout_s=timeout_s, keep_screenshots=cfg.agent.keep_screenshots,
+                    timeout_s=timeout_s, keep_screenshots=profile.keep_screenshots(cfg.agent.keep_screenshots),
                     image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
                     loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
     shown_w, shown_h = computer.coords.image if computer is not None else (env.width, env.height)
@@ -238,13 +237,17 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                 extra = {**(mcp_tools(pool, overlong) if pool else {}),
                          **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output)}
                 tools.update({**extra, "done": tools.pop("done")})  # done stays last
-            loop = AgentLoop(provider, tools, limits, trace, result, save_image=screens,
+            offered = profile.tools(tools)  # the tools as the family knows them
+            loop = AgentLoop(provider, offered, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(servers, task), after_step=after_step)
-            prompt = system_prompt(cfg.agent.system_prompt, list(tools), shown_w, shown_h, cfg.model.coordinates)
-            if task.system_prompt:
-                prompt += "\n" + task.system_prompt.replace("{workspace}", workspace)
-            await loop.run(prompt, task.instruction, first)
+                             withheld=withheld(servers, task), after_step=after_step, profile=profile)
+            prompt = profile.system_prompt(PromptContext(  # (the screen's size even without a computer tool, as ever)
+                list(offered), (shown_w, shown_h), cfg.agent.system_prompt,
+                task.system_prompt.replace("{workspace}", workspace) if task.system_prompt else ""))
+            try:
+                await loop.run(prompt, task.instruction, first)
+            finally:
+                write_request(episode_dir, profile, prompt, offered, loop.first_request)
 
     changes = HomeChanges(env.home) if any("check" in step for step in task.key_steps) else None
     live_checks = LiveChecks(env, task.key_steps, trace.emit, changes.take, trace.wall_start) if changes else None

@@ -9,6 +9,7 @@ import socket
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from mcpworld.agent.providers import ProviderSettings, make_provider
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.apps.catalog import programs
 from mcpworld.apps.programs import Program, program_for
+from mcpworld.config.resolution import check_run as check_resolution_preference
 from mcpworld.config.schema import FilesConfig, RootConfig
 from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status
@@ -30,23 +32,27 @@ from mcpworld.env.container import reap_containers
 from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
-from mcpworld.mcp.servers import McpSettings, unavailable
+from mcpworld.mcp.servers import McpSettings, task_servers, unavailable
 from mcpworld.run import resume
 from mcpworld.run.episode import run_episode
 from mcpworld.run.interrupt import StopSignal, signals_deferred
+from mcpworld.run.job_metrics import behaviour_rates, cost_metrics, tool_metrics
 from mcpworld.run.pool import EpisodePool
 from mcpworld.run.progress import DownloadProgress, SweepProgress
+from mcpworld.run.provenance import profile_params
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
-from mcpworld.tasks.select import find_tasks
+from mcpworld.tasks.select import borrow_solution, find_tasks, not_applicable
 from mcpworld.tasks.settings import TaskSettings
 from mcpworld.tasks.solutions import attach_solutions
 from mcpworld.tasks.websites import skip_unreachable
-from mcpworld.telemetry.gpu import make_gpu_monitor
+from mcpworld.telemetry.cost import check_price
+from mcpworld.telemetry.energy.factory import make_energy_meter
+from mcpworld.telemetry.energy.totals import energy_totals
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking.keys import flatten
 from mcpworld.telemetry.tracking.store import unreachable
 from mcpworld.telemetry.tracking.sweep import sweep_parent
 from mcpworld.telemetry.tracking.tracker import make_tracker
+from mcpworld.telemetry.tracking.vocabulary import job_params, job_run_name, source_tags
 
 
 def job_dir() -> Path:
@@ -81,29 +87,66 @@ def check_tracking_reachable(cfg: RootConfig) -> None:
                         "`mlflow server` URL")
 
 
-def job_name() -> str:
+def job_overrides() -> list[str] | None:
+    """This job's Hydra overrides, an override's key masked; None outside Hydra."""
     from hydra.core.hydra_config import HydraConfig
 
     try:
         hc = HydraConfig.get()
     except ValueError:
-        return "adhoc"
-    overrides = [o for o in hc.overrides.task]
-    return mask_secrets(",".join(overrides)) or "default"  # names runs: an override may hold a key
+        return None
+    return [mask_secrets(str(o)) for o in hc.overrides.task]
+
+
+def job_name() -> str:
+    """The override string: the job's name in summary.json and the job table (its MLflow run is
+    named by ``vocabulary.job_run_name``)."""
+    overrides = job_overrides()
+    return "adhoc" if overrides is None else ",".join(overrides) or "default"
+
+
+@dataclass
+class Selection:
+    """The tasks a job runs, and those it skips before any episode: ``skipped`` is (task id, kind,
+    reason), kind ``not_applicable`` (the modality has no tool family that can do the task), ``unavailable``
+    (this machine or backend lacks something; the reason says the fix) or ``no_solution`` (the oracle
+    has none for the modality). Skipped tasks are counted in no rate (summary.json ``skipped``)."""
+
+    tasks: list[Task]
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def by_reason(self) -> list[dict[str, Any]]:
+        """summary.json's ``skipped``: one entry per distinct reason, with its tasks."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for task_id, kind, reason in self.skipped:
+            groups.setdefault((kind, reason), []).append(task_id)
+        return [{"kind": kind, "reason": reason, "count": len(ids), "tasks": ids} for (kind, reason), ids in groups.items()]
 
 
 def choose_tasks(cfg: RootConfig) -> list[Task]:
+    return select_tasks(cfg).tasks
+
+
+def select_tasks(cfg: RootConfig) -> Selection:
     tasks = find_tasks(TaskSettings.of(cfg))  # the selection `python -m mcpworld.cli.prefetch` makes too
     if cfg.tasks.solutions:
         attach_solutions(tasks, Path(cfg.tasks.solutions).expanduser())
     templates = cast(dict[str, Any], OmegaConf.to_container(cfg.evaluator.templates, resolve=True))  # name -> template
     servers = McpSettings.of(cfg)
+    inapplicable: set[str] = set()
     for task in tasks:
         try:
             expand_task(task, templates)
             if task.evaluator:
                 validate_spec(task.evaluator, str(task.source))
             validate_key_steps(task.key_steps, str(task.source))
+            # a task no tool family of the modality can do is not the agent's to fail: skipped, in no rate
+            why = not_applicable(task, cfg.modality.name, list(cfg.modality.tools), bool(needed_programs(task)),
+                                 bool(task.local_tools or task.mcp_servers or task_servers(servers, task)))
+            if why:
+                task.skip_reason = why
+                inapplicable.add(task.id)
+                continue
             # what this machine or backend lacks skips the task with the fix; it never fails it
             task.skip_reason = task.skip_reason or unavailable(servers, task) or missing_program(task, cfg.env.backend) \
                 or refused_sudo(cfg.env.backend, task)
@@ -113,21 +156,40 @@ def choose_tasks(cfg: RootConfig) -> list[Task]:
             task.skip_reason = task.skip_reason or str(exc)  # an imported suite: run what we can
     fetch_task_files(tasks, cfg.files)
     skip_unreachable(tasks)
-    skipped = [t for t in tasks if t.skip_reason]
-    for task in skipped:
-        print(f"mcpworld: skipping {task.id}: {task.skip_reason}", file=sys.stderr)
-    tasks = [t for t in tasks if not t.skip_reason]
-    if not tasks:
-        raise UserError(f"every selected task was skipped ({len(skipped)}); see the reasons above")
+    chosen = Selection([t for t in tasks if not t.skip_reason],
+                       [(t.id, "not_applicable" if t.id in inapplicable else "unavailable", t.skip_reason)
+                        for t in tasks if t.skip_reason])
+    print_skipped(chosen.skipped)
+    if not chosen.tasks:
+        raise UserError(f"every selected task was skipped ({len(chosen.skipped)}); see the reasons above")
     if cfg.provider.kind == "oracle" and cfg.agent.max_steps > 0:  # the do-nothing baseline needs no solution
-        missing = [t.id for t in tasks if cfg.modality.name not in t.solution]
+        tools = list(cfg.modality.tools)
+        missing = [t.id for t in chosen.tasks if not borrow_solution(t, cfg.modality.name, tools)]
         if missing:
             print(f"mcpworld: the oracle has no {cfg.modality.name} solution for {len(missing)} task(s), "
                   f"skipped: {', '.join(missing)}", file=sys.stderr)
-        tasks = [t for t in tasks if cfg.modality.name in t.solution]
-        if not tasks:
+            chosen.skipped += [(i, "no_solution", f"the oracle has no {cfg.modality.name} solution") for i in missing]
+        chosen.tasks = [t for t in chosen.tasks if cfg.modality.name in t.solution]
+        if not chosen.tasks:
             raise UserError(f"no selected task has an oracle solution for modality={cfg.modality.name}")
-    return tasks
+    return chosen
+
+
+EXAMPLES = 3  # task ids a grouped skip line names
+
+
+def print_skipped(skipped: list[tuple[str, str, str]]) -> None:
+    """One line per distinct reason (its count and a few examples), not one per task: an
+    inapplicable suite of hundreds of tasks is one line."""
+    groups: dict[str, list[str]] = {}
+    for task_id, _, reason in skipped:
+        groups.setdefault(reason, []).append(task_id)
+    for reason, ids in groups.items():
+        if len(ids) == 1:
+            print(f"mcpworld: skipping {ids[0]}: {reason}", file=sys.stderr)
+            continue
+        more = f", … {len(ids) - EXAMPLES} more" if len(ids) > EXAMPLES else ""
+        print(f"mcpworld: skipping {len(ids)} tasks ({', '.join(ids[:EXAMPLES])}{more}): {reason}", file=sys.stderr)
 
 
 def fetch_task_files(tasks: list[Task], files: FilesConfig) -> None:
@@ -189,6 +251,7 @@ def check_config(cfg: RootConfig) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise UserError(f"{key}={value} must be positive (a bound of zero ends every episode before it starts)")
+    check_price(cfg.model.price, cfg.telemetry.kwh_price)
     if not 1 <= cfg.agent.image_quality <= 100:
         raise UserError(f"agent.image_quality={cfg.agent.image_quality} must be 1..100 (JPEG quality; 85 is the default)")
     for side in ("width", "height"):
@@ -196,11 +259,14 @@ def check_config(cfg: RootConfig) -> None:
         if not MIN_SIDE <= value <= MAX_SIDE:
             raise UserError(f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels "
                             "(or pick resolution=square|rect|wxga|fhd)")
+    check_resolution_preference(cfg)  # the model file's defaults pick the screen it prefers
 
 
 def preflight(cfg: RootConfig) -> ModelInfo:
-    """Check the endpoint and the model once, before any episode (an Ollama model is pulled and
-    loaded here); an endpoint that is down stops the job with one line instead of N failed episodes."""
+    """Check the endpoint and the model once, before any desktop starts: every provider asks what is
+    served (the model, its context, who it is: served.* params; an Ollama model is also pulled and
+    loaded here, agent/providers/served.py). An endpoint that is down, a model not served or served
+    with too small a context stops the job with one line naming the fix, instead of N failed episodes."""
     provider = make_provider(ProviderSettings.of(cfg), [])
 
     async def check() -> ModelInfo:
@@ -225,18 +291,24 @@ def run_job(composed: DictConfig) -> float:
     cfg = cast(RootConfig, composed)
     out = job_dir()
     register_secrets([cfg.provider.api_key, cfg.env.klavis.api_key])  # redacted wherever they turn up
+    chosen: Selection | None = None
     try:
         check_config(cfg)
         check_tracking_reachable(cfg)
-        tasks = choose_tasks(cfg)
+        chosen = select_tasks(cfg)
         model = preflight(cfg)
+        model.params.update(profile_params(cfg))  # profile, profile.version, prompt.sha256, tools.sha256
     except Exception as exc:  # nothing ran: the job failed before its first episode
-        write_summary(out, {"status": "FAILED", "reason": one_line(exc), **summarize([], 0)})
+        skipped = chosen.skipped if chosen else []
+        write_summary(out, {"status": "FAILED", "reason": one_line(exc), "skipped": Selection([], skipped).by_reason(),
+                            **summarize([], 0, len(skipped))})
         raise
-    return _run_episodes(cfg, tasks, model, out)
+    return _run_episodes(cfg, chosen.tasks, model, out, chosen)
 
 
-def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Path) -> float:
+def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Path,
+                  chosen: Selection | None = None) -> float:
+    chosen = chosen or Selection(tasks)
     resolved = cast(dict[str, Any], OmegaConf.to_container(cast(DictConfig, cfg), resolve=True))
     runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
     resumed = resume.plan(out, resume.job_hash(resolved), cfg.resume, [(t.id, a) for t, a in runs])
@@ -250,10 +322,15 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
         print(f"mcpworld: removed {reaped} desktop(s) left behind by killed runs", file=sys.stderr)
     tracker = make_tracker(cfg.tracking)
     (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
-    tracker.start_job(job_name(), {**flatten(resolved), **model.params},
-                      {"mcpworld.job_dir": str(out.absolute()), **run_tags(resolved, job_name())},
+    gpu, energy_params = make_energy_meter(cfg.telemetry)  # one sampler for the whole job (GPU, CPU)
+    params = job_params(strip_secrets(resolved), model.params)  # the full config: the artifact config.yaml
+    provenance = run_tags(resolved, job_name())
+    tracker.start_job(job_run_name(params, job_overrides()), params,  # energy.*: how it was measured, a tag
+                      {"mcpworld.job_dir": str(out.absolute()), **provenance, **energy_params,
+                       **source_tags(provenance, [mask_secrets(a) for a in sys.argv])},
                       parent_run_id=sweep_parent(out))
-    gpu = make_gpu_monitor(cfg.telemetry.gpu.source, cfg.telemetry.gpu.rate_hz)
+    if gpu is not None:
+        gpu.start()  # the idle baseline (telemetry.idle_s), before any desktop starts
     print(f"mcpworld: {len(todo)} episode(s) of {len(tasks)} task(s) → {out}")
 
     stop = StopSignal()
@@ -306,9 +383,10 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
             for env in envs:
                 env.close()
             if gpu is not None:
-                gpu.close()
-            ended = {"status": status, **({"reason": reason} if reason else {})}
-            summary = {**summarize(results, len(runs)), **model.metrics, "episodes_wall_s": round(wall_s, 3)}
+                gpu.close(out / "gpu.csv")
+            ended = {"status": status, **({"reason": reason} if reason else {}), "skipped": chosen.by_reason()}
+            summary = {**summarize(results, len(runs), len(chosen.skipped)), **model.metrics, "episodes_wall_s": round(wall_s, 3)}
+            summary.update(gpu.job_metrics() if gpu is not None else {})  # the job's integrated energy
             write_summary(out, {**ended, **summary})
             artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
             waited = time.perf_counter()
@@ -325,7 +403,7 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     print_job_table(job_name(), results)
     if fatal is not None:
         raise JobFailed(reason)
-    return summary["success_rate"]
+    return summary["success"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -342,34 +420,43 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
     tmp.replace(out / "summary.json")
 
 
-def summarize(results: list[EpisodeResult], planned: int) -> dict[str, float]:
-    """Job-level numbers. Infra and eval errors are not agent failures: the rate is over the rest."""
+def summarize(results: list[EpisodeResult], planned: int, skipped: int = 0) -> dict[str, float]:
+    """Job-level numbers, named as the episode's (``success`` is the mean of the episodes' ``success``;
+    sums end in ``_total``). Infra and eval errors are not agent failures: rates are over the rest; tasks
+    skipped before any episode (not applicable, unavailable) are only counted (``tasks_skipped``)."""
     judged = [r for r in results if r.status not in NOT_JUDGED]
     ttfts = [t for r in results for t in r.ttft_s]
+
+    def mean(values: list[float]) -> float:
+        return statistics.fmean(values) if values else 0.0
+
     out = {
         "episodes": float(len(results)),
         "episodes_planned": float(planned),
         "infra_errors": float(sum(r.status == Status.infra_error for r in results)),
         "eval_errors": float(sum(r.status == Status.eval_error for r in results)),
         "interrupted": float(sum(r.status == Status.interrupted for r in results)),
-        "success_rate": (sum(r.status == Status.success for r in judged) / len(judged)) if judged else 0.0,
-        "mean_score": statistics.fmean(r.score for r in judged) if judged else 0.0,
-        "mean_steps": statistics.fmean(r.steps for r in judged) if judged else 0.0,
-        "mean_duration_s": statistics.fmean(r.duration_s for r in results) if results else 0.0,
-        "tokens_in": float(sum(r.tokens_in for r in results)),
-        "tokens_out": float(sum(r.tokens_out for r in results)),
-        "llm_calls": float(sum(r.llm_calls for r in results)),
+        "tasks_skipped": float(skipped),
+        "success": mean([float(r.status == Status.success) for r in judged]),
+        "score": mean([r.score for r in judged]),
+        "steps": mean([r.steps for r in judged]),
+        "duration_s": mean([r.duration_s for r in results]),
+        "llm_calls": mean([r.llm_calls for r in results]),
+        "tokens_in": mean([r.tokens_in for r in results]),
+        "tokens_out": mean([r.tokens_out for r in results]),
+        "llm_calls_total": float(sum(r.llm_calls for r in results)),
+        "tokens_in_total": float(sum(r.tokens_in for r in results)),
+        "tokens_out_total": float(sum(r.tokens_out for r in results)),
+        "truncations_total": float(sum(r.truncations for r in results)),  # replies cut by the output limit
     }
     if ttfts:
         out["ttft_p50_s"] = statistics.median(ttfts)
         out["ttft_p90_s"] = statistics.quantiles(ttfts, n=10, method="inclusive")[-1] if len(ttfts) > 1 else ttfts[0]
     ratios = [r.key_steps["ratio"] for r in judged if r.key_steps.get("total")]
     if ratios:
-        out["keystep_ratio"] = statistics.fmean(ratios)
-    energies = [r.gpu["gpu.energy_j"] for r in results if "gpu.energy_j" in r.gpu]
-    if energies:
-        out["gpu.energy_j"] = sum(energies)
-        successes = sum(r.status == Status.success for r in results if "gpu.energy_j" in r.gpu)
-        if successes:
-            out["gpu.energy_per_success_j"] = sum(energies) / successes
+        out["keysteps.ratio"] = statistics.fmean(ratios)
+    out.update(tool_metrics(judged))
+    out.update(behaviour_rates(judged, results))
+    out.update(cost_metrics(results))
+    out.update(energy_totals(results))  # the episodes' shares: their sum is the job's energy, counted once
     return out

@@ -132,29 +132,37 @@ class SweepSummary(Callback):
             print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed", file=sys.stderr)
 
 
+def job_number(data: dict[str, Any], name: str, old: str) -> float:
+    """A summary.json number by its name, or by the name jobs wrote before the metrics took the
+    episode's vocabulary (``success_rate`` → ``success``, ``mean_score`` → ``score``)."""
+    return float(data.get(name, data.get(old, 0)) or 0)
+
+
 def print_sweep_table(sweep_dir: Path, rows: list[tuple[str, dict[str, Any]]], out: TextIO | None = None) -> None:
     """One row per job. On a terminal a table; in a log file or a pipe one plain line per job, its
     overrides last and whole (a table cell would fold them into slivers), for reading and for grep."""
     out = out or sys.stdout
     cells = [(num, data.get("status", "FINISHED"), f"{data.get('episodes', 0):.0f}",
-              f"{data.get('success_rate', 0):.0%}", f"{data.get('mean_score', 0):.2f}",
-              f"{data.get('infra_errors', 0):.0f}", f"{data.get('eval_errors', 0):.0f}", data.get("job", ""))
+              f"{job_number(data, 'success', 'success_rate'):.0%}", f"{job_number(data, 'score', 'mean_score'):.2f}",
+              f"{data.get('infra_errors', 0):.0f}", f"{data.get('eval_errors', 0):.0f}",
+              f"{data.get('tasks_skipped', 0):.0f}", data.get("job", ""))
              for num, data in rows]
     if is_terminal(out):
         table = Table(title=f"mcpworld sweep: {sweep_dir}")
+        skips = any(c[-2] != "0" for c in cells)  # a column only when some job skipped tasks (space is short)
         for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors",
-                    "eval errors"):
+                    "eval errors", *(["tasks skipped"] if skips else [])):
             table.add_column(col, overflow="fold")
-        for num, *rest, overrides in cells:
-            table.add_row(num, overrides, *rest)
+        for num, *rest, skipped, overrides in cells:
+            table.add_row(num, overrides, *rest, *([skipped] if skips else []))
         console(out).print(table)
     else:
         print(f"mcpworld sweep: {sweep_dir}", file=out)
         width = max(len(num) for num, *_ in cells)
-        for num, status, episodes, rate, score, infra, evals, overrides in cells:
+        for num, status, episodes, rate, score, infra, evals, skipped, overrides in cells:
             print(f"  job {num:>{width}}  {status:<8}  episodes {episodes}  success {rate}  mean score {score}  "
-                  f"infra errors {infra}  eval errors {evals}" + (f"  overrides: {overrides}" if overrides else ""),
-                  file=out)
+                  f"infra errors {infra}  eval errors {evals}" + (f"  tasks skipped {skipped}" if skipped != "0" else "")
+                  + (f"  overrides: {overrides}" if overrides else ""), file=out)
     for num, data in rows:  # whole lines: a reason must be readable, not folded into a cell
         if data.get("status", "FINISHED") != "FINISHED":
             print(f"  job {num} {data['status']}: {data.get('reason', '')}", file=out)

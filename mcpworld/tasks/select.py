@@ -59,3 +59,64 @@ def select(tasks: Iterable[Task], apps: Sequence[str], patterns: Sequence[str],
         known = ", ".join(t.id for t in tasks) or "none"
         raise UserError(f"no task matches app={apps or 'all'} task={patterns or 'all'}; known tasks: {known}")
     return chosen
+
+
+# ---------------------------------------------------------------- applicability to a modality
+
+def task_paths(task: Task, starts_app: bool, has_mcp: bool) -> frozenset[str]:
+    """The tool families a task can be done with (any one of them suffices).
+
+    A task that declares its own tools (Toolathlon's ``needed_mcp_servers`` / ``needed_local_tools``,
+    a native task's ``mcp_servers``) and starts no desktop application has no GUI or shell path: the
+    desktop is empty, and its grader judges what the declared tools did (Toolathlon's graders require
+    a ``local-claim_done`` call, which only the ``mcp`` family offers). Every other task can be done on
+    the screen or from the shell (the desktop's files and apps are there), and also with MCP tools when
+    it has servers (its own or its app config's) or local tools: MCPWorld/PC-Canary tasks keep both."""
+    declares_tools = bool(task.mcp_servers or task.local_tools)
+    paths = set() if declares_tools and not starts_app else {"computer", "bash"}
+    if has_mcp:
+        paths.add("mcp")
+    return frozenset(paths)
+
+
+def not_applicable(task: Task, modality: str, tools: Sequence[str], starts_app: bool, has_mcp: bool) -> str | None:
+    """Why ``modality`` cannot do ``task`` (none of its tool families is a path to it), or None. Such a
+    task is skipped before any episode and counted in no rate: a GUI agent on an empty desktop would
+    "fail" a task it was never given the tools for."""
+    paths = task_paths(task, starts_app, has_mcp)
+    if paths & set(tools):
+        return None
+    offered = ", ".join(str(t) for t in tools)
+    if paths == {"mcp"}:
+        return (f"not applicable to modality={modality} (it offers {offered}): the task needs MCP tools (its task file "
+                "declares MCP servers or local tools, it starts no desktop app, and its grader judges what those "
+                "tools did); run it with modality=mcp, hybrid or all")
+    return f"not applicable to modality={modality}: it has no MCP servers, and modality={modality} offers no other tools"
+
+
+def modality_tools() -> dict[str, frozenset[str]]:
+    """Each built-in modality's tool families (``mcpworld/conf/modality/*.yaml``)."""
+    import yaml
+
+    from mcpworld.core.paths import CONF_DIR
+
+    out = {}
+    for path in sorted((CONF_DIR / "modality").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        out[str(data.get("name", path.stem))] = frozenset(str(t) for t in data.get("tools") or [])
+    return out
+
+
+def borrow_solution(task: Task, modality: str, tools: Sequence[str]) -> bool:
+    """Give the oracle a solution for ``modality`` when the task has none of its own: one written for a
+    modality whose tools it all offers (``all`` replays hybrid's, else mcp's, gui's or cli's: the most
+    tools first). True when the task has a solution for ``modality`` now."""
+    if modality in task.solution:
+        return True
+    offered = set(tools)
+    known = modality_tools()
+    usable = [m for m in task.solution if m in known and known[m] <= offered]
+    if not usable:
+        return False
+    task.solution[modality] = task.solution[max(usable, key=lambda m: (len(known[m]), m))]
+    return True

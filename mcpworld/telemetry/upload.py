@@ -21,11 +21,12 @@ import yaml
 from mcpworld.core.result import EpisodeResult
 from mcpworld.core.secrets import mask_secrets
 from mcpworld.telemetry.provenance import run_tags
-from mcpworld.telemetry.tracking.keys import JOB_DIR, flatten
+from mcpworld.telemetry.tracking.keys import JOB_DIR
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.pending import read_pending
 from mcpworld.telemetry.tracking.store import reason
 from mcpworld.telemetry.tracking.tracker import RUN_STATUSES
+from mcpworld.telemetry.tracking.vocabulary import job_params, job_run_name, source_tags
 
 
 def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
@@ -53,8 +54,10 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
         raise SystemExit(f"mcpworld.telemetry.upload: the tracking store {mask_secrets(tracker.uri)} cannot be "
                          f"read ({reason(exc)}); nothing was logged") from None
     if job_status is None:
-        tracker.start_job(name, flatten(resolved), {JOB_DIR: str(job_dir), "mcpworld.uploaded": "true",
-                                                    **run_tags(resolved, name)})
+        params, provenance = job_params(resolved), run_tags(resolved, name)
+        tracker.start_job(job_run_name(params), params, {JOB_DIR: str(job_dir), "mcpworld.uploaded": "true",
+                                                         **provenance, **source_tags(provenance)},
+                          start_ms=int(config_file.stat().st_mtime * 1000))  # when the job began, not now
     elif job_status != "RUNNING" and not pending and not tracker.unlogged_episodes(job_dir):
         return []  # everything is in MLflow already
     for record in pending.get("not_logged", []):  # listed: logged again even where a run exists
@@ -64,7 +67,8 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
             tracker.log_episode(EpisodeResult.read(folder / "result.json"), folder)
     metrics = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     artifacts = [p for p in (job_dir / ".hydra", summary_file, config_file) if p.exists()]
-    return tracker.finish_job(metrics, artifacts, status=status, job_dir=job_dir)  # and the unlogged episodes
+    ended = int(summary_file.stat().st_mtime * 1000) if summary_file.is_file() else None
+    return tracker.finish_job(metrics, artifacts, status=status, job_dir=job_dir, end_ms=ended)  # and the unlogged episodes
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -78,7 +78,9 @@ async def test_text_reply_usage_and_ttft():
     body = server.requests[0]
     assert body["model"] == "claude-fake" and body["stream"] is True
     assert body["max_tokens"] == 64 and body["temperature"] == 0.3
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    # the latest user turn is a cache breakpoint, as the reference agent sets them
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi",
+                                                              "cache_control": {"type": "ephemeral"}}]}]
     assert "system" not in body and "tools" not in body
 
 
@@ -178,25 +180,27 @@ async def test_loop_conversation_translated_to_messages(tmp_path: Path):
     assert body["system"] == [{"type": "text", "text": "You operate a desktop.", "cache_control": {"type": "ephemeral"}}]
     msgs = body["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
-    assert msgs[0]["content"] == [{"type": "text", "text": "Open the file."}, jpeg]
+    cached = {"cache_control": {"type": "ephemeral"}}
+    assert msgs[0]["content"] == [{"type": "text", "text": "Open the file."}, jpeg]  # the 4th user turn back
     assert msgs[1]["content"] == [
         {"type": "text", "text": "I will click, then list."},
         {"type": "tool_use", "id": "toolu_1", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}},
         {"type": "tool_use", "id": "toolu_2", "name": "bash", "input": {"command": "ls"}},
     ]
-    # both results in one user turn; the screenshot sits inside the last one
+    # both results in one user turn; the screenshot (no call claims it) sits inside the last one
     assert msgs[2]["content"] == [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "ok"}]},
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "ok"}], "is_error": False},
         {"type": "tool_result", "tool_use_id": "toolu_2",
-         "content": [{"type": "text", "text": "a.txt\n[exit code 0]"}, jpeg]},
+         "content": [{"type": "text", "text": "a.txt\n[exit code 0]"}, jpeg], "is_error": False, **cached},
     ]
     assert msgs[3]["content"] == [{"type": "tool_use", "id": "toolu_3", "name": "computer", "input": {"action": "screenshot"}}]
     # an empty result gets no empty text block; the image-with-text user message follows as its own blocks
     assert msgs[4]["content"] == [
-        {"type": "tool_result", "tool_use_id": "toolu_3"},
-        {"type": "text", "text": "[older screenshot removed to save context]"}, jpeg,
+        {"type": "tool_result", "tool_use_id": "toolu_3", "is_error": False},
+        {"type": "text", "text": "[older screenshot removed to save context]"}, {**jpeg, **cached},
     ]
     assert msgs[5]["content"] == [{"type": "text", "text": "Thinking..."}]
+    assert msgs[6]["content"] == [{"type": "text", "text": msgs[6]["content"][0]["text"], **cached}]
     assert msgs[6]["content"][0]["text"].startswith("Continue with a tool call")
 
     tools = body["tools"]
@@ -205,9 +209,10 @@ async def test_loop_conversation_translated_to_messages(tmp_path: Path):
     assert tools[2]["name"] == "done" and "type" not in tools[2]
     assert tools[2]["input_schema"]["required"] == ["status"] and tools[2]["description"]
     assert tools[3] == {"name": "calc_sum", "description": "Add numbers",
-                        "input_schema": {"type": "object", "properties": {}},
-                        "cache_control": {"type": "ephemeral"}}
-    assert all("cache_control" not in t for t in tools[:3])
+                        "input_schema": {"type": "object", "properties": {}}}
+    # the system prompt's breakpoint caches the tools before it: no breakpoint of their own (4 at most)
+    assert all("cache_control" not in t for t in tools)
+    assert json.dumps(body).count("cache_control") == 4
 
 
 async def test_empty_and_repeated_messages_merged_never_empty_text(tmp_path: Path):
@@ -429,3 +434,76 @@ async def test_fake_streams_real_sse_event_lines():
     assert kinds == [d["type"] for d in datas]
     assert kinds[:3] == ["message_start", "ping", "content_block_start"] and kinds[-2:] == ["message_delta", "message_stop"]
     assert kinds.count("content_block_delta") == 3
+
+
+# --------------------------------------------------------------------------- extended thinking, zoom, is_error
+
+
+async def test_recorded_thinking_stream_keeps_the_block_and_its_signature():
+    from tests.fakes.replay_server import Recorded, ReplayServer
+
+    recorded = (Path(__file__).resolve().parents[1] / "data" / "transcripts" / "anthropic_thinking_refusal.sse")
+    with ReplayServer([Recorded(recorded.read_bytes())]) as server:
+        provider = AnthropicProvider(base_url=server.base_url, model="claude-x", api_key="k", max_retries=0)
+        try:
+            reply = await provider.complete(list(USER), [])
+        finally:
+            await provider.aclose()
+    (block,) = reply.reasoning_blocks
+    assert block == {"type": "thinking", "thinking": reply.reasoning,
+                     "signature": "c3ludGhldGljLXNpZ25hdHVyZS1maXh0dXJlLWEtbm90LWEtcmVhbC1zaWduYXR1cmU="}
+    assert block["thinking"].startswith("Simple educational question") and reply.text == "Hi"
+    # sent back first in the assistant turn, unchanged, when the loop keeps it
+    from mcpworld.agent.providers.anthropic import to_anthropic_messages
+
+    _, messages = to_anthropic_messages([{"role": "user", "content": "hi"},
+                                         {"role": "assistant", "content": "Hi", "reasoning_blocks": [block]}])
+    assert messages[1]["content"] == [block, {"type": "text", "text": "Hi"}]
+
+
+def test_thinking_constraints_are_checked_before_any_request():
+    from mcpworld.core.errors import UserError
+
+    ok = dict(model="m", base_url="http://127.0.0.1:9", max_tokens=16384, temperature=1.0)
+    assert AnthropicProvider(thinking_budget=8192, **ok).thinking_budget == 8192
+    for changes, names in (({"thinking_budget": 512}, "model.thinking_budget=512"),
+                           ({"thinking_budget": 16384}, "model.max_tokens=16384"),
+                           ({"thinking_budget": 2048, "temperature": 0.0}, "model.temperature=0")):
+        with pytest.raises(UserError, match=names):
+            AnthropicProvider(**{**ok, **changes})
+    # interleaved thinking (Claude 4) lets the budget exceed max_tokens
+    AnthropicProvider(thinking_budget=32000, betas=["interleaved-thinking-2025-05-14"], **ok)
+
+
+async def test_fake_rejects_thinking_sent_back_altered_or_missing():
+    script = [{"thinking": "Plan: click.", "tool_uses": [{"id": "t1", "name": "done", "input": {"status": "DONE"}}]}]
+    with FakeAnthropicServer(script) as server:
+        reply = await complete(server, max_tokens=4096, temperature=1.0, thinking_budget=1024)
+        block = reply.reasoning_blocks[0]
+        history = [{"role": "user", "content": "go"},
+                   {"role": "assistant", "content": None, "reasoning_blocks": [block],
+                    "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "done", "arguments": "{}"}}]},
+                   {"role": "tool", "tool_call_id": "t1", "content": "ok"}]
+        await complete(server, messages=history, max_tokens=4096, temperature=1.0, thinking_budget=1024)
+        altered = [dict(m) for m in history]
+        altered[1]["reasoning_blocks"] = [{**block, "thinking": "Plan: type."}]
+        dropped = [dict(m) for m in history]
+        dropped[1].pop("reasoning_blocks")
+        for bad, needle in ((altered, "Invalid `signature`"), (dropped, "must start with a thinking block")):
+            with pytest.raises(Exception, match=needle):
+                await complete(server, messages=bad, max_tokens=4096, temperature=1.0, thinking_budget=1024,
+                               max_retries=0)
+    assert server.requests[1]["messages"][1]["content"][0] == block
+
+
+async def test_computer_20251124_enables_zoom_in_its_definition():
+    with FakeAnthropicServer() as server:
+        await complete(server, tools=[{"type": "function", "function": {"name": "computer", "parameters": {}}}],
+                       computer_tool="computer_20251124", betas=["computer-use-2025-11-24"])
+        await complete(server, tools=[{"type": "function", "function": {"name": "computer", "parameters": {}}}],
+                       computer_tool="computer_20251124", enable_zoom=False)
+    assert server.requests[0]["tools"][0] == {"type": "computer_20251124", "name": "computer", "display_width_px": 1024,
+                                              "display_height_px": 768, "enable_zoom": True,
+                                              "cache_control": {"type": "ephemeral"}}
+    assert "enable_zoom" not in server.requests[1]["tools"][0]
+    assert server.headers[0]["anthropic-beta"] == "computer-use-2025-11-24"

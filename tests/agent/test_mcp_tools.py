@@ -375,7 +375,8 @@ async def test_mcp_images_reach_the_model_and_the_disk(tmp_path: Path) -> None:
     provider, result, _ = await run_loop(tmp_path, [one("shot-take")], tools, save_image=save)
     assert saved == [(png, "png")]
     after = provider.sent[1]
-    assert after[-2] == {"role": "tool", "tool_call_id": "c0", "content": "a screenshot"}
+    # ``images``: how many of the images that follow are this call's (for providers that nest them in the result)
+    assert after[-2] == {"role": "tool", "tool_call_id": "c0", "content": "a screenshot", "images": 1}
     (part,) = after[-1]["content"]
     assert after[-1]["role"] == "user" and part["type"] == "image_url"
     url = part["image_url"]["url"]

@@ -114,7 +114,7 @@ def test_a_failed_job_does_not_end_the_sweep(tmp_path):
     # the default model is the oracle: Ollama is told which real model to choose (model=…)
     assert failed["status"] == "FAILED" and "model=qwen3vl_8b" in failed["reason"]
     ok = json.loads((tmp_path / "sweep" / "1" / "summary.json").read_text())
-    assert ok["status"] == "FINISHED" and ok["success_rate"] == 1.0
+    assert ok["status"] == "FINISHED" and ok["success"] == 1.0
     assert "job 0 FAILED:" in proc.stdout and "model=qwen3vl_8b" in proc.stdout.split("job 0 FAILED:")[1]
     assert "1 of 2 job(s) failed" in proc.stderr
     runs = mlflow_runs(tmp_path)

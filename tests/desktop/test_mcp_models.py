@@ -49,8 +49,9 @@ def test_an_openai_compatible_model_uses_an_mcp_server(tmp_path):
     script = [{"tool_calls": [{"name": "filesystem-write_file", "arguments": {"path": "answer.txt", "content": "42"}}]},
               {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]}]
     with FakeOpenAIServer(script, model="qwen3-vl:8b") as server:
-        proc = run_cli(tmp_path, "model=qwen3vl_8b", "provider=openai_compat", f"provider.base_url={server.base_url}",
-                       "modality=mcp", f"tasks.root={root}", "tracking=none")
+        proc = run_cli(tmp_path, "model=qwen3vl_8b", "model.profile=generic", "model.id=qwen3-vl:8b",  # our tool format
+                       "provider=openai_compat", f"provider.base_url={server.base_url}", "modality=mcp",
+                       f"tasks.root={root}", "tracking=none")
         assert proc.returncode == 0, proc.stderr[-3000:]
         first, second = server.requests
     tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
@@ -73,7 +74,7 @@ def test_anthropic_gets_safe_names_for_dotted_mcp_tools_in_hybrid(tmp_path):
     root = suite(tmp_path, f"[{{name: notes, command: {sys.executable}, args: [{server_file}], cwd: '{{home}}'}}]")
     script = [{"tool_uses": [{"name": "notes-notes_append", "input": {"line": "the answer is 42"}}]},
               {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]}]
-    with FakeAnthropicServer(script) as server:
+    with FakeAnthropicServer(script, model="claude-sonnet-4-5-20250929") as server:  # preflight looks the model up
         proc = run_cli(tmp_path, "model=claude_sonnet_4_5", f"provider.base_url={server.base_url}",
                        "modality=hybrid", f"tasks.root={root}", "tracking=none",
                        env={"ANTHROPIC_API_KEY": "sk-ant-test"})

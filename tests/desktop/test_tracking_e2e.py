@@ -67,7 +67,7 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
         assert set(by_level) == {"job", "episode"}
         assert by_level["episode"].data.tags["mlflow.parentRunId"] == by_level["job"].info.run_id
         assert by_level["episode"].data.metrics["success"] == 1.0
-        assert by_level["job"].data.metrics["success_rate"] == 1.0
+        assert by_level["job"].data.metrics["success"] == 1.0
         assert by_level["job"].info.status == by_level["episode"].info.status == "FINISHED"
         again = subprocess.run([sys.executable, "-m", "mcpworld.telemetry.upload", str(tmp_path / "run")], cwd=ROOT,
                                capture_output=True, text=True, timeout=300)
@@ -92,6 +92,7 @@ def test_an_api_key_never_reaches_mlflow(tmp_path):
     exp = client.get_experiment_by_name("secrets")
     runs = client.search_runs([exp.experiment_id])
     assert {r.data.tags["mcpworld.level"] for r in runs} == {"sweep", "job", "episode"}
+    assert "provider.api_key=" in exp.tags["mlflow.note.content"] and secret not in json.dumps(exp.tags)  # the command
     for run in runs:
         assert secret not in json.dumps([run.data.params, run.data.tags, run.data.metrics])
     stored = [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file()]

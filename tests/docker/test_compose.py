@@ -19,7 +19,7 @@ pytestmark = pytest.mark.docker
 
 COMPOSE = DOCKER / "compose.yaml"
 GPU = DOCKER / "compose.gpu.yaml"
-MODEL = ROOT / "mcpworld" / "conf" / "model" / "qwen3vl_8b.yaml"
+MODEL = ROOT / "mcpworld" / "conf" / "model" / "qwen3vl" / "variants.yaml"  # what every Qwen3-VL size shares
 
 
 def load(path: Path) -> dict:
@@ -54,7 +54,7 @@ def test_ollama_is_pinned_on_loopback_with_its_models_in_a_volume_and_a_healthch
     assert "ollama" in ollama["healthcheck"]["test"]
     assert ollama["restart"] == "unless-stopped"
     assert "profiles" not in ollama  # a plain `up -d` starts it
-    # the server's context is the model config's (mcpworld warns when Ollama serves less)
+    # the server's context is the Qwen3-VL configs' (the job's preflight stops when Ollama serves less)
     assert int(default(ollama["environment"]["OLLAMA_CONTEXT_LENGTH"])) == load(MODEL)["model"]["context_length"]
 
 

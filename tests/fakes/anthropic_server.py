@@ -32,6 +32,17 @@ Each scripted reply is a dict; every key is optional:
   ``cache_creation_input_tokens``, ``cache_read_input_tokens``) overrides the defaults (chars/4).
 - ``ignore_stream``: answer a plain JSON message even when the request asked to stream.
 - ``delay_first_s`` / ``chunk_delay_s``: sleep before the first event / between events.
+- ``thinking``: a thinking block first (``thinking_delta`` events, then a ``signature_delta`` with a
+  signature this server issues); ``redacted_thinking``: the ``data`` of a redacted block sent before it.
+
+With ``thinking`` enabled in the request, the server checks what the real API checks: ``budget_tokens``
+of at least 1024 and below ``max_tokens`` (unless the interleaved-thinking beta is on), no temperature
+other than 1, the last assistant turn starting with a thinking block, and every thinking block sent back
+carrying the signature issued for exactly its text (a redacted block, exactly its data).
+
+``GET /v1/models/{id}`` describes ``model`` (id, display name, release date, ``max_input_tokens``,
+``max_tokens``); another id is a 404 ``not_found_error``. With ``api_key`` set, a request without
+that ``x-api-key`` is a 401 ``authentication_error``, as the real API answers a missing or wrong key.
 
 Each POST consumes one scripted reply; when the script runs out the reply is the text ``"done"``.
 Like the real API, a request that breaks the protocol (no ``anthropic-version`` header, no
@@ -47,6 +58,7 @@ import re
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import unquote
 
 from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
@@ -58,12 +70,34 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "
 class FakeAnthropicServer(ScriptedServer):
     """Scripted Anthropic Messages server on 127.0.0.1 (random port) in a background thread."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "claude-fake"):
+    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "claude-fake",
+                 api_key: str | None = None, max_input_tokens: int = 200_000):
         super().__init__(script, model, _make_handler)
+        self.api_key = api_key
+        self.max_input_tokens = max_input_tokens
+        self.gets: list[tuple[str, dict[str, str]]] = []  # every GET: path and lower-case headers
+        self.issued: dict[str, str] = {}  # signature (or redacted data) -> the thinking it was issued for
 
 
 def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
     class Handler(ScriptedHandler):
+        def do_GET(self) -> None:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            server.gets.append((self.path, headers))
+            if server.api_key is not None and headers.get("x-api-key") != server.api_key:
+                message = "invalid x-api-key" if headers.get("x-api-key") else "x-api-key header is required"
+                self._error(401, message)
+            elif "anthropic-version" not in headers:
+                self._error(400, "anthropic-version: header is required")
+            elif not self.path.startswith("/v1/models/"):
+                self._error(404, f"no route {self.path}")
+            elif unquote(self.path.removeprefix("/v1/models/")) != server.model:
+                self._error(404, f"model: {unquote(self.path.removeprefix('/v1/models/'))}")
+            else:
+                self._send_json(200, {"type": "model", "id": server.model, "display_name": "Claude Fake",
+                                      "created_at": "2025-02-19T00:00:00Z",
+                                      "max_input_tokens": server.max_input_tokens, "max_tokens": 64_000})
+
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.path.rstrip("/") != "/v1/messages":
@@ -75,7 +109,7 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                 self._error(400, "request body is not JSON")
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
-            problem = validate(body, headers)
+            problem = validate(body, headers) or validate_thinking(body, headers, server.issued)
             reply = server._record(body, headers, problem is None)
             try:
                 if problem is not None:
@@ -87,7 +121,7 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                 elif body.get("stream") and not reply.get("ignore_stream"):
                     self._stream(body, reply)
                 else:
-                    self._send_json(200, _message(body, reply, server.model), reply.get("headers"))
+                    self._send_json(200, _message(body, reply, server.model, server.issued), reply.get("headers"))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up; nothing to do
 
@@ -101,7 +135,7 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
 
         def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
             frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
-                      for e in _events(body, reply, server.model)]
+                      for e in _events(body, reply, server.model, server.issued)]
             self.send_stream(reply, frames, content_type="text/event-stream; charset=utf-8")
 
     return Handler
@@ -153,6 +187,44 @@ def validate(body: dict[str, Any], headers: dict[str, str]) -> str | None:
     return None
 
 
+INTERLEAVED = "interleaved-thinking-2025-05-14"
+
+
+def validate_thinking(body: dict[str, Any], headers: dict[str, str], issued: dict[str, str]) -> str | None:
+    """Extended thinking's 400s: the request's thinking settings and the thinking blocks sent back."""
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget, betas = thinking.get("budget_tokens"), headers.get("anthropic-beta", "").split(",")
+        if not isinstance(budget, int) or budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if budget >= body.get("max_tokens", 0) and INTERLEAVED not in betas:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`"
+        if body.get("temperature", 1) != 1:
+            return "`temperature` may only be set to 1 when thinking is enabled"
+        assistant = [m for m in body.get("messages") or [] if m.get("role") == "assistant"]
+        first = (assistant[-1].get("content") or [{}])[0] if assistant else {}
+        if assistant and isinstance(first, dict) and first.get("type") not in ("thinking", "redacted_thinking"):
+            return ("messages: Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
+                    "with a thinking block")
+    for i, m in enumerate(body.get("messages") or []):
+        for j, b in enumerate(m.get("content") if isinstance(m.get("content"), list) else []):
+            if b.get("type") == "thinking" and issued.get(str(b.get("signature"))) != b.get("thinking"):
+                return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+            if b.get("type") == "redacted_thinking" and issued.get(str(b.get("data"))) != "":
+                return f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block"
+    return None
+
+
+def _signature(thinking: str, issued: dict[str, str]) -> str:
+    import base64
+    import hashlib
+
+    signature = base64.b64encode(hashlib.sha256(b"fake-signature:" + thinking.encode()).digest()).decode()
+    issued[signature] = thinking
+    return signature
+
+
 def _all_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for b in blocks:
@@ -195,8 +267,14 @@ def _split(text: str, parts: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _message(body: dict[str, Any], reply: dict[str, Any], model: str) -> dict[str, Any]:
+def _message(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dict[str, str]) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if reply.get("redacted_thinking"):
+        issued[reply["redacted_thinking"]] = ""
+        content.append({"type": "redacted_thinking", "data": reply["redacted_thinking"]})
+    if reply.get("thinking"):
+        content.append({"type": "thinking", "thinking": reply["thinking"],
+                        "signature": _signature(reply["thinking"], issued)})
     if reply.get("text"):
         content.append({"type": "text", "text": reply["text"]})
     content += [{"type": "tool_use", **tu} for tu in _tool_uses(reply)]
@@ -208,7 +286,7 @@ def _message(body: dict[str, Any], reply: dict[str, Any], model: str) -> dict[st
     return data
 
 
-def _events(body: dict[str, Any], reply: dict[str, Any], model: str) -> list[dict[str, Any]]:
+def _events(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dict[str, str]) -> list[dict[str, Any]]:
     """The event sequence the real API streams: message_start, ping, blocks, message_delta, message_stop."""
     usage = _usage(body, reply)
     start_usage = {k: v for k, v in (usage or {}).items() if k != "output_tokens"}
@@ -222,6 +300,21 @@ def _events(body: dict[str, Any], reply: dict[str, Any], model: str) -> list[dic
         kind = reply.get("error_type") or "overloaded_error"
         return events + [{"type": "error", "error": {"type": kind, "message": message_text}}]
     index = 0
+    if reply.get("redacted_thinking"):
+        issued[reply["redacted_thinking"]] = ""
+        events += [{"type": "content_block_start", "index": index,
+                    "content_block": {"type": "redacted_thinking", "data": reply["redacted_thinking"]}},
+                   {"type": "content_block_stop", "index": index}]
+        index += 1
+    if reply.get("thinking"):
+        events.append({"type": "content_block_start", "index": index,
+                       "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+        events += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}
+                   for piece in _split(reply["thinking"], 3)]
+        events += [{"type": "content_block_delta", "index": index,
+                    "delta": {"type": "signature_delta", "signature": _signature(reply["thinking"], issued)}},
+                   {"type": "content_block_stop", "index": index}]
+        index += 1
     if reply.get("text"):
         events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
         events += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}

@@ -20,6 +20,9 @@ Routes:
 - ``POST /api/generate`` (load/unload only, as a prompt-less call is): ``keep_alive`` 0 removes the
   model from ``loaded``; anything else loads it (a ps entry with ``size_vram`` and, when
   ``context_length`` is given, ``context_length``). An unknown model is a 404 like Ollama's.
+- ``POST /api/show``: the model's ``details``, ``model_info`` (``<family>.context_length``: what it was
+  trained for, ``trained_context``), ``capabilities`` and ``parameters`` (the Modelfile's lines: ``num_ctx``
+  when given); an unknown model is a 404.
 - ``/v1/chat/completions`` and ``/v1/models``: ``FakeOpenAIServer``'s own handler, unchanged, driven
   by ``chat_script``.
 """
@@ -79,7 +82,8 @@ class FakeOllamaServer(FakeOpenAIServer):
 
     def __init__(self, models: list[dict[str, Any]] | None = None, loaded: list[dict[str, Any]] | None = None,
                  pull_script: list[dict[str, Any]] | None = None, chat_script: list[dict[str, Any]] | None = None,
-                 context_length: int | None = None, *, model: str | None = None, size_vram: int = 24_000_000_000):
+                 context_length: int | None = None, *, model: str | None = None, size_vram: int = 24_000_000_000,
+                 num_ctx: int | None = None, trained_context: int = 262_144):
         tags = [dict(m) for m in models or []]
         super().__init__(chat_script, model=model or (tags[0]["name"] if tags else "fake-model"))
         self.tags = tags
@@ -87,6 +91,8 @@ class FakeOllamaServer(FakeOpenAIServer):
         self.pull_script = pull_script
         self.context_length = context_length
         self.size_vram = size_vram
+        self.num_ctx = num_ctx
+        self.trained_context = trained_context
         self.calls: list[Call] = []
         self.url = f"http://127.0.0.1:{self.port}"
         # Compose: the OpenAI handler serves /v1; ours intercepts /api first.
@@ -100,6 +106,22 @@ class FakeOllamaServer(FakeOpenAIServer):
 
     def _find(self, models: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
         return next((m for m in models if latest(m["name"]) == latest(name)), None)
+
+    def _show(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        name = str(body.get("model") or body.get("name") or "")
+        with self._lock:
+            tag = self._find(self.tags, name)
+        if tag is None:
+            return 404, {"error": f"model '{name}' not found"}
+        details = tag.get("details") or {}
+        family = details.get("family") or "llama"
+        lines = [f"num_ctx                        {self.num_ctx}"] if self.num_ctx else []
+        lines.append('stop                           "<|im_end|>"')
+        return 200, {"license": "", "modelfile": f"FROM {tag['name']}\n", "parameters": "\n".join(lines),
+                     "template": "{{ .Prompt }}", "details": details,
+                     "model_info": {"general.architecture": family, "general.parameter_count": 8_000_000_000,
+                                    f"{family}.context_length": self.trained_context},
+                     "capabilities": ["completion", "vision", "tools"], "modified_at": tag.get("modified_at")}
 
     def _generate(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         name = str(body.get("model") or "")
@@ -148,6 +170,8 @@ def _make_handler(server: FakeOllamaServer, base: type) -> type:
                 self.send_json(400, {"error": "invalid JSON body"})
             elif route == "/api/generate":
                 self.send_json(*server._generate(body))
+            elif route == "/api/show":
+                self.send_json(*server._show(body))
             elif route == "/api/pull":
                 self._pull(str(body.get("model") or body.get("name") or ""))
             else:

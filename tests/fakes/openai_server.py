@@ -28,15 +28,25 @@ Each scripted reply is a dict; every key is optional:
 - ``delay_first_s``: sleep after the response headers, before the first chunk.
 - ``chunk_delay_s``: sleep between chunks.
 - ``usage``: ``False`` omits the usage chunk; a dict ``{"prompt_tokens", "completion_tokens"}``
-  overrides the default counts (chars/4 of the request and of the output).
+  overrides the default counts (chars/4 of the request and of the output); ``prompt_tokens_details``
+  (``{"cached_tokens": N}``, OpenAI's prompt-cache hits) is passed through.
 - ``ignore_stream``: answer plain JSON even when the request asked to stream.
 - ``cut``: stop streaming after this many chunks and drop the connection; with ``cut_clean`` the
   body ends properly but without the finish chunk and ``[DONE]`` (a server that died mid-reply).
 
 Each POST consumes one scripted reply; when the script runs out the reply is the text ``"done"``.
-``push(*replies)`` appends more. ``GET /v1/models`` lists ``model``. Streaming follows the request's
-``stream`` flag; the usage chunk (empty ``choices``) is sent only with
-``stream_options.include_usage``.
+``push(*replies)`` appends more. Streaming follows the request's ``stream`` flag; the usage chunk
+(empty ``choices``) is sent only with ``stream_options.include_usage``.
+
+What the server says it serves follows ``flavour``, as each real server answers:
+
+- ``GET /v1/models`` lists ``model`` (and ``GET /v1/models/{id}`` describes it). ``openai``: id,
+  ``created``, ``owned_by``. ``vllm``: also ``root`` (the weights loaded; default the model),
+  ``parent`` and ``max_model_len`` (``served_name`` lists it under another name, as
+  ``--served-model-name`` does), and ``GET /version`` answers ``{"version": ...}``. ``lmstudio``: ids
+  only (``owned_by: organization_owner``), and its native ``GET /api/v0/models/{id}`` gives type,
+  arch, quantization, state, ``max_context_length`` and ``loaded_context_length``.
+- ``models_status``: answer ``GET /v1/models`` with this HTTP status instead (e.g. 401, 404).
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import unquote
 
 from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
@@ -53,16 +64,65 @@ from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 class FakeOpenAIServer(ScriptedServer):
     """Scripted OpenAI-compatible server on 127.0.0.1 (random port) in a background thread."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "fake-model"):
+    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "fake-model",
+                 flavour: str = "openai", max_model_len: int | None = None, root: str | None = None,
+                 served_name: str | None = None, loaded_context_length: int | None = None,
+                 models_status: int | None = None, version: str = "0.11.0"):
         super().__init__(script, model, _make_handler)
+        self.flavour = flavour
+        self.max_model_len = max_model_len
+        self.root = root
+        self.served_name = served_name
+        self.loaded_context_length = loaded_context_length
+        self.models_status = models_status
+        self.version = version
+        self.gets: list[str] = []  # every GET path, in order
+
+    def model_card(self) -> dict[str, Any]:
+        """The ``/v1/models`` entry this flavour of server lists."""
+        card: dict[str, Any] = {"id": self.served_name or self.model, "object": "model", "created": 1_760_000_000}
+        if self.flavour == "vllm":
+            perm = {"id": "modelperm-0", "object": "model_permission", "created": 1_760_000_000,
+                    "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
+                    "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False,
+                    "organization": "*", "group": None, "is_blocking": False}
+            return {**card, "owned_by": "vllm", "root": self.root or self.model, "parent": None,
+                    "max_model_len": self.max_model_len, "permission": [perm]}
+        if self.flavour == "lmstudio":
+            return {"id": self.model, "object": "model", "owned_by": "organization_owner"}
+        return {**card, "owned_by": "system"}
+
+    def lmstudio_model(self) -> dict[str, Any]:
+        """LM Studio's native ``/api/v0/models/{id}`` description of the model."""
+        loaded = self.loaded_context_length is not None
+        return {"id": self.model, "object": "model", "type": "vlm", "publisher": "lmstudio-community",
+                "arch": "qwen3vl", "compatibility_type": "gguf", "quantization": "Q4_K_M",
+                "state": "loaded" if loaded else "not-loaded", "max_context_length": 262144,
+                **({"loaded_context_length": self.loaded_context_length} if loaded else {})}
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(ScriptedHandler):
         def do_GET(self) -> None:
-            if self.path.rstrip("/") == "/v1/models":
-                data = {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "fake"}]}
-                self.send_json(200, data)
+            path = self.path.rstrip("/")
+            server.gets.append(path)
+            card = server.model_card()
+            missing = {"message": f"The model `{path.rsplit('/', 1)[-1]}` does not exist", "type": "NotFoundError",
+                       "code": 404}
+            if path.startswith("/v1/models") and server.models_status:
+                status = server.models_status
+                self.send_json(status, {"error": {"message": f"scripted error {status}", "type": "fake_error",
+                                                  "code": status}})
+            elif path == "/v1/models":
+                self.send_json(200, {"object": "list", "data": [card]})
+            elif path.startswith("/v1/models/"):
+                found = unquote(path.removeprefix("/v1/models/")) == card["id"]
+                self.send_json(200, card) if found else self.send_json(404, {"error": missing})
+            elif path == "/version" and server.flavour == "vllm":
+                self.send_json(200, {"version": server.version})
+            elif path.startswith("/api/v0/models/") and server.flavour == "lmstudio":
+                found = unquote(path.removeprefix("/api/v0/models/")) == server.model
+                self.send_json(200, server.lmstudio_model()) if found else self.send_json(404, {"error": "Model not found"})
             else:
                 self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
@@ -124,7 +184,8 @@ def _usage(body: dict[str, Any], reply: dict[str, Any], calls: list[dict[str, An
         out_chars += len(_args_text(reply["function_call"].get("arguments", {})))
     prompt = int(given.get("prompt_tokens", len(json.dumps(body.get("messages", []))) // 4))
     completion = int(given.get("completion_tokens", out_chars // 4 + 1))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    details = {k: given[k] for k in ("prompt_tokens_details",) if k in given}  # OpenAI's cache hits: {cached_tokens}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion, **details}
 
 
 def _finish(reply: dict[str, Any]) -> str:

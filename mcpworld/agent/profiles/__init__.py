@@ -18,6 +18,34 @@ def _generic(model: ModelView) -> Profile:
     return GenericProfile(model)
 
 
+@PROFILES.register("claude")
+def _claude(model: ModelView) -> Profile:
+    from mcpworld.agent.profiles.claude import ClaudeProfile
+
+    return ClaudeProfile(model)
+
+
+@PROFILES.register("qwen3vl")
+def _qwen3vl(model: ModelView) -> Profile:
+    from mcpworld.agent.profiles.qwen3vl import Qwen3VLProfile
+
+    return Qwen3VLProfile(model)
+
+
+@PROFILES.register("gemma")
+def _gemma(model: ModelView) -> Profile:
+    from mcpworld.agent.profiles.gemma import GemmaProfile
+
+    return GemmaProfile(model)
+
+
+@PROFILES.register("uitars")
+def _uitars(model: ModelView) -> Profile:
+    from mcpworld.agent.profiles.uitars import UITarsProfile
+
+    return UITarsProfile(model)
+
+
 def make_profile(profile: str, model: ModelView) -> Profile:
     return PROFILES.get(profile)(model)
 

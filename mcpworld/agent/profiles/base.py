@@ -38,6 +38,7 @@ class ModelView:
     image_max: tuple[int, int] | None = None
     variant: str = "instruct"  # instruct | thinking, for families that ship both
     options: dict[str, Any] = field(default_factory=dict)  # family-specific knobs (model.profile_options)
+    computer_tool: str | None = None  # Anthropic's computer tool version (model.computer_tool), for Claude
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class Profile(abc.ABC):
     name: ClassVar[str]
     version: ClassVar[str] = "1"
     reference: ClassVar[str] = ""  # what it follows: repo/path@commit or a documentation URL
+    # the provider reads tool calls written into the reply text (Hermes <tool_call>, JSON objects)
+    # when the server parsed none; a profile that reads its family's own format in ``parse`` sets this
+    # False and gets the text as the model wrote it (its history then holds the reply verbatim)
+    text_calls: ClassVar[bool] = True
 
     def __init__(self, model: ModelView):
         self.model = model
@@ -66,6 +71,11 @@ class Profile(abc.ABC):
         from mcpworld.agent.tools.computer import image_size
 
         return CoordinateMap(self.model.coordinates, screen, image_size(screen, self.model.image_max))
+
+    def keep_screenshots(self, configured: int) -> int:
+        """How many recent screenshots the conversation keeps: ``agent.keep_screenshots``, unless the
+        family's reference keeps a window of its own."""
+        return configured
 
     # -- the tools --------------------------------------------------------------------------------
     def tools(self, tools: dict[str, Tool]) -> dict[str, Tool]:

@@ -4,6 +4,7 @@ class and a ``@PROVIDERS.register("kind")`` builder below, and the kind in confi
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -59,6 +60,8 @@ def _oracle(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
 
 def _chat_options(s: ProviderSettings) -> dict[str, Any]:
     return dict(model=s.model.id, temperature=s.model.temperature, max_tokens=s.model.max_tokens, seed=s.seed,
+                context_length=s.model.context_length, top_p=s.model.top_p, top_k=s.model.top_k,
+                presence_penalty=s.model.presence_penalty, frequency_penalty=s.model.frequency_penalty,
                 **http_options(s.provider))
 
 
@@ -75,20 +78,87 @@ def _ollama(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
 
     options = _chat_options(s)
     options["start_hint"] = f"{options['start_hint']} {ollama_model_hint(s.model.name, s.model.id)}".strip()
-    return OllamaProvider(pull=s.provider.pull, unload_others=s.provider.unload_others,
-                          context_length=s.model.context_length, **options)
+    options["top_k"] = None  # Ollama's /v1 takes no top_k (its documented fields); the model's Modelfile sets it
+    return OllamaProvider(pull=s.provider.pull, unload_others=s.provider.unload_others, **options)
 
 
 @PROVIDERS.register("anthropic")
 def _anthropic(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     from mcpworld.agent.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(model=s.model.id, api_version=s.provider.api_version, **_claude_options(s),
+                             **http_options(s.provider))
+
+
+def _claude_options(s: ProviderSettings) -> dict[str, Any]:
+    """What every Claude transport (anthropic, bedrock, vertex) builds its Messages body from."""
     from mcpworld.agent.tools.computer import image_size
 
-    return AnthropicProvider(
-        model=s.model.id, temperature=s.model.temperature, max_tokens=s.model.max_tokens,
-        display_size=image_size((s.resolution.width, s.resolution.height), s.model.image_max),
-        computer_tool=s.model.computer_tool, bash_tool=s.model.bash_tool, betas=list(s.model.betas),
-        prompt_caching=s.provider.prompt_caching, api_version=s.provider.api_version, **http_options(s.provider))
+    warn_legacy(s.model)
+    options = s.model.profile_options or {}
+    # the betas thinking needs on this model (interleaved thinking on Claude 4), sent only when thinking is on
+    betas = list(s.model.betas) + (list(options.get("thinking_betas") or []) if s.model.thinking_budget else [])
+    return dict(temperature=s.model.temperature, max_tokens=s.model.max_tokens,
+                display_size=claude_display(s) if s.model.profile == "claude" else
+                image_size((s.resolution.width, s.resolution.height), s.model.image_max),
+                computer_tool=s.model.computer_tool, bash_tool=s.model.bash_tool, betas=betas,
+                prompt_caching=s.provider.prompt_caching, thinking_budget=s.model.thinking_budget,
+                enable_zoom=options.get("enable_zoom"))
+
+
+_WARNED: set[str] = set()
+
+
+def warn_legacy(model: ModelConfig) -> None:
+    """One line on stderr, once per model and process, when a legacy preset is used."""
+    if model.legacy and model.name not in _WARNED:
+        _WARNED.add(model.name)
+        print(f"mcpworld: warning: model={model.name} is legacy: {model.legacy}", file=sys.stderr)
+
+
+def claude_display(s: ProviderSettings) -> tuple[int, int]:
+    """The display size the Claude profile sends screenshots at (its ``screen``), so the tool's
+    display_width_px/height_px are the image the model sees."""
+    from mcpworld.agent.profiles.claude import claude_image_size
+
+    return claude_image_size((s.resolution.width, s.resolution.height), s.model.image_max)
+
+
+# What a model id looks like on each cloud, to catch a preset that names only Anthropic's id.
+CLOUD_ID = {"bedrock": ("anthropic.", "arn:"), "vertex": ("@",)}
+
+
+def cloud_model_id(s: ProviderSettings) -> str:
+    """The model's id on this cloud: ``model.ids.<kind>``, else ``model.id`` if it looks like one."""
+    kind = str(s.provider.kind)
+    chosen = (s.model.ids or {}).get(kind) or s.model.id
+    if not any(mark in chosen for mark in CLOUD_ID[kind]):
+        example = {"bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "vertex": "claude-sonnet-4-5@20250929"}[kind]
+        raise UserError(f"model={s.model.name} has no {kind} id (model.id is {chosen!r}): set model.ids.{kind}=<id>, "
+                        f"e.g. model.ids.{kind}={example}")
+    return chosen
+
+
+def _cloud_http(provider: ProviderConfig) -> dict[str, Any]:
+    """http_options without requiring base_url: the cloud providers derive it from the region."""
+    return {"base_url": (provider.base_url or "").rstrip("/"), "timeout_s": provider.timeout_s,
+            "max_retries": provider.max_retries, "label": provider.name, "start_hint": provider.start_hint}
+
+
+@PROVIDERS.register("bedrock")
+def _bedrock(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+    from mcpworld.agent.providers.bedrock import BedrockProvider
+
+    return BedrockProvider(model=cloud_model_id(s), region=s.provider.region, **_claude_options(s),
+                           **_cloud_http(s.provider))
+
+
+@PROVIDERS.register("vertex")
+def _vertex(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+    from mcpworld.agent.providers.vertex import VertexProvider
+
+    return VertexProvider(model=cloud_model_id(s), region=s.provider.region, project=s.provider.project,
+                          **_claude_options(s), **_cloud_http(s.provider))
 
 
 def make_provider(settings: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
-from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
+from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
-from mcpworld.core.errors import InfraError
+from mcpworld.core.errors import InfraError, UserError
 
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
 CACHE = {"type": "ephemeral"}
 # Stream error events that mean "try again" (the HTTP equivalents are 429/500/529).
 RETRYABLE_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+CACHED_TURNS = 3  # the reference agent's breakpoints: the system prompt and the 3 latest user turns (4 allowed)
+MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
+INTERLEAVED_THINKING = "interleaved-thinking-2025-05-14"  # lets budget_tokens exceed max_tokens (Claude 4)
+REASONING_TYPES = ("thinking", "redacted_thinking")
 
 
 class AnthropicProvider(HttpProvider):
@@ -31,7 +36,8 @@ class AnthropicProvider(HttpProvider):
     def __init__(self, *, model: str, temperature: float | None = None, max_tokens: int | None = None,
                  display_size: tuple[int, int] = (1024, 768), computer_tool: str | None = None,
                  bash_tool: str | None = None, betas: list[str] | None = None, prompt_caching: bool = True,
-                 api_version: str = "2023-06-01", label: str = "anthropic", **http: Any):
+                 api_version: str = "2023-06-01", label: str = "anthropic", thinking_budget: int | None = None,
+                 enable_zoom: bool | None = None, **http: Any):
         super().__init__(label=label, **http)
         self.model = model
         self.temperature = temperature
@@ -42,6 +48,17 @@ class AnthropicProvider(HttpProvider):
         self.betas = list(betas or [])
         self.prompt_caching = prompt_caching
         self.api_version = api_version
+        self.thinking_budget = thinking_budget or None
+        # computer_20251124's zoom action is offered only when the tool definition enables it
+        self.enable_zoom = computer_tool == "computer_20251124" if enable_zoom is None else enable_zoom
+        if self.thinking_budget:
+            check_thinking(self.thinking_budget, self.max_tokens, temperature, self.betas)
+
+    async def preflight(self) -> ModelInfo:
+        """A key is set and the model exists for it (GET /v1/models/{id}; costs no tokens)."""
+        from mcpworld.agent.providers.served import check_anthropic
+
+        return await check_anthropic(self)
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         payload = self.payload(messages, tools)
@@ -64,11 +81,10 @@ class AnthropicProvider(HttpProvider):
         anthropic_tools = [self._tool(t) for t in tools]
         if anthropic_tools:
             body["tools"] = anthropic_tools
+        if self.thinking_budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         if self.prompt_caching:
-            # Breakpoints at the end of the static prefix: tools, then system, are cached together.
-            for blocks in (system, anthropic_tools):
-                if blocks:
-                    blocks[-1]["cache_control"] = dict(CACHE)
+            cache_breakpoints(system or anthropic_tools, converted)
         body["stream"] = True
         return body
 
@@ -77,7 +93,8 @@ class AnthropicProvider(HttpProvider):
         name = fn.get("name", "")
         if name == "computer" and self.computer_tool:
             w, h = self.display_size
-            return {"type": self.computer_tool, "name": name, "display_width_px": w, "display_height_px": h}
+            computer = {"type": self.computer_tool, "name": name, "display_width_px": w, "display_height_px": h}
+            return {**computer, "enable_zoom": True} if self.enable_zoom else computer
         if name == "bash" and self.bash_tool:
             return {"type": self.bash_tool, "name": name}
         tool: dict[str, Any] = {"name": name}
@@ -100,13 +117,18 @@ class AnthropicProvider(HttpProvider):
 
     # ------------------------------------------------------------------ responses
 
+    def stream_events(self, resp: httpx.Response) -> AsyncIterator[str]:
+        """Each stream event's JSON text. Bedrock overrides this: it frames the same events as AWS
+        event-stream messages instead of SSE (agent/providers/bedrock.py)."""
+        return sse_payloads(resp)
+
     async def _read_stream(self, resp: httpx.Response, start: float) -> Reply:
         blocks: dict[int, dict[str, Any]] = {}
         usage: dict[str, Any] = {}
         ttft: float | None = None
         stop_reason: str | None = None
         stop_details: dict[str, Any] = {}
-        async for data in sse_payloads(resp):
+        async for data in self.stream_events(resp):
             try:
                 event = json.loads(data)
             except json.JSONDecodeError:
@@ -120,19 +142,22 @@ class AnthropicProvider(HttpProvider):
                 usage.update(message.get("usage") or {})
             elif kind == "content_block_start":
                 block = dict(event.get("content_block") or {})
-                block.setdefault("text", "")
-                block["partial_json"] = ""
+                if block.get("type") not in REASONING_TYPES:  # those are sent back as they came
+                    block.setdefault("text", "")
+                    block["partial_json"] = ""
                 blocks[int(event.get("index", len(blocks)))] = block
                 got_token = block.get("type") == "tool_use"  # the name is generated output
             elif kind == "content_block_delta":
                 block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "text": "", "partial_json": ""})
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta":
-                    block["text"] += delta.get("text") or ""
+                    block["text"] = (block.get("text") or "") + (delta.get("text") or "")
                     got_token = bool(delta.get("text"))
                 elif delta.get("type") == "input_json_delta":
-                    block["partial_json"] += delta.get("partial_json") or ""
+                    block["partial_json"] = (block.get("partial_json") or "") + (delta.get("partial_json") or "")
                     got_token = True
+                elif delta.get("type") == "signature_delta":  # closes a thinking block; checked when sent back
+                    block["signature"] = (block.get("signature") or "") + (delta.get("signature") or "")
                 elif delta.get("type") == "thinking_delta":  # thinking is output too, as in openai_compat
                     block["thinking"] = (block.get("thinking") or "") + (delta.get("thinking") or "")
                     got_token = True
@@ -150,7 +175,7 @@ class AnthropicProvider(HttpProvider):
             msg = f"{self.label} stream from {resp.request.url} ended before message_stop"
             raise Retryable(InfraError(self.scrub(msg)))
         for block in blocks.values():
-            if block.get("type") == "tool_use" and block["partial_json"]:
+            if block.get("type") == "tool_use" and block.get("partial_json"):
                 block["input"] = block["partial_json"]
         reply = _reply([blocks[i] for i in sorted(blocks)], usage, stop_reason, stop_details)
         reply.ttft_s = ttft
@@ -175,11 +200,15 @@ class AnthropicProvider(HttpProvider):
 def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """OpenAI chat messages → (system blocks, Messages ``messages``) with alternating roles.
 
-    Tool results become ``tool_result`` blocks in one user turn; the screenshots the loop sends
-    right after them go inside the last result, where the model expects the action's observation.
+    Tool results become ``tool_result`` blocks in one user turn (``is_error`` set as the reference
+    agent sets it); the screenshots the loop sends right after them go inside the results, each into
+    the result of the call that took it (the tool message's ``images`` count; else all into the last),
+    where the model expects the action's observation. An assistant turn starts with its thinking
+    blocks, sent back unchanged.
     """
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
+    results: list[tuple[dict[str, Any], int]] = []  # this user turn's tool results and their image counts
     for m in messages:
         role = m.get("role")
         content = _blocks(m.get("content"))
@@ -189,17 +218,57 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id") or ""}
             if content:
                 result["content"] = content
+            result["is_error"] = bool(m.get(IS_ERROR))
+            if not (out and out[-1]["role"] == "user"):
+                results = []
+            results.append((result, int(m.get(IMAGES) or 0)))
             _append(out, "user", [result])
         elif role == "assistant":
-            content += [_tool_use(tc) for tc in m.get("tool_calls") or []]
+            reasoning = [dict(b) for b in m.get(REASONING_BLOCKS) or []]
+            content = reasoning + content + [_tool_use(tc) for tc in m.get("tool_calls") or []]
             _append(out, "assistant", content)
         else:
             last = out[-1]["content"][-1] if out and out[-1]["role"] == "user" else {}
             if content and last.get("type") == "tool_result" and all(b["type"] == "image" for b in content):
-                last.setdefault("content", []).extend(content)
+                _attach_images(results, content)
             else:
                 _append(out, "user", content)
     return system, out
+
+
+def _attach_images(results: list[tuple[dict[str, Any], int]], images: list[dict[str, Any]]) -> None:
+    """Each call's images into its own tool_result, in order; what no count claims goes to the last."""
+    rest = list(images)
+    for result, count in results:
+        if count and rest:
+            result.setdefault("content", []).extend(rest[:count])
+            rest = rest[count:]
+    if rest:
+        results[-1][0].setdefault("content", []).extend(rest)
+
+
+def cache_breakpoints(prefix: list[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+    """Prompt-cache breakpoints where the reference agent puts them: the end of the static prefix
+    (the system prompt, which caches the tools before it) and the last block of the latest
+    ``CACHED_TURNS`` user turns, so each request reads the previous one's prefix from the cache."""
+    if prefix:
+        prefix[-1]["cache_control"] = dict(CACHE)
+    turns = [m for m in messages if m["role"] == "user" and isinstance(m["content"], list) and m["content"]]
+    for message in turns[-CACHED_TURNS:]:
+        message["content"][-1]["cache_control"] = dict(CACHE)
+
+
+def check_thinking(budget: int, max_tokens: int, temperature: float | None, betas: list[str]) -> None:
+    """Extended thinking's constraints (Anthropic's extended-thinking documentation), before any request."""
+    if budget < MIN_THINKING_BUDGET:
+        raise UserError(f"model.thinking_budget={budget} is below the API's minimum of {MIN_THINKING_BUDGET} tokens: "
+                        f"set model.thinking_budget>={MIN_THINKING_BUDGET} (or null for no thinking)")
+    if budget >= max_tokens and INTERLEAVED_THINKING not in betas:
+        raise UserError(f"model.thinking_budget={budget} must be below model.max_tokens={max_tokens} (the budget is "
+                        f"part of the output): raise model.max_tokens, or lower the budget")
+    if temperature is not None and temperature != 1.0:
+        raise UserError(f"model.temperature={temperature:g} cannot be used with extended thinking (the API allows "
+                        f"only temperature 1 with thinking): set model.temperature=1.0")
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
@@ -256,14 +325,22 @@ def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str
         # Cached prefix tokens are billed and read separately but are still input the model read.
         tokens_in = sum(int(usage.get(k) or 0) for k in
                         ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-        counted = Usage(input_tokens=tokens_in, output_tokens=int(usage.get("output_tokens") or 0))
+        counted = Usage(input_tokens=tokens_in, output_tokens=int(usage.get("output_tokens") or 0),
+                        cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0))
     else:
         out_text = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
         counted = Usage(output_tokens=estimate_tokens(out_text), estimated=True)
     reasoning = "".join(b.get("thinking") or "" for b in blocks if b.get("type") == "thinking")
     refusal = _refusal(text, stop_details or {}) if stop_reason == "refusal" else ""
     return Reply(text=text or refusal, tool_calls=calls, usage=counted, finish_reason=stop_reason, reasoning=reasoning,
-                 refusal=refusal)
+                 refusal=refusal, reasoning_blocks=[_reasoning_block(b) for b in blocks if b.get("type") in REASONING_TYPES])
+
+
+def _reasoning_block(block: dict[str, Any]) -> dict[str, Any]:
+    """A thinking block as the API wants it back: its text and signature (a redacted one: its data)."""
+    if block.get("type") == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.get("data") or ""}
+    return {"type": "thinking", "thinking": block.get("thinking") or "", "signature": block.get("signature") or ""}
 
 
 def _refusal(text: str, details: dict[str, Any]) -> str:

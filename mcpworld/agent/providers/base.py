@@ -37,6 +37,7 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     estimated: bool = False  # True when counted by us because the server sent no usage
+    cached_input_tokens: int = 0  # of input_tokens: read from the prompt cache (billed at model.price.cached_input)
 
 
 @dataclass
@@ -49,6 +50,17 @@ class Reply:
     finish_reason: str | None = None
     reasoning: str = ""  # thinking the server sent apart (reasoning_content) or inside <think>…</think>
     refusal: str = ""  # OpenAI's delta.refusal / message.refusal: the model declined (also the text, if none)
+    # reasoning the API wants back verbatim on the next turn (Anthropic's thinking / redacted_thinking
+    # blocks with their signatures): kept by the loop under REASONING_BLOCKS, ignored by other providers
+    reasoning_blocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+# Keys the loop adds to OpenAI-format messages for providers that can use them; providers speaking
+# the OpenAI chat format strip them before sending (see openai_compat.wire_messages).
+REASONING_BLOCKS = "reasoning_blocks"  # on an assistant message: Reply.reasoning_blocks
+IS_ERROR = "is_error"  # on a tool message: the call failed (Anthropic's tool_result is_error)
+IMAGES = "images"  # on a tool message: how many of the images after the tool messages this call made
+NEUTRAL_KEYS = frozenset((REASONING_BLOCKS, IS_ERROR, IMAGES))
 
 
 @dataclass
@@ -63,6 +75,9 @@ class Provider(abc.ABC):
     """A model endpoint (or the oracle). Raise InfraError/EndpointUnreachable for endpoint failures."""
 
     name: str = "provider"
+    # read tool calls the model wrote into its text when the server parsed none (see content_calls);
+    # the episode sets it from its profile (Profile.text_calls): False leaves the text as written
+    text_calls: bool = True
 
     async def preflight(self) -> ModelInfo:
         """Once per job, before any episode: check the endpoint and the model (pull, load) and

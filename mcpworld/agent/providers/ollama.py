@@ -4,14 +4,15 @@ Chat is plain ``OpenAICompatProvider``. What Ollama adds is ``preflight``: befor
 pulled when missing, other loaded models are unloaded (so VRAM and speed figures are this model's
 alone, and it is not evicted mid-job), ours is loaded (so the first episode's latency is not a cold
 start) and its digest, quantization and VRAM use are returned to be logged with the results, since
-the same tag can mean different weights on different days and machines.
+the same tag can mean different weights on different days and machines. A served context (the
+runner's, else the Modelfile's ``num_ctx`` from ``/api/show``) below ``model.context_length`` stops
+the job: Ollama would silently cut long conversations.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ import httpx
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.agent.providers.http import TRANSPORT_ERRORS, Retryable, one_line
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
+from mcpworld.agent.providers.served import too_small
 from mcpworld.core.errors import InfraError, UserError
 
 KEEP_ALIVE = "30m"  # long enough to span the gaps between episodes; Ollama's default is 5m
@@ -34,12 +36,10 @@ DETAIL_PARAMS = {"quantization_level": "ollama.quantization", "parameter_size": 
 class OllamaProvider(OpenAICompatProvider):
     """An OpenAI-compatible provider whose preflight pulls, loads and describes the Ollama model."""
 
-    def __init__(self, *, pull: bool = True, unload_others: bool = True, context_length: int | None = None,
-                 label: str = "ollama", **kw: Any):
+    def __init__(self, *, pull: bool = True, unload_others: bool = True, label: str = "ollama", **kw: Any):
         super().__init__(label=label, **kw)
         self.pull = pull
         self.unload_others = unload_others
-        self.context_length = context_length
         self.root = self.base_url.removesuffix("/v1")  # the native API lives beside /v1
 
     async def preflight(self) -> ModelInfo:
@@ -60,7 +60,8 @@ class OllamaProvider(OpenAICompatProvider):
                     await self._request("POST", "/api/generate", {"model": other.get("name"), "keep_alive": 0})
         await self._request("POST", "/api/generate", {"model": self.model, "keep_alive": KEEP_ALIVE}, SLOW)
         loaded = find((await self._request("GET", "/api/ps")).get("models") or [], tag) or {}
-        return self._describe(entry, loaded)
+        shown = await self._request("POST", "/api/show", {"model": self.model})
+        return self._describe(entry, loaded, shown)
 
     # ------------------------------------------------------------------ native API
 
@@ -131,26 +132,42 @@ class OllamaProvider(OpenAICompatProvider):
 
     def _auth(self) -> dict[str, str]:
         """Ollama itself has no keys, but a proxy in front of it may."""
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return self.auth_headers()
 
     # ------------------------------------------------------------------ description
 
-    def _describe(self, entry: dict[str, Any], loaded: dict[str, Any]) -> ModelInfo:
+    def _describe(self, entry: dict[str, Any], loaded: dict[str, Any], shown: dict[str, Any]) -> ModelInfo:
+        """The model's identity as params (``ollama.*`` as before, and ``served.*`` named alike for every
+        provider), sizes as metrics; a served context smaller than model.context_length is an error."""
         details = {**(entry.get("details") or {}), **(loaded.get("details") or {})}
-        params = {"ollama.digest": str(entry.get("digest") or loaded.get("digest") or "")}
+        digest = str(entry.get("digest") or loaded.get("digest") or "")
+        params = {"ollama.digest": digest}
         params.update({key: str(details[name]) for name, key in DETAIL_PARAMS.items() if details.get(name)})
+        context = loaded.get("context_length") or num_ctx(shown)  # what it runs with: the runner's, else the Modelfile's
+        trained = next((v for k, v in (shown.get("model_info") or {}).items() if k.endswith(".context_length")), None)
+        served = {"served.id": entry.get("model") or entry.get("name"), "served.revision": digest,
+                  "served.quantization": details.get("quantization_level"), "served.max_model_len": context,
+                  "served.trained_context_length": trained}
+        params.update({k: str(v) for k, v in served.items() if v})
         metrics = {"ollama.vram_bytes": loaded.get("size_vram"),
                    "ollama.size_bytes": loaded.get("size", entry.get("size")),
-                   "ollama.context_length": loaded.get("context_length")}
+                   "ollama.context_length": context}
         info = ModelInfo(params={k: v for k, v in params.items() if v},
                          metrics={k: float(v) for k, v in metrics.items() if v is not None})
-        served = loaded.get("context_length")
-        if served and self.context_length and served < self.context_length:
-            print(f"warning: Ollama serves {self.model} with a {served}-token context but model.context_length is "
-                  f"{self.context_length}: the server will silently truncate long conversations. Raise it on the "
-                  f"server (OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve, or a Modelfile with "
-                  f"PARAMETER num_ctx {self.context_length}).", file=sys.stderr)
+        if context and self.context_length and int(context) < self.context_length:
+            fix = (f"serve it with more (`OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve`, or a Modelfile "
+                   f"with `PARAMETER num_ctx {self.context_length}`)")
+            raise too_small(self.label, self.model, int(context), self.context_length, fix)
         return info
+
+
+def num_ctx(shown: dict[str, Any]) -> int | None:
+    """``num_ctx`` from /api/show's ``parameters`` (the Modelfile's lines, e.g. ``num_ctx 32768``)."""
+    for line in str(shown.get("parameters") or "").splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    return None
 
 
 def pull_hint(model_id: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from mcpworld.agent.providers.base import Reply, ToolCall, Usage, parse_arguments
+from mcpworld.agent.providers.base import NEUTRAL_KEYS, ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, sse_payloads
 from mcpworld.core.errors import InfraError
@@ -24,13 +24,25 @@ class OpenAICompatProvider(HttpProvider):
 
     def __init__(self, *, model: str, temperature: float | None = None, max_tokens: int | None = None,
                  seed: int | None = None, extra_body: dict | None = None, label: str = "openai_compat",
-                 **http: Any):
+                 context_length: int | None = None, top_p: float | None = None, top_k: int | None = None,
+                 presence_penalty: float | None = None, frequency_penalty: float | None = None, **http: Any):
         super().__init__(label=label, **http)
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
+        # sampling beyond temperature, sent only when set (a model card's recommended decoding); top_k
+        # and presence_penalty are not OpenAI's own but vLLM, SGLang and llama.cpp take them
+        self.sampling = {k: v for k, v in (("top_p", top_p), ("top_k", top_k), ("presence_penalty", presence_penalty),
+                                           ("frequency_penalty", frequency_penalty)) if v is not None}
         self.extra_body = dict(extra_body or {})
+        self.context_length = context_length  # what the model config needs; preflight checks the server gives it
+
+    async def preflight(self) -> ModelInfo:
+        """The server answers, serves the model with enough context, and says who it is (served.*)."""
+        from mcpworld.agent.providers.served import check_openai_server
+
+        return await check_openai_server(self)
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         payload = self._payload(messages, tools)
@@ -44,7 +56,7 @@ class OpenAICompatProvider(HttpProvider):
     def _payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": wire_messages(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -57,14 +69,15 @@ class OpenAICompatProvider(HttpProvider):
             body["max_tokens"] = self.max_tokens
         if self.seed is not None:
             body["seed"] = self.seed
+        body.update(self.sampling)
         body.update(self.extra_body)
         return body
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream, application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        return headers
+        return {"Accept": "text/event-stream, application/json", **self.auth_headers()}
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     async def _attempt(self, payload: dict[str, Any]) -> Reply:
         return await self.post("chat/completions", payload, self._headers(), self._read_stream, self._read_json)
@@ -93,7 +106,7 @@ class OpenAICompatProvider(HttpProvider):
         if not done and acc.finish is None:  # the body ended mid-reply: a partial answer is not an answer
             raise Retryable(InfraError(self.scrub(
                 f"{self.label} stream from {self.base_url} ended before the reply was complete")))
-        return acc.reply(ttft)
+        return acc.reply(ttft, self.text_calls)
 
     def _read_json(self, resp: httpx.Response) -> Reply:
         body = self.json_body(resp)
@@ -107,13 +120,19 @@ class OpenAICompatProvider(HttpProvider):
         if body.get("usage"):
             acc.usage = _usage(body["usage"])
         acc.finish = choice.get("finish_reason")
-        return acc.reply(None)
+        return acc.reply(None, self.text_calls)
 
 
 # ---------------------------------------------------------------------- helpers
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as the chat API takes it: without the loop's provider-neutral keys."""
+    return [{k: v for k, v in m.items() if k not in NEUTRAL_KEYS} if NEUTRAL_KEYS & m.keys() else m
+            for m in messages]
 
 
 def split_thinking(text: str) -> tuple[str, str]:
@@ -210,9 +229,9 @@ class Accumulator:
             return True
         return False
 
-    def reply(self, ttft: float | None) -> Reply:
+    def reply(self, ttft: float | None, text_calls: bool = True) -> Reply:
         return _reply("".join(self.text), "".join(self.reasoning), "".join(self.refusal), self.calls,
-                      self.usage, self.finish, ttft)
+                      self.usage, self.finish, ttft, text_calls)
 
 
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
@@ -229,12 +248,12 @@ def body_error(body: dict[str, Any]) -> Any:
 
 
 def _reply(text: str, reasoning: str, refusal: str, calls: dict[int, dict[str, Any]], usage: Usage | None,
-           finish: str | None, ttft: float | None) -> Reply:
+           finish: str | None, ttft: float | None, text_calls: bool = True) -> Reply:
     """One reply from what a stream or a JSON body held: thinking split off the answer, tool calls
     (structured, else written in the answer), a refusal kept as the answer when there is no other."""
     answer, thought = split_thinking(text)
     reasoning = "\n".join(r for r in (reasoning, thought) if r)
-    answer, tool_calls = _calls(calls, answer)
+    answer, tool_calls = _calls(calls, answer) if calls or text_calls else (answer, [])
     if refusal and not answer:
         answer = refusal
     if usage is None:
@@ -298,6 +317,8 @@ def _usage(raw: dict[str, Any]) -> Usage:
     return Usage(
         input_tokens=int(raw.get("prompt_tokens") or 0),
         output_tokens=int(raw.get("completion_tokens") or 0),
+        # OpenAI's prompt-cache hits (part of prompt_tokens); vLLM and Ollama send none
+        cached_input_tokens=int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
     )
 
 

@@ -4,12 +4,15 @@ in ``modality.tools`` (config.schema.ToolFamily) is built by its entry in TOOL_F
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from mcpworld.agent.tools.base import Tool
 from mcpworld.config.schema import AgentConfig, Coordinates
 from mcpworld.core.errors import UserError
 from mcpworld.env.base import Environment
+
+if TYPE_CHECKING:
+    from mcpworld.agent.tools.computer import CoordinateMap
 
 
 @dataclass(frozen=True)
@@ -20,13 +23,14 @@ class ToolContext:
     coordinates: str
     agent: AgentConfig
     image_max: list[int] | None = None
+    coords: "CoordinateMap | None" = None  # the profile's screen (Profile.screen); None: from coordinates/image_max
 
 
 def _computer(c: ToolContext) -> list[Tool]:
     from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 
     screen = (c.env.width, c.env.height)
-    return [ComputerTool(c.env, CoordinateMap(c.coordinates, screen, image_size(screen, c.image_max)))]
+    return [ComputerTool(c.env, c.coords or CoordinateMap(c.coordinates, screen, image_size(screen, c.image_max)))]
 
 
 def _bash(c: ToolContext) -> list[Tool]:
@@ -47,15 +51,16 @@ TOOL_FAMILIES: dict[str, Callable[[ToolContext], list[Tool]]] = {
 
 
 def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: AgentConfig,
-                  image_max: list[int] | None = None) -> dict[str, Tool]:
+                  image_max: list[int] | None = None, coords: "CoordinateMap | None" = None) -> dict[str, Tool]:
     """The modality's computer, bash and done tools, by name (done last: every modality can end
-    its episode). Unknown families and coordinate conventions are a config error."""
+    its episode). ``coords``: the screen the model's profile chose (Profile.screen). Unknown families
+    and coordinate conventions are a config error."""
     unknown = [f for f in families if f not in TOOL_FAMILIES]
     if unknown:
         raise UserError(f"modality.tools has unknown tool family {unknown[0]!r}; known: {', '.join(TOOL_FAMILIES)}")
     if coordinates not in list(Coordinates):
         raise UserError(f"model.coordinates={coordinates!r} is unknown; known: {', '.join(Coordinates)}")
-    context = ToolContext(env, coordinates, agent_cfg, image_max)
+    context = ToolContext(env, coordinates, agent_cfg, image_max, coords)
     tools = [tool for family in TOOL_FAMILIES if family in families or family == "done"
              for tool in TOOL_FAMILIES[family](context)]
     return {t.name: t for t in tools}

@@ -17,6 +17,7 @@ class Observation:
     ok: bool = True
     # set by the done tool: the agent's final declaration, DONE or FAIL
     final: str | None = None
+    answer: str | None = None  # with final: the agent's answer to a question (Qwen's computer_use ``answer``)
     # images a tool returned already encoded (an MCP image block): (bytes, format) such as (b"...", "png")
     images: list[tuple[bytes, str]] = field(default_factory=list)
 

@@ -1,10 +1,17 @@
-"""The computer tool: Anthropic's computer-use action set, mapped onto Environment input actions."""
+"""The computer tool: Anthropic's computer-use action set, mapped onto Environment input actions.
+
+Without a version it offers the generic set below (any model); with an Anthropic tool version
+(``computer_20241022``, ``computer_20250124``, ``computer_20251124``) it offers exactly that version's
+actions with their documented arguments, as Claude was trained on them: clicks and scrolls with
+modifier keys held (``text``), ``hold_key`` for a duration, ``zoom`` into a region.
+"""
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from PIL import Image
 
@@ -16,6 +23,17 @@ ACTIONS = ("key", "type", "mouse_move", "left_click", "right_click", "middle_cli
            "screenshot", "cursor_position", "wait")
 CLICKS = {"left_click": (1, 1), "right_click": (3, 1), "middle_click": (2, 1),
           "double_click": (1, 2), "triple_click": (1, 3)}
+# Anthropic's versions (the computer-use tool documentation; the reference agent's tools/computer.py)
+ACTIONS_20241022 = ("key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",
+                    "double_click", "screenshot", "cursor_position")
+ACTIONS_20250124 = ACTIONS_20241022 + ("left_mouse_down", "left_mouse_up", "scroll", "hold_key", "wait",
+                                       "triple_click")
+VERSIONS: dict[str, tuple[str, ...]] = {
+    "computer_20241022": ACTIONS_20241022,
+    "computer_20250124": ACTIONS_20250124,
+    "computer_20251124": ACTIONS_20250124 + ("zoom",),
+}
+MAX_DURATION_S = 100.0  # hold_key / wait: the reference agent refuses longer
 
 
 def image_size(screen: tuple[int, int], image_max: list[int] | tuple[int, int] | None) -> tuple[int, int]:
@@ -87,30 +105,41 @@ class ComputerTool(Tool):
     description = ("Use the mouse and keyboard on the desktop and take screenshots. Every action except "
                    "cursor_position returns a fresh screenshot.")
 
-    def __init__(self, env: Environment, coords: CoordinateMap):
+    def __init__(self, env: Environment, coords: CoordinateMap, version: str | None = None):
+        if version is not None and version not in VERSIONS:
+            raise ToolError(f"unknown computer tool version {version!r}; known: {', '.join(VERSIONS)}")
         self.env = env
         self.coords = coords
+        self.version = version
+        self.actions = VERSIONS[version] if version else ACTIONS
         w, h = coords.bounds
-        self.parameters = {
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": list(ACTIONS)},
-                "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
-                               "description": f"[x, y] with x in 0..{w} and y in 0..{h}"},
-                "start_coordinate": {"type": "array", "items": {"type": "number"},
-                                     "description": "drag start for left_click_drag"},
-                "text": {"type": "string", "description": "text to type, or keys like 'ctrl+s' for key"},
-                "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
-                "scroll_amount": {"type": "integer", "minimum": 1},
-                "duration": {"type": "number", "description": "seconds, for wait"},
-            },
-            "required": ["action"],
+        properties: dict[str, Any] = {
+            "action": {"type": "string", "enum": list(self.actions)},
+            "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
+                           "description": f"[x, y] with x in 0..{w} and y in 0..{h}"},
+            "start_coordinate": {"type": "array", "items": {"type": "number"},
+                                 "description": "drag start for left_click_drag"},
+            "text": {"type": "string", "description": "text to type, or keys like 'ctrl+s' for key"},
+            "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+            "scroll_amount": {"type": "integer", "minimum": 1},
+            "duration": {"type": "number", "description": "seconds, for wait"},
         }
+        if version == "computer_20241022":
+            del properties["start_coordinate"]  # this version drags from the cursor
+        if version:  # the versions' own arguments: modifiers held, hold_key, zoom's region
+            properties["text"]["description"] += "; keys held down during a click or scroll ('shift'); " \
+                                                 "the keys hold_key holds"
+            properties["duration"]["description"] = "seconds, for wait and hold_key"
+        if "zoom" in self.actions:
+            properties["region"] = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
+                                    "description": "[x1, y1, x2, y2]: the top-left and bottom-right corners to zoom into"}
+        self.parameters = {"type": "object", "properties": properties, "required": ["action"]}
 
     async def call(self, args: dict[str, Any]) -> Observation:
         action = args.get("action")
-        if action not in ACTIONS:
-            raise ToolError(f"unknown computer action {action!r}; use one of {', '.join(ACTIONS)}")
+        if action not in self.actions:
+            which = f" in {self.version}" if self.version and any(action in a for a in VERSIONS.values()) else ""
+            raise ToolError(f"unknown computer action {action!r}{which}; use one of {', '.join(self.actions)}")
         env = self.env
         if action == "cursor_position":
             x, y = self.coords.from_screen(*env.cursor_position())
@@ -118,8 +147,10 @@ class ComputerTool(Tool):
         if action == "screenshot":
             return Observation(image=self.coords.fit(env.screenshot()))
         if action == "wait":
-            time.sleep(min(float(args.get("duration", 1.0)), 30.0))
+            time.sleep(self._duration(args) if self.version else min(float(args.get("duration", 1.0)), 30.0))
             return Observation(image=self.coords.fit(env.screenshot()))
+        if action == "zoom":
+            return Observation(image=self._zoom(args))
 
         before = env.screenshot()
         point = _point(args)
@@ -129,6 +160,10 @@ class ComputerTool(Tool):
             if not isinstance(text, str) or not text:
                 raise ToolError(f"action {action!r} needs 'text'")
             env.act({"kind": "key", "keys": text} if action == "key" else {"kind": "type", "text": text})
+        elif action == "hold_key":
+            keys, duration = self._keys(args, required=True), self._duration(args)
+            with self._held(keys):
+                time.sleep(duration)
         elif action == "mouse_move":
             if not xy:
                 raise ToolError("mouse_move needs 'coordinate'")
@@ -136,21 +171,97 @@ class ComputerTool(Tool):
         elif action in CLICKS:
             button, count = CLICKS[action]
             click = {"kind": "click", "button": button, "count": count}
-            if xy:
-                click.update(x=xy[0], y=xy[1])
-            env.act(click)
+            keys = self._keys(args)
+            self._place(click, xy, keys)
+            with self._held(keys):
+                env.act(click)
         elif action == "left_click_drag":
-            start = _point(args, "start_coordinate")
-            if not start or not xy:
-                raise ToolError("left_click_drag needs 'start_coordinate' and 'coordinate'")
-            x0, y0 = self.coords.to_screen(*start)
-            env.act({"kind": "drag", "x0": x0, "y0": y0, "x": xy[0], "y": xy[1]})
+            self._drag(args, xy)
         elif action in ("left_mouse_down", "left_mouse_up"):
+            if self.version and xy:
+                raise ToolError(f"{action} takes no 'coordinate': move the mouse first (mouse_move)")
             env.act({"kind": "down" if action == "left_mouse_down" else "up", "button": 1})
         elif action == "scroll":
-            scroll = {"kind": "scroll", "direction": args.get("scroll_direction", "down"),
-                      "amount": int(args.get("scroll_amount", 3))}
-            if xy:
-                scroll.update(x=xy[0], y=xy[1])
-            env.act(scroll)
+            self._scroll(args, xy)
         return Observation(image=self.coords.fit(env.settle(before)))
+
+    # -- the versions' arguments ------------------------------------------------------------------
+    def _keys(self, args: dict[str, Any], required: bool = False) -> str:
+        """The keys held during a click or scroll (``text``; the reference agent reads ``key`` for
+        clicks), or that hold_key holds. The generic tool holds none: its ``text`` means nothing there."""
+        keys = args.get("text") if args.get("text") is not None else args.get("key")
+        if not self.version or (keys is None and not required):
+            return ""
+        if self.version == "computer_20241022" and not required:
+            raise ToolError(f"{args.get('action')} takes no 'text' in computer_20241022 (no modifier keys)")
+        if not isinstance(keys, str) or not keys.strip():
+            raise ToolError(f"{args.get('action')} needs 'text': the keys to hold, such as 'shift' or 'ctrl'")
+        return keys
+
+    @contextmanager
+    def _held(self, keys: str) -> Iterator[None]:
+        """Keys pressed for the duration of the block and released whatever happens inside it."""
+        if not keys:
+            yield
+            return
+        self.env.act({"kind": "key_down", "keys": keys})
+        try:
+            yield
+        finally:
+            self.env.act({"kind": "key_up", "keys": keys})
+
+    def _duration(self, args: dict[str, Any]) -> float:
+        value = args.get("duration")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ToolError(f"{args.get('action')} needs 'duration': a number of seconds, got {value!r}")
+        if not 0 <= value <= MAX_DURATION_S:
+            raise ToolError(f"'duration' must be between 0 and {MAX_DURATION_S:g} seconds, got {value!r}")
+        return float(value)
+
+    def _drag(self, args: dict[str, Any], xy: tuple[int, int] | None) -> None:
+        """From ``start_coordinate`` (documented from computer_20250124 on) or else from the cursor
+        (computer_20241022, and the reference agent for every version) to ``coordinate``."""
+        start = _point(args, "start_coordinate")
+        if start and self.version == "computer_20241022":
+            raise ToolError("left_click_drag takes no 'start_coordinate' in computer_20241022: it drags from the "
+                            "cursor (mouse_move there first)")
+        if not xy or (start is None and self.version is None):  # the generic tool names both ends
+            raise ToolError("left_click_drag needs 'start_coordinate' and 'coordinate'")
+        x0, y0 = self.coords.to_screen(*start) if start else self.env.cursor_position()
+        self.env.act({"kind": "drag", "x0": x0, "y0": y0, "x": xy[0], "y": xy[1]})
+
+    def _scroll(self, args: dict[str, Any], xy: tuple[int, int] | None) -> None:
+        direction, amount = args.get("scroll_direction", "down"), args.get("scroll_amount", 3)
+        if self.version:  # the versions document both as required
+            direction, amount = args.get("scroll_direction"), args.get("scroll_amount")
+            if direction not in ("up", "down", "left", "right"):
+                raise ToolError(f"scroll needs 'scroll_direction': up, down, left or right, got {direction!r}")
+            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+                raise ToolError(f"scroll needs 'scroll_amount': a non-negative integer, got {amount!r}")
+        scroll = {"kind": "scroll", "direction": direction, "amount": int(amount)}
+        keys = self._keys(args)
+        self._place(scroll, xy, keys)
+        with self._held(keys):
+            self.env.act(scroll)
+
+    def _place(self, action: dict[str, Any], xy: tuple[int, int] | None, keys: str) -> None:
+        """Where a click or scroll happens: in the action itself, or, with keys to hold, by moving
+        there before they go down (the reference agent's order: move, keydown, click, keyup)."""
+        if xy and keys:
+            self.env.act({"kind": "move", "x": xy[0], "y": xy[1]})
+        elif xy:
+            action.update(x=xy[0], y=xy[1])
+
+    def _zoom(self, args: dict[str, Any]) -> Image.Image:
+        """The screen's ``region`` (model coordinates) at the screen's own resolution, shrunk only
+        as far as the screenshot the model is sent (so it costs no more than one)."""
+        region = args.get("region")
+        if not isinstance(region, (list, tuple)) or len(region) != 4:
+            raise ToolError(f"zoom needs 'region': [x1, y1, x2, y2], got {region!r}")
+        corners = [_point({"region": list(region[i:i + 2])}, "region") for i in (0, 2)]
+        (sx1, sy1), (sx2, sy2) = (self.coords.to_screen(*c) for c in corners if c is not None)
+        if sx2 <= sx1 or sy2 <= sy1:
+            raise ToolError(f"zoom 'region' must be [x1, y1, x2, y2] with x1 < x2 and y1 < y2, got {region!r}")
+        crop = self.env.screenshot().crop((sx1, sy1, sx2 + 1, sy2 + 1))
+        size = image_size(crop.size, self.coords.image)
+        return crop if size == crop.size else crop.resize(size, Image.Resampling.BICUBIC, reducing_gap=2.0)

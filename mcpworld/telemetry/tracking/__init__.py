@@ -12,6 +12,8 @@ its runs, found by their folder tags, and replaces an episode's earlier run: nev
 One concept a module, so that ``tracking=none`` loads only the first two:
 
 - ``keys``: names and values as MLflow takes them (params, metrics, tags; flatten; tag names)
+- ``vocabulary``: the one set of names at every level (decisive params, run names, source tags,
+  per-step series), so job and episode runs group and filter alike in MLflow's UI
 - ``tracker``: the ``Tracker`` interface, the ``none`` backend and the backends by name (``make_tracker``)
 - ``store``: talking to an MLflow store (client, batches, its log lines, is it reachable)
 - ``logger``: how a job's and its episodes' runs are written, with catch-up (``MlflowLogger``)

@@ -25,10 +25,26 @@ from mcpworld.telemetry.tracking.keys import (
 from mcpworld.telemetry.tracking.pending import PENDING_FILE, write_pending
 from mcpworld.telemetry.tracking.store import STORE_LOG, absolute_sqlite_uri, log_batch, mlflow_client, reason
 from mcpworld.telemetry.tracking.tracker import Tracker, check_status
+from mcpworld.telemetry.tracking.vocabulary import (
+    episode_metrics,
+    episode_params,
+    episode_run_name,
+    episode_window,
+    step_series,
+)
 
 EPISODE_ARTIFACTS = ("screens", "logs", "mcp", "overlong")
 # an episode run's status by the episode's; any other episode status: FINISHED
 EPISODE_RUN_STATUS = {"interrupted": "KILLED", "infra_error": "FAILED", "eval_error": "FAILED"}
+# MLflow 3.17's UI opens an experiment on its GenAI trace overview unless its kind is ML; the UI's
+# sidebar switch (``?workflowType=machine_learning``) decides it in 3.17 itself, this tag in the
+# versions that read it (mlflow/server/js: "mlflow.experimentKind")
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+NOTE = "mlflow.note.content"
+NOTE_TAIL = "Runs written by mcpworld: sweep → job → episode (see its docs/tracking.md)."
+NOTE_COMMANDS = 20
+# a job run's tags its episode runs carry too (MLflow's Source and Version columns)
+SHARED_TAGS = ("mlflow.source.type", "mlflow.source.name", "mlflow.source.git.commit")
 
 
 class MlflowLogger(Tracker):
@@ -53,10 +69,14 @@ class MlflowLogger(Tracker):
         self._seen: set[str] = set()  # episode keys handed to log_episode
         self._failed_at: float | None = None
         self._failure = ""
+        self._job_params: dict[str, str] = {}  # the job's params, which its episode runs carry too
+        self._shared_tags: dict[str, str] = {}
 
     def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
-                  parent_run_id: str | None = None) -> None:
-        self._run("job run", lambda: self._start_job(name, params, tags, parent_run_id), {"kind": "job"})
+                  parent_run_id: str | None = None, start_ms: int | None = None) -> None:
+        self._job_params = dict(params)
+        self._shared_tags = {k: v for k, v in tags.items() if k in SHARED_TAGS}
+        self._run("job run", lambda: self._start_job(name, params, tags, parent_run_id, start_ms), {"kind": "job"})
 
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         key = episode_key(result)
@@ -67,11 +87,11 @@ class MlflowLogger(Tracker):
                   record)
 
     def finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED",
-                   job_dir: Path | None = None) -> list[str]:
+                   job_dir: Path | None = None, end_ms: int | None = None) -> list[str]:
         check_status(status)
         if job_dir is not None and self.unlogged_episodes(Path(job_dir)):  # a resumed job's earlier episodes
             self._run("earlier episodes of this job", lambda: self._log_unlogged(Path(job_dir)), {"kind": "sync"})
-        self._run("job run summary", lambda: self._finish_job(metrics, artifacts, status),
+        self._run("job run summary", lambda: self._finish_job(metrics, artifacts, status, end_ms),
                   {"kind": "summary", "status": status})
         self._catch_up()
         if job_dir is not None:
@@ -93,8 +113,16 @@ class MlflowLogger(Tracker):
         if run is None:
             return None
         self.job_run_id = run.info.run_id
+        self._adopt(run)
         self._load_episodes()
         return run.info.status
+
+    def _adopt(self, run: Any) -> None:
+        """Take an existing job run's params and source tags for its episode runs (a job run from
+        before the shared vocabulary, without ``config.sha256``, gives only its source tags)."""
+        if "config.sha256" in run.data.params:
+            self._job_params = dict(run.data.params)
+        self._shared_tags = self._shared_tags or {k: v for k, v in run.data.tags.items() if k in SHARED_TAGS}
 
     def unlogged_episodes(self, job_dir: Path) -> list[Path]:
         """Episode folders of ``job_dir`` with a result but no complete run under the job run, and
@@ -154,11 +182,29 @@ class MlflowLogger(Tracker):
             self.experiment_id = client.create_experiment(self.experiment, artifact_location=location)
         else:
             self.experiment_id = exp.experiment_id
+        if exp is None or EXPERIMENT_KIND[0] not in exp.tags:  # (one a researcher set is kept)
+            client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
         if self.traces:
             import mlflow
 
             mlflow.set_tracking_uri(self.uri)  # the trace exporter writes to the global store
         self.client = client
+
+    def note_command(self, command: str) -> None:
+        """The experiment's description (``mlflow.note.content``): what it is and the commands that
+        wrote it, newest first."""
+        exp = self.client.get_experiment(self.experiment_id)
+        old = exp.tags.get(NOTE, "")
+        if NOTE_TAIL not in old and old.strip():  # a description someone wrote: left alone
+            return
+        lines = [line.strip().removeprefix("- ").strip("`") for line in old.splitlines() if line.startswith(("`", "- `"))]
+        commands = [command] + [c for c in lines if c != command]
+        earlier = [f"- `{c}`" for c in commands[1:NOTE_COMMANDS]]
+        # the UI shows a description's first line until it is opened: the latest command
+        text = "\n".join([f"`{command}`", ""] + (["Earlier commands, newest first:", ""] + earlier + [""] if earlier else [])
+                          + [NOTE_TAIL])
+        if text != old:
+            self.client.set_experiment_tag(self.experiment_id, NOTE, text)
 
     def _search(self, query: str) -> Any:
         """Live runs of the experiment matching ``query``, every page."""
@@ -203,12 +249,15 @@ class MlflowLogger(Tracker):
             if run.info.status != "RUNNING":
                 self._complete.add(key)
 
-    def _start_job(self, name: str, params: dict[str, str], tags: dict[str, str], parent: str | None) -> None:
+    def _start_job(self, name: str, params: dict[str, str], tags: dict[str, str], parent: str | None,
+                   start_ms: int | None = None) -> None:
         self._connect()
+        if tags.get(NOTE):
+            self.note_command(tags[NOTE])
         tags = {LEVEL: "job", **tags, **({"mlflow.parentRunId": parent} if parent else {})}
         run = self._job_run(tags.get(JOB_DIR), self.job_run_id)
         if run is None:
-            run = self.client.create_run(self.experiment_id, run_name=name, tags=mlflow_keys(tags))
+            run = self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name, tags=mlflow_keys(tags))
             self.job_run_id, self._episodes, self._complete = run.info.run_id, {}, set()
             log_batch(self.client, self.job_run_id, params=params)
             return
@@ -230,32 +279,39 @@ class MlflowLogger(Tracker):
         while runs:  # an earlier run of this episode (a resumed job's, a failed try's): replaced, not doubled
             self.client.delete_run(runs[0])
             runs.pop(0)
+        from mcpworld.telemetry.trace import read_trace
+
+        trace_file = episode_dir / "trace.jsonl"
+        events = read_trace(trace_file) if trace_file.is_file() else []
+        written = episode_dir / "result.json"
+        start_ms, end_ms = episode_window(result, events, written.stat().st_mtime if written.exists() else time.time())
+        # what decides results is a param (the job's names); tags say how it ended and where it lies
         tags = {LEVEL: "episode", "mlflow.parentRunId": self.job_run_id, "task_id": result.task_id,
-                "app": result.app, "status": result.status, EPISODE_DIR: str(episode_dir.absolute()),
-                EPISODE_KEY: key, **{k: str(v) for k, v in result.labels.items()}}
-        run_id = self.client.create_run(self.experiment_id, run_name=f"{result.task_id}#{result.attempt}",
+                "status": result.status, "termination": result.termination,
+                EPISODE_DIR: str(episode_dir.absolute()), EPISODE_KEY: key, **self._shared_tags}
+        name = episode_run_name(result)
+        run_id = self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name,
                                         tags=mlflow_keys(tags)).info.run_id
         runs.append(run_id)
         try:
-            params = {"task_id": result.task_id, "app": result.app, "attempt": str(result.attempt),
-                      "termination": result.termination, **result.labels}
-            log_batch(self.client, run_id, params=params, metrics=result.numbers())
+            series = step_series(result, events)
+            log_batch(self.client, run_id, params=episode_params(self._job_params, result),
+                      metrics=episode_metrics(result, series), series=series, timestamp_ms=end_ms)
             for item in sorted(episode_dir.iterdir()):
                 if item.is_file():
                     self.client.log_artifact(run_id, str(item))
                 elif item.name in EPISODE_ARTIFACTS and (item.name != "screens" or self.log_screenshots):
                     self.client.log_artifacts(run_id, str(item), artifact_path=item.name)
-            if (episode_dir / "trace.jsonl").is_file():
-                from mcpworld.telemetry.trace import read_trace
-
-                events = read_trace(episode_dir / "trace.jsonl")
+            if events:
                 self._log_page(run_id, events, episode_dir)
                 if self.traces:
                     from mcpworld.telemetry.spans import log_trace
 
-                    log_trace(self.client, self.experiment_id, run_id, events, result.llm_energy_j)
+                    log_trace(self.client, self.experiment_id, run_id, events, result, name=name,
+                              tags={**{k: str(v) for k, v in result.labels.items()}, "mcpworld.job_run_id": self.job_run_id,
+                                    "mcpworld.run_id": run_id})
                     STORE_LOG.check()  # MLflow logs a trace it could not write instead of raising
-            self.client.set_terminated(run_id, EPISODE_RUN_STATUS.get(result.status, "FINISHED"))
+            self.client.set_terminated(run_id, EPISODE_RUN_STATUS.get(result.status, "FINISHED"), end_time=end_ms)
         except Exception:
             with contextlib.suppress(Exception):  # no half-logged run stays RUNNING; the retry logs it whole
                 self.client.set_terminated(run_id, "FAILED")
@@ -277,7 +333,8 @@ class MlflowLogger(Tracker):
             page = make_page(events, episode_dir if self.log_screenshots else Path(tmp), Path(tmp) / "trajectory.html")
             self.client.log_artifact(run_id, str(page))
 
-    def _finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str) -> None:
+    def _finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str,
+                    end_ms: int | None = None) -> None:
         if self.job_run_id is None:
             raise RuntimeError("the job run was not created")
         try:
@@ -286,16 +343,18 @@ class MlflowLogger(Tracker):
             with contextlib.suppress(Exception):  # not left RUNNING; the retry sets the job's own status
                 self.client.set_terminated(self.job_run_id, "FAILED")
             raise
-        self.client.set_terminated(self.job_run_id, status)
+        self.client.set_terminated(self.job_run_id, status, end_time=end_ms)
 
     def _log_summary(self, job_run_id: str, metrics: dict[str, float], artifacts: list[Path]) -> None:
         import shutil
         import tempfile
 
-        log_batch(self.client, job_run_id, metrics=metrics)
+        numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        log_batch(self.client, job_run_id, metrics=numbers)  # whatever the job's summary holds, by its names
         with tempfile.TemporaryDirectory() as tmp:  # overrides may carry a key typed on the command line
             for path in artifacts:
-                copy = Path(tmp) / path.name
+                # the whole resolved config, as config.yaml (its hash is the param config.sha256)
+                copy = Path(tmp) / ("config.yaml" if path.name == "resolved_config.yaml" else path.name)
                 if path.is_dir():
                     shutil.copytree(path, copy)
                     files = [f for f in copy.rglob("*") if f.is_file()]

@@ -45,7 +45,8 @@ class MlflowTracker(Tracker):
 
     def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
                   parent_run_id: str | None = None) -> None:
-        self._jobs.put(("start_job", (name, params, tags, parent_run_id)))
+        # the job's own start and end times (not when the tracker process got to them): the UI's Duration
+        self._jobs.put(("start_job", (name, params, tags, parent_run_id, int(time.time() * 1000))))
 
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         self._jobs.put(("log_episode", (result, episode_dir)))
@@ -53,7 +54,7 @@ class MlflowTracker(Tracker):
     def finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED",
                    job_dir: Path | None = None) -> list[str]:
         check_status(status)
-        self._jobs.put(("finish_job", (metrics, artifacts, status, job_dir)))
+        self._jobs.put(("finish_job", (metrics, artifacts, status, job_dir, int(time.time() * 1000))))
         limit = self.KILLED_TIMEOUT_S if status == "KILLED" else self.FINISH_TIMEOUT_S
         deadline = time.monotonic() + limit
         while True:

@@ -78,19 +78,27 @@ def mlflow_client(uri: str) -> Any:
 
 
 def log_batch(client: Any, run_id: str, params: dict[str, str] | None = None,
-              metrics: dict[str, float] | None = None, tags: dict[str, str] | None = None) -> None:
-    """Params, metrics and tags in as few batches as MLflow allows, every key made valid."""
+              metrics: dict[str, float] | None = None, tags: dict[str, str] | None = None,
+              series: list[tuple[str, float, int, int]] | None = None, timestamp_ms: int | None = None) -> None:
+    """Params, metrics and tags in as few batches as MLflow allows, every key made valid. ``metrics``
+    are single values (step 0, at ``timestamp_ms`` or now); ``series`` are (key, value, timestamp
+    ms, step) points, which MLflow's charts draw as curves."""
     from mlflow.entities import Metric, Param, RunTag
 
-    now = int(time.time() * 1000)
+    now = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
     param_list = [Param(k, v) for k, v in mlflow_keys(params or {}, MAX_PARAM_LEN).items()]
     tag_list = [RunTag(k, v) for k, v in mlflow_keys(tags or {}).items()]
     values = {mlflow_key(k): float(v) for k, v in (metrics or {}).items()}
     metric_list = [Metric(k, v, now, 0) for k, v in values.items()]
-    for i in range(0, max(len(param_list), len(tag_list), 1), 100):  # at most 100 params and 100 tags a batch
-        batch = (metric_list if i == 0 else [], param_list[i:i + 100], tag_list[i:i + 100])
+    metric_list += [Metric(mlflow_key(k), float(v), int(ts), int(step)) for k, v, ts, step in series or []]
+    # at most 100 params, 100 tags and 1000 entities a batch (MLflow's limits)
+    for i in range(0, max(len(param_list), len(tag_list), 1), 100):
+        first = metric_list[:800] if i == 0 else []
+        batch = (first, param_list[i:i + 100], tag_list[i:i + 100])
         if any(batch):
             client.log_batch(run_id, metrics=batch[0], params=batch[1], tags=batch[2])
+    for i in range(800, len(metric_list), 1000):
+        client.log_batch(run_id, metrics=metric_list[i:i + 1000])
 
 
 def absolute_sqlite_uri(uri: str) -> str:

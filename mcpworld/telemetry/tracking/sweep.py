@@ -14,6 +14,7 @@ from mcpworld.telemetry.tracking.keys import LEVEL, mlflow_keys
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.store import STORE_LOG, log_batch, mlflow_client, reason
 from mcpworld.telemetry.tracking.tracker import check_status
+from mcpworld.telemetry.tracking.vocabulary import command_line, source_tags, sweep_run_name
 
 SWEEP_FILE = ".mcpworld_sweep.json"
 
@@ -28,11 +29,16 @@ def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | No
     try:
         tracker = MlflowLogger(cfg.tracking.uri, cfg.tracking.artifact_root, cfg.tracking.experiment, traces=False)
         tracker._connect()
-        tags = {LEVEL: "sweep", "mcpworld.sweep_dir": where, "mcpworld.sweep": mask_secrets(" ".join(overrides))[:5000]}
+        from mcpworld.telemetry.provenance import git_state
+
+        command = mask_secrets(command_line(sys.argv))
+        tracker.note_command(command)
+        tags = {LEVEL: "sweep", "mcpworld.sweep_dir": where, "mcpworld.sweep": mask_secrets(" ".join(overrides))[:5000],
+                **source_tags(git_state()), "mlflow.note.content": command}
         run = tracker._find_run("sweep", "mcpworld.sweep_dir", where)
         if run is None:
-            run = tracker.client.create_run(tracker.experiment_id, run_name=f"sweep {Path(sweep_dir).as_posix()}",
-                                            tags=mlflow_keys(tags))
+            name = mask_secrets(sweep_run_name(list(overrides), Path(sweep_dir).as_posix()))
+            run = tracker.client.create_run(tracker.experiment_id, run_name=name, tags=mlflow_keys(tags))
         else:
             tracker.client.update_run(run.info.run_id, status="RUNNING")
             log_batch(tracker.client, run.info.run_id, tags=tags)
