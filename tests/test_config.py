@@ -74,7 +74,7 @@ def test_every_model_composes_with_its_provider(model: str) -> None:
     assert cfg.model.name == model and cfg.provider.kind in PROVIDERS
     # greedy, unless the family's reference agent decodes otherwise (Claude's: the API default, 1.0;
     # Qwen3-VL instruct's model card: 0.7)
-    assert cfg.model.temperature == {"claude": 1.0, "qwen3vl": 0.7}.get(cfg.model.profile, 0.0) or model == "oracle"
+    assert cfg.model.temperature == {"claude": 1.0, "qwen3vl": 0.7, "gemma": 1.0}.get(cfg.model.profile, 0.0) or model == "oracle"
     check_config(cfg)  # a valid coordinate convention
     if cfg.provider.kind == "anthropic":
         assert cfg.model.coordinates == "pixels" and cfg.model.computer_tool and cfg.model.betas

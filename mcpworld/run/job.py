@@ -141,7 +141,10 @@ def select_tasks(cfg: RootConfig) -> Selection:
                 validate_spec(task.evaluator, str(task.source))
             validate_key_steps(task.key_steps, str(task.source))
             # a task no tool family of the modality can do is not the agent's to fail: skipped, in no rate
-            why = not_applicable(task, cfg.modality.name, list(cfg.modality.tools), bool(needed_programs(task)),
+            # a desktop app opens when the task needs a catalog program or its setup launches or opens one
+            # (PC-Canary tasks start their app from the authors' script: a GUI path beside their MCP servers)
+            starts_app = bool(needed_programs(task)) or any("launch" in step or "open" in step for step in task.setup)
+            why = not_applicable(task, cfg.modality.name, list(cfg.modality.tools), starts_app,
                                  bool(task.local_tools or task.mcp_servers or task_servers(servers, task)))
             if why:
                 task.skip_reason = why

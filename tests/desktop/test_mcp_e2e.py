@@ -40,7 +40,7 @@ def test_gui_mcp_and_hybrid_side_by_side_in_mlflow(tmp_path):
     client = MlflowClient(f"sqlite:///{db}")
     runs = client.search_runs([client.get_experiment_by_name("modalities").experiment_id])
     jobs = [r for r in runs if r.data.tags.get("mcpworld.level") == "job"]
-    assert sorted(j.data.params["modality.name"] for j in jobs) == ["gui", "hybrid", "mcp"]
+    assert sorted(j.data.params["modality"] for j in jobs) == ["gui", "hybrid", "mcp"]
     assert all(j.data.metrics["success"] == 1.0 for j in jobs)
 
 

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from mcpworld.config.resolution import check_preference, explicitly_chosen
 from mcpworld.config.schema import register
 from mcpworld.core.errors import UserError
-from mcpworld.telemetry.tracking.keys import flatten
+from mcpworld.telemetry.tracking.vocabulary import job_params
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "mcpworld" / "conf")
@@ -41,7 +41,7 @@ def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_without_resolution_the_model_gets_the_screen_it_prefers(model: str, screen: str) -> None:
     cfg = make(f"model={model}")
     assert cfg.resolution.name == screen
-    assert flatten(OmegaConf.to_container(cfg, resolve=True))["resolution.name"] == screen  # logged as a param
+    assert job_params(OmegaConf.to_container(cfg, resolve=True))["resolution"] == screen  # logged as a param
 
 
 @pytest.mark.parametrize("overrides, screen", [
