@@ -238,6 +238,13 @@ async def test_done_status_normalised(status: str | None, final: str) -> None:
     assert obs.final == final and obs.ok
 
 
+async def test_done_keeps_the_agents_answer() -> None:
+    """An answer given with done is the episode's answer (result.answer), as Qwen's ``answer`` action's is."""
+    assert (await DoneTool().call({"status": "DONE", "answer": "42"})).answer == "42"
+    assert (await DoneTool().call({"status": "DONE", "answer": ""})).answer is None
+    assert (await DoneTool().call({"status": "FAIL"})).answer is None
+
+
 @pytest.mark.parametrize("status", ["maybe", "", "SUCCESS"])
 async def test_done_bad_status(status: str) -> None:
     with pytest.raises(ToolError, match="DONE or FAIL"):

@@ -27,4 +27,6 @@ class DoneTool(Tool):
             status = "FAIL"
         if status not in ("DONE", "FAIL"):
             raise ToolError(f"done 'status' must be DONE or FAIL, got {args.get('status')!r}")
-        return Observation(text=f"Episode ended: {status}", final=status)
+        answer = args.get("answer")
+        return Observation(text=f"Episode ended: {status}", final=status,
+                           answer=str(answer) if answer not in (None, "") else None)
