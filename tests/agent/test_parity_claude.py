@@ -2,7 +2,7 @@
 the README there): for the same instruction, history and screen, our Claude request has the same
 prompt sections, tools, screenshot size, message layout, cache breakpoints, thinking and decoding —
 and the reference's example tool_use inputs become the same desktop input on our computer tool.
-Where we differ on purpose, the test says so (and docs/agent.md, "Claude")."""
+Where we differ on purpose, the test says so (and docs/models.md, "Claude")."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import io
 import json
 import re
 import shlex
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ from mcpworld.agent.loop import image_part
 from mcpworld.agent.profiles import ModelView, PromptContext, make_profile
 from mcpworld.agent.profiles.claude import claude_image_size
 from mcpworld.agent.providers.anthropic import AnthropicProvider
+from mcpworld.agent.tools.base import ToolError
 from mcpworld.agent.tools.bash import BashTool
-from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap
+from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.env.screen import encode
 from tests.agent.test_tools import FakeDesktop
@@ -32,6 +34,7 @@ SCREEN = (1920, 1080)
 PRESETS = {  # the captured run's settings -> our preset's (model id, computer tool, bash tool, betas, max_tokens)
     "20241022": ("claude-3-5-sonnet-20241022", "computer_20241022", "bash_20241022", ["computer-use-2024-10-22"], 4096),
     "20250124": ("claude-sonnet-4-5-20250929", "computer_20250124", "bash_20250124", ["computer-use-2025-01-24"], 16384),
+    "20251124": ("claude-opus-4-5-20251101", "computer_20251124", "bash_20250124", ["computer-use-2025-11-24"], 16384),
 }
 # Each reference SYSTEM_CAPABILITY / IMPORTANT bullet and words our counterpart says it with.
 TOPICS = [("architecture", "machine"), ("install", "installed"), ("firefox", "Chromium"), ("DISPLAY", "DISPLAY"),
@@ -44,8 +47,9 @@ def fixture(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / name).read_text())
 
 
+@lru_cache(maxsize=1)
 def screenshot() -> Image.Image:
-    """The capture's fixed screen (a gradient of 8 px cells)."""
+    """The capture's fixed screen (a gradient of 8 px cells); callers must not change it."""
     image = Image.new("RGB", SCREEN)
     for x in range(0, SCREEN[0], 8):
         for y in range(0, SCREEN[1], 8):
@@ -93,6 +97,8 @@ def breakpoints(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
     ("request_20241022.json", "20241022", None),
     ("request_20250124.json", "20250124", None),
     ("request_20250124_thinking.json", "20250124", 2048),
+    ("request_20251124.json", "20251124", None),
+    ("request_20251124_thinking.json", "20251124", 2048),
 ])
 def test_our_request_is_the_references(tmp_path: Path, name: str, version: str, thinking: int | None) -> None:
     captured = fixture(name)
@@ -106,14 +112,18 @@ def test_our_request_is_the_references(tmp_path: Path, name: str, version: str, 
     assert set(captured["headers"]["anthropic-beta"].split(",")) - {"prompt-caching-2024-07-31"} \
         <= set(ours["betas"].split(","))
 
-    # tools: the same native computer and bash tools at the same display size. Differences on purpose:
-    # no str_replace_editor (we give no editor tool), our `done` (our episodes end on it), and no
-    # display_number: null (X11 display numbers mean nothing to the model)
+    # tools: the same native computer and bash tools at the same display size (computer_20251124 with
+    # enable_zoom). Differences on purpose: no text editor (str_replace_editor / str_replace_based_edit_tool:
+    # we give none), our `done` (our episodes end on it), and no display_number: null (X11 display
+    # numbers mean nothing to the model)
     ref_tools = {t["name"]: t for t in ref["tools"]}
     our_tools = {t["name"]: t for t in body["tools"]}
     assert our_tools["computer"] == {k: v for k, v in ref_tools["computer"].items() if k != "display_number"}
+    assert (our_tools["computer"]["display_width_px"], our_tools["computer"]["display_height_px"]) == (1366, 768)
+    assert our_tools["computer"].get("enable_zoom") is (True if version == "20251124" else None)
     assert our_tools["bash"]["type"].startswith("bash_2")
-    assert set(ref_tools) - set(our_tools) == {"str_replace_editor"} and set(our_tools) - set(ref_tools) == {"done"}
+    assert {ref_tools[n]["type"].split("_20")[0] for n in set(ref_tools) - set(our_tools)} == {"text_editor"}
+    assert set(our_tools) - set(ref_tools) == {"done"}
 
     # the system prompt: one block, cached, with the reference's two lists, bullet for bullet (our words, our facts)
     (ref_system,), (our_system,) = ref["system"], body["system"]
@@ -189,8 +199,8 @@ def our_steps(actions: list[dict[str, Any]], cursor: tuple[int, int]) -> list[tu
             steps.append(("click", a["button"], a["count"]))
         elif a["kind"] == "scroll":
             steps.append(("click", {"up": 4, "down": 5, "left": 6, "right": 7}[a["direction"]], a["amount"]))
-        elif a["kind"] == "drag":
-            assert (a["x0"], a["y0"]) == cursor  # the reference drags from the cursor too
+        elif a["kind"] == "drag":  # from the cursor, or moving to start_coordinate first (the reference @27ca8aa)
+            steps += [("move", a["x0"], a["y0"])] if (a["x0"], a["y0"]) != cursor else []
             steps += [("down", 1), ("move", a["x"], a["y"]), ("up", 1)]
         elif a["kind"] in ("key_down", "key_up", "key"):
             steps.append((a["kind"], a["keys"]))
@@ -201,14 +211,53 @@ def our_steps(actions: list[dict[str, Any]], cursor: tuple[int, int]) -> list[tu
     return steps
 
 
-@pytest.mark.parametrize("version", ["20241022", "20250124"])
+class CapturedScreen(FakeDesktop):
+    """The fake desktop showing the capture's screen (zoom's crops are compared pixel for pixel)."""
+
+    def screenshot(self) -> Image.Image:
+        self.screenshots += 1
+        return screenshot().copy()
+
+
+def crop_box(line: str) -> tuple[int, int, int, int]:
+    """The screen box of the reference's ``convert SHOT -crop WxH+X+Y +repage OUT``."""
+    w, h, x, y = map(int, re.fullmatch(r"SCREENSHOT -crop (\d+)x(\d+)\+(\d+)\+(\d+) \+repage ZOOMED", line).groups())
+    return x, y, x + w, y + h
+
+
+@pytest.mark.parametrize("version", ["20241022", "20250124", "20251124"])
 async def test_the_references_tool_uses_are_the_same_desktop_input(tmp_path: Path, version: str) -> None:
-    desk = FakeDesktop(tmp_path, *SCREEN)
+    desk = CapturedScreen(tmp_path, *SCREEN)
     desk.cursor = (960, 540)
-    computer = ComputerTool(desk, CoordinateMap("pixels", SCREEN, claude_image_size(SCREEN)), version=f"computer_{version}")
+    coords = CoordinateMap("pixels", SCREEN, claude_image_size(SCREEN))
+    computer = ComputerTool(desk, coords, version=f"computer_{version}")
     for example in fixture(f"actions_{version}.json"):
         desk.actions.clear()
+        if example["error"] and example["input"]["action"] == "left_click_drag":
+            # on purpose: the reference @27ca8aa refuses a drag without start_coordinate; we drag from the cursor
+            await computer.call(dict(example["input"]))
+            assert our_steps(desk.actions, desk.cursor) == [("down", 1), ("move", 562, 422), ("up", 1)]
+            continue
+        if example["error"]:
+            with pytest.raises(ToolError):
+                await computer.call(dict(example["input"]))
+            assert desk.actions == [], example["input"]
+            continue
         obs = await computer.call(dict(example["input"]))
         expected = [step for line in example["xdotool"] for step in reference_steps(line)]
         assert our_steps(desk.actions, desk.cursor) == expected, example["input"]
         assert obs.text == example["output"] and (obs.image is not None) == example["image"], example["input"]
+        crops = [crop_box(line) for line in example.get("convert", []) if " -crop " in line]
+        if crops:  # zoom: the same screen region as the reference's crop box, ...
+            (box,) = crops
+            region = screenshot().crop(box)
+            size = image_size(region.size, coords.image)
+            assert obs.image is not None and obs.image.size == size, example["input"]
+            # ... cut from the real screen and shrunk only to a screenshot's size. On purpose: the reference
+            # cuts that screen box out of its 1366x768 screenshot, so its image (image_size) is another,
+            # clipped part of the screen wherever the box reaches past 1366x768
+            expected_image = region if size == region.size else region.resize(size, Image.Resampling.BICUBIC,
+                                                                               reducing_gap=2.0)
+            assert obs.image.tobytes() == expected_image.tobytes(), example["input"]
+            inside = box[2] <= 1366 and box[3] <= 768
+            assert (example["image_size"] == [box[2] - box[0], box[3] - box[1]]) == inside, example

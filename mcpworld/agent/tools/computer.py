@@ -220,7 +220,8 @@ class ComputerTool(Tool):
 
     def _drag(self, args: dict[str, Any], xy: tuple[int, int] | None) -> None:
         """From ``start_coordinate`` (documented from computer_20250124 on) or else from the cursor
-        (computer_20241022, and the reference agent for every version) to ``coordinate``."""
+        (computer_20241022, and the reference agent @44c2b5c for every version; @27ca8aa refuses a
+        drag without a start, which we keep accepting) to ``coordinate``."""
         start = _point(args, "start_coordinate")
         if start and self.version == "computer_20241022":
             raise ToolError("left_click_drag takes no 'start_coordinate' in computer_20241022: it drags from the "
@@ -254,14 +255,21 @@ class ComputerTool(Tool):
 
     def _zoom(self, args: dict[str, Any]) -> Image.Image:
         """The screen's ``region`` (model coordinates) at the screen's own resolution, shrunk only
-        as far as the screenshot the model is sent (so it costs no more than one)."""
+        as far as the screenshot the model is sent (so it costs no more than one). The far corner is
+        the crop's edge, not a pixel inside it (the reference's convention: width x2 - x1). Unlike the
+        reference (@27ca8aa), which cuts the screen-scaled box out of the downscaled screenshot, this
+        crops the real screen, so the region is the one the model named."""
         region = args.get("region")
         if not isinstance(region, (list, tuple)) or len(region) != 4:
             raise ToolError(f"zoom needs 'region': [x1, y1, x2, y2], got {region!r}")
         corners = [_point({"region": list(region[i:i + 2])}, "region") for i in (0, 2)]
-        (sx1, sy1), (sx2, sy2) = (self.coords.to_screen(*c) for c in corners if c is not None)
+        (x1, y1), (x2, y2) = (c for c in corners if c is not None)
+        sx1, sy1 = self.coords.to_screen(x1, y1)
+        self.coords.to_screen(x2, y2)  # OffScreen past what the model was shown
+        (sw, sh), (bx, by) = self.coords.screen, self.coords.bounds
+        sx2, sy2 = min(round(x2 * sw / bx), sw), min(round(y2 * sh / by), sh)
         if sx2 <= sx1 or sy2 <= sy1:
             raise ToolError(f"zoom 'region' must be [x1, y1, x2, y2] with x1 < x2 and y1 < y2, got {region!r}")
-        crop = self.env.screenshot().crop((sx1, sy1, sx2 + 1, sy2 + 1))
+        crop = self.env.screenshot().crop((sx1, sy1, sx2, sy2))
         size = image_size(crop.size, self.coords.image)
         return crop if size == crop.size else crop.resize(size, Image.Resampling.BICUBIC, reducing_gap=2.0)
