@@ -201,7 +201,7 @@ def test_every_choice_of_the_schema_has_its_implementation_and_no_more() -> None
 
 @pytest.mark.parametrize("override, choices", [
     ("provider.kind=nope", "oracle, openai_compat, ollama, anthropic, bedrock, vertex"),
-                                              ("env.backend=vm", "local, docker"),
+                                              ("env.backend=kvm", "local, docker, vm"),
                                               ("model.coordinates=relative", "pixels, normalized_1000"),
                                               ("modality.tools=[computer,mouse]", "computer, bash, done, mcp")])
 def test_a_choice_outside_the_schema_fails_at_composition_naming_key_and_choices(override: str, choices: str) -> None:

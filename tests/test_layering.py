@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agent",),
     ("run",),
     ("report",),
+    ("certify",),
     ("cli",),
 ]
 RANK = {package: rank for rank, row in enumerate(LAYERS) for package in row}

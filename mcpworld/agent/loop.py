@@ -103,8 +103,11 @@ class AgentLoop:
     def __init__(self, provider: Provider, tools: dict[str, Tool], limits: Limits, trace: Trace,
                  result: EpisodeResult, save_image: Callable[[bytes, str], str] | None = None,
                  send_images: bool = True, withheld: frozenset[str] = frozenset(),
-                 after_step: Callable[[], None] | None = None, profile: "Profile | None" = None):
+                 after_step: Callable[[], None] | None = None, profile: "Profile | None" = None,
+                 replay: dict[str, Tool] | None = None):
         self.provider, self.tools, self.limits = provider, tools, limits
+        # tools the oracle's replay may call but no model is offered (agent.tools.replay_tools)
+        self.replay = replay or {}
         self.profile = profile  # renders each request from the conversation and reads each reply (None: as is)
         self.first_request: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None  # for provenance
         self.trace, self.result = trace, result
@@ -247,8 +250,8 @@ class AgentLoop:
 
     async def _call_tool(self, written: str, raw_args: dict[str, Any]) -> Observation:
         start = time.perf_counter()
-        name, args = normalize_call(written, raw_args, self.tools)
-        tool = self.tools.get(name)
+        name, args = (written, raw_args) if written in self.replay else normalize_call(written, raw_args, self.tools)
+        tool = self.tools.get(name) or self.replay.get(name)
         error = kind = None
         if "_raw" in args:
             kind, error = "invalid_json", f"the call to {name!r} could not be parsed as JSON: {str(args['_raw'])[:200]}"

@@ -22,6 +22,13 @@ class ProviderKind(StrEnum):
     vertex = "vertex"  # Claude on Google Vertex AI (ADC bearer token, SSE)
 
 
+class OracleReplay(StrEnum):
+    """What the oracle replays (mcpworld/agent/providers/oracle.py, docs/certify.md)."""
+
+    solution = "solution"  # the task's solution as written
+    spoiled = "spoiled"  # the nearly right answer: its declared spoil:, else without its last state-changing step
+
+
 class Coordinates(StrEnum):
     pixels = "pixels"  # of the screenshot sent
     normalized_1000 = "normalized_1000"  # 0-1000 on both axes (the Qwen-VL family)
@@ -42,6 +49,17 @@ class ToolFamily(StrEnum):
 class EnvBackend(StrEnum):
     local = "local"  # Xvfb on this host
     docker = "docker"  # a container per desktop
+    vm = "vm"  # a running OSWorld or WAA VM, driven through its own HTTP server
+
+
+class VmKind(StrEnum):
+    osworld = "osworld"  # OSWorld's Ubuntu VM server (desktop_env/server/main.py)
+    waa = "waa"  # Windows Agent Arena's Windows 11 VM server
+
+
+class EnvNetwork(StrEnum):
+    isolated = "isolated"  # the desktop has a network of its own: no host loopback, no other episode
+    host = "host"  # the desktop shares the host's network (loopback services included)
 
 
 class McpSandbox(StrEnum):
@@ -144,6 +162,7 @@ class ProviderConfig:
     api_version: str = "2023-06-01"  # anthropic: the anthropic-version header
     region: Optional[str] = None  # bedrock/vertex: the cloud region (AWS_REGION, CLOUD_ML_REGION)
     project: Optional[str] = None  # vertex: the Google Cloud project (else the one ADC names)
+    replay: OracleReplay = OracleReplay.solution  # oracle: the solution, or its spoiled variant (certify)
 
 
 @dataclass
@@ -211,11 +230,23 @@ class KlavisConfig:
     ttl_s: int = 7200
     timeout_s: float = 60.0
     workspace: str = "/data"  # where the sandbox's servers see the uploaded workspace (the prompt says this)
+    # the ledger of held sandboxes (a killed run's are released by the next); None: $MCPWORLD_HOME/.klavis-leases
+    leases_dir: Optional[str] = None
 
 
 @dataclass
 class VncConfig:
     public: bool = False  # env=docker: VNC and noVNC on every interface (default: 127.0.0.1 only)
+
+
+@dataclass
+class VmConfig:
+    """env=vm: the suite's own machine, reached through its server (no desktop of ours)."""
+    url: Optional[str] = None  # e.g. http://192.168.122.10:5000 (OSWorld) or :5000 (WAA)
+    kind: VmKind = VmKind.osworld
+    reset_command: Optional[str] = None  # run on this host before each episode (revert a snapshot …)
+    ready_timeout_s: float = 300.0  # how long the server may take to answer after a reset
+    request_timeout_s: float = 120.0  # one request (the servers run a command for up to 120 s)
 
 
 @dataclass
@@ -229,7 +260,9 @@ class EnvConfig:
     apps: Optional[List[str]] = None
     start_timeout_s: float = 60.0
     pool: int = 1  # env=docker: containers started ahead per desktop (each episode gets a fresh one)
+    network: EnvNetwork = EnvNetwork.isolated  # env=docker: a bridge network; env=local: a network namespace
     vnc: VncConfig = field(default_factory=VncConfig)
+    vm: VmConfig = field(default_factory=VmConfig)
     mcp_sandbox: McpSandbox = McpSandbox.local
     klavis: KlavisConfig = field(default_factory=KlavisConfig)
 

@@ -5,10 +5,13 @@ loaders check steps with it; env/steps.py runs them."""
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.pyautogui_script import Unsupported, parse, script_of
+from mcpworld.core.sudo import Satisfied, satisfied_here, unmet
 
 
 def normalize_step(step: Any, where: str = "task") -> tuple[str, dict[str, Any]]:
@@ -80,13 +83,41 @@ def validate_steps(steps: list[Any], where: str) -> None:
 SUDO = re.compile(r"(^|[\s;&|(`])sudo(\s|$)")
 
 
-def sudo_command(steps: list[Any]) -> str | None:
-    """The first step command that calls sudo (OSWorld's ``echo {CLIENT_PASSWORD} | sudo -S …``),
-    or None: a desktop on this host never grants root to what a task runs."""
+def as_bool(value: object) -> bool:
+    """A step's flag as task files write it: true/false, or the strings "true"/"false" (OSWorld's
+    ``"shell": "true"``)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    return bool(value)
+
+
+def command_text(command: str | Sequence[object] | None) -> str:
+    return command if isinstance(command, str) else shlex.join(str(c) for c in command or [])
+
+
+def sudo_command(steps: list[Any], satisfied: Satisfied = satisfied_here) -> str | None:
+    """The first step command that needs root (OSWorld's ``echo {CLIENT_PASSWORD} | sudo -S …``),
+    or None: a desktop on this host never grants root to what a task runs. A sudo that only asks
+    for what this machine has already (core/sudo.py) needs none."""
+    found = sudo_needs(steps, satisfied)
+    return found[0] if found else None
+
+
+def sudo_needs(steps: list[Any], satisfied: Satisfied = satisfied_here) -> tuple[str, str] | None:
+    """(the step command, why it needs root here and the fix) of the first step that needs root."""
     for step in steps:
         kind, params = normalize_step(step)
-        command = params.get("command")
-        text = command if isinstance(command, str) else " ".join(str(c) for c in command or [])
-        if kind in ("launch", "execute", "command") and (SUDO.search(text) or text.split()[:1] == ["sudo"]):
-            return text
+        if kind not in ("launch", "execute", "command"):
+            continue
+        text = fill_screen(command_text(params.get("command")), 1000, 1000)
+        if not (SUDO.search(text) or text.split()[:1] == ["sudo"]):
+            continue
+        missing = unmet(text, satisfied)
+        if not missing:
+            continue
+        item = missing[0]
+        if item.kind == "root":
+            return text, f"it runs sudo ({item.text[:80]!r}), which env=local never grants: it would be root on this host"
+        return text, (f"a step installs {', '.join(item.packages)} as root ({item.text[:80]!r}), which env=local "
+                      f"never grants; {item.install_hint()}")
     return None

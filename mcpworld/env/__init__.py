@@ -54,7 +54,7 @@ def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str])
 
     return LocalEnvironment(s.width, s.height, window_manager=s.env.window_manager,
                             settle_policy=settle_policy(s.settle),
-                            app_timeout_s=s.env.app_timeout_s, programs=programs)
+                            app_timeout_s=s.env.app_timeout_s, programs=programs, network=str(s.env.network))
 
 
 @BACKENDS.register("docker")
@@ -69,7 +69,21 @@ def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]
                              window_manager=s.env.window_manager, settle_policy=settle_policy(s.settle),
                              app_timeout_s=s.env.app_timeout_s, programs=programs, vnc_public=s.env.vnc.public,
                              start_timeout_s=s.env.start_timeout_s, pool=s.env.pool,
-                             read_only=list(s.task_roots))
+                             read_only=list(s.task_roots), network=str(s.env.network))
+
+
+@BACKENDS.register("vm")
+def _vm(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+    from dataclasses import replace
+
+    from mcpworld.env.vm import VmEnvironment
+
+    vm = s.env.vm
+    policy = settle_policy(s.settle)  # each frame is an HTTP round trip: poll it less often
+    policy = replace(policy, interval_s=max(policy.interval_s, 0.2), stable_frames=min(policy.stable_frames, 2))
+    return VmEnvironment(s.width, s.height, url=vm.url or "", kind=str(vm.kind), reset_command=vm.reset_command,
+                         ready_timeout_s=vm.ready_timeout_s, request_timeout_s=vm.request_timeout_s,
+                         settle_policy=policy)
 
 
 def make_environment(settings: DesktopSettings, programs: Sequence[Program] = (),

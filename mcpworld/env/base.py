@@ -41,6 +41,8 @@ class Environment(abc.ABC):
     extra_env: dict[str, str] = {}
     # where a person can watch this desktop in a browser (noVNC), when it can be watched
     viewer_url: str | None = None
+    # what the episode's results should say about how this desktop ran the task (set by reset)
+    notes: list[str] = []
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

@@ -8,6 +8,10 @@
 - ``chrome_close_tabs`` (``urls_to_close``): for each URL, the first tab showing it is closed (URLs
   compare as OSWorld's ``compare_urls``: mcpworld/urls.py).
 
+And one thing a ``launch`` does on Chrome that Chromium does not: ``google-chrome chrome://settings/…``
+opens that page, where Debian's Chromium ignores chrome:// URLs on its command line and shows a
+new tab. ``open_command_line_pages`` opens them over the DevTools port once the browser is ready.
+
 The browser is the one a ``launch`` of ``google-chrome`` started (the desktop's shim gives it its
 DevTools port). OSWorld retries the connection for a minute while Chrome starts; so do we. A
 browser that never answers is the environment's failure (InfraError), never the agent's.
@@ -71,6 +75,31 @@ def open_tabs(port: int | None, urls: list[str]) -> None:
                 first.close()
 
     _with_context(port, "chrome_open_tabs", work)
+
+
+# what a browser shows where it opened no page of its own: a new tab, or nothing yet
+BLANK_PAGES = ("about:blank", "chrome://newtab/", "chrome://new-tab-page/", "chrome://new-tab-page-third-party/")
+
+
+def command_line_pages(argv: list[str]) -> list[str]:
+    """The chrome:// pages a browser command line asks for (its arguments that are no option)."""
+    return [a for a in argv[1:] if not a.startswith("-") and a.lower().startswith("chrome://")]
+
+
+def open_command_line_pages(port: int | None, argv: list[str]) -> None:
+    """Open the chrome:// pages ``argv`` names as Chrome would have at start: the first in the newest
+    blank tab (the one the launch opened), the others in new tabs. Nothing when it names none."""
+    urls = command_line_pages(argv)
+    if not urls:
+        return
+
+    def work(context: Any) -> None:
+        blank = [p for p in context.pages if p.url in BLANK_PAGES]
+        for i, url in enumerate(urls):
+            page = blank[-1] if i == 0 and blank else context.new_page()
+            page.goto(url, timeout=GOTO_TIMEOUT_MS)
+
+    _with_context(port, f"opening {', '.join(urls)} (given on the browser's command line)", work)
 
 
 def close_tabs(port: int | None, urls: list[str]) -> None:

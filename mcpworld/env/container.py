@@ -8,9 +8,16 @@ needs the display or runs a program, and does the rest on the host:
 - The work folder (home, golden copies, logs) is bind-mounted at the same path in the container, so
   the host restores the task's context straight into the home, getters and MCP servers read and
   write it directly, and a path means the same on both sides.
-- The container shares the host's network: the desktop's app ports (Chromium's DevTools, VLC's
-  HTTP …) are host ports, reachable by getters as with ``env=local``; service, VNC and noVNC listen
-  on 127.0.0.1 unless ``env.vnc.public``. ``NET_RAW`` is dropped, so root inside cannot sniff them.
+- The service listens on a unix socket in the work folder (``.net/``, closed to the desktop account).
+- ``env.network=isolated`` (the default): the container is alone on a bridge network of its own
+  (``mcpworld.env.docker_network``), so it reaches the outside but nothing on the host's loopback or
+  addresses, nor another episode. The apps' control ports (Chromium's DevTools, VLC's HTTP …) are
+  relayed to ports on the host's 127.0.0.1 (``self.ports``, where getters and MCP servers find them),
+  the episode's event sink the other way (``mcpworld.env.relay``); VNC and noVNC are published on
+  127.0.0.1 unless ``env.vnc.public``.
+- ``env.network=host``: the container shares the host's network, as ``env=local`` does: app ports are
+  host ports; VNC and noVNC listen on 127.0.0.1 unless ``env.vnc.public``. ``NET_RAW`` is dropped
+  either way, so root inside cannot sniff.
 - The desktop account inside may use sudo (password ``password``, as OSWorld's VMs): root in a
   container is not root on the host.
 - Every container carries a label naming the process that made it; a later run removes those
@@ -22,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -39,10 +47,11 @@ from mcpworld.apps.programs import Program, free_port
 from mcpworld.core import errors
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, leftovers
+from mcpworld.env import desktop_user, docker_network, leftovers
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.local import default_workroot
+from mcpworld.env.relay import Relay, listen_tcp, listen_unix, through_service, to_tcp
 from mcpworld.env.screen import SettlePolicy, to_image
 from mcpworld.env.service import SPEC_VARIABLE, host_paths, program_to_json
 from mcpworld.env.steps import run_steps
@@ -52,6 +61,8 @@ logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per action se
 
 OWNER_LABEL = "mcpworld.owner"  # "<hostname> <pid> <process start time>" of the run that made it
 SERVICE_PYTHON = "/opt/mcpworld/.venv/bin/python"
+VNC_PORTS = {"port": 5900, "novnc_port": 6080}  # inside a container on its own network (published on the host)
+LOOPBACK_URL = re.compile(r"^https?://(?:127\.0\.0\.1|localhost):(\d+)(?:/|$)")
 ERRORS: dict[str, type[BaseException]] = {
     **{name: getattr(errors, name) for name in ("InfraError", "MissingWindow", "Unwatchable", "UserError",
                                                   "TaskFileError")},
@@ -78,13 +89,14 @@ def _owner_gone(label: str) -> bool:
 
 
 def reap_containers(client: Any) -> list[str]:
-    """Remove the desktop containers of runs on this host that were killed; their names."""
+    """Remove the desktop containers of runs on this host that were killed, then their networks;
+    the names of both."""
     reaped = []
     for container in client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL}):
         if _owner_gone(container.attrs["Labels"].get(OWNER_LABEL, "")):  # sparse: no inspect per container
             _remove(container)
             reaped.append(container.attrs["Names"][0].lstrip("/"))
-    return reaped
+    return reaped + docker_network.reap(client, OWNER_LABEL, _owner_gone)
 
 
 def _await_service(container: Any, http: httpx.Client, timeout_s: float) -> dict[str, Any]:
@@ -104,11 +116,13 @@ def _await_service(container: Any, http: httpx.Client, timeout_s: float) -> dict
         time.sleep(0.05)
 
 
-def _remove(container: Any) -> None:
+def _remove(container: Any, network: Any = None) -> None:
     try:
         container.remove(force=True)
     except Exception as exc:  # already gone (docker rm by hand): nothing is left to stop
         logger.info("removing %s: %s", container.name, exc)
+    if network is not None:  # once its container is gone
+        docker_network.remove(network)
 
 
 def viewer_url(host: str, port: int, password: str) -> str:
@@ -123,6 +137,13 @@ class Started:
     http: httpx.Client
     viewer_url: str
     info: dict[str, Any]
+    network: Any  # its own network (env.network=isolated), else None
+    socket: Path  # the desktop service's
+    token: str
+
+    def remove(self) -> None:
+        _remove(self.container, self.network)
+        self.http.close()
 
 
 class DockerEnvironment(Environment):
@@ -133,7 +154,7 @@ class DockerEnvironment(Environment):
     def __init__(self, width: int, height: int, *, image: str, client: Any, window_manager: str = "openbox",
                  settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
                  programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0,
-                 pool: int = 1, read_only: Sequence[Path] = ()):
+                 pool: int = 1, read_only: Sequence[Path] = (), network: str = "isolated"):
         self.width, self.height = width, height
         self.programs = list(programs)
         self.workroot = default_workroot()
@@ -148,6 +169,12 @@ class DockerEnvironment(Environment):
         self._episode_logs: Path | None = None
         self._client, self._image = client, image
         self._vnc_public, self._start_timeout_s, self._pool = vnc_public, start_timeout_s, max(0, pool)
+        if network not in ("isolated", "host"):
+            raise ValueError(f"env.network: {network!r} is not one of isolated, host")
+        self._isolated = network == "isolated"
+        self._net_dir = self.workroot / ".net"  # the unix sockets between host and containers: root's only
+        self._net_dir.mkdir(mode=0o700)
+        self._relays: list[Relay] = []  # the episode's, host side
         # at the same paths, read-only: the work folder (rw) and folders setup commands name files in
         self._volumes = {str(self.workroot): {"bind": str(self.workroot), "mode": "rw"},
                          **{str(p): {"bind": str(p), "mode": "ro"} for p in read_only if Path(p).is_dir()}}
@@ -157,6 +184,7 @@ class DockerEnvironment(Environment):
                       "host_paths": host_paths(),
                       "programs": [program_to_json(p) for p in self.programs]}
         self.container: Any = None
+        self._current: Started | None = None
         self.http: httpx.Client | None = None
         self.ports: dict[str, int] = {}
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-containers")
@@ -171,40 +199,86 @@ class DockerEnvironment(Environment):
 
     def _start_container(self) -> Started:
         listen = "0.0.0.0" if self._vnc_public else "127.0.0.1"
-        token, port = secrets.token_urlsafe(32), free_port()
-        vnc: dict[str, Any] = {"port": free_port(), "novnc_port": free_port(), "listen": listen,
-               "password": secrets.token_hex(4)}  # VNC passwords are at most 8 characters
-        spec = {**self._spec, "port": port, "token": token, "vnc": vnc}
-        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
-                            timeout=httpx.Timeout(300.0, connect=5.0))
-        container = self._client.containers.run(
-            self._image, [SERVICE_PYTHON, "-m", "mcpworld.env.service"], user="0", detach=True, init=True,
-            name=f"mcpworld-{self.workroot.name.removeprefix(leftovers.PREFIX)}-{secrets.token_hex(3)}",
-            network_mode="host", shm_size="1g", cap_drop=["NET_RAW"], labels={OWNER_LABEL: owner_label()},
-            environment={SPEC_VARIABLE: json.dumps(spec)},
-            volumes=self._volumes)
+        name = f"mcpworld-{self.workroot.name.removeprefix(leftovers.PREFIX)}-{secrets.token_hex(3)}"
+        token, service_socket = secrets.token_urlsafe(32), self._net_dir / f"{name}.sock"
+        password = secrets.token_hex(4)  # VNC passwords are at most 8 characters
+        labels = {OWNER_LABEL: owner_label()}
+        network: Any = None
+        if self._isolated:  # VNC on the container's interface, published on the host's loopback (or all)
+            vnc: dict[str, Any] = {**VNC_PORTS, "listen": "0.0.0.0", "password": password}
+            network = docker_network.create(self._client, labels)
+            where: dict[str, Any] = {"network": network.name, "sysctls": docker_network.CONTAINER_SYSCTLS,
+                                     "ports": {f"{p}/tcp": (listen, None) for p in VNC_PORTS.values()}}
+        else:
+            vnc = {"port": free_port(), "novnc_port": free_port(), "listen": listen, "password": password}
+            where = {"network_mode": "host"}
+        spec = {**self._spec, "socket": str(service_socket), "token": token, "vnc": vnc}
+        http = httpx.Client(base_url="http://desktop", transport=httpx.HTTPTransport(uds=str(service_socket)),
+                            headers={"Authorization": f"Bearer {token}"}, timeout=httpx.Timeout(300.0, connect=5.0))
+        try:
+            container = self._client.containers.run(
+                self._image, [SERVICE_PYTHON, "-m", "mcpworld.env.service"], user="0", detach=True, init=True,
+                name=name, shm_size="1g", cap_drop=["NET_RAW"], labels=labels,
+                environment={SPEC_VARIABLE: json.dumps(spec)}, volumes=self._volumes, **where)
+        except BaseException:
+            if network is not None:
+                docker_network.remove(network)
+            http.close()
+            raise
         try:
             info = _await_service(container, http, self._start_timeout_s)
+            novnc = published_port(container, vnc["novnc_port"]) if self._isolated else vnc["novnc_port"]
         except BaseException:
-            _remove(container)
+            _remove(container, network)
             http.close()
             raise
         host = socket.gethostname() if self._vnc_public else "127.0.0.1"
-        return Started(container, http, viewer_url(host, vnc["novnc_port"], vnc["password"]), info)
+        return Started(container, http, viewer_url(host, novnc, password), info, network, service_socket, token)
 
     def _next_container(self) -> None:
         """Put a fresh container in place of the last episode's (removed in the background)."""
-        old, old_http = self.container, self.http
+        old = self._current
         spare = self._spares.pop(0) if self._spares else self._starter.submit(self._start_container)
         if len(self._spares) < self._pool:
             self._spares.append(self._starter.submit(self._start_container))
+        self._close_relays()
         if old is not None:
-            self._starter.submit(_remove, old)
-        if old_http is not None:
-            old_http.close()
-        self.container = self.http = self.viewer_url = None
+            self._starter.submit(old.remove)
+        self._current = self.container = self.http = self.viewer_url = None
         started = spare.result()
+        self._current = started
         self.container, self.http, self.viewer_url = started.container, started.http, started.viewer_url
+
+    def _close_relays(self) -> None:
+        for relay in self._relays:
+            relay.close()
+        self._relays = []
+
+    def _sink_relays(self) -> dict[str, str]:
+        """The host's loopback ports the episode's programs are told of (its event sink's URL), each
+        relayed from the same port on the container's loopback through a socket of the work folder."""
+        assert self._current is not None
+        relays = {}
+        for value in self.extra_env.values():
+            found = LOOPBACK_URL.match(value)
+            if found and found.group(1) not in relays:
+                port = int(found.group(1))
+                path = self._net_dir / f"{self._current.container.name}-{port}.sock"
+                self._relays.append(Relay(listen_unix(path), to_tcp(port), f"sink-{port}"))
+                relays[str(port)] = str(path)
+        return relays
+
+    def _app_port_relays(self, ports: dict[str, int]) -> dict[str, int]:
+        """A port on the host's 127.0.0.1 for each app control port on the container's loopback (the same
+        number where it is free here), tunnelled through the service; where getters find them."""
+        assert self._current is not None
+        mapped = {}
+        for name, port in ports.items():
+            relay = Relay(listen_tcp(prefer=port), through_service(self._current.socket, self._current.token, port),
+                          f"{name}-{port}")
+            self._relays.append(relay)
+            mapped[name] = relay.port
+        return mapped
 
     # --- talking to the service ---------------------------------------------------------------
     def _post(self, path: str, body: dict[str, Any] | None = None, timeout: float | None = None) -> httpx.Response:
@@ -247,8 +321,11 @@ class DockerEnvironment(Environment):
         shutil.rmtree(self.log_dir, ignore_errors=True)
         self._episode_logs = episode_dir / "logs"
         started = self._post("/start", {"log_dir": str(self.log_dir), "extra_env": self.extra_env,
-                                        "task": {"id": task.id, "app": task.app, "source": str(task.source)}})
+                                        "task": {"id": task.id, "app": task.app, "source": str(task.source)},
+                                        "relays": self._sink_relays() if self._isolated else {}})
         self.ports, self.app_password = started.json()["result"]["ports"], started.json()["result"]["password"]
+        if self._isolated:
+            self.ports = self._app_port_relays(self.ports)
         try:
             self.run_steps(task.setup)
         finally:
@@ -276,16 +353,14 @@ class DockerEnvironment(Environment):
 
     def close(self) -> None:
         self._starter.shutdown(wait=True)  # starts and removals under way end first
+        self._close_relays()
         for spare in self._spares:
             if spare.exception() is None:
-                _remove(spare.result().container)
-                spare.result().http.close()
+                spare.result().remove()
         self._spares = []
-        if self.container is not None:
-            _remove(self.container)
-            if self.http is not None:
-                self.http.close()
-            self.container = self.http = None
+        if self._current is not None:
+            self._current.remove()
+        self._current = self.container = self.http = None
         shutil.rmtree(self.workroot, ignore_errors=True)
 
     # --- step host ---------------------------------------------------------------------------
@@ -301,11 +376,13 @@ class DockerEnvironment(Environment):
                   timeout_s: float | None = None) -> None:
         self._call("open_path", http_timeout=(timeout_s or 60) + 60, path=path, app=app, window=window, timeout_s=timeout_s)
 
-    def activate_window(self, pattern: str, timeout_s: float = 5) -> None:
-        self._call("activate_window", pattern=pattern, timeout_s=timeout_s)
+    def activate_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
+        options = {k: True for k, v in (("strict", strict), ("by_class", by_class)) if v}
+        self._call("activate_window", pattern=pattern, timeout_s=timeout_s, **options)
 
-    def close_window(self, pattern: str, timeout_s: float = 5) -> None:
-        self._call("close_window", pattern=pattern, timeout_s=timeout_s)
+    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
+        options = {k: True for k, v in (("strict", strict), ("by_class", by_class)) if v}
+        self._call("close_window", pattern=pattern, timeout_s=timeout_s, **options)
 
     def copy_in(self, src: str, dest: str) -> None:
         """Straight into the bind-mounted home, owned by the desktop account inside."""
@@ -347,6 +424,15 @@ class DockerEnvironment(Environment):
 
     def list_dir(self, path: str) -> list[str]:
         return sorted(os.listdir(self.resolve(path)))
+
+
+def published_port(container: Any, port: int) -> int:
+    """The host's port Docker published the container's ``port`` on."""
+    container.reload()
+    bindings = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{port}/tcp") or []
+    if not bindings:
+        raise InfraError(f"the desktop container {container.name} has no published port for {port}")
+    return int(bindings[0]["HostPort"])
 
 
 def host_pid(container: Any, pid: int) -> int | None:

@@ -5,6 +5,11 @@ whose lock it can create and writes it to a pipe once it accepts connections, so
 starting at once can never share a display, and a server that exited never counts as started.
 Every process of the desktop carries ``MARKER=<desktop id>`` in its environment, so teardown
 (and the reaping of a killed run's leftovers) kills exactly this desktop's processes.
+
+openbox runs with the system's configuration plus GNOME's terminal key: ctrl+alt+t opens a
+terminal titled "Terminal" in the home folder, as on the suites' Ubuntu machines (OSWorld's setups
+press it, then activate "Terminal" and type into it). The terminal is the desktop's ``xterm``
+command: the xterm shim, which keeps the log that ``vm_terminal_output`` reads.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ import os
 import select
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
 
 from mcpworld.core.errors import InfraError, UserError
+from mcpworld.env.confine import Confinement
 from mcpworld.env.desktop_user import DesktopUser
 from mcpworld.env.processes import ProcessSet
 from mcpworld.env.xconnection import open_display
@@ -25,6 +33,25 @@ X_SOCKET_DIR = Path("/tmp/.X11-unix")
 # GTK apps join the AT-SPI bus by themselves; Chromium and Qt only when asked to.
 MARKER = "MCPWORLD_DESKTOP"  # environment variable naming the desktop a process belongs to
 A11Y_ENV = {"ACCESSIBILITY_ENABLED": "1", "QT_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1"}
+
+OPENBOX_SYSTEM_RC = Path("/etc/xdg/openbox/rc.xml")
+# GNOME's terminal key. The title stays "Terminal" whatever the shell's prompt writes (a suite's
+# step finds the terminal by it); the shell starts in the home folder, as GNOME Terminal's does.
+TERMINAL_KEY = "C-A-t"
+TERMINAL_COMMAND = """sh -c 'cd "$HOME" && exec xterm -T Terminal -xrm "XTerm*allowTitleOps: false"'"""
+
+
+def openbox_config(system_rc: Path = OPENBOX_SYSTEM_RC) -> str:
+    """The system's openbox configuration (its window keys: alt+tab, alt+F4 …) with the terminal key
+    added; only the terminal key where the system has no configuration."""
+    bind = (f'<keybind key="{TERMINAL_KEY}"><action name="Execute"><command>{xml_escape(TERMINAL_COMMAND)}'
+            "</command></action></keybind>\n")
+    text = system_rc.read_text() if system_rc.is_file() else ""
+    at = text.rfind("</keyboard>")
+    if at < 0:
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n<openbox_config xmlns="http://openbox.org/3.4/rc">'
+                f"<keyboard>{bind}</keyboard></openbox_config>\n")
+    return text[:at] + bind + text[at:]
 
 
 def require_binary(name: str, package: str | None = None, search: str | None = None) -> str:
@@ -41,7 +68,7 @@ class VirtualDisplay:
     """Xvfb + dbus-daemon + window manager, all stopped by ``stop``."""
 
     def __init__(self, width: int, height: int, window_manager: str = "openbox",
-                 start_timeout_s: float = 10.0, desktop_id: str = ""):
+                 start_timeout_s: float = 10.0, desktop_id: str = "", confinement: Confinement | None = None):
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.start_timeout_s = start_timeout_s
@@ -50,7 +77,9 @@ class VirtualDisplay:
         self.name = ""
         self.env: dict[str, str] = {}
         self.procs: ProcessSet | None = None
+        self.confinement = confinement  # the desktop's cgroup and network (env.confine)
         self._xvfb: subprocess.Popen | None = None
+        self._own_rc: Path | None = None  # a window manager configuration written outside the runtime folder
 
     def start(self, base_env: dict[str, str], user: DesktopUser | None = None) -> None:
         """Start the desktop. The X server stays the harness's (an agent cannot kill it); the bus and
@@ -60,7 +89,7 @@ class VirtualDisplay:
         if self.window_manager:
             require_binary(self.window_manager)
         base_env = dict(base_env, **{MARKER: self.desktop_id})
-        procs = self.procs = ProcessSet(marker=(MARKER, self.desktop_id))
+        procs = self.procs = ProcessSet(marker=(MARKER, self.desktop_id), confinement=self.confinement)
         self.number = self._start_xvfb(procs, base_env)
         self.name = f":{self.number}"
         self.env = dict(base_env, DISPLAY=self.name, **A11Y_ENV)
@@ -75,8 +104,25 @@ class VirtualDisplay:
             raise InfraError("dbus-daemon did not print a session address")
         self.env["DBUS_SESSION_BUS_ADDRESS"] = address
         if self.window_manager:
-            procs.spawn([self.window_manager], env=self.env, user=user)
+            procs.spawn([self.window_manager, *self._window_manager_args(base_env)], env=self.env, user=user)
             self._wait_window_manager()
+
+    def _window_manager_args(self, env: dict[str, str]) -> list[str]:
+        """openbox's configuration (``openbox_config``), written where the desktop's account reads it:
+        its runtime folder (emptied with each desktop), else a file of this desktop's own in /tmp."""
+        if Path(self.window_manager).name != "openbox":
+            return []
+        folder = env.get("XDG_RUNTIME_DIR")
+        if folder and Path(folder).is_dir():
+            rc = Path(folder) / "openbox-rc.xml"
+            rc.write_text(openbox_config())
+        else:
+            fd, name = tempfile.mkstemp(prefix="mcpworld-openbox-", suffix=".xml")
+            with os.fdopen(fd, "w") as out:
+                out.write(openbox_config())
+            rc = self._own_rc = Path(name)
+        rc.chmod(0o644)
+        return ["--config-file", str(rc)]
 
     def _start_xvfb(self, procs: ProcessSet, env: dict[str, str]) -> int:
         """Start Xvfb and return the display number it claimed, once it accepts connections."""
@@ -135,6 +181,9 @@ class VirtualDisplay:
             self.procs.stop()
             self.procs = None
         self._xvfb = None
+        if self._own_rc is not None:
+            self._own_rc.unlink(missing_ok=True)
+            self._own_rc = None
         if self.number is not None:  # Xvfb killed hard leaves its lock and socket behind
             remove_stale_lock(self.number)
             self.number = None

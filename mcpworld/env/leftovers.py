@@ -2,8 +2,10 @@
 
 Each local desktop's work folder (``/dev/shm/mcpworld-*``) holds ``owner.json`` naming the process
 that made it. A later run finds folders whose owner is gone, kills the processes still marked with
-that desktop (Xvfb, D-Bus, the window manager, apps) and removes the folder. A live owner's
-desktops are never touched, so parallel runs on one host are safe.
+that desktop (Xvfb, D-Bus, the window manager, apps) and removes the folder; then it kills and
+removes the cgroups and deletes the network namespaces whose owner is gone (their names carry the
+owner's pid and start time). A live owner's desktops are never touched, so parallel runs on one
+host are safe.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from mcpworld.env import cgroup, netns
 from mcpworld.env.display import MARKER
 from mcpworld.env.processes import kill_marked
 
@@ -50,7 +53,8 @@ def owner_alive(workroot: Path) -> bool:
 
 
 def reap(bases: list[Path] | None = None) -> list[Path]:
-    """Kill the processes and remove the folders of desktops whose owner died; the folders reaped."""
+    """Kill the processes and remove the folders, cgroups and network namespaces of desktops whose
+    owner died; the folders reaped."""
     reaped = []
     for base in bases or work_bases():
         for workroot in sorted(base.glob(PREFIX + "*")):
@@ -59,4 +63,6 @@ def reap(bases: list[Path] | None = None) -> list[Path]:
             kill_marked(MARKER, str(workroot))
             shutil.rmtree(workroot, ignore_errors=True)
             reaped.append(workroot)
+    cgroup.sweep()
+    netns.sweep()
     return reaped

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -23,8 +25,11 @@ from mcpworld.core.paths import APPS
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, leftovers, screen
 from mcpworld.env.base import Action, Environment, ShellResult
+from mcpworld.env.cgroup import DesktopCgroup
+from mcpworld.env.confine import Confinement
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.display import VirtualDisplay, require_binary
+from mcpworld.env.netns import NetNamespace
 from mcpworld.env.processes import run_bounded, scrubbed_env
 from mcpworld.env.steps import run_steps
 from mcpworld.env.windows import Windows
@@ -41,6 +46,9 @@ def default_workroot() -> Path:
 
 
 WARM_ROOT = APPS / "warm"
+# a site on the host's loopback that a step or the episode's own settings name (a test's file
+# server, the event sink): reachable from an isolated desktop, unlike every other host port
+LOOPBACK_URL = re.compile(r"https?://(?:127\.0\.0\.1|localhost):(\d+)")
 
 
 def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_ROOT) -> Path | None:
@@ -90,7 +98,7 @@ class Launched:
 class LocalEnvironment(Environment):
     def __init__(self, width: int, height: int, *, window_manager: str = "openbox",
                  settle_policy: screen.SettlePolicy | None = None, workroot: Path | None = None,
-                 app_timeout_s: float = 20.0, programs: Sequence[Program] = ()):
+                 app_timeout_s: float = 20.0, programs: Sequence[Program] = (), network: str = "host"):
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.settle_policy = settle_policy or screen.SettlePolicy()
@@ -110,6 +118,15 @@ class LocalEnvironment(Environment):
         # per-desktop ports of the apps' control interfaces (Chromium's DevTools, VLC's HTTP …), for getters
         self.ports = {k[len("port_"):]: v for k, v in self.values.items() if k.startswith("port_")}
         self.app_password = self.values["password"]
+        # every process the desktop starts lands in its cgroup (killed whole at teardown) and, with
+        # env.network=isolated, in a network namespace of its own (see docs/isolation.md)
+        self.netns = NetNamespace.create() if network == "isolated" else None
+        self.network_effective = self.netns.effective if self.netns else "host"
+        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name), self.netns)
+        if self.netns:
+            for port in self.ports.values():
+                self.netns.forward(int(port))
+        self._exposed: set[int] = set()
         self.display: VirtualDisplay | None = None
         self.input: XInput | None = None
         self.windows: Windows | None = None
@@ -127,6 +144,7 @@ class LocalEnvironment(Environment):
         self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid) if self.user else None)
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         self.cache_dir.mkdir(parents=True, mode=0o700)
+        self._expose_named_sites(json.dumps(task.evaluator, default=str))  # sites its getters load
         self.start_desktop(episode_dir / "logs")
         self.run_steps(task.setup)
 
@@ -145,16 +163,44 @@ class LocalEnvironment(Environment):
         if self.user:
             self.user.own(self.runtime_dir)
         self.launched = []
-        self.display = VirtualDisplay(self.width, self.height, self.window_manager, desktop_id=str(self.workroot))
+        self.display = VirtualDisplay(self.width, self.height, self.window_manager, desktop_id=str(self.workroot),
+                                      confinement=self.confinement)
+        self._expose_named_sites(json.dumps(self.extra_env))
         self.display.start(self._base_env(), user=self.user)
         (self.log_dir / "desktop.json").write_text(json.dumps(
-            {"display": self.display.name, "user": self.user.name if self.user else None, "ports": self.ports}))
+            {"display": self.display.name, "user": self.user.name if self.user else None, "ports": self.ports,
+             "network": self.network_effective,
+             "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None}))
         self.input = XInput(self.display.name)
         self.windows = Windows(self.display.name)
         self.screen = screen.Screen(self.display.name)
 
     def run_steps(self, steps: list[dict[str, Any]]) -> None:
+        self._expose_named_sites(json.dumps(steps, default=str))
         run_steps(self, steps, where=str(self.task.source) if self.task else "steps")
+
+    def _expose_named_sites(self, text: str) -> None:
+        """Open to an isolated desktop the host loopback ports ``text`` names and the host serves
+        now (the episode's sink, a test's web server); a port nothing on the host serves is the
+        desktop's own (a server its setup starts) and stays inside."""
+        if self.netns is None:
+            return
+        for port in {int(p) for p in LOOPBACK_URL.findall(text)} - self._exposed - {int(p) for p in self.ports.values()}:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            except OSError:
+                continue
+            try:
+                self.netns.expose(port)
+            except OSError as exc:  # the desktop itself listens there already
+                logger.info("host port %d not opened to the desktop: %s", port, exc)
+                continue
+            self._exposed.add(port)
+            logger.info("host port %d (named by the episode) is open to the isolated desktop", port)
+
+    def confined(self, argv: list[str]) -> list[str]:
+        """``argv`` as the desktop runs it: its account, its cgroup, its network (MCP servers)."""
+        return self.confinement.wrap(argv, self.user)
 
     def end_episode(self) -> None:
         for part in (self.input, self.windows, self.screen):
@@ -165,6 +211,11 @@ class LocalEnvironment(Environment):
         if self.display:
             self.display.stop()
             self.display = None
+        self.confinement.kill()  # what a shell command left running without a display
+        if self.netns:
+            for port in self._exposed:
+                self.netns.unexpose(port)
+        self._exposed.clear()
 
     def kill(self) -> None:
         """Stop the desktop's processes now, from any thread (an interrupt whose episode does not
@@ -175,6 +226,10 @@ class LocalEnvironment(Environment):
 
     def close(self) -> None:
         self.end_episode()
+        if self.netns:
+            self.netns.close()
+        if self.confinement.cgroup:
+            self.confinement.cgroup.remove()
         if self._own_workroot:
             shutil.rmtree(self.workroot, ignore_errors=True)
         self._slot.release()
@@ -228,6 +283,10 @@ class LocalEnvironment(Environment):
                              f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
         windows.activate(wid)
         self._await_ready(Path(name).name, program, wid, deadline)
+        if program and "cdp" in program.ports:  # chrome:// pages, which Chromium ignores on its command line
+            from mcpworld.env.chrome_steps import open_command_line_pages
+
+            open_command_line_pages(self.ports.get("cdp"), argv)
         self.launched.append(Launched(argv, proc, wid, pattern))
 
     def app_pid(self) -> int | None:
@@ -280,18 +339,21 @@ class LocalEnvironment(Environment):
         app = app or (self.task.app if self.task else None)
         if app is None:
             raise InfraError(f"no app to open {path!r} with: the step names none and no task is set (reset() first)")
-        self.launch([app, str(self.resolve(path))], window=window or app, timeout_s=timeout_s)
+        # a catalog app (libreoffice_calc) opens through its command (libreoffice), awaiting its window
+        program = next((p for p in self.programs if p.app == app), None)
+        command = program.names[0] if program else app
+        self.launch([command, str(self.resolve(path))], window=window or (None if program else app), timeout_s=timeout_s)
 
-    def activate_window(self, pattern: str, timeout_s: float = 5) -> None:
+    def activate_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
         windows = self._windows()
-        wid = windows.wait(pattern, timeout_s)
+        wid = windows.wait_named(pattern, timeout_s, strict, by_class)  # as OSWorld's wmctrl finds it
         if wid is None:
             raise MissingWindow(f"no window matching {pattern!r} to activate")
         windows.activate(wid)
 
-    def close_window(self, pattern: str, timeout_s: float = 5) -> None:
+    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
         windows = self._windows()
-        wid = windows.wait(pattern, timeout_s)
+        wid = windows.wait_named(pattern, timeout_s, strict, by_class)
         if wid is None:
             raise MissingWindow(f"no window matching {pattern!r} to close")
         windows.close_window(wid)
@@ -394,7 +456,7 @@ class LocalEnvironment(Environment):
 
     def _run(self, argv: list[str], timeout: float, max_output: int) -> ShellResult:
         env = self.display.env if self.display else self._base_env()
-        return run_bounded(argv, env, self.home, timeout, max_output, user=self.user)
+        return run_bounded(argv, env, self.home, timeout, max_output, user=self.user, confinement=self.confinement)
 
     def read_file(self, path: str) -> bytes:
         return self.resolve(path).read_bytes()

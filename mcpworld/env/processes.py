@@ -1,7 +1,9 @@
 """Processes an episode starts, and their reliable teardown.
 
 Apps fork helpers that leave the process group (D-Bus activations, crash handlers), so teardown
-kills each started group and then sweeps every process whose environment names our display.
+kills each started group, then the desktop's cgroup (``env.cgroup``: nothing started inside can
+leave it), then every process whose environment still names the desktop (the fallback where no
+cgroup could be made).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Sequence
 import psutil
 
 from mcpworld.env.base import ShellResult
+from mcpworld.env.confine import Confinement
 from mcpworld.env.desktop_user import DesktopUser
 
 # Only these variables of the harness reach the desktop and the agent's shell: no secrets.
@@ -45,22 +48,25 @@ def scrubbed_env(home: Path, runtime_dir: Path) -> dict[str, str]:
 
 
 class ProcessSet:
-    def __init__(self, marker: tuple[str, str] | None = None):
+    def __init__(self, marker: tuple[str, str] | None = None, confinement: Confinement | None = None):
         self.procs: list[subprocess.Popen] = []
         self.marker = marker  # (ENV_NAME, value) that identifies our processes, e.g. ("DISPLAY", ":7")
+        self.confinement = confinement or Confinement()  # the desktop's cgroup (and network), if any
 
     def spawn(self, argv: Sequence[str], env: dict[str, str], cwd: str | None = None,
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, user: DesktopUser | None = None,
               **kw) -> subprocess.Popen:
-        """Start ``argv`` in a session of its own (as ``user`` when given)."""
-        proc = subprocess.Popen(list(argv), env=env, cwd=cwd, stdout=stdout, stderr=stderr,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                **(user.popen_kwargs() if user else {}), **kw)
+        """Start ``argv`` in a session of its own (as ``user`` when given), inside the desktop's
+        cgroup and network."""
+        command, account = self.confinement.command(argv, user)
+        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=stderr,
+                                stdin=subprocess.DEVNULL, start_new_session=True, **account, **kw)
         self.procs.append(proc)
         return proc
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Terminate every group started (newest first), then anything still marked as ours."""
+        """Terminate every group started (newest first), then everything left in the desktop's
+        cgroup, then anything still marked as ours."""
         for proc in reversed(self.procs):
             _signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
@@ -75,6 +81,7 @@ class ProcessSet:
                     pass
             _signal_group(proc.pid, signal.SIGKILL)  # stragglers left in the group
         self.procs.clear()
+        self.confinement.kill()
         if self.marker:
             kill_marked(*self.marker)
 
@@ -108,18 +115,27 @@ def kill_marked(name: str, value: str) -> int:
 
 
 def run_bounded(argv: Sequence[str], env: dict[str, str], cwd: Path, timeout: float, max_output: int,
-                user: DesktopUser | None = None) -> ShellResult:
-    """Run to completion in its own process group (as ``user`` when given); on timeout kill the group."""
-    proc = subprocess.Popen(list(argv), env=env, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True,
-                            **(user.popen_kwargs() if user else {}))
+                user: DesktopUser | None = None, confinement: Confinement | None = None) -> ShellResult:
+    """Run to completion in its own process group (as ``user`` when given, inside the desktop's
+    cgroup and network when given); on timeout kill the group. What it left running in the
+    background dies with the desktop's cgroup at teardown."""
+    command, account = (confinement or Confinement()).command(argv, user)
+    proc = subprocess.Popen(command, env=env, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True, **account)
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         _signal_group(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:  # a process that left the group (`setsid cmd &`) holds the pipes
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe:
+                    pipe.close()
+            proc.wait()
+            out, err = b"", b"(output lost: a background process kept it open)"
     stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     truncated = len(stdout) > max_output or len(stderr) > max_output
     return ShellResult(-9 if timed_out else proc.returncode, stdout[:max_output], stderr[:max_output],

@@ -6,8 +6,11 @@ to a process that keeps its X connections open (the same in-process paths as ``e
 ``docker exec``. Files need no call: the episode's work folder is bind-mounted at the same path on
 both sides, so the host reads and writes the home directly and paths mean the same everywhere.
 
-It listens on the host's loopback (the container shares the host's network), on the port the host
-chose, and answers only requests carrying the token the host gave it. Each desktop it starts is also
+It listens on a unix socket in the work folder, where only the host reaches it (on a network of its
+own the container shares no loopback with the host), and answers only requests carrying the token the
+host gave it. On a network of its own it also carries the host's connections to the apps' control
+ports (an HTTP ``CONNECT`` to a port on its loopback) and the apps' to the episode's event sink on
+the host (``mcpworld.env.relay``). Each desktop it starts is also
 shown over VNC (x11vnc, password-protected) and noVNC (websockify), stopped with the desktop.
 
     MCPWORLD_SERVICE='{"port": …, "token": …, "workroot": …, …}' python -m mcpworld.env.service
@@ -21,6 +24,7 @@ import logging
 import os
 import secrets
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -37,6 +41,7 @@ from mcpworld.core.task import Task
 from mcpworld.env import desktop_user
 from mcpworld.env.base import ShellResult
 from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.relay import Relay, listen_tcp, pipe, to_unix
 from mcpworld.env.screen import SettlePolicy, to_image
 
 log = logging.getLogger("mcpworld.env.service")
@@ -96,6 +101,7 @@ class DesktopService:
         # /dev/shm is): a memory copy each way instead of 3 MB through HTTP (≈3 ms a screenshot)
         self.frame_path = Path(spec["workroot"]) / ".frame"
         self._websockify: subprocess.Popen | None = None
+        self._relays: list[Relay] = []
         vnc = spec.get("vnc")
         if vnc:  # noVNC's page from the start (a spare container is ready before its episode)
             self._websockify = subprocess.Popen(
@@ -108,8 +114,11 @@ class DesktopService:
         return {"uid": user.uid if user else os.getuid(), "gid": user.gid if user else os.getgid(),
                 "user": user.name if user else None, "pid": os.getpid()}
 
-    def start(self, log_dir: str, task: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any]:
+    def start(self, log_dir: str, task: dict[str, Any], extra_env: dict[str, str],
+              relays: dict[str, str] | None = None) -> dict[str, Any]:
         spec = self.spec
+        for port, path in (relays or {}).items():  # the episode's sink: this loopback's port → the host's
+            self._relays.append(Relay(listen_tcp(int(port)), to_unix(Path(path)), f"sink-{port}"))
         if self.env is None:
             self.env = LocalEnvironment(int(spec["width"]), int(spec["height"]), window_manager=spec["window_manager"],
                                         settle_policy=SettlePolicy(**spec.get("settle", {})),
@@ -166,6 +175,8 @@ class DesktopService:
             self.env.close()
         if self._websockify is not None:
             self._websockify.terminate()
+        for relay in self._relays:
+            relay.close()
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
@@ -178,7 +189,8 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
 
         def setup(self) -> None:
             super().setup()  # small replies at once, not after the peer's delayed ACK (40 ms a call)
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.connection.family != socket.AF_UNIX:
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, format: str, *args: Any) -> None:  # requests are not worth a line each
             pass
@@ -208,9 +220,34 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
                 return
             self._serve(body)
 
+        def _authorized(self) -> bool:
+            if secrets.compare_digest(self.headers.get("Authorization", ""), f"Bearer {token}"):
+                return True
+            self._json(401, {"error": {"type": "PermissionError", "message": "wrong or missing token"}})
+            return False
+
+        def do_CONNECT(self) -> None:
+            """A tunnel to a port on this container's loopback (an app's control port), for the host."""
+            if not self._authorized():
+                return
+            host, _, port = self.path.rpartition(":")
+            if host not in ("127.0.0.1", "localhost") or not port.isdigit():
+                self._json(400, {"error": {"type": "ValueError", "message": f"no tunnel to {self.path}"}})
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+            except OSError as exc:
+                self._json(502, error_payload(exc))
+                return
+            upstream.settimeout(None)
+            self.send_response(200, "Connection established")
+            self.end_headers()
+            self.wfile.flush()
+            self.close_connection = True
+            pipe(self.connection, upstream)  # the host sent nothing after its request: none is buffered
+
         def _serve(self, body: dict[str, Any]) -> None:
-            if not secrets.compare_digest(self.headers.get("Authorization", ""), f"Bearer {token}"):
-                self._json(401, {"error": {"type": "PermissionError", "message": "wrong or missing token"}})
+            if not self._authorized():
                 return
             try:
                 if self.path == "/health":
@@ -228,7 +265,8 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
                     self._json(200, {"size": list(size)})
                 elif self.path == "/start":
                     with service.lock:
-                        self._json(200, {"result": service.start(body["log_dir"], body["task"], body.get("extra_env", {}))})
+                        self._json(200, {"result": service.start(body["log_dir"], body["task"], body.get("extra_env", {}),
+                                                                 body.get("relays"))})
                 elif self.path.startswith("/call/"):
                     with service.lock:
                         self._json(200, {"result": service.call(self.path[len("/call/"):], body)})
@@ -242,14 +280,29 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
     return Handler
 
 
+class UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a peer that hung up is not worth a traceback
+            super().handle_error(request, client_address)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     spec = json.loads(os.environ.pop(SPEC_VARIABLE))
     service = DesktopService(spec)
-    server = ThreadingHTTPServer((spec.get("listen", "127.0.0.1"), int(spec["port"])),
-                                 make_handler(service, spec.pop("token")))
-    server.daemon_threads = True
-    log.info("desktop service on %s:%s", spec.get("listen", "127.0.0.1"), spec["port"])
+    handler = make_handler(service, spec.pop("token"))
+    server: socketserver.BaseServer
+    if spec.get("socket"):  # only the host reaches it (the socket's folder is closed to the desktop account)
+        Path(spec["socket"]).unlink(missing_ok=True)
+        server = UnixHTTPServer(spec["socket"], handler)
+        os.chmod(spec["socket"], 0o666)  # the host's harness, whoever it runs as, may connect
+        log.info("desktop service on %s", spec["socket"])
+    else:
+        server = ThreadingHTTPServer((spec.get("listen", "127.0.0.1"), int(spec["port"])), handler)
+        server.daemon_threads = True
+        log.info("desktop service on %s:%s", spec.get("listen", "127.0.0.1"), spec["port"])
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -6,13 +6,17 @@ A step is ``{"type": T, "parameters": {...}}`` (OSWorld) or the shorthand ``{T: 
 from __future__ import annotations
 
 import logging
+import re
+import shlex
 import time
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from mcpworld.core.actions import Action
 from mcpworld.core.errors import InfraError, TaskFileError
 from mcpworld.core.pyautogui_script import Pause, Raises, parse, script_of
-from mcpworld.core.steps import fill_screen, normalize_step
+from mcpworld.core.steps import as_bool, command_text, fill_screen, normalize_step
+from mcpworld.core.sudo import SudoItem, satisfied_here, sudo_items, without_satisfied
 
 log = logging.getLogger(__name__)
 
@@ -21,22 +25,42 @@ class StepHost(Protocol):
     def launch(self, command: list[str] | str, shell: bool, window: str | None, timeout_s: float) -> None: ...
     def execute(self, command: list[str] | str, shell: bool, timeout_s: float) -> None: ...
     def open_path(self, path: str, app: str | None, window: str | None, timeout_s: float) -> None: ...
-    def activate_window(self, pattern: str, timeout_s: float) -> None: ...
-    def close_window(self, pattern: str, timeout_s: float) -> None: ...
+    def activate_window(self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> None: ...
+    def close_window(self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> None: ...
     def copy_in(self, src: str, dest: str) -> None: ...
     def act(self, action: Action) -> None: ...
 
 
 def _launch(host: StepHost, p: dict) -> None:
-    host.launch(p["command"], bool(p.get("shell", False)), p.get("window"), float(p.get("timeout", 20)))
+    host.launch(p["command"], as_bool(p.get("shell", False)), p.get("window"), float(p.get("timeout", 20)))
 
 
 def _execute(host: StepHost, p: dict) -> None:
-    p = dict(p, command=fill_screen(p["command"], getattr(host, "width", 1000), getattr(host, "height", 1000)))
-    source = script_of(p["command"])
-    if source is None:
-        host.execute(p["command"], bool(p.get("shell", False)), float(p.get("timeout", 60)))
+    """OSWorld's execute/command step: ``command`` (argv, or a line with ``shell``); ``stdout`` and
+    ``stderr`` name files in the task's cache that get the command's output (a ``cache_file`` getter
+    reads them later); ``until`` ({returncode, stdout, stderr}: any one met) runs it again until
+    its result says so, within ``timeout`` seconds. A pyautogui one-liner is replayed as input."""
+    command = fill_screen(p["command"], getattr(host, "width", 1000), getattr(host, "height", 1000))
+    source = script_of(command)
+    if source is not None:
+        _replay(host, source)
         return
+    shell = as_bool(p.get("shell", False))
+    rewritten = _without_satisfied_sudo(host, command, shell)
+    if rewritten is None:
+        log.info("a setup command only asked sudo for what the desktop has: %s", command_text(command)[:200])
+        return
+    command, shell = rewritten
+    timeout = float(p.get("timeout", 60))
+    outputs = {stream: str(p[stream]) for stream in ("stdout", "stderr") if p.get(stream)}
+    until = p.get("until") or {}
+    if not outputs and not until:
+        host.execute(command, shell, timeout)
+        return
+    _run_captured(host, command, shell, timeout, outputs, until)
+
+
+def _replay(host: StepHost, source: str) -> None:
     for step in parse(source):  # OSWorld's pyautogui one-liners, replayed as input actions
         if isinstance(step, Pause):
             time.sleep(step.seconds)
@@ -47,6 +71,89 @@ def _execute(host: StepHost, p: dict) -> None:
             host.act(step)
 
 
+def _without_satisfied_sudo(host: StepHost, command: list[str] | str, shell: bool) \
+        -> tuple[list[str] | str, bool] | None:
+    """The command with each sudo item the desktop already satisfies (core/sudo.py) replaced by
+    ``true``, as a shell line; unchanged when it has none; None when nothing else is left to run."""
+    text = command_text(command)
+    if "sudo" not in text:
+        return command, shell
+    if not sudo_items(text):
+        return command, shell
+    rewritten = without_satisfied(text, lambda item: _satisfied_on(host, item))
+    if rewritten == text:
+        return command, shell
+    if not re.sub(r"\btrue\b|&&|\|\||[;\s]", "", rewritten):
+        return None
+    return rewritten, True
+
+
+def _satisfied_on(host: StepHost, item: SudoItem) -> bool:
+    """Checked on the desktop itself (its packages, its python3), else on this host."""
+    script = item.check_script()
+    if script is None:
+        return item.kind == "noop"
+    shell = getattr(host, "shell", None)
+    if shell is None:
+        return satisfied_here(item)
+    return bool(shell(script, timeout=60).returncode == 0)
+
+
+def _shell_line(host: StepHost, command: list[str] | str, shell: bool) -> str:
+    """The command as one bash line, with its paths mapped as ``execute`` maps them."""
+    map_paths = getattr(host, "map_paths", lambda text: text)
+    if shell:
+        return str(map_paths(command_text(command)))
+    argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+    resolve = getattr(host, "resolve", None)
+    return shlex.join(str(resolve(a)) if resolve and a.startswith("~") else str(map_paths(a)) for a in argv)
+
+
+CAPTURE_LIMIT = 64 * 1024 * 1024  # a listing such as `apt list --installed` is kept whole
+
+
+def _run_captured(host: StepHost, command: list[str] | str, shell: bool, timeout: float,
+                  outputs: dict[str, str], until: dict[str, Any]) -> None:
+    run = getattr(host, "shell", None)
+    if run is None:
+        raise InfraError("this desktop cannot return a setup command's output (stdout/stderr/until)")
+    line = _shell_line(host, command, shell)
+    deadline = time.monotonic() + timeout
+    while True:
+        result = run(line, timeout=max(1.0, deadline - time.monotonic()), max_output=CAPTURE_LIMIT)
+        if result.timed_out:
+            raise InfraError(f"setup command {command_text(command)[:200]!r} did not finish within {timeout:.0f}s")
+        for stream, name in outputs.items():  # what OSWorld writes into its cache dir, whatever the exit
+            _cache_file(host, name).write_text(result.stdout if stream == "stdout" else result.stderr,
+                                               encoding="utf-8")
+        if not until or _met(until, result):
+            if result.returncode != 0 and not until:
+                log.info("setup command %s exited %s (its output is kept)", command_text(command)[:200],
+                         result.returncode)
+            return
+        if time.monotonic() >= deadline:
+            raise InfraError(f"setup command {command_text(command)[:200]!r} never gave what its until asks "
+                             f"({until}) within {timeout:.0f}s; it last exited {result.returncode}")
+        time.sleep(0.3)  # OSWorld's pace between tries
+
+
+def _met(until: dict[str, Any], result: Any) -> bool:
+    return ("returncode" in until and result.returncode == int(until["returncode"])) \
+        or ("stdout" in until and str(until["stdout"]) in result.stdout) \
+        or ("stderr" in until and str(until["stderr"]) in result.stderr)
+
+
+def _cache_file(host: StepHost, name: str) -> Path:
+    cache = getattr(host, "cache_dir", None)
+    if cache is None:
+        raise InfraError("this desktop has no task cache to keep a setup command's output in")
+    target = (Path(cache) / name).resolve()
+    if not target.is_relative_to(Path(cache).resolve()):
+        raise TaskFileError(f"a setup step's stdout/stderr {name!r} must be a file name in the task's cache")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
+
 def _open(host: StepHost, p: dict) -> None:
     host.open_path(p["path"], p.get("app"), p.get("window"), float(p.get("timeout", 20)))
 
@@ -55,12 +162,17 @@ def _sleep(host: StepHost, p: dict) -> None:
     time.sleep(float(p.get("seconds", 1)))
 
 
+def _window_options(p: dict) -> dict[str, bool]:
+    """OSWorld's ``strict`` (the whole title, wmctrl -F) and ``by_class`` (WM_CLASS, wmctrl -x), when set."""
+    return {k: True for k in ("strict", "by_class") if as_bool(p.get(k, False))}
+
+
 def _activate(host: StepHost, p: dict) -> None:
-    host.activate_window(p["window_name"], float(p.get("timeout", 5)))
+    host.activate_window(p["window_name"], float(p.get("timeout", 5)), **_window_options(p))
 
 
 def _close(host: StepHost, p: dict) -> None:
-    host.close_window(p["window_name"], float(p.get("timeout", 5)))
+    host.close_window(p["window_name"], float(p.get("timeout", 5)), **_window_options(p))
 
 
 def _copy(host: StepHost, p: dict) -> None:

@@ -1,4 +1,12 @@
-"""Finding and activating top-level windows through EWMH (what the window manager publishes)."""
+"""Finding and activating top-level windows through EWMH (what the window manager publishes).
+
+Two ways to name a window: ``find``/``wait`` take a regex searched in the title or the class (what
+mcpworld's own launches and tests use); ``find_named``/``wait_named`` take a suite's window name the
+way OSWorld's ``activate_window``/``close_window`` steps give it to ``wmctrl``: a case-insensitive
+part of the title, or with ``strict`` the whole title exactly, or with ``by_class`` the WM_CLASS
+(``instance.Class``) instead of the title. Names the suites' machines give windows that this
+desktop shows under another name (``SUITE_NAMES``) match those windows too.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,35 @@ from Xlib import error as xerror
 from Xlib.protocol import event as xevent
 
 from mcpworld.env.xconnection import open_display
+
+# (the suite machine's name, this desktop's name) of the same window: OSWorld's Ubuntu runs Google
+# Chrome, titled "… - Google Chrome" with class google-chrome.Google-chrome; this desktop runs
+# Debian's Chromium, titled "… - Chromium" with class chromium.Chromium (see conf/app/chromium.yaml).
+SUITE_NAMES: tuple[tuple[str, str], ...] = (
+    ("Google Chrome", "Chromium"), ("google-chrome", "chromium"), ("Google-chrome", "Chromium"))
+
+
+def name_variants(name: str, strict: bool = False) -> list[str]:
+    """``name`` and what it becomes with each suite name replaced by this desktop's (case-sensitively
+    for a ``strict`` name, as wmctrl -F compares)."""
+    variants = [name]
+    for theirs, ours in SUITE_NAMES:
+        flags = 0 if strict else re.I
+        for known in list(variants):
+            other = re.sub(re.escape(theirs), ours, known, flags=flags)
+            if other not in variants:
+                variants.append(other)
+    return variants
+
+
+def name_matches(name: str, title: str, cls: str, strict: bool = False, by_class: bool = False) -> bool:
+    """Whether a window (``title``, ``cls`` as ``instance.Class``) answers to a suite's window name,
+    as ``wmctrl -a`` (``-F`` for strict, ``-x`` for by_class) finds it."""
+    text = cls if by_class else title
+    for variant in name_variants(name, strict):
+        if (text == variant) if strict else (variant.lower() in text.lower()):
+            return True
+    return False
 
 
 class Windows:
@@ -46,13 +83,35 @@ class Windows:
                 return wid
         return None
 
+    def find_named(self, name: str, strict: bool = False, by_class: bool = False) -> int | None:
+        """The first window a suite's step names (see ``name_matches``). A plain name that matches
+        no window as wmctrl would is still tried as ``find``'s regex (what mcpworld's own steps meant)."""
+        windows = self.list()
+        for wid, title, cls in windows:
+            if name_matches(name, title, cls, strict, by_class):
+                return wid
+        if strict or by_class:
+            return None
+        try:
+            return self.find(name)
+        except re.error:
+            return None
+
     def wait(self, pattern: str, timeout_s: float, give_up: Callable[[], bool] | None = None) -> int | None:
         """The first window matching ``pattern`` within ``timeout_s``, or None (also as soon as
         ``give_up()`` is true, after one last look)."""
+        return self._wait(lambda: self.find(pattern), timeout_s, give_up)
+
+    def wait_named(self, name: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> int | None:
+        """``find_named`` within ``timeout_s``, or None."""
+        return self._wait(lambda: self.find_named(name, strict, by_class), timeout_s)
+
+    def _wait(self, look: Callable[[], int | None], timeout_s: float,
+              give_up: Callable[[], bool] | None = None) -> int | None:
         deadline = time.monotonic() + timeout_s
         while True:
             stop = give_up is not None and give_up()
-            wid = self.find(pattern)
+            wid = look()
             if wid is not None or stop or time.monotonic() >= deadline:
                 return wid
             time.sleep(0.03)

@@ -90,7 +90,8 @@ def run_grader(grader: dict[str, Any], workspace: Path, trajectory: Path | None,
                 "--groundtruth_workspace", str(grader.get("groundtruth") or ""),
                 "--launch_time", str(grader.get("launch_time") or "")]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(workspace.parent),
-               "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+               "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
+               **{str(k): str(v) for k, v in (grader.get("env") or {}).items()}}  # env=klavis: the accounts' credentials
         try:
             proc = subprocess.run(argv, cwd=root if module else script.parent.parent, env=env, capture_output=True,
                                   text=True, timeout=timeout_s)

@@ -1,32 +1,72 @@
-"""``python -m mcpworld.evaluation.server --home DIR``: the /evaluate HTTP service.
+"""``python -m mcpworld.evaluation.server``: the /evaluate HTTP service, for harnesses other than mcpworld's.
 
-``POST /evaluate`` with an OSWorld/WAA task JSON (optionally ``"final_action": "FAIL"``) grades the
-environment this service is attached to (a home directory) and answers
-``{success, score, actual, expected, metrics}``. Bad JSON or a bad task → 400 with the reason.
-Binds 127.0.0.1 unless told otherwise: it runs shell getters, so never expose it.
+``--home DIR`` grades a directory standing in for the episode's home (file and shell getters).
+``--live`` starts a desktop (``--env local`` or ``docker``) and grades it as it is at each request,
+with every getter (see ``mcpworld.evaluation.live``); ``POST /reset`` sets it up for a task first.
+
+``POST /evaluate`` with a task (an OSWorld/WAA JSON, a native task mapping, or ``{"task_file": PATH}``;
+optionally ``"final_action": "FAIL"``) answers ``{score, success, status, actual, expected, metrics}``,
+the verdict an episode would get. Bad JSON or a bad task → 400 with the reason; a desktop that
+failed → 503. Binds 127.0.0.1 unless told otherwise: it runs shell getters, so never expose it.
+``--live`` answers only requests carrying its token (``Authorization: Bearer …``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import secrets
+import signal
 import sys
+import tempfile
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from mcpworld.core.errors import UserError
-from mcpworld.evaluation.standalone import grade
-from mcpworld.tasks.osworld import load_osworld
+from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.task import Task
+
+if TYPE_CHECKING:
+    from mcpworld.evaluation.live import LiveDesktop
 
 MAX_BODY = 5_000_000
+DEFAULT_PORT = 8765
+
+# (method, path) → what answers it: the request's JSON body (None for GET) → the reply's body
+Route = Callable[[Any], dict[str, Any]]
 
 
-def make_server(home: Path, host: str = "127.0.0.1", port: int = 0, threshold: float = 1.0) -> ThreadingHTTPServer:
+def task_from_request(data: dict[str, Any]) -> tuple[Task, str | None]:
+    """The task a request body carries and how the agent ended (``final_action``, default DONE).
+    A native mapping is read as a task.yaml in a scratch folder (files it names relative to its
+    folder are not there: send ``{"task_file": PATH}`` for such a task)."""
+    from mcpworld.tasks.load import load_task_file
+    from mcpworld.tasks.native import load_task
+    from mcpworld.tasks.osworld import is_osworld_task, load_osworld
+
+    data = dict(data)
+    final_action = data.pop("final_action", "DONE")
+    if final_action not in ("DONE", "FAIL", None):
+        raise UserError(f"final_action {final_action!r}: use \"DONE\" or \"FAIL\"")
+    if "task_file" in data:
+        if set(data) != {"task_file"}:
+            raise UserError(f"'task_file' comes alone (or with 'final_action'); drop {sorted(set(data) - {'task_file'})}")
+        return load_task_file(Path(str(data["task_file"])).expanduser()), final_action
+    if "app" in data and not is_osworld_task(data):
+        with tempfile.TemporaryDirectory(prefix="mcpworld-request-") as scratch:
+            path = Path(scratch) / "task.yaml"
+            path.write_text(json.dumps(data))  # JSON is YAML
+            return load_task(path), final_action
+    return load_osworld(Path.cwd() / "request.json", data), final_action
+
+
+def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: str | None) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.rstrip("/") != "/evaluate":
-                return self._reply(404, {"error": f"unknown path {self.path}; use POST /evaluate"})
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            self._answer("GET", None)
+
+        def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
             if length <= 0 or length > MAX_BODY:
                 return self._reply(400, {"error": f"body must be a task JSON of 1..{MAX_BODY} bytes"})
@@ -35,14 +75,27 @@ def make_server(home: Path, host: str = "127.0.0.1", port: int = 0, threshold: f
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 return self._reply(400, {"error": f"body is not valid JSON: {exc}"})
             if not isinstance(data, dict):
-                return self._reply(400, {"error": "body must be a JSON object (an OSWorld/WAA task)"})
-            final_action = data.pop("final_action", "DONE")
+                return self._reply(400, {"error": "body must be a JSON object (a task)"})
+            self._answer("POST", data)
+
+        def _answer(self, method: str, data: dict[str, Any] | None) -> None:
+            if token is not None and not secrets.compare_digest(
+                    self.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
+                return self._reply(401, {"error": "wrong or missing token (Authorization: Bearer …; "
+                                                  "the token is in the served folder's `token` file)"})
+            route = routes.get((method, self.path.rstrip("/")))
+            if route is None:
+                known = ", ".join(f"{m} {p}" for m, p in routes)
+                return self._reply(404, {"error": f"no {method} {self.path} here; use {known}"})
             try:
-                task = load_osworld(Path.cwd() / "request.json", data)
-                verdict = grade(task, home, final_action, threshold)
+                self._reply(200, route(data))
             except UserError as exc:
-                return self._reply(400, {"error": str(exc)})
-            self._reply(200, verdict)
+                self._reply(400, {"error": str(exc)})
+            except InfraError as exc:  # the desktop's failure, not the task's: no verdict
+                self._reply(503, {"status": "infra_error", "error": str(exc)})
+            except Exception as exc:  # a defect here: said to the caller, the traceback on the service's stderr
+                traceback.print_exc()
+                self._reply(500, {"error": f"{type(exc).__name__}: {exc}"})
 
         def _reply(self, status: int, body: dict[str, Any]) -> None:
             payload = json.dumps(body, default=str).encode()
@@ -52,21 +105,116 @@ def make_server(home: Path, host: str = "127.0.0.1", port: int = 0, threshold: f
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, format: str, *args: Any) -> None:
+        def log_message(self, format: str, *args: Any) -> None:  # request lines carry nothing worth keeping
             pass
 
-    return ThreadingHTTPServer((host, port), Handler)
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server
+
+
+def make_server(home: Path, host: str = "127.0.0.1", port: int = 0, threshold: float = 1.0,
+                token: str | None = None) -> ThreadingHTTPServer:
+    """/evaluate over a home directory."""
+    from mcpworld.evaluation.standalone import grade
+
+    def evaluate(data: dict[str, Any]) -> dict[str, Any]:
+        task, final_action = task_from_request(data)
+        return grade(task, home, final_action, threshold)
+
+    return _serve({("POST", "/evaluate"): evaluate}, host, port, token)
+
+
+def make_live_server(desktop: "LiveDesktop", token: str, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """/evaluate, /reset and /health over a running desktop; every request must carry ``token``."""
+    def evaluate(data: dict[str, Any]) -> dict[str, Any]:
+        return desktop.evaluate(*task_from_request(data))
+
+    def reset(data: dict[str, Any]) -> dict[str, Any]:
+        return desktop.reset(task_from_request(data)[0])
+
+    return _serve({("POST", "/evaluate"): evaluate, ("POST", "/reset"): reset,
+                   ("GET", "/health"): lambda _: desktop.describe()}, host, port, token)
+
+
+def _blank_task(folder: Path) -> Task:
+    """A desktop with no app started, for a harness that sets up its own task (or calls /reset)."""
+    return Task(id="live/blank", app="-", instruction="-", dir=folder, source=folder / "blank")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_live(args: argparse.Namespace) -> int:
+    from mcpworld.apps.catalog import programs
+    from mcpworld.config.schema import EnvBackend, EnvConfig, SettleConfig
+    from mcpworld.env import DesktopSettings, make_environment
+    from mcpworld.evaluation.live import LiveDesktop, apps_started_by, new_token, write_endpoint
+    from mcpworld.tasks.load import load_task_file
+
+    folder = (args.dir or Path(tempfile.mkdtemp(prefix="mcpworld-live-"))).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    task = load_task_file(args.task) if args.task else _blank_task(folder)
+    apps = list(args.apps or apps_started_by(task, programs()))
+    settings = DesktopSettings(env=EnvConfig(backend=EnvBackend(args.env)), width=args.width, height=args.height,
+                               settle=SettleConfig(), task_roots=(task.dir.resolve(),) if args.task else ())
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the desktop too, not only the server
+    print(f"starting an env={args.env} desktop ({args.width}x{args.height}) …", flush=True)
+    env = make_environment(settings, programs(), apps)
+    try:
+        desktop = LiveDesktop(env, folder, args.threshold, display_here=args.env == "local")
+        about = desktop.reset(task)
+        token = new_token()
+        try:
+            server = make_live_server(desktop, token, args.host, args.port)
+        except OSError as exc:
+            raise UserError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); "
+                            "choose another port (0: any free one)") from None
+        url = f"http://{args.host}:{server.server_address[1]}"
+        endpoint = write_endpoint(folder, url, token, {k: about[k] for k in ("display", "viewer_url")})
+        where = f"DISPLAY={about['display']}" if about["display"] else ""
+        watch = f", watch at {about['viewer_url']}" if about["viewer_url"] else ""
+        print(f"desktop ready ({where or 'no display'}{watch}), task {about['task']}", flush=True)
+        print(f"serving POST {url}/evaluate, POST {url}/reset, GET {url}/health; token and URL in {endpoint.parent}"
+              f" (endpoint.json, token)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+    finally:
+        env.close()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.evaluation.server", description=__doc__.splitlines()[0])
-    parser.add_argument("--home", type=Path, required=True, help="the environment's home directory")
+    parser = argparse.ArgumentParser(prog="python -m mcpworld.evaluation.server",
+                                     description=(__doc__ or "").splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--home", type=Path, help="grade this directory (standing in for the episode's home)")
+    mode.add_argument("--live", action="store_true", help="start a desktop and grade it live (every getter)")
+    parser.add_argument("--env", default="local", choices=["local", "docker"], help="--live: where the desktop runs")
+    parser.add_argument("--task", type=Path, help="--live: set the desktop up for this task file first")
+    parser.add_argument("--apps", nargs="*", help="--live --env docker: the apps the image holds (default: the task's)")
+    parser.add_argument("--width", type=int, default=1280, help="--live: screen width")
+    parser.add_argument("--height", type=int, default=800, help="--live: screen height")
+    parser.add_argument("--dir", type=Path, help="--live: folder for endpoint.json, token and the desktop's logs "
+                                                 "(default: a new temporary folder)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--threshold", type=float, default=1.0)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
+    parser.add_argument("--threshold", type=float, default=1.0, help="score that counts as success")
     args = parser.parse_args(argv)
+    prog = "mcpworld.evaluation.server: error:"
+    if args.live:
+        try:
+            return serve_live(args)
+        except (UserError, InfraError) as exc:
+            print(f"{prog} {exc}", file=sys.stderr)
+            return 2 if isinstance(exc, UserError) else 1
     if not args.home.is_dir():
-        print(f"mcpworld.evaluation.server: error: --home {args.home} is not a directory", file=sys.stderr)
+        print(f"{prog} --home {args.home} is not a directory", file=sys.stderr)
         return 2
     server = make_server(args.home, args.host, args.port, args.threshold)
     print(f"serving POST http://{args.host}:{server.server_address[1]}/evaluate for {args.home}", flush=True)

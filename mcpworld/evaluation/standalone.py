@@ -11,21 +11,29 @@ from typing import Any
 
 from mcpworld.core.errors import EvalError
 from mcpworld.core.task import Task
+from mcpworld.env.base import Environment
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.evaluation.templates import builtin_templates, expand_task
 from mcpworld.evaluation.verdict import judge
 
 
 def grade(task: Task, home: Path, final_action: str | None = "DONE", threshold: float = 1.0) -> dict[str, Any]:
-    expand_task(task, builtin_templates())
     env = HomeEnvironment(home)
+    try:
+        return grade_in(task, env, final_action, threshold)
+    finally:
+        env.close()
+
+
+def grade_in(task: Task, env: Environment, final_action: str | None = "DONE",
+             threshold: float = 1.0) -> dict[str, Any]:
+    """The verdict on ``env`` as it is now (a home directory, or a running desktop for /evaluate --live)."""
+    expand_task(task, builtin_templates())
     try:
         verdict = judge(task, env, final_action)
     except EvalError as exc:
         return {"task": task.id, "status": "eval_error", "score": None, "success": None, "error": str(exc),
                 "key_steps": {}, "actual": [], "expected": [], "metrics": []}
-    finally:
-        env.close()
     metrics = [asdict(o) for o in verdict.metrics]
     return {
         "task": task.id,

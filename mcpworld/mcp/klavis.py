@@ -1,6 +1,8 @@
 """Client for Klavis's hosted sandbox API (``env=klavis``): one "local sandbox" per episode runs the
 local MCP servers remotely; we get their streamable-HTTP URLs, sync the task workspace up before
-the agent runs and download it again before evaluation.
+the agent runs and download it again before evaluation. "Individual sandboxes" (``/sandbox/{server}``:
+github, woocommerce, snowflake …) each run one remote-app server on a test account whose
+credentials (``auth_data``, ``metadata``) the task's own scripts need (``mcp.klavis_grant``).
 
 Failures are classified like the model providers do it (but without importing them, for layering):
 a missing or rejected key is the user's to fix (``UserError``); anything else the service or the
@@ -26,24 +28,14 @@ import httpx
 
 from mcpworld.core.archives import pack, safe_extract
 from mcpworld.core.errors import InfraError, UserError
+from mcpworld.mcp.klavis_catalog import LOCAL_SANDBOX, TO_LOCAL_SANDBOX
+from mcpworld.mcp.klavis_leases import Leases
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.klavis.ai"
-# our catalog name -> the name Klavis's local sandbox offers it under
-KLAVIS_NAMES: dict[str, str] = {
-    "filesystem": "filesystem",
-    "git": "git",
-    "terminal": "terminal",
-    "excel": "excel",
-    "word": "word",
-    "pdf-tools": "pdf-tools",
-    "pptx": "powerpoint",
-    "memory": "localmemory",
-    "python_execute": "code-executor",
-    "arxiv_local": "arxiv",
-    "playwright": "playwright",
-}
+# our catalog (or Toolathlon) name -> the name Klavis's local sandbox offers it under (mcp.klavis_catalog)
+KLAVIS_NAMES: dict[str, str] = {**{name: name for name in LOCAL_SANDBOX}, **TO_LOCAL_SANDBOX}
 MISSING_KEY = "KLAVIS_API_KEY is not set: export KLAVIS_API_KEY=... (env=klavis uses the hosted sandbox)"
 EXCERPT_CHARS = 300
 TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
@@ -51,10 +43,20 @@ TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolErr
 
 @dataclass
 class Sandbox:
-    """One acquired local sandbox: its id and each of OUR server names' MCP URL."""
+    """One acquired sandbox: its id and each of OUR server names' MCP URL. ``server`` is the Klavis
+    name of an individual sandbox (``/sandbox/{server}/{id}``); None for the local sandbox."""
 
     id: str
     urls: dict[str, str]
+    server: str | None = None
+
+    @property
+    def path(self) -> str:
+        return f"/local-sandbox/{self.id}" if self.server is None else f"/sandbox/{self.server}/{self.id}"
+
+    @property
+    def label(self) -> str:
+        return f"Klavis sandbox {self.id}" if self.server is None else f"Klavis {self.server} sandbox {self.id}"
 
 
 class _Retry(Exception):
@@ -70,7 +72,7 @@ class KlavisClient:
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
                  timeout_s: float = 60.0, benchmark: str = "Toolathlon", ttl_s: int = 7200,
-                 *, max_retries: int = 2, retry_base_s: float = 0.5):
+                 *, max_retries: int = 2, retry_base_s: float = 0.5, leases: Leases | None = None):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("KLAVIS_API_KEY") or None
         self.timeout_s = timeout_s
@@ -79,21 +81,25 @@ class KlavisClient:
         self.max_retries = max(0, int(max_retries))
         self.retry_base_s = retry_base_s
         self._released: set[str] = set()
+        self.leases = leases  # where each acquisition is written down until released (a killed run's are reaped)
         self._client: httpx.AsyncClient | None = None  # created lazily, on the loop that uses it
 
     # -- public API --------------------------------------------------------------------------
 
-    async def acquire(self, servers: list[str]) -> Sandbox:
+    async def acquire(self, servers: list[str], test_account_email: str | None = None) -> Sandbox:
         """Create a sandbox running ``servers`` (our names); a sandbox with a failed server is
         released again at once so it doesn't linger until its TTL."""
         remote = klavis_names(servers)
-        body = {"server_names": sorted(set(remote.values())), "benchmark": self.benchmark,
-                "ttl_seconds": self.ttl_s}
+        body: dict[str, Any] = {"server_names": sorted(set(remote.values())), "benchmark": self.benchmark,
+                                "ttl_seconds": self.ttl_s}
+        if test_account_email:
+            body["test_account_email"] = test_account_email
         data = await self._api("POST", "/local-sandbox", body)
         sandbox_id = str(data.get("local_sandbox_id") or "")
         if not sandbox_id:
             raise InfraError(f"Klavis {self.base_url}/local-sandbox sent no local_sandbox_id: {excerpt(data)}")
         sandbox = Sandbox(id=sandbox_id, urls={})
+        self._lease(sandbox)
         try:
             by_name = {s.get("server_name"): s for s in data.get("servers") or [] if isinstance(s, dict)}
             for ours, theirs in remote.items():
@@ -109,9 +115,39 @@ class KlavisClient:
             raise
         return sandbox
 
+    async def acquire_individual(self, ours: str, server: str, test_account_email: str | None = None) -> Sandbox:
+        """Occupy one individual sandbox of Klavis's ``server`` for our server ``ours``; one that
+        comes back without a URL (or in ``error``) is released again at once."""
+        body: dict[str, Any] = {"benchmark": self.benchmark, "ttl_seconds": self.ttl_s}
+        if test_account_email:
+            body["test_account_email"] = test_account_email
+        data = await self._api("POST", f"/sandbox/{server}", body)
+        sandbox_id = str(data.get("sandbox_id") or "")
+        if not sandbox_id:
+            raise InfraError(f"Klavis {self.base_url}/sandbox/{server} sent no sandbox_id: {excerpt(data)}")
+        sandbox = Sandbox(id=sandbox_id, urls={}, server=server)
+        self._lease(sandbox)
+        try:
+            given = data.get("server_urls")
+            urls: dict[str, Any] = given if isinstance(given, dict) else {}
+            url = data.get("server_url") or urls.get(server) or (next(iter(urls.values())) if len(urls) == 1 else None)
+            if data.get("status") == "error" or not url:
+                raise InfraError(f"{sandbox.label} (for {ours!r}) is not usable: status={data.get('status')!r} "
+                                 f"{excerpt(data.get('message') or '')}".rstrip())
+            sandbox.urls[ours] = str(url)
+        except BaseException:
+            await self.release(sandbox)
+            raise
+        return sandbox
+
     async def info(self, sandbox: Sandbox) -> dict[str, Any]:
-        """The sandbox's current state (``created_at``, ``servers``, ``status``)."""
-        return await self._api("GET", f"/local-sandbox/{sandbox.id}")
+        """The sandbox's current state (local: ``created_at``, ``servers``, ``status``; individual:
+        also ``metadata`` and ``auth_data``, the test account's credentials)."""
+        return await self._api("GET", sandbox.path)
+
+    async def initialize(self, sandbox: Sandbox, data: dict[str, Any]) -> dict[str, Any]:
+        """Seed an individual sandbox with a task's initial state (the server's own data schema)."""
+        return await self._api("POST", f"{sandbox.path}/initialize", data)
 
     async def upload_workspace(self, sandbox: Sandbox, folder: Path) -> None:
         """Upload ``folder`` as the sandbox workspace: get a signed URL, PUT the tarball there
@@ -139,16 +175,22 @@ class KlavisClient:
         label = f"Klavis sandbox {sandbox.id} dump"
         return safe_extract(resp.content, Path(dest), label=label)
 
-    async def release(self, sandbox: Sandbox) -> None:
-        """Give the sandbox back. Never raises (a failed release only costs Klavis TTL time, and
-        it runs in cleanup paths where it must not hide the real error); a second call is a no-op."""
+    async def release(self, sandbox: Sandbox) -> bool:
+        """Give the sandbox back; whether it is gone (released now, before, or already expired).
+        Never raises (a failed release only costs Klavis TTL time, and it runs in cleanup paths
+        where it must not hide the real error); a second call is a no-op. A sandbox that could not
+        be released stays in the lease ledger, so a later run tries again."""
         if sandbox.id in self._released:
-            return
-        self._released.add(sandbox.id)
+            return True
         try:
-            await self._api("DELETE", f"/local-sandbox/{sandbox.id}", missing_ok=True)
+            await self._api("DELETE", sandbox.path, missing_ok=True)
         except Exception as exc:  # noqa: BLE001 (cleanup must not raise)
-            log.warning("could not release Klavis sandbox %s: %s", sandbox.id, self.scrub(str(exc)))
+            log.warning("could not release %s: %s", sandbox.label, self.scrub(str(exc)))
+            return False
+        self._released.add(sandbox.id)
+        if self.leases is not None:
+            self.leases.forget(sandbox.id)
+        return True
 
     @asynccontextmanager
     async def session(self, servers: list[str], workspace: Path | None = None) -> AsyncIterator[Sandbox]:
@@ -173,6 +215,10 @@ class KlavisClient:
         await self.aclose()
 
     # -- plumbing ----------------------------------------------------------------------------
+
+    def _lease(self, sandbox: Sandbox) -> None:
+        if self.leases is not None:
+            self.leases.record(sandbox, self.base_url)
 
     def client(self) -> httpx.AsyncClient:
         # No default headers: the signed storage URLs must never get our Authorization header.

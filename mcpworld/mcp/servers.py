@@ -8,10 +8,10 @@ family start any server.
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, AsyncContextManager, AsyncIterator, Callable, cast
+from typing import TYPE_CHECKING, Any, AsyncContextManager, AsyncIterator, Callable, Iterator, cast
 
 from omegaconf import OmegaConf
 
@@ -24,6 +24,9 @@ from mcpworld.env.base import Environment
 from mcpworld.mcp.client import EventSink, ServerPool
 from mcpworld.mcp.install import servers_dir
 from mcpworld.mcp.spec import ServerSpec, parse_servers
+
+if TYPE_CHECKING:
+    from mcpworld.mcp.klavis_grant import Grant
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,16 @@ def app_servers(cfg: McpSettings, app: str) -> list[Any]:
 
 
 def task_servers(cfg: McpSettings, task: Task) -> list[ServerSpec]:
-    """The task's servers (or its app config's), catalog names expanded; placeholders still open."""
+    """The task's servers (or its app config's), catalog names expanded; placeholders still open.
+    With ``env.mcp_sandbox=klavis`` a name Klavis hosts needs no catalog entry (the sandbox
+    replaces every spec with its URL)."""
     entries = task.mcp_servers or app_servers(cfg, task.app)
     catalog = cast(dict[str, Any], OmegaConf.to_container(cast(Any, cfg.mcp.catalog), resolve=True) or {})
+    if cfg.sandbox == "klavis":
+        from mcpworld.mcp.klavis_catalog import placement
+
+        catalog = {**{e: {"name": e, "url": "klavis:"} for e in entries if isinstance(e, str) and placement(e).hosted},
+                   **catalog}
     where = str(task.source) if task.mcp_servers else f"mcpworld/conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 
@@ -67,8 +77,14 @@ def unavailable(cfg: McpSettings, task: Task) -> str | None:
     if offers_mcp(cfg) and not {"computer", "bash"} & set(cfg.modality.tools) \
             and not task_servers(cfg, task) and not task.local_tools:
         return f"it has no MCP servers, and modality={cfg.modality.name} offers no other tools"
-    if not offers_mcp(cfg) or cfg.sandbox == "klavis" or cfg.mcp.proxy.mode == "replay":
-        return None  # hosted, or answered from cassettes: nothing runs here
+    if offers_mcp(cfg) and cfg.sandbox == "klavis":
+        from mcpworld.mcp.klavis_catalog import placement
+
+        missing = [s.name for s in task_servers(cfg, task) if not placement(s.name).hosted]
+        return (f"its MCP server(s) {', '.join(map(repr, missing))} have no Klavis sandbox (env=klavis); "
+                "run it with env=local") if missing else None
+    if not offers_mcp(cfg) or cfg.mcp.proxy.mode == "replay":
+        return None  # answered from cassettes: nothing runs here
     values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}
     for spec in task_servers(cfg, task):
         why = spec.filled(values).unavailable()
@@ -109,12 +125,14 @@ def _routed(cfg: McpSettings, spec: ServerSpec, episode_dir: Path, workspace: Pa
                    call_timeout_s=cfg.mcp.call_timeout_s, workspace=str(workspace))
 
 
-def as_account(spec: ServerSpec, user: Any, on_event: EventSink, tmp: str | None = None) -> ServerSpec:
+def as_account(spec: ServerSpec, user: Any, on_event: EventSink, tmp: str | None = None,
+               confined: Callable[[list[str]], list[str]] | None = None) -> ServerSpec:
     """The server started as the desktop's account (``env.desktop_user.DesktopUser``), so it writes
     the agent's files as the agent would and reaches no more than its shell; one whose program or
     files that account cannot reach (a venv over pyenv's python under /root) stays the harness's,
     said in the trace. Only the server: a recording proxy in front of it is the harness's. ``tmp``:
-    the desktop's own temp folder (a shared /tmp holds other accounts' sockets and folders)."""
+    the desktop's own temp folder (a shared /tmp holds other accounts' sockets and folders).
+    ``confined``: the desktop's own wrapper (its account, cgroup and network), when it has one."""
     if user is None or not spec.command:
         return spec
     files = [a for a in spec.args if a.startswith("/") and Path(a).exists()]  # a script it runs, its root …
@@ -123,7 +141,7 @@ def as_account(spec: ServerSpec, user: Any, on_event: EventSink, tmp: str | None
     if closed:
         on_event("mcp_user", server=spec.name, user="harness", why=f"the desktop account cannot reach {closed}")
         return spec
-    command, *args = user.wrap([spec.command, *spec.args])
+    command, *args = (confined or user.wrap)([spec.command, *spec.args])
     return replace(spec, command=command, args=args, env={"TMPDIR": tmp, **spec.env} if tmp else spec.env)
 
 
@@ -159,20 +177,42 @@ async def _local(cfg: McpSettings, specs: list[ServerSpec], env: Environment, wo
     """The catalog's servers on this host, each started as the desktop's account where it can be."""
     user = getattr(env, "user", None)
     tmp = str(getattr(env, "runtime_dir")) if user is not None and hasattr(env, "runtime_dir") else None
-    yield [as_account(s, user, on_event, tmp) for s in specs]
+    yield [as_account(s, user, on_event, tmp, getattr(env, "confined", None)) for s in specs]
 
 
 @SANDBOXES.register("klavis")
 @asynccontextmanager
 async def _klavis(cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path,
                   on_event: EventSink) -> AsyncIterator[list[ServerSpec]]:
-    """Acquire a hosted sandbox with these servers, upload the workspace, hand back HTTP specs;
-    afterwards download the sandbox's workspace over ours (so grading sees it), then release."""
-    from mcpworld.mcp.klavis import KlavisClient
+    """Hosted servers: the episode's grant (``episode_grant``, held from before preprocess to after
+    grading) when it has one, else a local sandbox acquired here. The workspace goes up to the local
+    sandbox before the agent and comes back over ours afterwards (so grading sees it)."""
+    from mcpworld.mcp.klavis_grant import client_for, held
 
-    k = cfg.klavis
-    async with KlavisClient(k.base_url, k.api_key, timeout_s=k.timeout_s, benchmark=k.benchmark, ttl_s=k.ttl_s) as client:
+    grant = held()
+    async with client_for(cfg.klavis) as client:
+        if grant is not None:
+            if grant.local is not None:
+                await client.upload_workspace(grant.local, workspace)
+            yield [ServerSpec(name=s.name, transport="http", url=grant.urls[s.name]) for s in specs]
+            if grant.local is not None:
+                await client.dump(grant.local, workspace)
+            return
         async with client.session([s.name for s in specs], workspace) as sandbox:
             on_event("klavis_sandbox", sandbox=sandbox.id, servers=sorted(sandbox.urls))
             yield [ServerSpec(name=s.name, transport="http", url=sandbox.urls[s.name]) for s in specs]
             await client.dump(sandbox, workspace)
+
+
+@contextmanager
+def episode_grant(cfg: McpSettings, task: Task, on_event: EventSink) -> Iterator["Grant | None"]:
+    """The Klavis sandboxes an episode holds around its reset and verdict (``env.mcp_sandbox=klavis``
+    with MCP tools; else None): what the task's preprocess and grader get is ``grant.env``."""
+    names = [s.name for s in task_servers(cfg, task)] if offers_mcp(cfg) and cfg.sandbox == "klavis" else []
+    if not names:
+        yield None
+        return
+    from mcpworld.mcp.klavis_grant import hold
+
+    with hold(cfg.klavis, names, task.dir, on_event) as grant:
+        yield grant

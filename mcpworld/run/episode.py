@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.profiles import PromptContext
 from mcpworld.agent.providers import ProviderSettings, make_provider
-from mcpworld.agent.tools import build_toolset
+from mcpworld.agent.tools import build_toolset, replay_tools
 from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.apps.catalog import app_setting
@@ -26,7 +26,7 @@ from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
 from mcpworld.evaluation.keysteps import LiveChecks
 from mcpworld.evaluation.verdict import judge, start_handler
-from mcpworld.mcp.servers import McpSettings, episode_servers, withheld
+from mcpworld.mcp.servers import McpSettings, episode_grant, episode_servers, withheld
 from mcpworld.mcp.spec import replace_in
 from mcpworld.probes.files import HomeChanges
 from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
@@ -98,7 +98,10 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
     try:
         sampled = gpu.episode(episode_dir / "gpu.csv") if gpu else None  # the job's meter: this episode's share
         with sampled if sampled else nullcontext():
-            _run(cfg, task, episode_dir, env, result, trace, stop)
+            # env=klavis: the sandboxes are held from before preprocess to after the verdict
+            with episode_grant(McpSettings.of(cfg), task, trace.emit) as grant:
+                env.extra_env = dict(grant.env) if grant else {}  # the task's preprocess sees the credentials
+                _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination, result.reason = Status.infra_error, "infra_error", str(exc)
         raise
@@ -159,10 +162,11 @@ def _run(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, resul
     t0 = time.monotonic()
     stop.check()
     live = live_hooks(task, trace)
-    env.extra_env = live.env() if live else {}
+    env.extra_env = {**env.extra_env, **(live.env() if live else {})}
     handler = None
     try:
         env.reset(task, episode_dir)
+        result.task_notes += [note for note in env.notes if note not in result.task_notes]
         if env.viewer_url:
             trace.emit("desktop_viewer", url=env.viewer_url)
             print(f"mcpworld: {task.id} (attempt {result.attempt}): watch at {env.viewer_url}", file=sys.stderr)
@@ -240,7 +244,8 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
             offered = profile.tools(tools)  # the tools as the family knows them
             loop = AgentLoop(provider, offered, limits, trace, result, save_image=screens,
                              send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(servers, task), after_step=after_step, profile=profile)
+                             withheld=withheld(servers, task), after_step=after_step, profile=profile,
+                             replay=replay_tools(env) if cfg.provider.kind == "oracle" else None)
             prompt = profile.system_prompt(PromptContext(  # (the screen's size even without a computer tool, as ever)
                 list(offered), (shown_w, shown_h), cfg.agent.system_prompt,
                 task.system_prompt.replace("{workspace}", workspace) if task.system_prompt else ""))

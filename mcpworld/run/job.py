@@ -24,7 +24,7 @@ from mcpworld.config.schema import FilesConfig, RootConfig
 from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status
 from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
-from mcpworld.core.steps import normalize_step, sudo_command
+from mcpworld.core.steps import normalize_step, sudo_needs
 from mcpworld.core.task import Task
 from mcpworld.env import DesktopSettings, docker_image, leftovers, make_environments
 from mcpworld.env.base import Environment
@@ -40,6 +40,7 @@ from mcpworld.run.job_metrics import behaviour_rates, cost_metrics, tool_metrics
 from mcpworld.run.pool import EpisodePool
 from mcpworld.run.progress import DownloadProgress, SweepProgress
 from mcpworld.run.provenance import profile_params
+from mcpworld.tasks.programs_needed import missing_command
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
 from mcpworld.tasks.select import borrow_solution, find_tasks, not_applicable
 from mcpworld.tasks.settings import TaskSettings
@@ -152,7 +153,7 @@ def select_tasks(cfg: RootConfig) -> Selection:
                 continue
             # what this machine or backend lacks skips the task with the fix; it never fails it
             task.skip_reason = task.skip_reason or unavailable(servers, task) or missing_program(task, cfg.env.backend) \
-                or refused_sudo(cfg.env.backend, task)
+                or missing_command(task, programs(), cfg.env.backend) or refused_sudo(cfg.env.backend, task)
         except UserError as exc:
             if task.format == "native":
                 raise  # our own format: the author can fix it
@@ -223,6 +224,8 @@ def needed_programs(task: Task) -> list[Program]:
 def missing_program(task: Task, backend: str = "local") -> str | None:
     """Why the task cannot start its application here (not installed: the install command), or None.
     With env=docker the image holds the Debian apps, and takes those our scripts install from here."""
+    if backend == "vm":  # the suite's VM has its own programs
+        return None
     needed = needed_programs(task)
     if backend == "docker":  # Debian's apps go into the image; ours it takes from this machine
         needed = [p for p in needed if p.packages.get("script")]
@@ -230,13 +233,12 @@ def missing_program(task: Task, backend: str = "local") -> str | None:
 
 
 def refused_sudo(backend: str, task: Task) -> str | None:
-    """A local desktop never runs a task's sudo (it would be root on this host)."""
+    """A local desktop never runs a task's sudo (it would be root on this host), unless the sudo only
+    asks for what this machine has already (core/sudo.py)."""
     if backend != "local":
         return None
-    command = sudo_command(task.setup + list(task.evaluator.get("postconfig") or []))
-    if command is None:
-        return None
-    return f"it runs sudo ({command[:80]!r}), which env=local never grants: it would be root on this host"
+    needs = sudo_needs(task.setup + list(task.evaluator.get("postconfig") or []))
+    return needs[1] if needs else None
 
 
 MIN_SIDE, MAX_SIDE = 200, 8192  # a screen an app can show a window on, up to 8K

@@ -13,6 +13,8 @@ import yaml
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import validate_steps
 from mcpworld.core.task import ContextEntry, Task
+from mcpworld.core.waits import TOOL as WAIT_TOOL
+from mcpworld.core.waits import check_wait
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings
 
@@ -47,14 +49,34 @@ def render(value: Any, params: dict[str, Any], where: str, hint: str = "define i
     return value
 
 
+def checked_wait(call: dict[str, Any], where: str) -> dict[str, Any]:
+    if call["tool"] == WAIT_TOOL:
+        check_wait(call["args"], where)
+    return call
+
+
 def normalize_call(call: Any, where: str) -> dict[str, Any]:
-    """``{tool: computer, args: {...}}`` or the shorthand ``{computer: {...}}``."""
+    """``{tool: computer, args: {...}}`` or the shorthand ``{computer: {...}}`` (``wait_for`` steps,
+    the oracle's waits for state, are checked here: core/waits.py). Either may carry ``spoil:`` for
+    the oracle's nearly right replay (docs/certify.md): ``omit`` (leave the step out) or args to change."""
+    if isinstance(call, dict) and "spoil" in call:
+        return with_spoil(call, where)
     if isinstance(call, dict) and "tool" in call:
-        return {"tool": str(call["tool"]), "args": dict(call.get("args") or {})}
+        return checked_wait({"tool": str(call["tool"]), "args": dict(call.get("args") or {})}, where)
     if isinstance(call, dict) and len(call) == 1:
         (tool, args), = call.items()
-        return {"tool": str(tool), "args": dict(args or {})}
+        return checked_wait({"tool": str(tool), "args": dict(args or {})}, where)
     raise TaskFileError(f"{where}: solution step {call!r} must be {{tool: NAME, args: {{...}}}} or {{NAME: {{...}}}}")
+
+
+def with_spoil(call: dict[str, Any], where: str) -> dict[str, Any]:
+    """A solution step with its ``spoil:`` kept beside ``tool`` and ``args`` (the oracle reads it)."""
+    spoil = call["spoil"]
+    if spoil != "omit" and not (isinstance(spoil, dict) and spoil):
+        raise TaskFileError(f"{where}: solution step {call!r}: 'spoil' must be 'omit' (the spoiled replay leaves "
+                            f"the step out) or a mapping of the args to change (e.g. {{text: '41'}}), got {spoil!r}")
+    step = normalize_call({k: v for k, v in call.items() if k != "spoil"}, where)
+    return {**step, "spoil": dict(spoil) if isinstance(spoil, dict) else spoil}
 
 
 def _number(data: dict[str, Any], key: str, kind: type, where: str) -> Any:

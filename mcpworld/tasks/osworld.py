@@ -1,6 +1,7 @@
 """Loader for OSWorld / Windows-Agent-Arena task JSON (``id``, ``instruction``, ``config``, ``evaluator``).
 
-Setup steps map onto ours: ``download`` of a URL becomes our ``download`` step (fetched through the
+WAA's paths in the Windows account's home (``C:\\Users\\Docker\\Downloads``) become the Linux home's
+(tasks/windows_paths.py). Setup steps map onto ours: ``download`` of a URL becomes our ``download`` step (fetched through the
 file cache, mcpworld/downloads.py), of a local file, and ``upload_file``, a copy into the home.
 A task that needs what this machine cannot give (Windows, a Google account, a step we lack) loads
 with a ``skip_reason`` naming it, so a run says so and skips it instead of failing the agent.
@@ -14,10 +15,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mcpworld.core.errors import TaskFileError
-from mcpworld.core.steps import REQUIRED, unreplayable
+from mcpworld.core.shell_words import programs
+from mcpworld.core.steps import REQUIRED, as_bool, unreplayable
 from mcpworld.core.task import HOME_USER, Task, read_json
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings
+from mcpworld.tasks.windows_paths import map_paths, map_text
 
 # What only a Google account gives (OSWorld's Drive tasks log into one with its own credentials).
 ACCOUNT_STEPS = {"googledrive": "a Google Drive account (OSWorld's googledrive setup step logs into one)",
@@ -26,8 +29,11 @@ ACCOUNT_GETTERS = {"googledrive_file": "a Google Drive account (the googledrive_
 # Windows Agent Arena's tasks for Windows' own programs, and its Windows-only setup steps.
 WINDOWS_APPS = {"file_explorer", "msedge", "edge", "settings", "clock", "windows_calc", "microsoft_paint", "notepad"}
 WINDOWS_STEPS = {"create_folder", "recycle_file", "update_browse_history_edge"}
+# Windows' own commands, run by a step or a grader (taskkill /IM chrome.exe /F, cmd /c …)
+WINDOWS_COMMANDS = {"taskkill", "tasklist", "cmd", "cmd.exe", "powershell", "powershell.exe", "pwsh", "Stop-Process",
+                    "Start-Process", "reg", "findstr", "fsutil", "wmic", "explorer.exe"}
 # A Windows path (C:\Users\…, %USERPROFILE%) or a Windows shell anywhere in the task's steps or evaluator.
-WINDOWS_TEXT = re.compile(r"(?<![\w\\])[A-Z]:\\\w|%(?:USERPROFILE|APPDATA|LOCALAPPDATA|HOMEPATH)%|\b(?i:powershell)\b")
+WINDOWS_TEXT = re.compile(r"(?<![\w\\])[A-Z]:[\\/]\w|%(?:USERPROFILE|APPDATA|LOCALAPPDATA|HOMEPATH)%|\b(?i:powershell)\b")
 # What OSWorld's Ubuntu VM runs and our desktop (Xvfb + openbox, no init system) does not. The
 # GNOME desktop schemas are here (gsettings with dconf works), GNOME Shell's own are not.
 DESKTOP_NEEDS = (
@@ -35,6 +41,17 @@ DESKTOP_NEEDS = (
     (re.compile(r"\b(?:timedatectl|hostnamectl|localectl|loginctl|systemctl)\b"),
      "systemd as the init system (its commands talk to systemd's services)"),
 )
+
+
+# how the suites spell our catalog's apps in related_apps ("libreoffice calc", WAA's "libreoffice-calc")
+APP_SPELLINGS = {"vs_code": "vscode", "calc": "libreoffice_calc", "writer": "libreoffice_writer",
+                 "impress": "libreoffice_impress"}
+
+
+def app_name(name: str) -> str:
+    """The catalog app a suite's related_apps entry names (its own spelling when it names none)."""
+    spelled = re.sub(r"[\s-]+", "_", name.strip().lower())
+    return APP_SPELLINGS.get(spelled, spelled)
 
 
 def is_osworld_task(data: Any) -> bool:
@@ -64,7 +81,26 @@ def needs_windows(data: dict[str, Any]) -> str | None:
         found = next((text for text in _strings(value) if WINDOWS_TEXT.search(text)), None)
         if found:
             return f"needs Windows: its {part} names a Windows path or shell ({found[:70]!r})"
+    for part, command, shell in _commands(data):
+        windows = next((name for name in programs(command, shell) if name in WINDOWS_COMMANDS), None)
+        if windows:
+            return f"needs Windows: its {part} runs {windows}, a Windows command"
     return None
+
+
+def _commands(data: dict[str, Any]) -> Any:
+    """(part, command, shell) of each command in a task file's steps and command getters."""
+    evaluator = data.get("evaluator") or {}
+    for part, steps in (("setup", data.get("config") or []), ("postconfig", evaluator.get("postconfig") or [])):
+        for step in steps:
+            params = step.get("parameters") or {} if isinstance(step, dict) else {}
+            if isinstance(params, dict) and isinstance(params.get("command"), (str, list)):
+                yield part, params["command"], as_bool(params.get("shell", False))
+    for key in ("result", "expected"):
+        value = evaluator.get(key)
+        for getter in value if isinstance(value, list) else [value]:
+            if isinstance(getter, dict) and isinstance(getter.get("command"), (str, list)):
+                yield "evaluator", getter["command"], isinstance(getter["command"], str)
 
 
 def needs_desktop(data: dict[str, Any]) -> str | None:
@@ -134,7 +170,11 @@ def _getter_types(spec: dict[str, Any]) -> set[str]:
     return types
 
 
-def load_osworld(path: Path, data: dict[str, Any] | None = None) -> Task:
+def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: bool = True,
+                 vm_kind: str | None = None) -> Task:
+    """``windows_home``: WAA's paths in the Windows account's home become the Linux home's
+    (tasks/windows_paths.py); off where the task runs on Windows itself. ``vm_kind``: the suite's own
+    VM runs the task (env=vm): Windows (waa) or GNOME and systemd (osworld) are there."""
     path = Path(path)
     where = str(path)
     if data is None:
@@ -144,15 +184,20 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None) -> Task:
             raise TaskFileError(f"{where}: missing required key '{key}'")
     if not isinstance(data["evaluator"], dict):
         raise TaskFileError(f"{where}: 'evaluator' must be an object")
+    if windows_home:
+        data = dict(data, config=map_paths(data.get("config")), evaluator=map_paths(data["evaluator"]),
+                    instruction=map_text(str(data["instruction"])))
     setup, skip = _map_steps(list(data.get("config") or []), path.parent, where)
     evaluator = dict(data["evaluator"])
     post, post_skip = _map_steps(list(evaluator.get("postconfig") or []), path.parent, where + " (postconfig)")
     evaluator["postconfig"] = post
     account = sorted(ACCOUNT_GETTERS[g] for g in _getter_types(evaluator) & set(ACCOUNT_GETTERS))
-    skip = needs_windows(data) or needs_desktop(data) or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have"
+    platform_skip = None if vm_kind == "waa" else needs_windows(data) if vm_kind else \
+        needs_windows(data) or needs_desktop(data)
+    skip = platform_skip or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have"
                                                         if account else None)
     apps = data.get("related_apps") or []
-    app = str(apps[0] if apps else data.get("snapshot") or "os")
+    app = app_name(str(apps[0] if apps else data.get("snapshot") or "os"))
     # the episode's home stands in for the VM's /home/user; tell the agent the path it can use
     instruction = HOME_USER.sub("~", str(data["instruction"]))
     return Task(id=str(data["id"]), app=app, instruction=instruction, dir=path.parent, source=path,
@@ -163,4 +208,4 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None) -> Task:
 @task_format("osworld", pattern="*.json", needs="an OSWorld/WAA .json with 'id', 'instruction' and 'evaluator'",
              detect=lambda path, data: is_osworld_task(data))
 def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
-    return load_osworld(path, data)
+    return load_osworld(path, data, windows_home=settings.windows_home, vm_kind=settings.vm_kind)

@@ -47,6 +47,12 @@ class LoaderSettings:
 
     toolathlon: ToolathlonSettings = field(default_factory=ToolathlonSettings)
     pccanary: PcCanarySettings = field(default_factory=PcCanarySettings)
+    # WAA's C:\Users\Docker\{Desktop,Downloads,…} become the episode home's folders, as OSWorld's
+    # /home/user does; off where the task runs on its own Windows (env=vm)
+    windows_home: bool = True
+    # env=vm: the suite's own machine (osworld: GNOME's Ubuntu; waa: Windows) runs the task, so what only
+    # our desktop lacks (Windows, GNOME Shell, systemd) is no reason to skip it
+    vm_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ class TaskSettings:
     @classmethod
     def of(cls, cfg: Any) -> TaskSettings:
         """The task part of a run config: ``tasks.root``, ``tasks.exclude_tags``, ``app.apps``, ``task``,
-        ``toolathlon.*`` and ``pccanary.*`` (the one place that reads them)."""
+        ``toolathlon.*``, ``pccanary.*`` and ``env.backend`` (the one place that reads them)."""
         root = Path(cfg.tasks.root).expanduser().resolve() if cfg.tasks.root else BUILTIN_TASKS
         selection = TaskSelection(root=root, apps=tuple(str(a) for a in cfg.app.apps),
                                   patterns=tuple(as_patterns(cfg.task)),
@@ -77,7 +83,9 @@ class TaskSettings:
         toolathlon = ToolathlonSettings(root=as_path(tl.root), python=str(tl.python) if tl.python else None,
                                         lang=str(tl.lang or "en"), claim_done=bool(tl.claim_done))
         pccanary = PcCanarySettings(root=as_path(cfg.pccanary.root))
-        return cls(selection, LoaderSettings(toolathlon=toolathlon, pccanary=pccanary))
+        on_vm = str(cfg.env.backend) == "vm"
+        return cls(selection, LoaderSettings(toolathlon=toolathlon, pccanary=pccanary, windows_home=not on_vm,
+                                             vm_kind=str(cfg.env.vm.kind) if on_vm else None))
 
 
 def as_path(value: Any) -> Path | None:

@@ -4,7 +4,8 @@ A suite's task files (OSWorld, WAA, MCPWorld …) run unchanged, so their soluti
 ours: ``DIR/**/<task id>.yaml`` holding ``solution:`` in the shape a native task.yaml uses (a list
 of tool calls for the gui modality, or ``{modality: [tool calls]}``), and optionally ``id:`` where
 the task id cannot be a file name (``vs_code/982d…-2-WOS``). They are attached by id after the
-tasks load, replacing the task's own solution for the modalities they give.
+tasks load, replacing the task's own solution for the modalities they give. A step may carry
+``spoil:`` (``omit``, or args to change) for the oracle's nearly right replay: docs/certify.md.
 """
 
 from __future__ import annotations

@@ -149,12 +149,17 @@ def test_the_oracle_suite_at_concurrency_4_succeeds_every_time(tmp_path):
 
 
 def left_behind() -> list:
-    """Desktop folders of dead runs, and processes of desktops whose folder is gone."""
+    """Desktop folders of dead runs, processes of desktops whose folder is gone, and cgroups of dead runs."""
+    from mcpworld.env import cgroup
+
     dirs = [w for base in leftovers.work_bases() for w in base.glob(leftovers.PREFIX + "*")
             if (w / leftovers.OWNER_FILE).exists() and not leftovers.owner_alive(w)]
-    procs = [p for p in psutil.process_iter() if _environ(p).get(MARKER, "").startswith("/")
-             and not Path(_environ(p)[MARKER]).exists()]
-    return dirs + procs
+    procs = [p for p in psutil.process_iter() if (marker := _environ(p).get(MARKER, "")).startswith("/")
+             and not Path(marker).exists()]
+    parent = cgroup.parent_dir()
+    groups = [g for g in (parent.iterdir() if parent and parent.is_dir() else [])
+              if g.is_dir() and not cgroup.owner_alive(g.name)]
+    return dirs + procs + groups
 
 
 def _environ(proc: psutil.Process) -> dict[str, str]:

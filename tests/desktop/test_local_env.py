@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
+import json
+import os
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -10,6 +15,7 @@ import pytest
 
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.task import ContextEntry, Task
+from mcpworld.env.display import MARKER
 from mcpworld.env.local import LocalEnvironment
 
 pytestmark = pytest.mark.desktop
@@ -26,15 +32,18 @@ def make_task(tmp_path: Path, setup: list, context_text: str | None = "alpha\n")
                 source=tmp_path / "task" / "task.yaml", context=entries, setup=setup)
 
 
-def display_processes(name: str) -> list[psutil.Process]:
-    found = []
+def desktop_processes(env: LocalEnvironment) -> list[psutil.Process]:
+    """The desktop's processes: those in its cgroup, and those its marker names (a display number
+    is soon another desktop's, so DISPLAY cannot tell)."""
+    cgroup = env.confinement.cgroup
+    found = {pid for pid in (cgroup.pids() if cgroup else [])}
     for proc in psutil.process_iter():
         try:
-            if proc.environ().get("DISPLAY") == name:
-                found.append(proc)
+            if proc.environ().get(MARKER) == str(env.workroot):
+                found.add(proc.pid)
         except (psutil.Error, OSError):
             pass
-    return found
+    return [psutil.Process(pid) for pid in found if psutil.pid_exists(pid)]
 
 
 @pytest.mark.parametrize("size", [(1000, 1000), (1024, 768)])
@@ -61,10 +70,10 @@ def test_typing_into_mousepad_reaches_the_file_and_teardown_kills_everything(tmp
                 break
             env.settle(None)
         assert env.read_file("/home/user/docs/notes.txt").decode() == "alpha\nGrüße, ünïcode & Symbols: {}[]|~\n"
-        assert display_processes(name)  # mousepad, dbus, openbox are running
+        assert desktop_processes(env)  # mousepad, dbus, openbox are running
     finally:
         env.end_episode()
-    assert display_processes(name) == []
+    assert desktop_processes(env) == []
     assert not Path(f"/tmp/.X11-unix/X{name[1:]}").exists()
     env.close()
     assert not env.workroot.exists()
@@ -186,3 +195,81 @@ def test_setup_python_is_python3_and_path_holds_only_what_the_account_reaches(tm
         version, path = (env.home / "py").read_text().split("\n")
     assert version.startswith("3.")
     assert "/root" not in path
+
+
+# forks, leaves the session, forks again and becomes `sleep` with an empty environment (as
+# Chromium's rewritten environ block hides the desktop's marker); prints the survivor's pid
+ESCAPE = ("python3 -c 'import os\nif os.fork(): os._exit(0)\nos.setsid()\npid = os.fork()\n"
+          "if pid: os.write(1, str(pid).encode()); os._exit(0)\nnull = os.open(\"/dev/null\", os.O_RDWR)\n"
+          "[os.dup2(null, fd) for fd in (0, 1, 2)]\nos.execve(\"/bin/sleep\", [\"sleep\", \"600\"], {})'")
+
+
+@pytest.mark.parametrize("network", ["host", "isolated"])
+def test_a_process_that_hides_its_marker_and_double_forks_is_gone_after_teardown(tmp_path, network):
+    with LocalEnvironment(400, 300, network=network) as env:
+        if env.confinement.cgroup is None:
+            pytest.skip("no cgroup v2 here: teardown relies on the environment marker alone")
+        env.reset(make_task(tmp_path, [{"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}]),
+                  tmp_path / "ep")
+        escapee = psutil.Process(int(env.shell(ESCAPE).stdout.strip()))
+        for _ in range(200):
+            if escapee.name() == "sleep":
+                break
+            time.sleep(0.01)
+        assert MARKER not in escapee.environ() and escapee.ppid() != env.launched[0].proc.pid
+        env.end_episode()
+        assert not escapee.is_running() or escapee.status() == psutil.STATUS_ZOMBIE
+        assert desktop_processes(env) == []
+        cgroup = env.confinement.cgroup.path
+    assert not cgroup.exists()
+
+
+def test_an_isolated_desktop_reaches_no_host_loopback_service_but_the_site_its_task_names(tmp_path):
+    secret = "s3cr3t-" + tmp_path.name
+    hits = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = secret.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    def serve() -> http.server.ThreadingHTTPServer:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    hidden, named = serve(), serve()
+    fetch = "curl -s -m 3 http://127.0.0.1:{}/{} || echo FAILED"
+    try:
+        with LocalEnvironment(400, 300, network="isolated") as env:
+            if env.netns is None:
+                pytest.skip("no network namespace here (not root, or no iproute2)")
+            assert env.network_effective in ("isolated", "isolated_offline")
+            named_url = f"http://127.0.0.1:{named.server_address[1]}/page"
+            env.reset(make_task(tmp_path, [{"execute": {"command": ["true", named_url]}},
+                                           {"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}]),
+                      tmp_path / "ep")
+            assert env.windows.find("probe")  # X reaches the desktop's clients from inside
+            answer = env.shell(fetch.format(hidden.server_address[1], "hidden")).stdout
+            assert "FAILED" in answer and secret not in answer and "/hidden" not in hits
+            assert env.shell(fetch.format(named.server_address[1], "named")).stdout == secret  # the task's own site
+            assert "/named" in hits
+            # an MCP server started through the desktop's wrapper: its account, its cgroup, its network
+            where = subprocess.run(env.confined(["sh", "-c", "id -u; grep ^0:: /proc/self/cgroup; readlink /proc/self/ns/net"]),
+                                   capture_output=True, text=True, timeout=30).stdout.split()
+            assert env.user is not None and where[0] == str(env.user.uid)  # a namespace needs root: an account
+            assert env.confinement.cgroup is None or where[1].endswith(env.confinement.cgroup.path.name)
+            assert where[-1] == f"net:[{os.stat(env.netns.path).st_ino}]" != os.readlink("/proc/self/ns/net")
+            log = json.loads((tmp_path / "ep" / "logs" / "desktop.json").read_text())
+            assert log["network"] == env.network_effective
+            env.end_episode()
+    finally:
+        hidden.shutdown()
+        named.shutdown()

@@ -81,7 +81,7 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
     ({"config": [{"type": "create_folder", "parameters": {"path": "C:\\Users\\Docker\\x"}}]},
      "needs Windows: its setup step 'create_folder'"),
     ({"config": [{"type": "download", "parameters": {"files": [
-        {"url": "https://h/a.xlsx", "path": "C:\\Users\\Docker\\Downloads\\a.xlsx"}]}}]},
+        {"url": "https://h/a.xlsx", "path": "C:\\Users\\Docker\\AppData\\Local\\a.xlsx"}]}}]},  # no Linux twin
      "needs Windows: its setup names a Windows path or shell ('C:\\\\Users\\\\Docker"),
     ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "launch", "parameters": {
         "command": ["powershell", "-Command", "Stop-Process", "-Name", "vlc"]}}])},

@@ -1,7 +1,8 @@
 """A fake Klavis sandbox API: a real HTTP server on 127.0.0.1 speaking the documented
 ``/local-sandbox`` shape, with in-memory sandboxes whose workspaces are temp folders, its own
-"signed" storage URLs (which, like real ones, refuse an Authorization header), scripted failures
-and a log of every request."""
+"signed" storage URLs (which, like real ones, refuse an Authorization header), the individual
+sandboxes of ``/sandbox/{server}`` (acquire, details with ``auth_data``/``metadata``, initialize,
+dump, release; a pool that can run dry), scripted failures and a log of every request."""
 
 from __future__ import annotations
 
@@ -22,6 +23,23 @@ OFFERED = {"filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel
            "code-executor", "code-runner", "pdf-tools", "google_cloud", "poste_email_toolathlon", "canvas",
            "localmemory", "playwright"}
 BENCHMARKS = {"MCP_Atlas", "Toolathlon", "MCP_Mark"}
+INDIVIDUAL = {"github", "notion", "google_sheets", "snowflake", "woocommerce", "google_calendar", "google_forms",
+              "huggingface", "weights_and_biases", "arxiv_latex", "scholarly", "yahoo_finance", "fetch", "localmemory"}
+# what each individual sandbox's details hold, shaped as the runner reads them
+ACCOUNTS: dict[str, dict[str, dict[str, str]]] = {
+    "github": {"auth_data": {"access_token": "ghp_fakeTOKEN0123456789"}, "metadata": {"login": "klavis-test-1"}},
+    "woocommerce": {"auth_data": {"consumer_key": "ck_fake_0001", "consumer_secret": "cs_fake_0001",
+                                  "site_url": "http://127.0.0.1:1/store1", "admin_username": "admin",
+                                  "admin_password": "pw-fake-0001"}, "metadata": {}},
+    "snowflake": {"auth_data": {"SNOWFLAKE_ACCOUNT": "fake-acct", "SNOWFLAKE_WAREHOUSE": "COMPUTE_WH",
+                                "SNOWFLAKE_ROLE": "ACCOUNTADMIN", "SNOWFLAKE_USER": "fake_user",
+                                "SNOWFLAKE_PRIVATE_KEY": "-----BEGIN PRIVATE KEY-----fake", "SNOWFLAKE_DATABASE": "DB",
+                                "SNOWFLAKE_SCHEMA": "PUBLIC"}, "metadata": {}},
+    "notion": {"auth_data": {}, "metadata": {"toolathon_notion_integration_key": "ntn_fake_key_01",
+                                             "toolathon_notion_integration_key_eval": "ntn_fake_eval_01",
+                                             "toolathon_source_notion_page_url": "https://notion.so/src",
+                                             "toolathon_eval_notion_page_url": "https://notion.so/eval"}},
+}
 
 
 class FakeKlavisServer(ScriptedServer):
@@ -44,6 +62,15 @@ class FakeKlavisServer(ScriptedServer):
         self.signature = secrets.token_hex(8)        # the "signature" of the signed storage URLs
         self._failures: list[tuple[int, str | None]] = []
         self._root = Path(tempfile.mkdtemp(prefix="fake-klavis-"))
+        self.accounts = {k: {s: dict(v) for s, v in d.items()} for k, d in ACCOUNTS.items()}
+        self.individual: dict[str, dict[str, Any]] = {}  # sandbox id -> server, status, initialized data
+        self.dry: set[str] = set()  # individual servers with no idle sandbox left (409, as the real pool)
+        self.fixed_workspace: Path | None = None
+
+    def held(self) -> list[str]:
+        """Ids of every sandbox (local or individual) acquired and not released."""
+        return sorted([sid for sid, box in self.sandboxes.items() if box["status"] != "deleted"]
+                      + [sid for sid, box in self.individual.items() if box["status"] == "occupied"])
 
     def stop(self) -> None:
         super().stop()
@@ -55,8 +82,9 @@ class FakeKlavisServer(ScriptedServer):
             self._failures.extend([(status, path)] * times)
 
     def workspace(self, sandbox_id: str) -> Path:
-        """The sandbox's workspace folder (what ``initialize`` extracted into)."""
-        return self._root / sandbox_id
+        """The sandbox's workspace folder (what ``initialize`` extracted into); ``fixed_workspace``,
+        when set, is every sandbox's (a test's MCP server can be rooted there before any exists)."""
+        return self.fixed_workspace if self.fixed_workspace is not None else self._root / sandbox_id
 
     def api_calls(self, method: str | None = None, prefix: str = "/local-sandbox") -> list[dict[str, Any]]:
         return [c for c in self.calls if c["path"].startswith(prefix) and method in (None, c["method"])]
@@ -103,6 +131,8 @@ def _make_handler(server: FakeKlavisServer) -> type[BaseHTTPRequestHandler]:
             if headers.get("authorization") != f"Bearer {server.token}":
                 return self.send_json(401, {"detail": "Invalid API key"})
             seg = [p for p in path.split("/") if p]
+            if seg[:1] == ["sandbox"] and len(seg) >= 2:
+                return self.individual(method, seg[1], seg[2:], body)
             if seg[:1] != ["local-sandbox"]:
                 return self.send_json(404, {"detail": "not found"})
             if method == "POST" and len(seg) == 1:
@@ -144,9 +174,48 @@ def _make_handler(server: FakeKlavisServer) -> type[BaseHTTPRequestHandler]:
                                 "benchmark": body.get("benchmark"), "metadata": {}, "auth_data": None, "tags": []})
             server.sandboxes[sid] = {"created_at": datetime.now(UTC).isoformat(), "servers": servers,
                                      "status": "idle", "ttl_seconds": body.get("ttl_seconds")}
-            server.workspace(sid).mkdir(parents=True)
+            server.workspace(sid).mkdir(parents=True, exist_ok=True)
             self.send_json(200, {"local_sandbox_id": sid, "servers": servers, "status": "idle",
                                  "benchmark": body.get("benchmark"), "message": "created"})
+
+        def individual(self, method: str, name: str, rest: list[str], body: Any) -> None:
+            """``/sandbox/{name}[/{id}[/initialize|/dump|/reset]]``, as Klavis's SDK calls them."""
+            if name not in INDIVIDUAL:
+                return self.send_json(422, {"detail": f"unknown sandbox server {name!r}"})
+            if method == "POST" and not rest:
+                if name in server.dry:
+                    return self.send_json(409, {"detail": f"no idle {name} sandbox available"})
+                if (body or {}).get("benchmark", "Toolathlon") not in BENCHMARKS:
+                    return self.send_json(422, {"detail": f"invalid benchmark: {body}"})
+                sid = secrets.token_hex(8)
+                url = server.urls.get(name, f"http://127.0.0.1:{server.port}/{name}/mcp/?sandbox_id={{id}}")
+                server.individual[sid] = {"server": name, "status": "occupied", "initialized": None,
+                                          "url": url.replace("{id}", sid), "request": body}
+                return self.send_json(200, {"sandbox_id": sid, "server_urls": {name: url.replace("{id}", sid)},
+                                            "server_name": name, "status": "occupied", "message": "acquired"})
+            box = server.individual.get(rest[0]) if rest else None
+            if box is None or box["server"] != name or box["status"] != "occupied":
+                return self.send_json(404, {"detail": "sandbox not found or not occupied"})
+            sid, action = rest[0], (method, rest[1] if len(rest) > 1 else "")
+            if action == ("GET", ""):
+                account = server.accounts.get(name, {})
+                return self.send_json(200, {"sandbox_id": sid, "server_url": box["url"], "server_name": name,
+                                            "status": "occupied", "updated_at": datetime.now(UTC).isoformat(),
+                                            "auth_data": account.get("auth_data"),
+                                            "metadata": account.get("metadata")})
+            if action == ("DELETE", ""):
+                box["status"] = "idle"
+                server.releases += 1
+                return self.send_json(200, {"sandbox_id": sid, "status": "idle", "message": "released"})
+            if action == ("POST", "initialize"):
+                box["initialized"] = body
+                return self.send_json(200, {"sandbox_id": sid, "status": "occupied", "message": "initialized",
+                                            "records_created": {k: len(v) if isinstance(v, list) else 1
+                                                                for k, v in (body or {}).items()}})
+            if action == ("GET", "dump"):
+                return self.send_json(200, {"sandbox_id": sid, "server_name": name,
+                                            "dumped_at": datetime.now(UTC).isoformat(), "data": box["initialized"] or {}})
+            return self.send_json(404, {"detail": "not found"})
 
         def signed(self, kind: str, sid: str) -> str:
             return f"{server.base_url}/signed/{kind}/{sid}?X-Goog-Signature={server.signature}"

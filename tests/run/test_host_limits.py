@@ -16,8 +16,8 @@ def task(*setup: dict, app: str = "xterm", postconfig: list | None = None) -> Ta
 
 
 def test_osworlds_sudo_install_step_is_refused_on_a_local_desktop_only():
-    step = {"type": "execute", "parameters": {"command": "echo {CLIENT_PASSWORD} | sudo -S apt-get install -y tree",
-                                              "shell": True}}
+    command = "echo {CLIENT_PASSWORD} | sudo -S apt-get install -y mcpworld-no-such-package"
+    step = {"type": "execute", "parameters": {"command": command, "shell": True}}
     reason = refused_sudo("local", task(step))
     assert reason and "sudo" in reason and "env=local never grants" in reason
     assert refused_sudo("docker", task(step)) is None

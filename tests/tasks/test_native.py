@@ -312,7 +312,7 @@ def test_builtin_task_is_complete(task: Task) -> None:
                     for s in [*task.mcp_servers, *app_servers]) or ("filesystem-",)
     for modality, calls in task.solution.items():
         assert modality in allowed, f"{task.id}: unknown solution modality {modality!r}"
-        for tool in {c["tool"] for c in calls} - allowed[modality] - {"done"}:
+        for tool in {c["tool"] for c in calls} - allowed[modality] - {"done", "wait_for"}:  # wait_for: the oracle's, any modality
             # mcp/hybrid solutions may call the task's (or its app's) servers and local tools
             assert modality in ("mcp", "hybrid") and tool.startswith((*servers, "local-")), f"{task.id}: {tool}"
     for entry in task.context:

@@ -4,10 +4,9 @@ screen pixels the way the reference maps it (``int(x * width / 999)``: divisor 9
 
 from __future__ import annotations
 
-import math
-
 from PIL import Image
 
+from mcpworld.agent.profiles.smart_resize import smart_resize as qwen_smart_resize
 from mcpworld.agent.tools.base import OffScreen
 from mcpworld.agent.tools.computer import CoordinateMap
 
@@ -20,24 +19,10 @@ MAX_LONG_SIDE = 8192
 GRID = 999  # the divisor the reference scales the model's coordinates by
 
 
-def smart_resize(width: int, height: int, factor: int = FACTOR, min_pixels: int = MIN_PIXELS,
-                 max_pixels: int = MAX_PIXELS, max_long_side: int = MAX_LONG_SIDE) -> tuple[int, int]:
-    """(width, height) of the image the model is sent: each side rounded to a multiple of ``factor``,
-    then scaled (aspect kept) into [min_pixels, max_pixels]. Note the order: (width, height), where
-    qwen_vl_utils returns (height, width)."""
-    if min(width, height) < 2 or max(width, height) / min(width, height) > 200:
-        raise ValueError(f"a {width}x{height} screen cannot be sent to Qwen-VL (sides >= 2, aspect <= 200)")
-    if max(width, height) > max_long_side:
-        shrink = max(width, height) / max_long_side
-        width, height = int(width / shrink), int(height / shrink)
-    w, h = round(width / factor) * factor, round(height / factor) * factor
-    if w * h > max_pixels:
-        beta = math.sqrt(width * height / max_pixels)
-        w, h = math.floor(width / beta / factor) * factor, math.floor(height / beta / factor) * factor
-    elif w * h < min_pixels:
-        beta = math.sqrt(min_pixels / (width * height))
-        w, h = math.ceil(width * beta / factor) * factor, math.ceil(height * beta / factor) * factor
-    return w, h
+def smart_resize(width: int, height: int) -> tuple[int, int]:
+    """The size OSWorld's Qwen3-VL agent sends a ``width`` x ``height`` screenshot at."""
+    return qwen_smart_resize(width, height, factor=FACTOR, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS,
+                             max_long_side=MAX_LONG_SIDE)
 
 
 class QwenGrid(CoordinateMap):

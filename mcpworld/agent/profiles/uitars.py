@@ -21,12 +21,12 @@ as text (the reference retries at temperature 1 instead); ``Thought`` language d
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import replace
 from typing import Any
 
 from mcpworld.agent.profiles.base import Profile, PromptContext
+from mcpworld.agent.profiles.smart_resize import smart_resize as qwen_smart_resize
 from mcpworld.agent.profiles.uitars_actions import reply_calls
 from mcpworld.agent.providers.base import Reply
 from mcpworld.agent.tools.computer import CoordinateMap
@@ -64,23 +64,13 @@ Action: ...
 ## User Instruction
 {instruction}
 """  # the space after "the task." is the reference's
-FACTOR, MIN_PIXELS, MAX_PIXELS, MAX_RATIO = 28, 100 * 28 * 28, 16384 * 28 * 28, 200
+FACTOR, MIN_PIXELS, MAX_PIXELS = 28, 100 * 28 * 28, 16384 * 28 * 28
 BOX = re.compile(r"(start_box|end_box)='\((\d+),\s*(\d+)\)'")
 
 
 def smart_resize(width: int, height: int, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
-    """The (width, height) Qwen2.5-VL's processor resizes an image to: both sides multiples of 28,
-    the area within [min_pixels, max_pixels], the aspect kept as closely as that allows."""
-    if max(width, height) / min(width, height) > MAX_RATIO:
-        raise ValueError(f"screen aspect ratio {width}x{height} is beyond {MAX_RATIO}")
-    h, w = max(FACTOR, round(height / FACTOR) * FACTOR), max(FACTOR, round(width / FACTOR) * FACTOR)
-    if h * w > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        h, w = math.floor(height / beta / FACTOR) * FACTOR, math.floor(width / beta / FACTOR) * FACTOR
-    elif h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h, w = math.ceil(height * beta / FACTOR) * FACTOR, math.ceil(width * beta / FACTOR) * FACTOR
-    return w, h
+    """The (width, height) Qwen2.5-VL's processor resizes an image to (factor 28)."""
+    return qwen_smart_resize(width, height, factor=FACTOR, min_pixels=min_pixels, max_pixels=max_pixels)
 
 
 class TruncatingMap(CoordinateMap):

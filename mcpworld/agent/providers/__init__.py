@@ -55,7 +55,7 @@ def ollama_model_hint(name: str, model_id: str) -> str:
 def _oracle(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     from mcpworld.agent.providers.oracle import OracleProvider
 
-    return OracleProvider(solution)
+    return OracleProvider(solution, spoil=s.provider.replay == "spoiled")
 
 
 def _chat_options(s: ProviderSettings) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The oracle: replays a task's solution through the same tools an agent uses.
 
 This is how every shipped task is proven solvable, and (with an empty solution) that an
-untouched desktop never passes.
+untouched desktop never passes. Its spoiled replay (``provider.replay=spoiled``) is the nearly
+right answer that must fail too: the solution as its steps' ``spoil:`` declare it, or, where none
+does, the solution without its last state-changing step (docs/certify.md).
 """
 
 from __future__ import annotations
@@ -10,13 +12,58 @@ from typing import Any
 
 from mcpworld.agent.providers.base import Provider, Reply, ToolCall
 
+# computer actions that only look or wait: leaving one out changes nothing on the desktop
+LOOKING_ACTIONS = frozenset({"wait", "screenshot", "mouse_move", "zoom", "cursor_position"})
+# tools that never change state: the oracle's own wait for app state, and the end of the episode
+PASSIVE_TOOLS = frozenset({"wait_for", "done"})
+# MCP tools named as readers (``filesystem-read_text_file``, ``excel-list_sheets``) only look
+READER_PREFIXES = ("read", "list", "search", "get")
+OMIT = "omit"  # a step's ``spoil: omit``: the spoiled replay leaves the step out
+
+
+def changes_state(step: dict[str, Any]) -> bool:
+    """Whether leaving this step out could change what the grader sees: a computer action other
+    than looking or waiting, a shell command, an MCP (or Toolathlon local) tool that is not a reader."""
+    tool = str(step["tool"])
+    if tool in PASSIVE_TOOLS:
+        return False
+    if tool == "computer" or tool.startswith("computer_"):
+        return str(step.get("args", {}).get("action", "")) not in LOOKING_ACTIONS
+    if "-" in tool:
+        return not tool.split("-", 1)[1].startswith(READER_PREFIXES)
+    return True  # bash, shell and any other tool: assume it acts
+
+
+def declares_spoil(solution: list[dict[str, Any]]) -> bool:
+    return any("spoil" in step for step in solution)
+
+
+def spoiled(solution: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The nearly right replay of ``solution``, or None when it has none (no step declares ``spoil:``
+    and no step changes state, so leaving one out would replay the same thing)."""
+    if declares_spoil(solution):
+        out = []
+        for step in solution:
+            spoil = step.get("spoil")
+            if spoil == OMIT:
+                continue
+            args = {**step["args"], **spoil} if isinstance(spoil, dict) else step["args"]
+            out.append({"tool": step["tool"], "args": args})
+        return out
+    acting = [i for i, step in enumerate(solution) if changes_state(step)]
+    if not acting:
+        return None
+    return [step for i, step in enumerate(solution) if i != acting[-1]]
+
 
 class OracleProvider(Provider):
     name = "oracle"
     vision = False  # it never looks at the screen
 
-    def __init__(self, solution: list[dict[str, Any]]):
-        self.solution = list(solution)
+    def __init__(self, solution: list[dict[str, Any]], spoil: bool = False):
+        variant = spoiled(solution) if spoil else None
+        steps = list(solution) if variant is None else variant  # nothing to spoil: the solution as it is
+        self.solution = [{"tool": step["tool"], "args": step["args"]} for step in steps]
         self.position = 0
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:

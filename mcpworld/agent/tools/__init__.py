@@ -64,3 +64,12 @@ def build_toolset(families: list[str], env: Environment, coordinates: str, agent
     tools = [tool for family in TOOL_FAMILIES if family in families or family == "done"
              for tool in TOOL_FAMILIES[family](context)]
     return {t.name: t for t in tools}
+
+
+def replay_tools(env: Environment) -> dict[str, Tool]:
+    """Tools only the oracle's replay may call, never offered to a model (their schemas are not sent):
+    ``wait_for``, its wait for the desktop's state (core/waits.py)."""
+    from mcpworld.agent.tools.wait_for import WaitForTool
+
+    tool = WaitForTool(env)
+    return {tool.name: tool}

@@ -1,0 +1,222 @@
+"""A desktop's network namespace (env.network=isolated): what runs inside cannot reach the host's
+loopback services nor another episode's, the harness still reaches the desktop's apps on their
+ports, and a host port the episode names is open to it."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from mcpworld.env import desktop_user, netns
+from mcpworld.env.confine import Confinement
+from mcpworld.env.netns import NetNamespace
+from mcpworld.env.processes import run_bounded, scrubbed_env
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter"),
+                                reason="network namespaces need root and util-linux's nsenter")
+
+FETCH = """
+import sys, urllib.request
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())
+except Exception as exc:
+    print("FAILED", type(exc).__name__, exc)
+"""
+
+
+class SecretServer:
+    """A host service on 127.0.0.1 serving a secret, as MLflow or a model server would."""
+
+    def __init__(self) -> None:
+        self.secret = secrets.token_hex(8)
+        body = self.secret.encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def host_service() -> Iterator[SecretServer]:
+    server = SecretServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def make_ns() -> Iterator:
+    made: list[NetNamespace] = []
+
+    def make() -> NetNamespace:
+        ns = NetNamespace.create(outbound=False)
+        if ns is None:
+            pytest.skip("no network namespace could be made here")
+        made.append(ns)
+        return ns
+
+    yield make
+    for ns in made:
+        ns.close()
+
+
+@pytest.fixture(scope="module")
+def account() -> Iterator[desktop_user.DesktopUser]:
+    """The desktop's account: its processes are the ones that live in the namespace."""
+    slot = desktop_user.acquire()
+    assert slot.user is not None
+    yield slot.user
+    slot.release()
+
+
+def fetch_inside(ns: NetNamespace, url: str, user: desktop_user.DesktopUser) -> str:
+    where = Path("/")  # a folder the desktop account may enter
+    out = run_bounded([sys.executable, "-c", FETCH, url], scrubbed_env(where, where), where, 30, 4000,
+                      user=user, confinement=Confinement(netns=ns))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def serve_inside(ns: NetNamespace, root: Path, port: int) -> subprocess.Popen:
+    """``python -m http.server`` inside the namespace, once it listens there."""
+    proc = subprocess.Popen(ns.wrap([sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(root), str(port)]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        probe = ns.socket_inside()
+        try:
+            probe.connect(("127.0.0.1", port))
+            return proc
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            probe.close()
+    proc.kill()
+    raise AssertionError("the server inside the namespace never listened")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_inside_the_host_loopback_service_is_out_of_reach(make_ns, host_service, account):
+    assert httpx.get(host_service.url).text == host_service.secret  # the host itself reads it
+    ns = make_ns()
+    answer = fetch_inside(ns, host_service.url, account)  # the agent's shell runs as the desktop's account
+    assert answer.startswith("FAILED") and host_service.secret not in answer
+    assert fetch_inside(ns, f"http://localhost:{host_service.port}/", account).startswith("FAILED")
+
+
+def test_another_episodes_service_and_sink_are_out_of_reach(make_ns, host_service, account, tmp_path):
+    mine, theirs = make_ns(), make_ns()
+    (tmp_path / "index.html").write_text("their app")
+    port = free_port()
+    server = serve_inside(theirs, tmp_path, port)
+    try:
+        theirs.forward(port)  # their harness reaches their app …
+        assert httpx.get(f"http://127.0.0.1:{port}/index.html").text == "their app"
+        theirs.expose(host_service.port)  # … and their app reaches their sink
+        assert fetch_inside(theirs, host_service.url, account) == host_service.secret
+        # from my namespace: neither their app, nor their sink, nor any host port
+        assert fetch_inside(mine, f"http://127.0.0.1:{port}/index.html", account).startswith("FAILED")
+        assert fetch_inside(mine, host_service.url, account).startswith("FAILED")
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_the_harness_reaches_the_desktops_app_and_the_desktop_its_exposed_port(make_ns, host_service, account,
+                                                                               tmp_path):
+    ns = make_ns()
+    port = free_port()
+    ns.forward(port)
+    with pytest.raises(httpx.HTTPError):  # nothing listens inside yet: a closed connection, no hang
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+    (tmp_path / "page.html").write_text("x" * 300_000)
+    server = serve_inside(ns, tmp_path, port)
+    try:
+        assert httpx.get(f"http://127.0.0.1:{port}/page.html").text == "x" * 300_000
+    finally:
+        server.kill()
+        server.wait()
+    ns.expose(host_service.port)
+    assert fetch_inside(ns, host_service.url, account) == host_service.secret
+    ns.unexpose(host_service.port)
+    assert fetch_inside(ns, host_service.url, account).startswith("FAILED")
+
+
+def test_a_killed_runs_namespace_is_swept_and_a_live_ones_is_not(make_ns):
+    live = make_ns()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = f"{netns.PREFIX}{dead.pid}-{int(time.time() * 1000)}-1"
+    assert subprocess.run(["ip", "netns", "add", stale]).returncode == 0
+    try:
+        assert stale in netns.sweep()
+        assert not (netns.NETNS_DIR / stale).exists()
+        assert live.path.exists()
+    finally:
+        subprocess.run(["ip", "netns", "delete", stale], capture_output=True)
+
+
+def test_closing_deletes_the_namespace_and_frees_the_forwarded_port():
+    ns = NetNamespace.create(outbound=False)
+    if ns is None:
+        pytest.skip("no network namespace could be made here")
+    port = free_port()
+    ns.forward(port)
+    ns.close()
+    assert not ns.path.exists()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # nothing holds it any more
+
+
+@pytest.mark.skipif(not shutil.which("slirp4netns"), reason="outbound traffic needs slirp4netns")
+def test_with_outbound_traffic_the_hosts_own_addresses_stay_fenced_off(account):
+    """slirp4netns connects from the host: without the namespace's firewall a service bound to
+    0.0.0.0 would answer on the host's own address."""
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ns = NetNamespace.create(outbound=True)
+    try:
+        if ns is None:
+            pytest.skip("no network namespace could be made here")
+        assert ns.outbound and ns.effective == "isolated"
+        own = [t for t, _ in netns.fenced_targets() if "/" not in t]
+        assert own, "this host has no address but loopback"
+        port = server.server_address[1]
+        assert httpx.get(f"http://{own[0]}:{port}/").status_code == 501  # the host itself reaches it
+        for address in own + ["127.0.0.1", "10.0.2.2"]:  # 10.0.2.2: slirp4netns's gateway, the host
+            assert fetch_inside(ns, f"http://{address}:{port}/", account).startswith("FAILED"), address
+    finally:
+        server.shutdown()
+        if ns is not None:
+            ns.close()

@@ -1,0 +1,215 @@
+"""A stand-in for the server inside OSWorld's Ubuntu VM (``desktop_env/server/main.py``), written
+here, speaking its HTTP API (routes, form/JSON bodies, reply shapes and status codes as recorded from
+the real server: tests/data/vm/osworld_server_replies.json), over a real local desktop: an Xvfb
+display with openbox and a D-Bus session, started by this process.
+
+The "VM's" home is a folder of the test's; OSWorld's ``/home/user`` in paths and commands means it,
+as on the VM. ``python``/``python3`` in /execute is this interpreter (pyautogui installed), as the
+VM's python has pyautogui. With ``--dialect waa`` the health route is /probe, as Windows Agent
+Arena's server has it.
+
+    python tests/fakes/osworld_vm.py --port P --home DIR --display :N [--width W --height H] [--dialect waa]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mss
+from flask import Flask, jsonify, request, send_file
+from PIL import Image
+
+VM_HOME = "/home/user"
+
+
+def make_app(home: Path, env: dict[str, str], dialect: str) -> Flask:
+    app = Flask(__name__)
+
+    def local(path: str) -> str:
+        path = os.path.expandvars(path)
+        if path == "~" or path.startswith("~/"):
+            return str(home) + path[1:]
+        return path.replace(VM_HOME, str(home)) if path.startswith(VM_HOME) else path
+
+    def argv(command: list[str] | str, shell: bool) -> list[str] | str:
+        if shell:
+            return str(command).replace(VM_HOME, str(home))
+        parts = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+        if parts and parts[0] in ("python", "python3"):
+            parts[0] = sys.executable
+        return [local(p) if p.startswith(("~/", VM_HOME)) else p.replace(VM_HOME, str(home)) for p in parts]
+
+    @app.route("/setup/execute", methods=["POST"])
+    @app.route("/execute", methods=["POST"])
+    def execute():
+        data = request.json or {}
+        shell = data.get("shell", False)
+        try:
+            result = subprocess.run(argv(data.get("command", "" if shell else []), shell), shell=shell,
+                                    capture_output=True, text=True, timeout=120, env=env, cwd=home)
+        except Exception as exc:  # the real server answers any failure to run so
+            return jsonify({"status": "error", "message": str(exc)}), 500
+        return jsonify({"status": "success", "output": result.stdout, "error": result.stderr,
+                        "returncode": result.returncode})
+
+    @app.route("/setup/launch", methods=["POST"])
+    def launch():
+        data = request.json or {}
+        shell = data.get("shell", False)
+        command = argv(data.get("command", "" if shell else []), shell)
+        try:
+            subprocess.Popen(command, shell=shell, env=env, cwd=home, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        except Exception as exc:
+            return jsonify({"status": "error", "message": str(exc)}), 500
+        return f"{command if shell else ' '.join(command)} launched successfully"
+
+    @app.route("/screenshot", methods=["GET"])
+    def screenshot():
+        with mss.MSS(display=env["DISPLAY"]) as grabber:
+            shot = grabber.grab(grabber.monitors[0])
+        buf = io.BytesIO()
+        Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1).save(buf, "PNG")
+        buf.seek(0)
+        return send_file(buf, mimetype="image/png")
+
+    @app.route("/screen_size", methods=["POST"])
+    def screen_size():
+        with mss.MSS(display=env["DISPLAY"]) as grabber:
+            monitor = grabber.monitors[0]
+        return jsonify({"width": monitor["width"], "height": monitor["height"]})
+
+    @app.route("/platform", methods=["GET"])
+    def platform():
+        return "Windows" if dialect == "waa" else "Linux"
+
+    @app.route("/probe", methods=["GET"])
+    def probe():
+        if dialect != "waa":
+            return "not found", 404
+        return jsonify({"status": "Probe successful", "message": "Service is operational"})
+
+    @app.route("/file", methods=["POST"])
+    def file():
+        if "file_path" not in request.form:
+            return jsonify({"error": "file_path is required"}), 400
+        try:
+            return send_file(local(request.form["file_path"]), as_attachment=True)
+        except FileNotFoundError:
+            return jsonify({"error": "File not found"}), 404
+
+    @app.route("/setup/upload", methods=["POST"])
+    def upload():
+        if "file_path" in request.form and "file_data" in request.files:
+            request.files["file_data"].save(local(request.form["file_path"]))
+            return "File Uploaded"
+        return jsonify({"error": "file_path and file_data are required"}), 400
+
+    @app.route("/list_directory", methods=["POST"])
+    def list_directory():
+        data = request.get_json()
+        if "path" not in data:
+            return jsonify(error="Missing 'path' parameter"), 400
+        start = local(data["path"])
+        if not os.path.isdir(start):
+            return jsonify(error="The provided path is not a directory"), 400
+
+        def tree(directory: str) -> dict:
+            node: dict = {"type": "directory", "name": os.path.basename(directory), "children": []}
+            for entry in os.listdir(directory):
+                full = os.path.join(directory, entry)
+                node["children"].append(tree(full) if os.path.isdir(full) else {"type": "file", "name": entry})
+            return node
+
+        return jsonify(directory_tree=tree(start))
+
+    @app.route("/setup/open_file", methods=["POST"])
+    def open_file():
+        path = (request.json or {}).get("path")
+        if not path:
+            return "Path not supplied!", 400
+        if not os.path.exists(local(path)):
+            return f"File not found: {path}", 404
+        subprocess.Popen(["xdg-open", local(path)], env=env, cwd=home, start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return "File opened successfully"
+
+    def _window(verb: str):
+        data = request.json or {}
+        name = data.get("window_name")
+        if not name:
+            return "window_name required", 400
+        # the real server runs wmctrl -a/-c (by title substring); xdotool does the same here
+        found = subprocess.run(["xdotool", "search", "--onlyvisible", "--classname" if data.get("by_class")
+                                else "--name", name], capture_output=True, text=True, env=env)
+        for window in found.stdout.split()[:1]:
+            action = "windowactivate" if verb == "activate" else "windowclose"
+            subprocess.run(["xdotool", action, window], env=env, capture_output=True)
+        return ("Window activated successfully" if verb == "activate" else "Window closed successfully."), 200
+
+    @app.route("/setup/activate_window", methods=["POST"])
+    def activate_window():
+        return _window("activate")
+
+    @app.route("/setup/close_window", methods=["POST"])
+    def close_window():
+        return _window("close")
+
+    return app
+
+
+def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[list[subprocess.Popen], dict[str, str]]:
+    """Xvfb + openbox + a D-Bus session, the VM's desktop."""
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    socket = Path(f"/tmp/.X11-unix/X{display.lstrip(':')}")
+    deadline = time.monotonic() + 20
+    while not socket.exists():
+        if time.monotonic() > deadline or xvfb.poll() is not None:
+            raise SystemExit(f"Xvfb {display} did not start")
+        time.sleep(0.05)
+    xauth = home / ".Xauthority"
+    xauth.touch()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "DISPLAY": display,
+           "XAUTHORITY": str(xauth), "LANG": "C.UTF-8"}
+    bus = subprocess.run(["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
+                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    env["DBUS_SESSION_BUS_ADDRESS"] = bus[0]
+    wm = subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return [xvfb, wm], env | {"_DBUS_PID": bus[1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--display", required=True)
+    parser.add_argument("--width", type=int, default=1920)
+    parser.add_argument("--height", type=int, default=1080)
+    parser.add_argument("--dialect", default="osworld", choices=["osworld", "waa"])
+    args = parser.parse_args()
+    args.home.mkdir(parents=True, exist_ok=True)
+    processes, env = start_desktop(args.display, args.width, args.height, args.home)
+    dbus_pid = int(env.pop("_DBUS_PID"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a restart (the test's reset command) stops the desktop
+    try:
+        make_app(args.home, env, args.dialect).run(host="127.0.0.1", port=args.port, threaded=True)
+    finally:
+        for proc in processes:
+            proc.terminate()
+        try:
+            os.kill(dbus_pid, 15)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main()
