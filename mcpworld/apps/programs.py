@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from mcpworld.core.steps import normalize_step
+from mcpworld.core.task import Task
+
 
 @dataclass(frozen=True)
 class Program:
@@ -136,6 +139,19 @@ def program_for(programs: Sequence[Program], command: str) -> Program | None:
         if name in program.names:
             return program
     return None
+
+
+def programs_started_by(task: Task, programs: Sequence[Program]) -> list[Program]:
+    """The programs a task starts: its app's, and those its launch steps name (what a run must have
+    installed, and what an env=docker image must hold for it)."""
+    needed = [p for p in programs if p.app == task.app]
+    for step in task.setup:
+        kind, params = normalize_step(step)
+        command = params.get("command") if kind == "launch" else None
+        if command:
+            argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+            needed += [p for p in [program_for(programs, argv[0])] if p]
+    return list({p.app: p for p in needed}.values())
 
 
 def wait_http(url: str, deadline: float) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import select
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -198,8 +199,22 @@ def remove_stale_lock(number: int) -> None:
         return  # its server lives on (it is not ours any more)
     except (OSError, ValueError):
         pass
+    if _answers(X_SOCKET_DIR / f"X{number}"):
+        return  # another desktop's server took the number meanwhile (-displayfd writes no lock): its
+        # socket file is the only way in for clients in a network namespace (env.netns)
     for stale in (lock, X_SOCKET_DIR / f"X{number}"):
         try:
             stale.unlink()
         except (FileNotFoundError, PermissionError):
             pass
+
+
+def _answers(path: Path) -> bool:
+    """A server accepts connections on the unix socket file ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+            return True
+        except OSError:
+            return False

@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shlex
 import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from mcpworld.apps.programs import Program, program_for
+from mcpworld.apps.programs import Program, programs_started_by
 from mcpworld.core.errors import UserError
-from mcpworld.core.steps import normalize_step
 from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
 from mcpworld.evaluation.client import ENDPOINT_FILE, TOKEN_VARIABLE
@@ -68,17 +66,8 @@ class LiveDesktop:
 
 
 def apps_started_by(task: Task, programs: Sequence[Program]) -> list[str]:
-    """The app configs whose programs the task starts (its app's, and those its launch steps name):
-    what an env=docker image must hold for it (as a run's job works it out)."""
-    needed = {p.app for p in programs if p.app == task.app}
-    for step in task.setup:
-        kind, params = normalize_step(step)
-        command = params.get("command") if kind == "launch" else None
-        if command:
-            argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
-            program = program_for(programs, argv[0])
-            needed |= {program.app} if program else set()
-    return sorted(needed)
+    """The app configs whose programs the task starts: what an env=docker image must hold for it."""
+    return sorted(p.app for p in programs_started_by(task, programs))
 
 
 def new_token() -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import socket
 import statistics
 import sys
@@ -18,13 +17,13 @@ from omegaconf import DictConfig, OmegaConf
 from mcpworld.agent.providers import ProviderSettings, make_provider
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.apps.catalog import programs
-from mcpworld.apps.programs import Program, program_for
+from mcpworld.apps.programs import Program, programs_started_by
 from mcpworld.config.resolution import check_run as check_resolution_preference
 from mcpworld.config.schema import FilesConfig, RootConfig
 from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
 from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status
 from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
-from mcpworld.core.steps import normalize_step, sudo_needs
+from mcpworld.core.steps import sudo_needs
 from mcpworld.core.task import Task
 from mcpworld.env import DesktopSettings, docker_image, leftovers, make_environments
 from mcpworld.env.base import Environment
@@ -210,15 +209,7 @@ def fetch_task_files(tasks: list[Task], files: FilesConfig) -> None:
 
 def needed_programs(task: Task) -> list[Program]:
     """The programs a task starts: its app's and those its launch steps name."""
-    found = programs()
-    needed = [p for p in found if p.app == task.app]
-    for step in task.setup:
-        kind, params = normalize_step(step)
-        command = params.get("command") if kind == "launch" else None
-        if command:
-            argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
-            needed += [p for p in [program_for(found, argv[0])] if p]
-    return list({p.app: p for p in needed}.values())
+    return programs_started_by(task, programs())
 
 
 def missing_program(task: Task, backend: str = "local") -> str | None:
