@@ -139,8 +139,8 @@ class VmEnvironment(Environment):
         if path == "~" or path.startswith("~/"):
             rest = path[2:]
             return home + (sep + rest.replace("/", sep) if rest else "")
-        if sep == "/" and (path == "/home/user" or path.startswith("/home/user/")):
-            return home + path[len("/home/user"):]
+        if path == "/home/user" or path.startswith("/home/user/"):  # the home as getters name it
+            return home + path[len("/home/user"):].replace("/", sep)
         return path
 
     def resolve(self, path: str) -> Path:

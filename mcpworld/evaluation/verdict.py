@@ -37,6 +37,22 @@ def handler_setup(task: "Task", env: "Environment") -> dict[str, Any]:
     return {**setup, "config": config} if setup else {}
 
 
+def handler_params(task: "Task", env: "Environment") -> dict[str, Any]:
+    """The task's parameters as its handler gets them: a PC-Canary task's ``/home/user/…`` (its authors'
+    home, see ``author_home_text``) in this episode's home, where its hooks look too."""
+    if not task.handler_setup:
+        return task.params
+
+    def mapped(value: Any) -> Any:
+        if isinstance(value, str):
+            return env.map_paths(value)
+        if isinstance(value, dict):
+            return {key: mapped(item) for key, item in value.items()}
+        return [mapped(item) for item in value] if isinstance(value, list) else value
+
+    return dict(mapped(task.params))
+
+
 def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "HandlerProcess | None":
     """A handler task's handler, started before the agent: its Python hooks take their first look at
     the app (``inspector_on_start``) then, as PC-Canary's start with the app. ``probed``: a probe runs
@@ -49,7 +65,7 @@ def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "Ha
     if not task.handler.is_file():
         raise InfraError(f"handler {task.handler} does not exist")
     setup = handler_setup(task, env)
-    return HandlerProcess(task.handler, task.params, env.home, setup=dict(setup, probed=True) if probed else setup)
+    return HandlerProcess(task.handler, handler_params(task, env), env.home, setup=dict(setup, probed=True) if probed else setup)
 
 
 def judge(task: "Task", env: "Environment", final_action: str | None,
@@ -72,7 +88,7 @@ def judge(task: "Task", env: "Environment", final_action: str | None,
             verdict = handler.complete()
         else:
             assert task.handler is not None  # a task without an evaluator or a grader has one (the loaders check)
-            verdict = run_handler(task.handler, task.params, env.home, setup=handler_setup(task, env))
+            verdict = run_handler(task.handler, handler_params(task, env), env.home, setup=handler_setup(task, env))
         score, metrics, handler_steps = verdict.score, [verdict.outcome()], verdict.key_steps
     key_steps = (evaluate_key_steps(task.key_steps, events or [], env, final_action, handler_steps)
                  if task.key_steps else {})

@@ -161,7 +161,7 @@ def _run(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, resul
          stop: StopSignal) -> None:
     t0 = time.monotonic()
     stop.check()
-    live = live_hooks(task, trace)
+    live = live_hooks(task, trace, env)
     env.extra_env = {**env.extra_env, **(live.env() if live else {})}
     handler = None
     try:
@@ -191,12 +191,17 @@ PROBE_READY_S = 60.0  # an app probe's first word after the app is ready (VS Cod
 PROBE_ANSWER_S = 10.0  # the hooks' answer to evaluate (PC-Canary waits as long)
 
 
-def live_hooks(task: Task, trace: Trace) -> "LiveHooks | None":
-    """The episode's live app hooks, when the task has hooks a probe of ours runs (see mcpworld.probes)."""
+def live_hooks(task: Task, trace: Trace, env: Environment) -> "LiveHooks | None":
+    """The episode's live app hooks, when the task has hooks a probe of ours runs (see mcpworld.probes);
+    a PC-Canary hook's paths in its authors' home name this episode's home."""
     from mcpworld.probes.live import LiveHooks, probe_for
+    from mcpworld.tasks.mcpworld_format import author_home_text
 
     probe = probe_for(task.app, task.handler_setup) if task.handler else None
-    return LiveHooks(probe, list(task.handler_setup["js_hooks"]), trace.emit) if probe else None
+    if not probe:
+        return None
+    return LiveHooks(probe, list(task.handler_setup["js_hooks"]), trace.emit,
+                     rewrite=lambda source: env.map_paths(author_home_text(source)))
 
 
 def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,

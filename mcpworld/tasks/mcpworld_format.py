@@ -66,6 +66,24 @@ def author_path(value: str, root: Path) -> str:
     return value
 
 
+def author_home_text(text: str) -> str:
+    """Text that names the authors' home (a hook's source, a task parameter) naming this desktop's
+    ``/home/user/…`` instead, which the episode maps onto its home (``Environment.map_paths``): their
+    hooks read and their handlers compare ``/workspace/.mcpworld/…``, where the episode put it."""
+    return AUTHOR_HOME_TEXT.sub(lambda m: "/home/user/workspace/" if m.group(0) == "/workspace/" else "/home/user/",
+                                text)
+
+
+def _author_home_values(value: Any) -> Any:
+    if isinstance(value, str):
+        return author_home_text(value)
+    if isinstance(value, dict):
+        return {key: _author_home_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_author_home_values(item) for item in value]
+    return value
+
+
 def author_arg(value: str, root: Path) -> str:
     """An argument, with a path in ``--flag=PATH`` form mapped too."""
     if value.startswith("--") and "=" in value:
@@ -300,7 +318,8 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
                      "evaluate_on_completion": bool(setup_cfg.get("evaluate_on_completion", False)),
                      "root": str(root)}
     task_id = f"{app_dir}/{task_dir.name}"
-    return Task(id=task_id, app=app, instruction=instruction, dir=task_dir, source=path, params=params,
+    return Task(id=task_id, app=app, instruction=instruction, dir=task_dir, source=path,
+                params=_author_home_values(params),  # the handler's: paths in this home (see author_home_text)
                 timeout_s=float(setup_cfg["timeout"]) if setup_cfg.get("timeout") else None,
                 context=context, setup=setup, mcp_servers=_servers(data, root),
                 key_steps=key_steps, handler=handler, handler_setup=handler_setup, format="mcpworld",

@@ -273,3 +273,21 @@ def test_an_isolated_desktop_reaches_no_host_loopback_service_but_the_site_its_t
     finally:
         hidden.shutdown()
         named.shutdown()
+
+
+def test_a_stopped_desktop_leaves_the_socket_of_the_server_that_took_its_number(tmp_path):
+    """-displayfd servers write no lock file: the socket file of a live server (the only way in for
+    clients in a network namespace) must survive another desktop's clean-up of that number."""
+    from mcpworld.env.display import X_SOCKET_DIR, VirtualDisplay, remove_stale_lock
+    from mcpworld.env.processes import scrubbed_env
+
+    live = VirtualDisplay(200, 200, window_manager="")
+    live.start(scrubbed_env(tmp_path, tmp_path))
+    try:
+        assert live.number is not None
+        remove_stale_lock(live.number)  # what a desktop that just had this number does at stop
+        assert (X_SOCKET_DIR / f"X{live.number}").exists()
+        number = live.number
+    finally:
+        live.stop()
+    assert not (X_SOCKET_DIR / f"X{number}").exists()  # its own stop removes it

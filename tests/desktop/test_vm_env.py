@@ -32,14 +32,13 @@ def _free_display() -> str:
     return f":{n}"
 
 
-@pytest.fixture
-def fake_vm(tmp_path):
+def start_vm(tmp_path: Path, dialect: str = "osworld"):
     """A fake VM and the reset command that restarts it on a fresh home (as reverting a snapshot does)."""
     if not (shutil.which("wmctrl") and shutil.which("openbox")):
         pytest.skip("the VM's desktop needs wmctrl and openbox (make setup)")
     port, home, display = free_port(), tmp_path / "vm-home", _free_display()
     command = [sys.executable, str(ROOT / "tests" / "fakes" / "osworld_vm.py"), "--port", str(port),
-               "--home", str(home), "--display", display, "--width", "1280", "--height", "800"]
+               "--home", str(home), "--display", display, "--width", "1280", "--height", "800", "--dialect", dialect]
     pidfile = tmp_path / "vm.pid"
     reset = tmp_path / "reset.sh"
     reset.write_text("#!/bin/bash\n"
@@ -60,9 +59,21 @@ def fake_vm(tmp_path):
             pass
         assert time.monotonic() < deadline, (tmp_path / "vm.log").read_text()[-2000:]
         time.sleep(0.2)
-    yield url, str(reset)
-    pid = pidfile.read_text().strip()
-    subprocess.run(["kill", pid], capture_output=True)
+    return url, str(reset), pidfile
+
+
+@pytest.fixture
+def fake_vm(tmp_path):
+    url, reset, pidfile = start_vm(tmp_path)
+    yield url, reset
+    subprocess.run(["kill", pidfile.read_text().strip()], capture_output=True)
+
+
+@pytest.fixture
+def fake_windows_vm(tmp_path):
+    url, reset, pidfile = start_vm(tmp_path, "waa")
+    yield url, reset
+    subprocess.run(["kill", pidfile.read_text().strip()], capture_output=True)
 
 
 def test_the_fake_answers_as_osworlds_own_server(fake_vm):
@@ -115,3 +126,23 @@ def test_a_vm_that_does_not_answer_is_the_environments_failure(tmp_path):
     rs = results(tmp_path / "run")  # (an infra_error is tried again, up to the job's retries)
     assert rs and all(r["status"] == "infra_error" and "did not answer /screenshot within 2s" in r["reason"]
                       for r in rs), proc.stderr[-2000:]
+
+
+WAA = ROOT / "tests" / "data" / "vm"
+WAA_FILES = f"files.rewrite=[[https://raw.githubusercontent.com/mcpworld-fixture/winarenafiles/main/,{WAA / 'waa_files'}/]]"
+
+
+def test_a_windows_task_runs_to_its_verdict_on_a_waa_vm(tmp_path, fake_windows_vm):
+    """A WAA-shaped task (Windows paths, a Windows program, WAA's own getter) on a server that speaks
+    WAA's dialect: graded 1 with the oracle and 0 doing nothing, where our own desktop skips it."""
+    url, reset = fake_windows_vm
+    common = ("env=vm", "env.vm.kind=waa", f"env.vm.url={url}", f"env.vm.reset_command={reset}", *SIZE,
+              "tracking=none", f"tasks.root={WAA / 'waa'}", f"tasks.solutions={WAA / 'waa_solutions'}",
+              "provider=oracle", "modality=cli", WAA_FILES)
+    for name, extra, status in (("oracle", (), "success"), ("noop", ("agent.max_steps=0",), "failure")):
+        proc = run_cli(tmp_path / name, *common, *extra)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (r,) = results(tmp_path / name / "run")
+        assert (r["task_id"], r["status"]) == ("png-names-WOS", status), r["reason"]
+    local = run_cli(tmp_path / "local", f"tasks.root={WAA / 'waa'}", "tracking=none", "provider=oracle", WAA_FILES)
+    assert "needs Windows" in local.stderr and not results(tmp_path / "local" / "run")

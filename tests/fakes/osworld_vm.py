@@ -4,9 +4,10 @@ the real server: tests/data/vm/osworld_server_replies.json), over a real local d
 display with openbox and a D-Bus session, started by this process.
 
 The "VM's" home is a folder of the test's; OSWorld's ``/home/user`` in paths and commands means it,
-as on the VM. ``python``/``python3`` in /execute is this interpreter (pyautogui installed), as the
-VM's python has pyautogui. With ``--dialect waa`` the health route is /probe, as Windows Agent
-Arena's server has it.
+as on the VM. ``python``/``python3`` is the VM's own Python with PyAutoGUI: a venv of its own
+(``vm_python()``, PyAutoGUI 0.9.54 as OSWorld pins it), never the harness's (PyAutoGUI's python3-xlib
+would overwrite the harness's python-xlib). With ``--dialect waa`` the health route is /probe, as
+Windows Agent Arena's server has it, and WAA's ``C:\\Users\\Docker`` is the same home.
 
     python tests/fakes/osworld_vm.py --port P --home DIR --display :N [--width W --height H] [--dialect waa]
 """
@@ -14,8 +15,10 @@ Arena's server has it.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import io
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -28,24 +31,52 @@ from flask import Flask, jsonify, request, send_file
 from PIL import Image
 
 VM_HOME = "/home/user"
+# --dialect waa: the Windows account's home and folders, and Windows programs with a stand-in here
+WINDOWS_HOME = re.compile(r"[A-Za-z]:[\\/]Users[\\/]Docker((?:[\\/][^\\/\s'\"<>|]+)*)")
+WINDOWS_FOLDERS = ("Desktop", "Documents", "Downloads", "Pictures", "Music", "Videos")
+WINDOWS_PROGRAMS = {"explorer": "pcmanfm", "explorer.exe": "pcmanfm"}
 
 
-def make_app(home: Path, env: dict[str, str], dialect: str) -> Flask:
+PYAUTOGUI = "pyautogui==0.9.54"  # OSWorld's VM server pin
+
+
+def vm_python() -> str:
+    """The VM's interpreter: a venv with PyAutoGUI, made once per machine (a lock keeps parallel
+    tests from making it twice)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcpworld" / "osworld-vm-python"
+    python = cache / "bin" / "python"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.parent / "osworld-vm-python.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cache / ".ready").exists():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(cache)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", PYAUTOGUI], check=True)
+            (cache / ".ready").touch()
+    return str(python)
+
+
+def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.executable) -> Flask:
     app = Flask(__name__)
 
+    def windows(text: str) -> str:
+        """C:\\Users\\Docker\\X\\Y in a path or a command line → this VM's home/X/Y."""
+        return WINDOWS_HOME.sub(lambda m: str(home) + m.group(1).replace("\\", "/"), text) if dialect == "waa" else text
+
     def local(path: str) -> str:
-        path = os.path.expandvars(path)
+        path = windows(os.path.expandvars(path))
         if path == "~" or path.startswith("~/"):
             return str(home) + path[1:]
         return path.replace(VM_HOME, str(home)) if path.startswith(VM_HOME) else path
 
     def argv(command: list[str] | str, shell: bool) -> list[str] | str:
         if shell:
-            return str(command).replace(VM_HOME, str(home))
+            return windows(str(command)).replace(VM_HOME, str(home))
         parts = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
         if parts and parts[0] in ("python", "python3"):
-            parts[0] = sys.executable
-        return [local(p) if p.startswith(("~/", VM_HOME)) else p.replace(VM_HOME, str(home)) for p in parts]
+            parts[0] = python
+        if parts and dialect == "waa":
+            parts[0] = WINDOWS_PROGRAMS.get(parts[0].lower(), parts[0])
+        return [local(p) if p.startswith(("~/", VM_HOME)) else windows(p).replace(VM_HOME, str(home)) for p in parts]
 
     @app.route("/setup/execute", methods=["POST"])
     @app.route("/execute", methods=["POST"])
@@ -197,11 +228,15 @@ def main() -> None:
     parser.add_argument("--dialect", default="osworld", choices=["osworld", "waa"])
     args = parser.parse_args()
     args.home.mkdir(parents=True, exist_ok=True)
+    for folder in WINDOWS_FOLDERS if args.dialect == "waa" else ():
+        (args.home / folder).mkdir(exist_ok=True)
+    python = vm_python()
     processes, env = start_desktop(args.display, args.width, args.height, args.home)
+    env["PATH"] = f"{Path(python).parent}:{env['PATH']}"  # `python` in a shell line is the VM's too
     dbus_pid = int(env.pop("_DBUS_PID"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a restart (the test's reset command) stops the desktop
     try:
-        make_app(args.home, env, args.dialect).run(host="127.0.0.1", port=args.port, threaded=True)
+        make_app(args.home, env, args.dialect, python).run(host="127.0.0.1", port=args.port, threaded=True)
     finally:
         for proc in processes:
             proc.terminate()
