@@ -122,6 +122,9 @@ class LocalEnvironment(Environment):
         # env.network=isolated, in a network namespace of its own (see docs/isolation.md)
         self.netns = NetNamespace.create() if network == "isolated" else None
         self.network_effective = self.netns.effective if self.netns else "host"
+        if network == "isolated" and self.network_effective != "isolated":  # each result says what it got
+            self.notes = [f"env.network=isolated was asked; this desktop's network: {self.network_effective} "
+                          "(docs/isolation.md)"]
         self.confinement = Confinement(DesktopCgroup.create(self.workroot.name), self.netns)
         if self.netns:
             for port in self.ports.values():

@@ -22,7 +22,8 @@ SEP = " · "
 # flat param name → the resolved config's dotted key; a missing or null key is left out
 CONFIG_PARAMS: dict[str, str] = {
     "model": "model.name", "model_id": "model.id", "provider": "provider.name", "resolution": "resolution.name",
-    "modality": "modality.name", "app": "app.name", "env": "env.backend", "profile": "model.profile",
+    "modality": "modality.name", "app": "app.name", "env": "env.backend", "network": "env.network",
+    "profile": "model.profile",
     "variant": "model.variant", "thinking_budget": "model.thinking_budget", "temperature": "model.temperature",
     "max_tokens": "model.max_tokens", "seed": "seed", "attempts": "attempts", "max_steps": "agent.max_steps",
     "timeout_s": "agent.timeout_s",
