@@ -259,7 +259,9 @@ class EnvConfig:
     base_image: Optional[str] = None
     apps: Optional[List[str]] = None
     start_timeout_s: float = 60.0
-    pool: int = 1  # env=docker: containers started ahead per desktop (each episode gets a fresh one)
+    # desktops per worker, each episode on a fresh one; env=docker: containers started ahead; env=local:
+    # 1 starts each episode's desktop at its reset, N ≥ 2 keeps N-1 started ahead (docs/isolation.md)
+    pool: int = 1
     network: EnvNetwork = EnvNetwork.isolated  # env=docker: a bridge network; env=local: a network namespace
     vnc: VncConfig = field(default_factory=VncConfig)
     vm: VmConfig = field(default_factory=VmConfig)

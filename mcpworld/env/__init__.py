@@ -54,7 +54,8 @@ def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str])
 
     return LocalEnvironment(s.width, s.height, window_manager=s.env.window_manager,
                             settle_policy=settle_policy(s.settle),
-                            app_timeout_s=s.env.app_timeout_s, programs=programs, network=str(s.env.network))
+                            app_timeout_s=s.env.app_timeout_s, programs=programs, network=str(s.env.network),
+                            pool=s.env.pool)
 
 
 @BACKENDS.register("docker")

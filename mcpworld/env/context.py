@@ -42,17 +42,29 @@ def build_golden(entries: list[ContextEntry], golden: Path, under: Sequence[Path
     golden profiles, so a task's own files win)."""
     if golden.exists():
         shutil.rmtree(golden)
-    golden.mkdir(parents=True)
-    for folder in under:
-        shutil.copytree(folder, golden, symlinks=True, dirs_exist_ok=True)
-    for entry in entries:
-        target = golden / home_relative(entry.dest)
-        copy_into_home(entry.src, target)
-        if entry.extract_archives and target.is_dir():
-            for archive in sorted(target.glob("*.tar.gz")) + sorted(target.glob("*.tgz")):
-                safe_extract(archive, target, label=f"{entry.src / archive.name}")
-                archive.unlink()
+    try:
+        golden.mkdir(parents=True)
+        for folder in under:
+            shutil.copytree(folder, golden, symlinks=True, dirs_exist_ok=True)
+        for entry in entries:
+            target = golden / home_relative(entry.dest)
+            copy_into_home(entry.src, target)
+            if entry.extract_archives and target.is_dir():
+                for archive in sorted(target.glob("*.tar.gz")) + sorted(target.glob("*.tgz")):
+                    safe_extract(archive, target, label=f"{entry.src / archive.name}")
+                    archive.unlink()
+    except OSError as exc:  # a full or failing disk under the work folder: the machine's, not a harness bug
+        raise InfraError(f"cannot lay out the golden home {golden}: {copy_failure(exc)}") from exc
     return golden
+
+
+def copy_failure(exc: OSError) -> str:
+    """One line for a failed copy: shutil.Error carries one (src, dst, why) per file that failed."""
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) else []
+    if not failures:
+        return str(exc)
+    more = f" (and {len(failures) - 1} more file(s))" if len(failures) > 1 else ""
+    return f"{failures[0][2]}{more}"
 
 
 def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> None:

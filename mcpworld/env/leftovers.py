@@ -2,7 +2,8 @@
 
 Each local desktop's work folder (``/dev/shm/mcpworld-*``) holds ``owner.json`` naming the process
 that made it. A later run finds folders whose owner is gone, kills the processes still marked with
-that desktop (Xvfb, D-Bus, the window manager, apps) and removes the folder; then it kills and
+that desktop (Xvfb, D-Bus, the window manager, apps) and removes the folder and the X server's
+socket (a killed Xvfb leaves it; the folder's ``display`` file names it); then it kills and
 removes the cgroups and deletes the network namespaces whose owner is gone (their names carry the
 owner's pid and start time). A live owner's desktops are never touched, so parallel runs on one
 host are safe.
@@ -19,18 +20,26 @@ from pathlib import Path
 import psutil
 
 from mcpworld.env import cgroup, netns
-from mcpworld.env.display import MARKER
+from mcpworld.env.display import MARKER, remove_stale_lock
 from mcpworld.env.processes import kill_marked
 
 OWNER_FILE = "owner.json"
+DISPLAY_FILE = "display"  # the number of the X server the desktop runs: its socket outlives a kill -9
 PREFIX = "mcpworld-"
 
 
+WORK_BASE_VARIABLE = "MCPWORLD_WORK_BASE"  # another folder for the work folders (a bigger or a test disk)
+
+
 def work_bases() -> list[Path]:
-    """Where desktop work folders are made: /dev/shm when writable, else the temp dir."""
+    """Where desktop work folders are made: ``$MCPWORLD_WORK_BASE`` when set, else /dev/shm when
+    writable, else the temp dir (all of them are reaped)."""
     bases = [Path(tempfile.gettempdir())]
     if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
         bases.insert(0, Path("/dev/shm"))
+    chosen = os.environ.get(WORK_BASE_VARIABLE)
+    if chosen:
+        bases.insert(0, Path(chosen))
     return bases
 
 
@@ -38,6 +47,12 @@ def claim(workroot: Path) -> None:
     """Record this process as the owner of ``workroot``."""
     me = psutil.Process()
     (workroot / OWNER_FILE).write_text(json.dumps({"pid": me.pid, "started": me.create_time()}))
+
+
+def record_display(workroot: Path, number: int | None) -> None:
+    """Note the desktop's display number, so that a reaper removes its X socket."""
+    if number is not None:
+        (workroot / DISPLAY_FILE).write_text(str(number))
 
 
 def owner_alive(workroot: Path) -> bool:
@@ -61,6 +76,10 @@ def reap(bases: list[Path] | None = None) -> list[Path]:
             if not (workroot / OWNER_FILE).is_file() or owner_alive(workroot):
                 continue
             kill_marked(MARKER, str(workroot))
+            try:
+                remove_stale_lock(int((workroot / DISPLAY_FILE).read_text()))
+            except (OSError, ValueError):
+                pass
             shutil.rmtree(workroot, ignore_errors=True)
             reaped.append(workroot)
     cgroup.sweep()

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 from PIL.Image import Image
 
 from mcpworld.apps.programs import Program, command_name, desktop_values, is_port_forwarder, program_for, wait_http, write_shims
-from mcpworld.core.errors import InfraError, MissingWindow
+from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.paths import APPS
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, leftovers, screen
@@ -29,6 +29,7 @@ from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.display import VirtualDisplay, require_binary
+from mcpworld.env.local_pool import DesktopPool, PreparedDesktop
 from mcpworld.env.netns import NetNamespace
 from mcpworld.env.processes import run_bounded, scrubbed_env
 from mcpworld.env.steps import run_steps
@@ -98,7 +99,11 @@ class Launched:
 class LocalEnvironment(Environment):
     def __init__(self, width: int, height: int, *, window_manager: str = "openbox",
                  settle_policy: screen.SettlePolicy | None = None, workroot: Path | None = None,
-                 app_timeout_s: float = 20.0, programs: Sequence[Program] = (), network: str = "host"):
+                 app_timeout_s: float = 20.0, programs: Sequence[Program] = (), network: str = "host",
+                 pool: int = 1):
+        if pool < 1:
+            raise UserError(f"env.pool={pool}: must be 1 or more (1: each reset starts its desktop; "
+                            "2: the next desktop is prepared while an episode runs)")
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.settle_policy = settle_policy or screen.SettlePolicy()
@@ -109,7 +114,10 @@ class LocalEnvironment(Environment):
         self.home = self.workroot / "home"
         self.runtime_dir = self.workroot / "run"
         self.cache_dir = self.workroot / "cache"
-        self._slot = desktop_user.acquire()
+        # env.pool ≥ 2: each episode's desktop (its account, cgroup, network and display) comes ready
+        # from the pool (env/local_pool.py); 1: one account, cgroup and network for this one's lifetime
+        self._network = network
+        self._slot = desktop_user.acquire() if pool == 1 else desktop_user.UserSlot(None, None)
         self.user = self._slot.user  # apps, setup commands and the agent's shell run as this account
         self.programs = list(programs)
         self.bin_dir = self.workroot / "bin"  # first on PATH: google-chrome, libreoffice, vlc … as tasks name them
@@ -120,12 +128,9 @@ class LocalEnvironment(Environment):
         self.app_password = self.values["password"]
         # every process the desktop starts lands in its cgroup (killed whole at teardown) and, with
         # env.network=isolated, in a network namespace of its own (see docs/isolation.md)
-        self.netns = NetNamespace.create() if network == "isolated" else None
-        self.network_effective = self.netns.effective if self.netns else "host"
-        if network == "isolated" and self.network_effective != "isolated":  # each result says what it got
-            self.notes = [f"env.network=isolated was asked; this desktop's network: {self.network_effective} "
-                          "(docs/isolation.md)"]
-        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name), self.netns)
+        self.netns = NetNamespace.create() if network == "isolated" and pool == 1 else None
+        self._note_network()
+        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns)
         if self.netns:
             for port in self.ports.values():
                 self.netns.forward(int(port))
@@ -139,17 +144,80 @@ class LocalEnvironment(Environment):
         self.goldens = Goldens(self.workroot / "golden", self._app_layers)
         self._launches = 0
         self.launched: list[Launched] = []
+        self._prepared: PreparedDesktop | None = None  # env.pool ≥ 2: this episode's desktop
+        self._pool_wait_s = 0.0
+        self._pool = DesktopPool(self._prepare_desktop, pool - 1) if pool > 1 else None
+
+    def _note_network(self) -> None:
+        self.network_effective = self.netns.effective if self.netns else "host"
+        self.notes = []
+        if self._network == "isolated" and self.network_effective != "isolated":  # each result says what it got
+            self.notes = [f"env.network=isolated was asked; this desktop's network: {self.network_effective} "
+                          "(docs/isolation.md)"]
 
     # --- lifecycle ---------------------------------------------------------------------------
     def reset(self, task: Task, episode_dir: Path) -> None:
         self.end_episode()
         self.task = task
-        self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid) if self.user else None)
-        shutil.rmtree(self.cache_dir, ignore_errors=True)
-        self.cache_dir.mkdir(parents=True, mode=0o700)
-        self._expose_named_sites(json.dumps(task.evaluator, default=str))  # sites its getters load
-        self.start_desktop(episode_dir / "logs")
-        self.run_steps(task.setup)
+        try:
+            if self._pool is not None:  # first: the home is restored for the account it runs as
+                self._install(self._take_desktop())
+            self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid) if self.user else None)
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+            self.cache_dir.mkdir(parents=True, mode=0o700)
+            self._expose_named_sites(json.dumps(task.evaluator, default=str))  # sites its getters load
+            self.start_desktop(episode_dir / "logs")
+            self.run_steps(task.setup)
+        finally:
+            if self._pool is not None:  # the next desktop starts while this episode runs
+                self._pool.refill()
+
+    # --- env.pool ≥ 2 ------------------------------------------------------------------------------
+    def _prepare_desktop(self, extra_env: dict[str, str] | None = None) -> PreparedDesktop:
+        return PreparedDesktop.start(self.width, self.height, self.window_manager, self._network,
+                                     lambda runtime_dir: self._desktop_env(runtime_dir, extra_env or {}))
+
+    def _take_desktop(self) -> PreparedDesktop:
+        assert self._pool is not None
+        began = time.monotonic()
+        # an episode's own variables (a live hook's sink, a grant's credentials) reach its bus and
+        # window manager too (a terminal opened by ctrl+alt+t has them): that desktop is its own
+        desktop = self._prepare_desktop(dict(self.extra_env)) if self.extra_env else self._pool.take()
+        self._pool_wait_s = time.monotonic() - began
+        return desktop
+
+    def _install(self, desktop: PreparedDesktop) -> None:
+        """Make ``desktop`` this one's: its account, runtime folder, cgroup and network."""
+        self._prepared = desktop
+        self.user, self.runtime_dir = desktop.user, desktop.runtime_dir
+        self.netns, self.confinement = desktop.netns, desktop.confinement
+        self._note_network()
+        if self.netns:
+            for port in self.ports.values():
+                try:
+                    self.netns.forward(int(port))
+                except OSError as exc:
+                    self._retire()
+                    raise InfraError(f"the desktop's port {port} could not be forwarded from the host: {exc}") from exc
+
+    def _retire(self) -> None:
+        """Stop the episode's desktop for good (its removal goes on in the background); until the
+        next is installed no command can run as its account, which another desktop may take now."""
+        desktop, self._prepared = self._prepared, None
+        self.user, self.netns, self.confinement = None, None, Confinement()
+        self.runtime_dir = self.workroot / "run"
+        if desktop is None or self._pool is None:
+            return
+        try:
+            desktop.stop()
+        finally:
+            self._pool.retire(desktop)
+
+    def spares(self) -> list[PreparedDesktop]:
+        """env.pool ≥ 2: the desktops ready for the next resets (none while still being started)."""
+        return self._pool.spares() if self._pool else []
+
+    # --- the desktop -----------------------------------------------------------------------------
 
     def _app_layers(self) -> list[Path]:
         """The apps' golden profiles, then their first-start files (see ``warm_layer``)."""
@@ -157,23 +225,34 @@ class LocalEnvironment(Environment):
         return profiles + [w for w in (warm_layer(p, self.programs) for p in self.programs) if w]
 
     def start_desktop(self, log_dir: Path) -> None:
-        """A fresh display (X server, session bus, window manager) over the home as it is now."""
-        self.end_episode()
+        """A fresh display (X server, session bus, window manager) over the home as it is now: with
+        env.pool ≥ 2 the one the reset took, else one started now."""
+        if self._pool is None or self._prepared is None or self.display is not None:
+            self.end_episode()
+            if self._pool is not None:
+                self._install(self._take_desktop())
         self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.runtime_dir, ignore_errors=True)
-        self.runtime_dir.mkdir(parents=True, mode=0o700)
-        if self.user:
-            self.user.own(self.runtime_dir)
         self.launched = []
-        self.display = VirtualDisplay(self.width, self.height, self.window_manager, desktop_id=str(self.workroot),
-                                      confinement=self.confinement)
-        self._expose_named_sites(json.dumps(self.extra_env))
-        self.display.start(self._base_env(), user=self.user)
+        if self._prepared is not None:
+            self.display = self._prepared.display
+            self._expose_named_sites(json.dumps(self.extra_env))
+        else:
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
+            self.runtime_dir.mkdir(parents=True, mode=0o700)
+            if self.user:
+                self.user.own(self.runtime_dir)
+            self.display = VirtualDisplay(self.width, self.height, self.window_manager,
+                                          desktop_id=str(self.workroot), confinement=self.confinement)
+            self._expose_named_sites(json.dumps(self.extra_env))
+            self.display.start(self._base_env(), user=self.user)
+            if self._own_workroot:
+                leftovers.record_display(self.workroot, self.display.number)
+        pooled = {"pool_wait_s": round(self._pool_wait_s, 4)} if self._pool is not None else {}
         (self.log_dir / "desktop.json").write_text(json.dumps(
             {"display": self.display.name, "user": self.user.name if self.user else None, "ports": self.ports,
              "network": self.network_effective,
-             "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None}))
+             "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None, **pooled}))
         self.input = XInput(self.display.name)
         self.windows = Windows(self.display.name)
         self.screen = screen.Screen(self.display.name)
@@ -203,6 +282,8 @@ class LocalEnvironment(Environment):
 
     def confined(self, argv: list[str]) -> list[str]:
         """``argv`` as the desktop runs it: its account, its cgroup, its network (MCP servers)."""
+        if self._pool is not None and self._prepared is None:
+            raise InfraError("the desktop is not running (reset() first)")
         return self.confinement.wrap(argv, self.user)
 
     def end_episode(self) -> None:
@@ -212,13 +293,16 @@ class LocalEnvironment(Environment):
         self.input = self.windows = self.screen = None
         self.launched = []
         if self.display:
-            self.display.stop()
+            if self._pool is None:  # (a pooled desktop's is stopped by _retire)
+                self.display.stop()
             self.display = None
         self.confinement.kill()  # what a shell command left running without a display
         if self.netns:
             for port in self._exposed:
                 self.netns.unexpose(port)
         self._exposed.clear()
+        if self._pool is not None:  # a desktop serves one episode
+            self._retire()
 
     def kill(self) -> None:
         """Stop the desktop's processes now, from any thread (an interrupt whose episode does not
@@ -229,6 +313,8 @@ class LocalEnvironment(Environment):
 
     def close(self) -> None:
         self.end_episode()
+        if self._pool is not None:
+            self._pool.close()
         if self.netns:
             self.netns.close()
         if self.confinement.cgroup:
@@ -451,13 +537,18 @@ class LocalEnvironment(Environment):
         return self._run(["bash", "-c", command], timeout, max_output)
 
     def _base_env(self) -> dict[str, str]:
-        env = scrubbed_env(self.home, self.runtime_dir)
+        return self._desktop_env(self.runtime_dir, self.extra_env)
+
+    def _desktop_env(self, runtime_dir: Path, extra_env: dict[str, str]) -> dict[str, str]:
+        env = scrubbed_env(self.home, runtime_dir)
         env["PATH"] = f"{self.bin_dir}:{env['PATH']}"
-        env["TMPDIR"] = str(self.runtime_dir)  # the desktop's own temp folder, emptied at each reset
-        env.update(self.extra_env)
+        env["TMPDIR"] = str(runtime_dir)  # the desktop's own temp folder, fresh with each desktop
+        env.update(extra_env)
         return env
 
     def _run(self, argv: list[str], timeout: float, max_output: int) -> ShellResult:
+        if self._pool is not None and self._prepared is None:  # its account may be another desktop's by now
+            raise InfraError("the desktop is not running (reset() first)")
         env = self.display.env if self.display else self._base_env()
         return run_bounded(argv, env, self.home, timeout, max_output, user=self.user, confinement=self.confinement)
 

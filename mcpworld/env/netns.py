@@ -280,8 +280,9 @@ class NetNamespace:
                 pass
             listener.close()
 
-    def close(self) -> None:
-        """Stop every relay and delete the namespace (its processes must be gone: the cgroup's job)."""
+    def close_ports(self) -> None:
+        """Stop every forward, expose and relay: the host's ports are free again (a desktop pool's
+        next namespace forwards the same ones while this one is deleted in the background)."""
         for key in list(self._listeners):
             self._close_listener(key)
         with self._guard:
@@ -290,6 +291,10 @@ class NetNamespace:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+    def close(self) -> None:
+        """Stop every relay and delete the namespace (its processes must be gone: the cgroup's job)."""
+        self.close_ports()
         self._stop_slirp()
         done = _ip("netns", "delete", self.name)
         if done.returncode != 0 and self.path.exists():

@@ -53,6 +53,7 @@ def _prepare(path: str, params: dict[str, Any], setup: dict[str, Any], logger: l
     for folder in (str(Path(path).parent), root):  # PC-Canary runs from its root
         if folder and folder not in sys.path:
             sys.path.insert(0, folder)
+    sys.path += [folder for folder in setup.get("python_path") or [] if folder not in sys.path]  # the app's modules
     config = dict(setup.get("config") or {}, task_parameters=params)
     evaluator = SimpleNamespace(config=config, logger=logger, task_path=str(Path(path).parent),
                                 task_id=config.get("task_id"), canary_root=root)

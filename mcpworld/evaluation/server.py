@@ -178,12 +178,7 @@ def serve_live(args: argparse.Namespace) -> int:
         print(f"desktop ready ({where or 'no display'}{watch}), task {about['task']}", flush=True)
         print(f"serving POST {url}/evaluate, POST {url}/reset, GET {url}/health; token and URL in {endpoint.parent}"
               f" (endpoint.json, token)", flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
+        serve(server)
     finally:
         env.close()
     return 0
@@ -218,13 +213,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server = make_server(args.home, args.host, args.port, args.threshold)
     print(f"serving POST http://{args.host}:{server.server_address[1]}/evaluate for {args.home}", flush=True)
+    serve(server)
+    return 0
+
+
+def serve(server: ThreadingHTTPServer) -> None:
+    """Until Ctrl-C (or SIGTERM, which the caller turns into KeyboardInterrupt)."""
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
-    return 0
 
 
 if __name__ == "__main__":

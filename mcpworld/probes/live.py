@@ -12,6 +12,7 @@ lacks) cannot watch this build: the episode is an infra_error naming it, never t
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -22,6 +23,8 @@ from mcpworld.probes.sink import EventSink
 
 SOCKETIO_CLIENT = APPS / "vscode-probe" / "node_modules" / "socket.io-client"  # scripts/install-vscode-probe.sh
 IPC_APPS = {"vscode"}  # apps with an IPC probe of ours (the extension in their golden profile)
+SETTLE_S = 1.5  # Frida: how long no app event must come before the agent's last action counts as reported
+SETTLE_LIMIT_S = 6.0
 
 
 class Handler(Protocol):
@@ -54,9 +57,11 @@ class EventRelay:
         self._lock = threading.Lock()
         self._pending: list[dict[str, Any]] = []
         self._handler: Handler | None = None
+        self.last = 0.0  # time.monotonic() of the latest event
 
     def __call__(self, message: dict[str, Any]) -> None:
         with self._lock:
+            self.last = time.monotonic()
             self._emit("app_event", message=message)
             if self._handler is None:
                 self._pending.append(message)
@@ -116,6 +121,19 @@ class LiveHooks:
         failed = next((m for m in self._early if hook_error(m)), None)
         if failed is not None:
             raise Unwatchable(f"the task's hook cannot watch this build of the app: {hook_error(failed)}")
+
+    def settle(self, quiet_s: float = SETTLE_S, limit_s: float = SETTLE_LIMIT_S) -> None:
+        """Let in what the agent's last actions made the hooks send: Frida's message leaves the app as the hooked
+        function returns, which can trail the file that function wrote (a wait_for, an agent's glance) and the
+        agent's stop. Waits until no event has come for ``quiet_s``, at most ``limit_s``."""
+        if self._frida is None:
+            return
+        start = time.monotonic()
+        while (now := time.monotonic()) - start < limit_s:
+            quiet = now - max(start, self.relay.last)
+            if quiet >= quiet_s:
+                return
+            time.sleep(min(quiet_s - quiet, 0.1))
 
     def evaluate(self, timeout_s: float = 10.0) -> bool:
         """Ask the hooks in the app for the final state (IPC); Frida's completion goes to the handler itself."""

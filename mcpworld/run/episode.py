@@ -144,15 +144,19 @@ def episode_limits(cfg: RootConfig, task: Task) -> tuple[int, float]:
     return max_steps, timeout_s
 
 
-def watch_apps(env: Environment, trace: Trace, relaunch: bool) -> Callable[[], None]:
+def watch_apps(env: Environment, trace: Trace, relaunch: bool,
+               killed: list[dict[str, Any]] | None = None) -> Callable[[], None]:
     """After each step: an app that exited under the agent is an ``app_exit`` event in the trace,
-    and started again when its app config says ``relaunch_on_exit``."""
+    and started again when its app config says ``relaunch_on_exit``; one that a signal ended and
+    nothing started again goes in ``killed``."""
     def check() -> None:
         for exited in env.app_exits():
             argv = exited.pop("argv", None)
             trace.emit("app_exit", **exited, relaunched=relaunch)
             if relaunch:
                 env.relaunch({**exited, "argv": argv})
+            elif killed is not None and int(exited.get("returncode") or 0) < 0:
+                killed.append(exited)
 
     return check
 
@@ -261,7 +265,8 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
 
     changes = HomeChanges(env.home) if any("check" in step for step in task.key_steps) else None
     live_checks = LiveChecks(env, task.key_steps, trace.emit, changes.take, trace.wall_start) if changes else None
-    apps = watch_apps(env, trace, relaunch)
+    killed: list[dict[str, Any]] = []  # the task's apps a signal ended (a crash, an outside kill)
+    apps = watch_apps(env, trace, relaunch, killed)
 
     def after_step() -> None:
         apps()
@@ -278,6 +283,8 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
             write_trajectory(episode_dir / "traj_log.json", loop.messages, result)
     result.agent_s = round(time.monotonic() - t1, 4)
     result.screenshots = screens.count
+    if result.termination != "infra_error":
+        apps()  # an app that died after the last step
     if result.termination == "infra_error":
         result.status = Status.infra_error
         return
@@ -285,6 +292,8 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
 
     t2 = time.monotonic()
     try:
+        if live:
+            live.settle()  # the hooks' reports of the agent's last actions reach the handler first
         if live and task.handler_setup.get("evaluate_on_completion") and not live.evaluate(PROBE_ANSWER_S):
             raise EvalError(f"the app's hooks did not answer evaluate within {PROBE_ANSWER_S:.0f}s (the {live.probe} "
                             "probe lost its app?)")
@@ -305,6 +314,11 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                key_steps=result.key_steps or None)
     if result.score >= threshold:
         result.status = Status.success
+    elif killed:  # the app the agent worked in died by a signal: a failed verdict is not the agent's
+        result.status = Status.infra_error
+        result.reason = "; ".join(f"{k['app']} was killed by signal {-int(k['returncode'])} during the episode "
+                                  "(a crash or an outside kill; relaunch_on_exit: true starts it again)"
+                                  for k in killed)
     elif result.termination == "timeout":
         result.status = Status.timeout
     elif result.termination == "agent_error":

@@ -48,7 +48,10 @@ def checkout_root(task_dir: Path, settings: PcCanarySettings) -> Path:
 
 
 CHECKOUT = re.compile(r"^(?:/.*)?/PC-Canary/|^PC-Canary/")  # the authors' checkout, wherever it lay
-AUTHOR_HOME_TEXT = re.compile(r"(?<![\w./-])(?:/workspace/|/home/agent/)(?!PC-Canary/)")
+# the authors' folders the episode home stands in for (under /home/user/, see author_home_text); their FreeCAD
+# image kept its documents in a top-level /FreeCAD/, which a desktop's account can neither find nor make here
+AUTHOR_HOME_FOLDERS = {"/workspace/": "workspace/", "/home/agent/": "", "/FreeCAD/": "FreeCAD/"}
+AUTHOR_HOME_TEXT = re.compile(r"(?<![\w./-])(?:/workspace/|/home/agent/|/FreeCAD/)(?!PC-Canary/)")
 
 
 def author_path(value: str, root: Path) -> str:
@@ -70,8 +73,7 @@ def author_home_text(text: str) -> str:
     """Text that names the authors' home (a hook's source, a task parameter) naming this desktop's
     ``/home/user/…`` instead, which the episode maps onto its home (``Environment.map_paths``): their
     hooks read and their handlers compare ``/workspace/.mcpworld/…``, where the episode put it."""
-    return AUTHOR_HOME_TEXT.sub(lambda m: "/home/user/workspace/" if m.group(0) == "/workspace/" else "/home/user/",
-                                text)
+    return AUTHOR_HOME_TEXT.sub(lambda m: "/home/user/" + AUTHOR_HOME_FOLDERS[m.group(0)], text)
 
 
 def _author_home_values(value: Any) -> Any:
@@ -98,6 +100,9 @@ DEBIAN_PROGRAMS = {"gimp": ("gimp", "gimp"), "freecad": ("freecad", "freecad"),
                    "qbittorrent": ("qbittorrent", "qbittorrent"), "obsstudio": ("obs", "obs-studio"),
                    "qgis": ("qgis", "qgis"), "shotcut": ("shotcut", "shotcut"),
                    "telegram": ("telegram-desktop", "telegram-desktop"), "vscode": ("code", "code-server")}
+# where Debian keeps an app's Python modules, which its handlers import as on the authors' machine
+# (FreeCAD's run `import FreeCAD` to open the saved document the hook names)
+DEBIAN_PYTHON_MODULES = {"freecad": ["/usr/lib/freecad-python3/lib", "/usr/share/freecad/Ext", "/usr/share/freecad/Mod"]}
 
 
 def _key(name: str) -> str:
@@ -242,7 +247,9 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
         raise TaskFileError(f"{where}: 'task_parameters' must be an object")
     instruction = string.Template(str(template)).safe_substitute({k: str(v) for k, v in params.items()})
     # the episode's home stands in for the authors' /workspace and /home/agent: tell the agent the path it can use
-    instruction = AUTHOR_HOME_TEXT.sub(lambda m: "~/workspace/" if m.group(0) == "/workspace/" else "~/", instruction)
+    folders = sorted({AUTHOR_HOME_FOLDERS[m.group(0)] for m in AUTHOR_HOME_TEXT.finditer(instruction)}
+                     - {"", "workspace/"})  # the home is there, context data makes the workspace
+    instruction = AUTHOR_HOME_TEXT.sub(lambda m: "~/" + AUTHOR_HOME_FOLDERS[m.group(0)], instruction)
 
     setup_cfg = data.get("evaluation_setup") or {}
     handler, py_hooks, other_hooks = _scripts(setup_cfg, task_dir, where)
@@ -255,7 +262,9 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
         skip = (f"its {', '.join(p.name for p in missing)} is not in {task_dir} (PC-Canary keeps task code in "
                 f"git beside config.json: point tasks.root at a PC-Canary checkout)")
     notes: list[str] = []
-    setup: list[dict[str, Any]] = []
+    # the folders the task names were there on the authors' machine: make them before anything runs
+    setup: list[dict[str, Any]] = [{"execute": {"command": "mkdir -p " + " ".join(f"~/{f}" for f in folders),
+                                                "shell": True}}] if folders else []
     pre = data.get("pre_process") or {}
     if pre.get("command"):
         argv = [author_path(str(pre["command"]), root), *(author_arg(str(a), root) for a in pre.get("args") or [])]
@@ -316,7 +325,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
                      "js_hooks": [str(p) for p in other_hooks],
                      "evaluator_type": str(setup_cfg.get("evaluator_type") or "HookManager"),
                      "evaluate_on_completion": bool(setup_cfg.get("evaluate_on_completion", False)),
-                     "root": str(root)}
+                     "root": str(root), "python_path": DEBIAN_PYTHON_MODULES.get(_key(app_dir), [])}
     task_id = f"{app_dir}/{task_dir.name}"
     return Task(id=task_id, app=app, instruction=instruction, dir=task_dir, source=path,
                 params=_author_home_values(params),  # the handler's: paths in this home (see author_home_text)

@@ -25,9 +25,9 @@ WAIT = {"tool": "computer", "args": {"action": "wait", "duration": 1}}
 WAIT_FOR = {"tool": "wait_for", "args": {"window": "Save"}}
 
 
-def test_the_generic_spoil_leaves_out_the_last_state_changing_step_only():
-    solution = [key("ctrl+a"), key("ctrl+s"), WAIT, WAIT_FOR, {"tool": "computer", "args": {"action": "screenshot"}}]
-    assert spoiled(solution) == [key("ctrl+a"), WAIT, WAIT_FOR, {"tool": "computer", "args": {"action": "screenshot"}}]
+def test_the_generic_spoil_leaves_out_the_last_state_changing_step_and_the_waits_for_its_effect():
+    solution = [key("ctrl+a"), WAIT_FOR, key("ctrl+s"), WAIT, WAIT_FOR, {"tool": "computer", "args": {"action": "screenshot"}}]
+    assert spoiled(solution) == [key("ctrl+a"), WAIT_FOR]  # earlier waits stay: they wait for what did happen
     assert spoiled([WAIT, WAIT_FOR, {"tool": "done", "args": {}}]) is None  # nothing to leave out
 
 

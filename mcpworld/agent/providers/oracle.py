@@ -53,7 +53,9 @@ def spoiled(solution: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     acting = [i for i, step in enumerate(solution) if changes_state(step)]
     if not acting:
         return None
-    return [step for i, step in enumerate(solution) if i != acting[-1]]
+    # the last acting step goes, and the waits after it with it: they wait for its effect, which never
+    # comes (a wait_for would only run to its timeout before the grader looks)
+    return solution[:acting[-1]]
 
 
 class OracleProvider(Provider):

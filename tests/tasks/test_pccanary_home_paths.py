@@ -1,0 +1,64 @@
+"""A PC-Canary task's hooks and handler name the authors' home (``/workspace/.mcpworld/…``): the episode
+hands both this episode's home instead, so a hook reads the file the context data put there and a
+handler's expected path equals the path VS Code reports (AguLeon fork, tests/tasks/vscode)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from mcpworld.env.base import Environment
+from mcpworld.evaluation.verdict import handler_params
+from mcpworld.probes.live import LiveHooks
+from mcpworld.tasks.mcpworld_format import author_home_text, load_mcpworld
+
+HOOK = 'const p = "/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp";\nrequire("/workspace/PC-Canary/x.js");\n'
+
+
+def test_hook_text_names_this_desktops_home_but_not_the_checkout():
+    mapped = author_home_text(HOOK + 'open("/home/agent/.config/x"); "a/workspace/b"')
+    assert '"/home/user/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp"' in mapped
+    assert '"/workspace/PC-Canary/x.js"' in mapped  # the checkout is resolved elsewhere (author_path)
+    assert 'open("/home/user/.config/x")' in mapped
+    assert '"a/workspace/b"' in mapped  # not a path of their machine
+
+
+def _task(tmp_path: Path):
+    folder = tmp_path / "tests" / "tasks" / "vscode" / "task02_wordReplaceInFile"
+    folder.mkdir(parents=True)
+    (folder / "hooker.js").write_text(HOOK)
+    (folder / "handler.py").write_text("def message_handler(message, logger, task_parameter):\n    return None\n")
+    config = {"instruction_template": "Edit ${expected_path}.",
+              "task_parameters": {"expected_path": "/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp",
+                                  "breakpoints": {"78": "i==2"}, "hit_line": 98,
+                                  "files": ["/workspace/.mcpworld/a", "b"]},
+              "evaluation_setup": {"scripts": [{"role": "hook", "path": "hooker.js"},
+                                               {"role": "handler", "path": "handler.py"}],
+                                   "evaluator_type": "IpcInjector", "evaluate_on_completion": True}}
+    (folder / "config.json").write_text(json.dumps(config))
+    return load_mcpworld(folder / "config.json")
+
+
+def test_the_handler_gets_its_parameters_in_this_episodes_home(tmp_path):
+    task = _task(tmp_path)
+    assert task.instruction == "Edit ~/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp."
+    home = tmp_path / "episode" / "home"
+    env = SimpleNamespace(home=home, map_paths=lambda text: Environment.map_paths(env, text))
+    params = handler_params(task, env)
+    assert params == {"expected_path": f"{home}/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp",
+                      "breakpoints": {"78": "i==2"}, "hit_line": 98,
+                      "files": [f"{home}/workspace/.mcpworld/a", "b"]}
+
+
+def test_the_hooks_source_names_this_episodes_home(tmp_path):
+    task = _task(tmp_path)
+    home = tmp_path / "episode" / "home"
+    env = SimpleNamespace(home=home)
+    live = LiveHooks("vscode", list(task.handler_setup["js_hooks"]), lambda kind, **data: None,
+                     rewrite=lambda source: Environment.map_paths(env, author_home_text(source)))
+    try:
+        assert f'"{home}/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp"' in live.source
+        assert "/home/user" not in live.source
+    finally:
+        live.close()
