@@ -79,8 +79,9 @@ def results(folder: Path) -> list[dict]:
 
 def test_the_builtin_suite_keeps_its_certificate(tmp_path):
     """Every built-in task, N = 2 per mode, against the committed certificate: a task certified there
-    that is not certified now fails this test. Doing nothing scores 0 on every task (this replaces
-    test_cli_e2e's do-nothing run of the whole suite, and keeps its checks)."""
+    that is not certified now fails this test (every built-in gui task is certified: its oracle passes
+    both times). Doing nothing scores 0 on every task (this replaces test_cli_e2e's whole-suite oracle
+    and do-nothing runs, and keeps their checks)."""
     out = tmp_path / "cert"
     proc = certify("--n", "2", "--concurrency", "2", "--out", str(out), "--against", str(BUILTIN),
                    "tracking=none", timeout=3600)
@@ -94,3 +95,9 @@ def test_the_builtin_suite_keeps_its_certificate(tmp_path):
     assert len(noop) == 2 * sum(r["status"] != "excluded" for r in now.values())
     assert all(r["score"] == 0.0 and r["status"] == "failure" for r in noop), [(r["task_id"], r["status"]) for r in noop]
     assert all(r["key_steps"].get("completed", 0) == 0 for r in noop)
+    # (this also replaces test_cli_e2e's gui oracle run of the whole suite, and keeps its check:)
+    # the apps' own saves date the check key steps while the oracle works (the file probe)
+    (folders,) = {r["task_id"]: r for r in results(out / "oracle") if r["task_id"] == "thunderbird/new_folders"
+                  and r["attempt"] == 0}.values()
+    first, second = folders["key_steps"]["timeline"]
+    assert first["via"] == second["via"] == "check" and 0 < first["t"] < second["t"] < folders["duration_s"]
