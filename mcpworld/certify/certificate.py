@@ -45,29 +45,34 @@ def summary_line(certs: list[TaskCertificate]) -> str:
     return f"{len(certs)} tasks: " + ", ".join(f"{k} {v}" for k, v in counts(certs).items())
 
 
-def to_markdown(certs: list[TaskCertificate], n: int) -> str:
+def to_markdown(certs: list[TaskCertificate], n: int, beside: dict[str, dict[str, str]] | None = None) -> str:
+    """The table; ``beside``: other certificates' statuses as extra columns ({label: {task: status}}),
+    e.g. the same tasks certified on the suite's own VM (env=vm)."""
+    beside = beside or {}
+    extra_head = "".join(f" {label} |" for label in beside)
     lines = [f"**{summary_line(certs)}** (N = {n} episodes per mode; passes / episodes with a verdict)", "",
-             "| task | status | oracle | no-op | spoiled | spoil | flake rate | median s | p90 s | note |",
-             "|:---|:---|---:|---:|---:|:---|---:|---:|---:|:---|"]
+             "| task | status |" + extra_head + " oracle | no-op | spoiled | spoil | flake rate | median s | p90 s | note |",
+             "|:---|:---|" + ":---|" * len(beside) + "---:|---:|---:|:---|---:|---:|---:|:---|"]
     for cert in certs:
         r = row(cert)
         flake = "" if cert.flake_rate is None else f"{100 * cert.flake_rate:.0f} %"
         note = str(r["note"]).replace("|", "\\|")
-        lines.append(f"| {cert.task_id} | {cert.status} | {cert.oracle.cell()} | {cert.noop.cell()} | "
+        others = "".join(f" {statuses.get(cert.task_id, '–')} |" for statuses in beside.values())
+        lines.append(f"| {cert.task_id} | {cert.status} |{others} {cert.oracle.cell()} | {cert.noop.cell()} | "
                      f"{cert.spoiled.cell()} | {cert.spoil} | {flake} | {r['median_s']} | {r['p90_s']} | {note} |")
     return "\n".join(lines) + "\n"
 
 
-def read_statuses(path: Path) -> dict[str, str]:
-    """{task id: status} of a certificate CSV; UserError naming the file when it is not one."""
+def read_statuses(path: Path, flag: str = "--against") -> dict[str, str]:
+    """{task id: status} of a certificate CSV; UserError naming the flag and file when it is not one."""
     try:
         with path.open(newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     except OSError as exc:
-        raise UserError(f"--against {path}: cannot read it ({exc.strerror}); give a certificate.csv "
+        raise UserError(f"{flag} {path}: cannot read it ({exc.strerror}); give a certificate.csv "
                         "written by python -m mcpworld.certify") from None
     if rows and not {"task_id", "status"} <= set(rows[0]):
-        raise UserError(f"--against {path}: not a certificate (no task_id and status columns); give a "
+        raise UserError(f"{flag} {path}: not a certificate (no task_id and status columns); give a "
                         "certificate.csv written by python -m mcpworld.certify")
     return {r["task_id"]: r["status"] for r in rows}
 

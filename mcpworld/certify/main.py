@@ -42,7 +42,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="folder for the certificate and the jobs (default outputs/certify/<date>_<time>)")
     parser.add_argument("--against", type=Path, default=None,
                         help="a committed certificate.csv: exit 1 when a task certified there is not now")
+    parser.add_argument("--beside", action="append", default=[], metavar="LABEL=CSV",
+                        help="another certificate's statuses as a column of the Markdown table, e.g. "
+                             "\"on the authors' VM=vm/certificate.csv\" (made with env=vm); repeatable")
     args = parser.parse_intermixed_args(argv)
+    if any("=" not in b for b in args.beside):
+        parser.error("--beside takes LABEL=CSV, e.g. --beside \"on the authors' VM=vm/certificate.csv\"")
     if args.n < 1 or args.concurrency < 1:
         parser.error("--n and --concurrency must be at least 1")
     for override in args.overrides:
@@ -83,6 +88,7 @@ def run_modes(args: argparse.Namespace, ids: list[str], spoils: dict[str, str],
 
 def certify(args: argparse.Namespace) -> int:
     before = read_statuses(args.against) if args.against else None  # a bad file fails now, not after the runs
+    beside = {label: read_statuses(Path(path), "--beside") for label, path in (b.split("=", 1) for b in args.beside)}
     cfg = compose_config(list(args.overrides))
     chosen = select_tasks(cfg)  # the job's own selection: skip reasons and missing solutions included
     modality = cfg.modality.name
@@ -100,7 +106,7 @@ def certify(args: argparse.Namespace) -> int:
     certs.sort(key=lambda c: c.task_id)
     csv_path, md_path = out / "certificate.csv", out / "certificate.md"
     write_csv(certs, csv_path)
-    md_path.write_text(to_markdown(certs, args.n), encoding="utf-8")
+    md_path.write_text(to_markdown(certs, args.n, beside), encoding="utf-8")
     failed, warned = regressions(before, certs) if before is not None else ([], [])
     log_certificate(cfg.tracking, certs, {"n": str(args.n), "concurrency": str(args.concurrency),
                                           "modality": modality, "overrides": " ".join(args.overrides),

@@ -229,8 +229,9 @@ class LocalEnvironment(Environment):
         env.pool ≥ 2 the one the reset took, else one started now."""
         if self._pool is None or self._prepared is None or self.display is not None:
             self.end_episode()
-            if self._pool is not None:
+            if self._pool is not None:  # not from reset: a desktop taken now, the next one started after
                 self._install(self._take_desktop())
+                self._pool.refill()
         self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.launched = []

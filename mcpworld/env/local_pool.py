@@ -122,9 +122,9 @@ def _discard_started(future: Future[PreparedDesktop]) -> None:
 
 class DesktopPool:
     """Keeps ``ahead`` desktops preparing or ready (one background thread, in order of request).
-    ``take`` hands out the oldest (waiting for it if it is not ready yet); ``refill`` starts the
-    next, once the reset that took one has started its apps (on few cores a desktop started at
-    the same moment as the app would slow the app)."""
+    ``take`` hands out the oldest (waiting for it if it is not ready yet). ``refill`` removes the
+    retired desktops and starts the next ones once the reset that took one has started its apps:
+    on few cores, work done in the background during the reset would slow the reset."""
 
     def __init__(self, prepare: Callable[[], PreparedDesktop], ahead: int):
         self._prepare = prepare
@@ -132,12 +132,18 @@ class DesktopPool:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-pool")
         self._ready: deque[Future[PreparedDesktop]] = deque()
         self._lock = threading.Lock()
+        self._retired: list[PreparedDesktop] = []
         self._closed = False
         self.refill()
 
     def refill(self) -> None:
         with self._lock:
-            while not self._closed and len(self._ready) < self._ahead:
+            if self._closed:
+                return
+            for desktop in self._retired:
+                self._worker.submit(desktop.remove)
+            self._retired.clear()
+            while len(self._ready) < self._ahead:
                 self._ready.append(self._worker.submit(self._prepare))
 
     def take(self) -> PreparedDesktop:
@@ -155,10 +161,11 @@ class DesktopPool:
             raise
 
     def retire(self, desktop: PreparedDesktop) -> None:
-        """``desktop`` (stopped) is removed in the background, or now when the pool is closed."""
+        """``desktop`` (stopped) is removed in the background at the next ``refill``, or now when
+        the pool is closed."""
         with self._lock:
             if not self._closed:
-                self._worker.submit(desktop.remove)
+                self._retired.append(desktop)
                 return
         desktop.remove()
 
@@ -171,11 +178,17 @@ class DesktopPool:
         """Cancel what has not started, wait for what has, and discard every spare."""
         with self._lock:
             self._closed = True
-            pending = list(self._ready)
+            pending, retired = list(self._ready), list(self._retired)
             self._ready.clear()
+            self._retired.clear()
         for future in pending:
             future.cancel()
         self._worker.shutdown(wait=True)
+        for desktop in retired:
+            try:
+                desktop.remove()
+            except Exception as exc:
+                logger.warning("could not remove a used desktop: %s", exc)
         for future in pending:
             if future.cancelled() or future.exception() is not None:
                 continue

@@ -129,6 +129,10 @@ def test_a_certified_task_that_is_not_any_more_is_a_regression(tmp_path):
     table = to_markdown(now, 2)
     assert table.startswith("**5 tasks: certified 2, flaky 0, unsolved 1, lenient 1, excluded 1**")
     assert "| a | lenient | 2/2 | 2/2 | 0/2 | generic | 0 % | 10.5 | 11.0 |" in table
+    # the same tasks certified elsewhere (e.g. env=vm on the suite's own VM), as a column
+    vm = to_markdown(now, 2, {"on the authors' VM": {"a": "certified", "c": "flaky"}})
+    assert "| task | status | on the authors' VM | oracle |" in vm
+    assert "| a | lenient | certified | 2/2 |" in vm and "| c | certified | flaky |" in vm and "| b | excluded | – |" in vm
 
 
 def test_a_file_that_is_not_a_certificate_is_one_clear_error(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -63,8 +64,22 @@ class Traces:
                    desktop.netns.path if desktop.netns else None, marked(desktop.folder))
 
     def left(self) -> list:
-        return [p for p in (self.folder, self.socket, self.cgroup, self.netns) if p is not None and p.exists()] + \
-            [pid for pid in self.pids if running(pid)]
+        """What is still there (the X socket only while stale: its number may be another desktop's by now)."""
+        return [p for p in (self.folder, self.cgroup, self.netns) if p is not None and p.exists()] + \
+            [self.socket] * stale(self.socket) + [pid for pid in self.pids if running(pid)]
+
+
+def stale(path: Path) -> bool:
+    """A socket file that no server answers on."""
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+            return False
+        except OSError:
+            return True
 
 
 def running(pid: int) -> bool:

@@ -22,6 +22,7 @@ number of assistant turns so far; after the last step it calls ``done``. The ora
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import Counter
@@ -49,6 +50,13 @@ class OracleReplayServer(FakeOpenAIServer):
         self._outage_until = 0.0
         self._open = threading.Event()
         self._open.set()
+        self._httpd.handle_error = self._quiet  # type: ignore[method-assign]
+        self._default_handle_error = type(self._httpd).handle_error.__get__(self._httpd)
+
+    def _quiet(self, request: Any, client_address: Any) -> None:
+        """A client that dropped its connection (it gave up on a held or cut reply) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            self._default_handle_error(request, client_address)
 
     # ------------------------------------------------------------------ controls
 
