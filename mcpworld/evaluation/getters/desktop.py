@@ -191,6 +191,7 @@ def vm_wallpaper(env: "Environment", cfg: dict[str, Any]) -> str | None:
 
 # Where this desktop's xterm logs what it shows (xterm -l -lf <this>; see vm_terminal_output).
 TERMINAL_LOG = "~/.cache/mcpworld/terminal.log"
+TERMINAL_SETTLE_S, TERMINAL_SETTLE_MAX_S = 0.5, 5.0  # the log is read again until it holds still this long
 
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _CSI = re.compile(r"\x1b\[([0-?]*)[ -/]*([@-~])")
@@ -260,11 +261,20 @@ def vm_terminal_output(env: "Environment", cfg: dict[str, Any]) -> str | None:
     episode, not only the focused one, and text a full-screen program drew or ``clear`` wiped is
     still in it. ``path`` reads another log.
     """
-    data = read_or_none(env, cfg.get("path") or TERMINAL_LOG)
+    path = cfg.get("path") or TERMINAL_LOG
+    data = read_or_none(env, path)
     if data is None:
-        log.info("vm_terminal_output: no terminal log at %s (no xterm ran, or it was not started logging)",
-                 cfg.get("path") or TERMINAL_LOG)
+        log.info("vm_terminal_output: no terminal log at %s (no xterm ran, or it was not started logging)", path)
         return None
+    # a command a postconfig step has just entered is still running or being logged: read until the log
+    # holds still (GNOME Terminal's text, which OSWorld reads, shows the output as soon as it is drawn)
+    deadline = time.monotonic() + TERMINAL_SETTLE_MAX_S
+    while time.monotonic() < deadline:
+        time.sleep(TERMINAL_SETTLE_S)
+        again = read_or_none(env, path)
+        if again == data:
+            break
+        data = again if again is not None else data
     return terminal_text(data.decode("utf-8", errors="replace"))
 
 
