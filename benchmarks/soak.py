@@ -470,6 +470,7 @@ def run_soak(args: argparse.Namespace) -> Soak:
         mlflow.stop()
         server.stop()
         soak.figures["wall_s"] = round(time.time() - began, 1)
+        soak.figures["ended_at"] = time.time()
         soak.figures["model_answers"] = dict(server.served)
         soak.figures["model_requests"] = len(server.requests)
         soak.save()
@@ -815,8 +816,11 @@ def _x_leftovers(soak: Soak) -> list[str]:
                 numbers.add(int(str(json.loads(desktop.read_text()).get("display", "")).lstrip(":")))
             except (OSError, ValueError):
                 pass
+    # another run's X server may hold the number by now (then it answers, or its socket is newer than our runs)
+    ended = soak.figures.get("ended_at") or max((p.stat().st_mtime for p in soak.folder.glob("harness*.log")),
+                                                default=time.time())
     stale = []
-    for n in sorted(numbers):  # (another run's X server may hold the number by now: then it answers)
+    for n in sorted(numbers):
         lock, sock = Path(f"/tmp/.X{n}-lock"), Path(f"/tmp/.X11-unix/X{n}")
         try:
             holder = int(lock.read_text().strip())
@@ -824,9 +828,24 @@ def _x_leftovers(soak: Soak) -> list[str]:
             holder = None
         if lock.exists() and (holder is None or not psutil.pid_exists(holder)):
             stale.append(str(lock))
-        if sock.exists() and not _answers(sock):
+        if sock.exists() and _older(sock, ended) and _silent(sock):
             stale.append(str(sock))
     return [f"stale X server files of our desktops: {', '.join(stale[:10])}"] if stale else []
+
+
+def _older(path: Path, than: float) -> bool:
+    try:
+        return path.stat().st_mtime <= than
+    except OSError:
+        return False
+
+
+def _silent(path: Path) -> bool:
+    """Nothing listens on the socket, now nor 2 s later (an X server that is starting answers by then)."""
+    if _answers(path):
+        return False
+    time.sleep(2)
+    return not _answers(path)
 
 
 def _answers(path: Path) -> bool:
