@@ -117,7 +117,7 @@ def main() -> int:
         table.add_row(str(pool), str(episodes), " / ".join(f"{r.wall_s:.1f}" for r in done),
                       f"{episodes / wall * 3600:.0f}", median([s for r in done for s in r.setup_s]),
                       median([s for r in done for s in r.waits_s]), f"{base_wall / wall:.2f}x")
-    Console().print(table)
+    Console(width=140).print(table)
     certificates = [r.statuses for pool in runs.values() for r in pool]
     same = all(c == certificates[0] for c in certificates)
     print("certificates: " + ("identical" if same else "DIFFER: " + "; ".join(

@@ -62,3 +62,18 @@ def test_the_hooks_source_names_this_episodes_home(tmp_path):
         assert "/home/user" not in live.source
     finally:
         live.close()
+
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "mcpworld" / "data" / "solutions" / "pccanary"
+
+
+def test_the_pccanary_solutions_load_under_their_task_ids():
+    """Each VS Code one is attached by the id mcpworld gives the task (``vscode/<task folder>``); a suite's
+    solution files are not rendered with the task's parameters, so they hold the values themselves."""
+    from mcpworld.tasks.solutions import load_solutions
+
+    vscode = {task_id: found for task_id, found in load_solutions(SOLUTIONS).items() if task_id.startswith("vscode/")}
+    assert len(vscode) == 14  # docs/pccanary_certificate.md
+    for task_id, (path, solution) in vscode.items():
+        assert task_id == f"vscode/{path.stem}" and path.parent.name == "vscode"
+        assert solution["gui"] and "{{" not in path.read_text()
