@@ -67,6 +67,8 @@ def certify(out: Path, pool: int, args: argparse.Namespace) -> Run:
         run.error = proc.stderr.strip()[-400:]
     for mode in MODES:
         for result in (out / mode / "episodes").rglob("result.json"):
+            if not result.parent.name.isdigit():  # a failed try set aside, run again
+                continue
             data = json.loads(result.read_text())
             run.episodes += 1
             if data.get("setup_s") is not None:
