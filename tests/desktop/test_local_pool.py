@@ -117,7 +117,16 @@ def test_a_pooled_reset_starts_on_a_fresh_display_over_a_home_of_only_the_tasks_
         (env.home / "docs" / "notes.txt").write_text("changed by the agent")
         mess = "echo x > ~/stray.txt && echo t > $TMPDIR/left.txt && (setsid sleep 600 >/dev/null 2>&1 &)"
         assert env.shell(mess, timeout=10).returncode == 0
-        stray = [p for p in marked(first.folder) if psutil.Process(p).name() == "sleep"]
+        def sleeping() -> list[int]:  # (the detached child may not have become `sleep` yet)
+            found = []
+            for pid in marked(first.folder):
+                try:
+                    found += [pid] if psutil.Process(pid).name() == "sleep" else []
+                except psutil.Error:
+                    pass
+            return found
+
+        stray = wait_for(sleeping, what="the agent's detached process")
         first_user, first_display, first_server = env.user, env.display.name, env.display._xvfb.pid
         wait_for(env.spares, what="a spare desktop")  # (the episode runs on meanwhile)
         env.end_episode()
@@ -246,7 +255,7 @@ def test_after_kill_9_the_sweep_removes_the_pools_desktops(tmp_path):
     proc.kill()
     proc.wait(timeout=10)
     assert all(t.left() for t in traces), "a killed holder should leave its desktops (else this tests nothing)"
-    reaped = leftovers.reap()
-    assert {str(t.folder) for t in traces} | {held["workroot"]} <= {str(p) for p in reaped}
+    leftovers.reap()  # (another run's sweep on this machine may get there first: what counts is that they are gone)
+    assert not [f for f in [*(str(t.folder) for t in traces), held["workroot"]] if Path(f).exists()]
     assert [t.left() for t in traces] == [[]] * len(traces)
     assert not list(NETNS_DIR.glob(f"mcpworld-{proc.pid}-*"))

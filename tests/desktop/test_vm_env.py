@@ -102,8 +102,10 @@ def test_gui_tasks_on_the_vm_get_the_verdicts_they_get_on_our_desktop(tmp_path, 
 
 def test_osworld_tasks_run_on_the_vm_and_without_a_reset_say_so(tmp_path, fake_vm):
     url, _ = fake_vm
+    gsettings = ("task=[3ce045a0-877b-42aa-8d2c-b4a863336ab8,a4d98375-215b-4a4d-aee9-3d4370fccc41,"
+                 "f9be0997-4b7c-45c5-b05c-4612b44a6118]")  # (the terminal task needs our desktop's ctrl+alt+t)
     common = ("env=vm", f"env.vm.url={url}", *SIZE, "tracking=none", f"tasks.root={OSWORLD_OS}",
-              f"tasks.solutions={SOLUTIONS}", "provider=oracle", "modality=cli")
+              f"tasks.solutions={SOLUTIONS}", "provider=oracle", "modality=cli", gsettings)
     proc = run_cli(tmp_path / "oracle", *common)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rs = results(tmp_path / "oracle" / "run")

@@ -40,7 +40,16 @@ for name, host, port in json.loads(sys.argv[1]):
         with socket.create_connection((host, port), timeout=3) as s:
             s.settimeout(3)
             s.sendall(b"GET /socket.io/?EIO=4&transport=polling HTTP/1.0\r\nHost: x\r\n\r\n")
-            out[name] = "open:" + s.recv(300).decode(errors="replace")
+            got = b""
+            while len(got) < 300:  # until the peer closes (HTTP/1.0) or 300 bytes: headers and body may come apart
+                try:
+                    chunk = s.recv(300 - len(got))
+                except socket.timeout:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            out[name] = "open:" + got.decode(errors="replace")
     except OSError as exc:
         out[name] = type(exc).__name__
 print(json.dumps(out))
