@@ -369,8 +369,10 @@ class DockerEnvironment(Environment):
         self._call("launch", http_timeout=(timeout_s or 60) + 60, command=command, shell=shell, window=window,
                    timeout_s=timeout_s)
 
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
-        self._call("execute", http_timeout=timeout_s + 60, command=command, shell=shell, timeout_s=timeout_s)
+    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
+                env: dict[str, str] | None = None) -> None:
+        extra = {"env": env} if env else {}  # (over the service's socket, closed to the desktop account)
+        self._call("execute", http_timeout=timeout_s + 60, command=command, shell=shell, timeout_s=timeout_s, **extra)
 
     def open_path(self, path: str, app: str | None = None, window: str | None = None,
                   timeout_s: float | None = None) -> None:

@@ -44,8 +44,12 @@ class HomeEnvironment(Environment):
         run_steps(self, steps, where="postconfig")
 
     # --- step host: only steps that need no desktop -------------------------------------------
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
+    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
+                env: dict[str, str] | None = None) -> None:
         import shlex
+
+        if env:  # (only an episode's preprocess has variables of its own; grading a folder runs none)
+            raise InfraError("a step with variables of its own cannot run when grading a home folder")
 
         text = command if isinstance(command, str) else shlex.join(str(c) for c in command)
         result = self.shell(self.map_paths(text), timeout=timeout_s)

@@ -419,8 +419,10 @@ class LocalEnvironment(Environment):
     def relaunch(self, exited: dict[str, Any]) -> None:
         self.launch(exited["argv"], window=exited["window"])
 
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
-        result = self._run(self._argv(command, shell), timeout_s, 4000)
+    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
+                env: dict[str, str] | None = None) -> None:
+        """``env``: variables for this command only (a task's preprocess), never the desktop's."""
+        result = self._run(self._argv(command, shell), timeout_s, 4000, env)
         if result.returncode != 0:
             raise InfraError(f"setup command {command!r} exited {result.returncode}: {result.stderr.strip()[-300:]}")
 
@@ -547,10 +549,12 @@ class LocalEnvironment(Environment):
         env.update(extra_env)
         return env
 
-    def _run(self, argv: list[str], timeout: float, max_output: int) -> ShellResult:
+    def _run(self, argv: list[str], timeout: float, max_output: int,
+             extra: dict[str, str] | None = None) -> ShellResult:
         if self._pool is not None and self._prepared is None:  # its account may be another desktop's by now
             raise InfraError("the desktop is not running (reset() first)")
         env = self.display.env if self.display else self._base_env()
+        env = {**env, **extra} if extra else env
         return run_bounded(argv, env, self.home, timeout, max_output, user=self.user, confinement=self.confinement)
 
     def read_file(self, path: str) -> bytes:

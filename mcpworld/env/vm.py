@@ -166,7 +166,11 @@ class VmEnvironment(Environment):
                 raise MissingWindow(f"no window titled {name!r} appeared on the VM within {timeout_s:.0f}s")
             time.sleep(0.5)
 
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60) -> None:
+    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
+                env: dict[str, str] | None = None) -> None:
+        if env:  # the VM's server takes no variables, and a command line would show them
+            raise InfraError("env=vm cannot give a setup command variables of its own (a Klavis task's "
+                             "preprocess): run such tasks on env=local or env=docker")
         result = self.server.execute(command, shell=shell, setup=True)
         if result.returncode != 0:
             logger.info("a setup command exited %s on the VM: %s", result.returncode, result.error.strip()[-300:])

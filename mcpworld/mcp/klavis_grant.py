@@ -67,8 +67,13 @@ class Grant:
         return ([self.local] if self.local else []) + self.individual
 
     def task(self, task: Task) -> Task:
-        """The task as this episode grades it: its grader gets ``env`` too."""
-        return replace(task, grader={**task.grader, "env": dict(self.env)}) if task.grader else task
+        """The task as this episode runs it: its preprocess step and its grader get ``env``, and
+        nothing else does (the desktop, the agent's shell and apps never see the credentials)."""
+        setup = [{"execute": {**step["execute"], "env": dict(self.env)}}
+                 if isinstance(step.get("execute"), dict) and step["execute"].get("preprocess") else step
+                 for step in task.setup]
+        grader = {**task.grader, "env": dict(self.env)} if task.grader else task.grader
+        return replace(task, setup=setup, grader=grader)
 
 
 def held() -> Grant | None:

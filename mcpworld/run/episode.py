@@ -100,7 +100,7 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
         with sampled if sampled else nullcontext():
             # env=klavis: the sandboxes are held from before preprocess to after the verdict
             with episode_grant(McpSettings.of(cfg), task, trace.emit) as grant:
-                env.extra_env = dict(grant.env) if grant else {}  # the task's preprocess sees the credentials
+                env.extra_env = {}  # (the credentials go to the task's preprocess and grader only: grant.task)
                 _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination, result.reason = Status.infra_error, "infra_error", str(exc)

@@ -184,7 +184,8 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None,
         command = (f"cd {shlex.quote(str(base))} && exec {shlex.quote(python)} -m "
                    f"{shlex.quote(module_of(preprocess, base))} --agent_workspace {WORKSPACE} "
                    f"--launch_time {shlex.quote(when)}")
-        setup.append({"execute": {"command": command, "shell": True, "timeout": 300}})
+        # ("preprocess": where an episode's Klavis sandboxes hand their credentials: this command only)
+        setup.append({"execute": {"command": command, "shell": True, "timeout": 300, "preprocess": True}})
     grader = _variant(folder / "evaluation", "main.py", cn)
     if not grader.is_file():
         raise TaskFileError(f"{where}: missing evaluation/main.py (the task's grader)")

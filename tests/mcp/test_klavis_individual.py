@@ -164,3 +164,21 @@ def test_a_killed_runs_sandboxes_are_released_by_the_next_run(fake, cfg, tmp_pat
     assert fake.held() == [] and Leases(cfg.leases_dir).all() == []
     (leftovers,) = [f for k, f in events if k == "klavis_leftovers"]
     assert sorted(leftovers["released"]) == sorted(left)
+
+
+def test_the_credentials_go_to_the_preprocess_step_and_the_grader_only():
+    """Never the desktop: the agent's shell and apps get no KLAVIS_* variable (env.extra_env stays
+    empty); the preprocess command and the grader each get them as their own environment."""
+    from mcpworld.core.task import Task
+    from mcpworld.mcp.klavis_grant import Grant
+
+    grant = Grant(env={"KLAVIS_GITHUB_TOKEN": "ghp_secret"})
+    mkdir = {"execute": {"command": ["mkdir", "-p", "/workspace"]}}
+    preprocess = {"execute": {"command": "python -m pre", "shell": True, "timeout": 300, "preprocess": True}}
+    task = Task(id="t", app="toolathlon", instruction="x", dir=Path("/t"), source=Path("/t/task_config.json"),
+                setup=[mkdir, preprocess],
+                grader={"command": ["python", "-m", "eval"]})
+    ran = grant.task(task)
+    assert ran.setup[0] == mkdir and ran.setup[1]["execute"]["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
+    assert ran.grader["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
+    assert "env" not in task.setup[1]["execute"] and "env" not in task.grader  # the loaded task is untouched
