@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))  # tests.fakes
 
 from mcpworld.core.paths import BUILTIN_TASKS  # noqa: E402
 from mcpworld.env import cgroup, leftovers  # noqa: E402
-from mcpworld.env.display import MARKER  # noqa: E402
+from mcpworld.env.display import MARKER, socket_answers  # noqa: E402
 from mcpworld.tasks.select import discover, select  # noqa: E402
 from tests.fakes.oracle_replay_server import OracleReplayServer  # noqa: E402
 
@@ -842,23 +842,10 @@ def _older(path: Path, than: float) -> bool:
 
 def _silent(path: Path) -> bool:
     """Nothing listens on the socket, now nor 2 s later (an X server that is starting answers by then)."""
-    if _answers(path):
+    if socket_answers(path):
         return False
     time.sleep(2)
-    return not _answers(path)
-
-
-def _answers(path: Path) -> bool:
-    """Whether something listens on the unix socket ``path``."""
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(2)
-        try:
-            s.connect(str(path))
-            return True
-        except OSError:
-            return False
+    return not socket_answers(path)
 
 
 def check_memory(soak: Soak) -> list[str]:

@@ -199,7 +199,7 @@ def remove_stale_lock(number: int) -> None:
         return  # its server lives on (it is not ours any more)
     except (OSError, ValueError):
         pass
-    if _answers(X_SOCKET_DIR / f"X{number}"):
+    if socket_answers(X_SOCKET_DIR / f"X{number}"):
         return  # another desktop's server took the number meanwhile (-displayfd writes no lock): its
         # socket file is the only way in for clients in a network namespace (env.netns)
     for stale in (lock, X_SOCKET_DIR / f"X{number}"):
@@ -209,7 +209,7 @@ def remove_stale_lock(number: int) -> None:
             pass
 
 
-def _answers(path: Path) -> bool:
+def socket_answers(path: Path) -> bool:
     """A server accepts connections on the unix socket file ``path``."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.settimeout(1.0)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import pytest
 from mcpworld.core.errors import UserError
 from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env import leftovers
-from mcpworld.env.display import MARKER, X_SOCKET_DIR
+from mcpworld.env.display import MARKER, X_SOCKET_DIR, socket_answers
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.env.local_pool import PreparedDesktop
 from mcpworld.env.netns import NETNS_DIR
@@ -71,15 +70,7 @@ class Traces:
 
 def stale(path: Path) -> bool:
     """A socket file that no server answers on."""
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(str(path))
-            return False
-        except OSError:
-            return True
+    return path.exists() and not socket_answers(path)
 
 
 def running(pid: int) -> bool:
