@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
 import time
-from functools import partial
 
 import pytest
 
@@ -13,6 +10,7 @@ from mcpworld.apps.catalog import programs
 from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.evaluation.registry import get_getter, get_metric
+from tests.fakes.file_server import serve_folder
 
 pytestmark = pytest.mark.desktop
 
@@ -32,12 +30,8 @@ def site(tmp_path):
     root.mkdir()
     for name, html in PAGES.items():
         (root / name).write_text(html)
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serve_folder(root) as url:
+        yield url
 
 
 def get(name, env, **cfg):

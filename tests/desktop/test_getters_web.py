@@ -3,10 +3,6 @@ against the real Chromium on an Xvfb desktop, the sites imitated by pages served
 
 from __future__ import annotations
 
-import http.server
-import threading
-from functools import partial
-
 import pytest
 
 from mcpworld.apps.catalog import programs
@@ -15,6 +11,7 @@ from mcpworld.core.task import Task
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.evaluation.getters import web
 from mcpworld.evaluation.registry import get_getter, get_metric
+from tests.fakes.file_server import serve_folder
 
 pytestmark = pytest.mark.desktop
 
@@ -74,12 +71,8 @@ def site(tmp_path_factory):
     for name, html in PAGES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(html)
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serve_folder(root) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ active window), and ``server --live`` serves another harness that drives the des
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
@@ -25,6 +24,7 @@ from mcpworld.evaluation.registry import get_getter
 from mcpworld.evaluation.server import make_live_server
 from mcpworld.evaluation.verdict import judge
 from mcpworld.tasks.osworld import load_osworld
+from tests.fakes.file_server import serve_folder
 
 pytestmark = pytest.mark.desktop
 
@@ -51,12 +51,8 @@ def site(tmp_path):
     root.mkdir()
     (root / "a.html").write_text("<title>Page A</title><p>alpha</p><a href='b.html?q=cats'>to b</a>")
     (root / "b.html").write_text("<title>Page B</title><p>bravo</p>")
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serve_folder(root) as url:
+        yield url
 
 
 @pytest.fixture
