@@ -534,8 +534,20 @@ def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: O
                           lambda: run.wait_done(run.done + args.concurrency + 2, timeout_s=args.disk_full_s),
                           free_bytes=64 << 10)
         elif kind == "sigterm":
-            t0, before = time.time(), run.done
-            os.killpg(run.pid, signal.SIGTERM)
+            settle_hit_episodes(soak, job)  # an earlier kill's episode judged on its own, not stopped
+            server.hold()  # the SIGTERM finds episodes in their agent's turn
+            try:
+                deadline = time.monotonic() + 120
+                while not running_episodes(job) and run.proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.3)
+                if run.proc.poll() is not None or not running_episodes(job):
+                    soak.faults.append({"kind": "sigterm", "error": "no episode was running any more to stop "
+                                        "(give the run more episodes: --attempts)"})
+                    continue
+                t0, before = time.time(), run.done
+                os.killpg(run.pid, signal.SIGTERM)
+            finally:
+                server.release()
             code = run.wait(timeout_s=600)
             record["exit"].append(code)
             soak.figures.setdefault("rss", []).append({"pid": run.pid, "stopped_at": t0, "samples": run.rss})
@@ -551,6 +563,19 @@ def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: O
     soak.figures.setdefault("rss", []).append({"pid": run.pid, "stopped_at": None, "samples": run.rss})
     soak.figures["work_base_peak_bytes"] = peak_work
     log(f"local job ended ({code})")
+
+
+def settle_hit_episodes(soak: Soak, job: Path, timeout_s: float = 180) -> None:
+    """Wait until every episode a kill fault hit has its result, so that a SIGTERM soon after does
+    not stop it first (its status would then be the SIGTERM's, and the kill's would go unjudged)."""
+    hits = [f for f in soak.faults if f.get("job") == str(job) and "episode" in f and "at" in f]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = tries(job)
+        if all(any(t.key == f["episode"] and _at(t, f["at"]) for t in found) for f in hits):
+            return
+        time.sleep(1.0)
+    log(f"the episodes hit by {[f['kind'] for f in hits]} had no result within {timeout_s:.0f}s; SIGTERM anyway")
 
 
 def docker_job(soak: Soak, args: argparse.Namespace, server: OracleReplayServer, mlflow: MlflowServer,
