@@ -166,8 +166,11 @@ class Windows:
             while time.monotonic() < deadline:
                 stamp += 1
                 ev = xevent.ClientMessage(window=win, client_type=protocols, data=(32, [ping, stamp, wid, 0, 0]))
-                win.send_event(ev, event_mask=X.NoEventMask)
-                self.d.flush()
+                gone = xerror.CatchError(xerror.BadWindow)  # closed meanwhile (a browser being killed)
+                win.send_event(ev, event_mask=X.NoEventMask, onerror=gone)
+                self.d.sync()
+                if gone.get_error():
+                    return False
                 answer_by = time.monotonic() + 0.25
                 while time.monotonic() < min(answer_by, deadline):
                     while self.d.pending_events():

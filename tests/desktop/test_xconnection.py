@@ -29,3 +29,34 @@ def test_bad_value_from_the_server_is_an_xerror(tmp_path):
             d.close()
     finally:
         display.stop()
+
+
+def test_a_window_closed_while_pinged_is_not_responding_and_prints_no_x_error(tmp_path, capfd):
+    import threading
+    import time
+
+    from Xlib import X
+
+    from mcpworld.env.windows import Windows
+
+    display = VirtualDisplay(200, 200, window_manager="", desktop_id=f"{tmp_path}/x")
+    display.start(dict(os.environ))
+    owner = open_display(display.name)
+    windows = Windows(display.name)
+    try:
+        # a client that speaks _NET_WM_PING but never answers (its event loop is stuck), then dies
+        win = owner.screen().root.create_window(0, 0, 50, 50, 0, X.CopyFromParent)
+        win.set_wm_protocols([owner.intern_atom("_NET_WM_PING")])
+        win.map()
+        owner.sync()
+        closer = threading.Timer(0.6, lambda: (win.destroy(), owner.sync()))
+        closer.start()
+        began = time.monotonic()
+        assert windows.responds(win.id, timeout_s=4.0) is False
+        assert time.monotonic() - began < 2.5  # noticed the window gone, not pinged a dead one to the end
+        closer.join()
+        assert "X protocol error" not in capfd.readouterr().err
+    finally:
+        windows.d.close()
+        owner.close()
+        display.stop()
