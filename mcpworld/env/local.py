@@ -46,6 +46,20 @@ def default_workroot() -> Path:
     return workroot
 
 
+def require_open_to_desktops(workroot: Path) -> None:
+    """The desktop accounts (apps and the agent's shell run as one when the harness is root) must
+    reach their home inside ``workroot``: a folder above it closed to others (a root-only TMPDIR,
+    pytest's /tmp/pytest-of-root) would otherwise fail later, obscurely, as a bus that never starts."""
+    if os.geteuid() != 0:
+        return  # no accounts: the desktop runs as the harness's own user
+    for folder in reversed(workroot.parents):
+        mode = folder.stat().st_mode
+        if not mode & 0o001:
+            raise UserError(f"the desktop work folder {workroot} is under {folder} (mode {mode & 0o7777:o}), "
+                            "which the unprivileged desktop accounts cannot enter: set "
+                            f"{leftovers.WORK_BASE_VARIABLE} (or TMPDIR) to a folder others may enter, e.g. /tmp")
+
+
 WARM_ROOT = APPS / "warm"
 # a site on the host's loopback that a step or the episode's own settings name (a test's file
 # server, the event sink): reachable from an isolated desktop, unlike every other host port
@@ -111,6 +125,12 @@ class LocalEnvironment(Environment):
         self._own_workroot = workroot is None
         self.workroot = workroot or default_workroot()
         self.workroot.chmod(0o711)  # the desktop account reaches its home inside, lists nothing
+        try:
+            require_open_to_desktops(self.workroot)
+        except UserError:
+            if self._own_workroot:
+                shutil.rmtree(self.workroot, ignore_errors=True)
+            raise
         self.home = self.workroot / "home"
         self.runtime_dir = self.workroot / "run"
         self.cache_dir = self.workroot / "cache"
