@@ -54,6 +54,9 @@ class Task:
     grader: dict[str, Any] | None = None
     format: str = "native"  # native | osworld | mcpworld | toolathlon
     skip_reason: str | None = None  # set by a loader when this machine cannot run the task (e.g. needs network)
+    # why it may run where the sites it opens cannot be reached (its answer needs none of their
+    # content: a browser setting, a bookmark): declared by our solution file (``offline:``)
+    offline: str = ""
     notes: list[str] = field(default_factory=list)  # what of the task file is not acted on here, by name
 
     @property

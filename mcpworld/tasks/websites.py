@@ -5,7 +5,8 @@ command line) or load one to grade (``page_info``, ``info_from_website``, ``pdf_
 machine that cannot reach a site the agent could only fail, and that failure would be the
 network's: such a task is skipped, naming the site and why it cannot be reached. One TCP connect
 per host and port, a few at a time, cached for the run. Loopback sites are the episode's own
-(a server its setup starts) and are not checked.
+(a server its setup starts) and are not checked. A task whose solution file declares ``offline:``
+(its answer needs none of the sites' content) is not checked either.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def why_unreachable(host: str, port: int, timeout_s: float = 3.0) -> str | None:
 
 def skip_unreachable(tasks: list[Task], timeout_s: float = 3.0, workers: int = 8) -> None:
     """Give every runnable task whose sites this machine cannot reach its skip reason."""
-    needed = {t.id: [u for u in site_urls(t) if not _loopback(u)] for t in tasks if not t.skip_reason}
+    needed = {t.id: [u for u in site_urls(t) if not _loopback(u)] for t in tasks if not t.skip_reason and not t.offline}
     endpoints = sorted({_endpoint(u) for urls in needed.values() for u in urls})
     if not endpoints:
         return

@@ -45,7 +45,16 @@ def test_an_id_key_names_tasks_whose_id_is_no_file_name(tmp_path):
     assert load_solutions(folder)["vs_code/982d-2-WOS"][1] == {"gui": [{"tool": "computer", "args": {"action": "wait"}}]}
 
 
+def test_an_offline_declaration_reaches_the_task(tmp_path):
+    tasks = discover(suite(tmp_path))
+    folder = overlay(tmp_path, "os/0b17a146-demo.yaml",
+                     "offline: the answer is a setting\nsolution: [{bash: {command: x}}]\n")
+    attach_solutions(tasks, folder)
+    assert tasks[0].offline == "the answer is a setting"
+
+
 @pytest.mark.parametrize("text, message", [
+    ("solution: [{bash: {command: x}}]\noffline: true\n", "'offline' must be a sentence"),
     ("steps: []\n", "needs 'solution:'"),
     ("solution: {cli: [{bash: {command: x}}]}\nauthor: me\n", "unknown key.*author"),
     ("solution: {cli: {bash: x}}\n", "must be a list of tool calls"),

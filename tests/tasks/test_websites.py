@@ -48,3 +48,10 @@ def test_only_tasks_with_an_unreachable_site_are_skipped():
     assert tasks[2].skip_reason is None
     assert tasks[1].skip_reason.startswith(f"it opens {down}, and this machine cannot reach no-such-site.invalid:443 (")
     assert tasks[1].skip_reason.endswith("run it where that site is reachable")
+
+
+def test_a_task_declared_offline_runs_although_its_site_is_down():
+    down = chrome_task("settings", "https://no-such-site.invalid/page")
+    down.offline = "the answer is a browser setting; the page's content plays no part"
+    skip_unreachable([down], timeout_s=2)
+    assert down.skip_reason is None
