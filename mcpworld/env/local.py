@@ -381,18 +381,22 @@ class LocalEnvironment(Environment):
         # a command that is no app of ours and ends without a window was a command (OSWorld's
         # `launch: pkill vlc`), not an app that failed to start: its launch is done
         is_command = window is None and program is None
-        wid = windows.wait(pattern, timeout_s or self.app_timeout_s,
-                           give_up=(lambda: proc.poll() is not None) if is_command else None)
-        if wid is None and is_command and proc.poll() is not None:
-            logger.info("launch of %s ended (exit %s) without a window: a command", name, proc.returncode)
-            return
-        if wid is None:
-            tail = (log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
-            state = f"exited with {proc.returncode}" if proc.poll() is not None else "is running"
-            raise InfraError(f"{argv[0]} {state} but no window matching {pattern!r} appeared within "
-                             f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
-        windows.activate(wid)
-        self._await_ready(Path(name).name, program, wid, deadline)
+        closed: set[int] = set()  # matching windows that closed while awaited: an old instance's, going
+        while True:
+            wid = windows.wait(pattern, max(0.0, deadline - time.monotonic()),
+                               give_up=(lambda: proc.poll() is not None) if is_command else None, ignore=closed)
+            if wid is None and is_command and proc.poll() is not None:
+                logger.info("launch of %s ended (exit %s) without a window: a command", name, proc.returncode)
+                return
+            if wid is None:
+                tail = (log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
+                state = f"exited with {proc.returncode}" if proc.poll() is not None else "is running"
+                raise InfraError(f"{argv[0]} {state} but no window matching {pattern!r} appeared within "
+                                 f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
+            windows.activate(wid)
+            if self._await_ready(Path(name).name, program, wid, deadline):
+                break
+            closed.add(wid)  # e.g. `pkill chrome; google-chrome`: the killed browser's window, found first
         if program and "cdp" in program.ports:  # chrome:// pages, which Chromium ignores on its command line
             from mcpworld.env.chrome_steps import open_command_line_pages
 
@@ -406,17 +410,21 @@ class LocalEnvironment(Environment):
                 return pid or app.proc.pid
         return None
 
-    def _await_ready(self, name: str, program: Program | None, wid: int, deadline: float) -> None:
+    def _await_ready(self, name: str, program: Program | None, wid: int, deadline: float) -> bool:
         """Ready means it takes input: its window answers a ping, and the program's own control
-        interface (Chromium's DevTools, VLC's HTTP) answers when it has one."""
+        interface (Chromium's DevTools, VLC's HTTP) answers when it has one. False: the window
+        closed meanwhile (another window is to be awaited)."""
         windows = self._windows()
         if not windows.responds(wid, max(0.5, deadline - time.monotonic())):
+            if wid not in {w for w, _, _ in windows.list()} and time.monotonic() < deadline:
+                return False
             raise InfraError(f"{name}'s window appeared but does not answer input")
         if program and program.maximized:
             windows.maximize(wid)
         url = program.ready.get("http") if program else None
         if url and not wait_http(url.format(**self.values), deadline):
             raise InfraError(f"{name}'s window answers but {url.format(**self.values)} did not")
+        return True
 
     def app_exits(self) -> list[dict[str, Any]]:
         """Launched apps that exited since the last call: their process ended and their window is gone."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable
+from typing import Callable, Collection
 
 from Xlib import X
 from Xlib import error as xerror
@@ -75,11 +75,11 @@ class Windows:
             out.append((wid, str(title), ".".join(cls)))
         return out
 
-    def find(self, pattern: str) -> int | None:
-        """First window whose title or class matches the regex (case-insensitive)."""
+    def find(self, pattern: str, ignore: Collection[int] = ()) -> int | None:
+        """First window whose title or class matches the regex (case-insensitive), not in ``ignore``."""
         rx = re.compile(pattern, re.I)
         for wid, title, cls in self.list():
-            if rx.search(title) or rx.search(cls):
+            if wid not in ignore and (rx.search(title) or rx.search(cls)):
                 return wid
         return None
 
@@ -97,10 +97,11 @@ class Windows:
         except re.error:
             return None
 
-    def wait(self, pattern: str, timeout_s: float, give_up: Callable[[], bool] | None = None) -> int | None:
-        """The first window matching ``pattern`` within ``timeout_s``, or None (also as soon as
-        ``give_up()`` is true, after one last look)."""
-        return self._wait(lambda: self.find(pattern), timeout_s, give_up)
+    def wait(self, pattern: str, timeout_s: float, give_up: Callable[[], bool] | None = None,
+             ignore: Collection[int] = ()) -> int | None:
+        """The first window matching ``pattern`` (and not in ``ignore``) within ``timeout_s``, or
+        None (also as soon as ``give_up()`` is true, after one last look)."""
+        return self._wait(lambda: self.find(pattern, ignore), timeout_s, give_up)
 
     def wait_named(self, name: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> int | None:
         """``find_named`` within ``timeout_s``, or None."""

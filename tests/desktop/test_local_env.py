@@ -140,6 +140,36 @@ def test_app_without_window_is_an_infra_error_with_its_output(tmp_path):
             env.reset(task, tmp_path / "ep")
 
 
+def test_a_launch_after_a_kill_awaits_the_new_window_not_the_closing_one(tmp_path):
+    """`pkill chrome; google-chrome`: the killed instance's window still matches for a moment and
+    answers nothing; the launch waits for the new program's window instead of failing on it."""
+    from Xlib import X
+
+    from mcpworld.env.xconnection import open_display
+
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(make_task(tmp_path, []), tmp_path / "ep")
+        old = open_display(env.display.name)
+        try:
+            stuck = old.screen().root.create_window(0, 0, 80, 80, 0, X.CopyFromParent)
+            stuck.set_wm_name("Relaunched App")
+            stuck.set_wm_protocols([old.intern_atom("_NET_WM_PING")])  # speaks ping, never answers: dying
+            stuck.map()
+            old.sync()
+            deadline = time.monotonic() + 10
+            while env.windows.find("Relaunched App") is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            closer = threading.Timer(1.0, lambda: (stuck.destroy(), old.sync()))
+            closer.start()
+            env.launch("sleep 1.5; exec xterm -T 'Relaunched App'", shell=True, window="Relaunched App",
+                       timeout_s=30)
+            closer.join()
+            assert env.launched[-1].window != stuck.id
+            assert env.launched[-1].window in {w for w, _, _ in env.windows.list()}
+        finally:
+            old.close()
+
+
 def test_missing_app_names_the_package(tmp_path):
     task = make_task(tmp_path, [{"launch": {"command": ["no-such-app-xyz"]}}])
     with LocalEnvironment(1000, 1000) as env:
