@@ -124,6 +124,20 @@ def test_osworld_chrome_tab_steps_open_and_close_tabs(tmp_path, site):
             get("open_tabs_info", env)
 
 
+def test_a_tab_whose_site_cannot_be_reached_keeps_the_url_it_was_sent_to(tmp_path, site):
+    """Offline, Chromium shows its error page (chrome-error://chromewebdata/ to Playwright); the tab,
+    like its address bar, keeps the site's URL, which is what the tab getters report."""
+    down = "http://127.0.0.1:1/unreachable"  # nothing listens on port 1
+    setup = [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
+             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [f"{site}/a.html", down]}}]
+    task = Task(id="t/chrome", app="chrome", instruction="x", dir=tmp_path, source=tmp_path / "task.json",
+                setup=setup, format="osworld")
+    with LocalEnvironment(1000, 800, programs=programs()) as env:
+        env.reset(task, tmp_path / "ep")
+        urls = wait_for(lambda: [t["url"] for t in get("open_tabs_info", env) or []] == [f"{site}/a.html", down])
+        assert urls, get("open_tabs_info", env)
+
+
 def test_active_tab_html_parse_reads_the_page_by_class_label_xpath_and_input(tmp_path, site):
     """OSWorld's shapes for grading what an agent set on a site, read off the live active tab."""
     url = f"{site}/search.html?sort=price"
