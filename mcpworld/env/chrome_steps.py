@@ -102,10 +102,29 @@ def open_command_line_pages(port: int | None, argv: list[str]) -> None:
     _with_context(port, f"opening {', '.join(urls)} (given on the browser's command line)", work)
 
 
+def shown_url(page: Any) -> str:
+    """The tab's URL as its address bar shows it. A page that failed to load (a site this machine
+    cannot reach) is Chromium's ``chrome-error://chromewebdata/`` to Playwright, while the tab, its
+    history and its bookmark keep the URL it was sent to: that one, as on a machine where it loads."""
+    url = str(page.url)
+    if not url.startswith("chrome-error://"):
+        return url
+    try:
+        session = page.context.new_cdp_session(page)
+        try:
+            history = session.send("Page.getNavigationHistory")
+        finally:
+            session.detach()
+        return str(history["entries"][history["currentIndex"]]["url"]) or url
+    except Exception as exc:  # a closing tab: Playwright's answer stands
+        log.info("reading a failed tab's URL failed: %s", exc)
+        return url
+
+
 def close_tabs(port: int | None, urls: list[str]) -> None:
     def work(context: Any) -> None:
         for url in urls:
-            page = next((p for p in context.pages if compare_urls(p.url, url)), None)
+            page = next((p for p in context.pages if compare_urls(shown_url(p), url)), None)
             if page is not None:
                 page.close()
             else:

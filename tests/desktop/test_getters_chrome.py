@@ -126,15 +126,17 @@ def test_osworld_chrome_tab_steps_open_and_close_tabs(tmp_path, site):
 
 def test_a_tab_whose_site_cannot_be_reached_keeps_the_url_it_was_sent_to(tmp_path, site):
     """Offline, Chromium shows its error page (chrome-error://chromewebdata/ to Playwright); the tab,
-    like its address bar, keeps the site's URL, which is what the tab getters report."""
+    like its address bar, keeps the site's URL, which is what the tab getters report and what
+    chrome_close_tabs finds it by."""
     down = "http://127.0.0.1:1/unreachable"  # nothing listens on port 1
     setup = [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
-             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [f"{site}/a.html", down]}}]
+             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [f"{site}/a.html", down, down + "-too"]}},
+             {"type": "chrome_close_tabs", "parameters": {"urls_to_close": [down + "-too"]}}]
     task = Task(id="t/chrome", app="chrome", instruction="x", dir=tmp_path, source=tmp_path / "task.json",
                 setup=setup, format="osworld")
     with LocalEnvironment(1000, 800, programs=programs()) as env:
         env.reset(task, tmp_path / "ep")
-        urls = wait_for(lambda: [t["url"] for t in get("open_tabs_info", env) or []] == [f"{site}/a.html", down])
+        urls = wait_for(lambda: sorted(t["url"] for t in get("open_tabs_info", env) or []) == [down, f"{site}/a.html"])
         assert urls, get("open_tabs_info", env)
 
 

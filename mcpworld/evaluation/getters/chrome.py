@@ -34,6 +34,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.cdp import in_thread as _in_thread
+from mcpworld.env.chrome_steps import shown_url
 from mcpworld.evaluation.getters.base import canonical_home, require
 from mcpworld.evaluation.registry import getter
 
@@ -147,7 +148,7 @@ def _info(env: "Environment", cfg: dict[str, Any], page: Any, content: bool) -> 
     except Exception as exc:
         log.info("reading a tab's title failed: %s", exc)
         title = "Error encountered"
-    info = {"title": _canon(env, cfg, title), "url": _canon(env, cfg, _shown_url(page))}
+    info = {"title": _canon(env, cfg, title), "url": _canon(env, cfg, shown_url(page))}
     if content:
         try:
             info["content"] = _canon(env, cfg, page.content())
@@ -155,25 +156,6 @@ def _info(env: "Environment", cfg: dict[str, Any], page: Any, content: bool) -> 
             log.info("reading a tab's content failed: %s", exc)
             info["content"] = ""
     return info
-
-
-def _shown_url(page: Any) -> str:
-    """The tab's URL as its address bar shows it. A page that failed to load (a site this machine
-    cannot reach) is Chromium's ``chrome-error://chromewebdata/`` to Playwright, while the tab, its
-    history and its bookmark keep the URL it was sent to: that one, as on a machine where it loads."""
-    url = str(page.url)
-    if not url.startswith("chrome-error://"):
-        return url
-    try:
-        session = page.context.new_cdp_session(page)
-        try:
-            history = session.send("Page.getNavigationHistory")
-        finally:
-            session.detach()
-        return str(history["entries"][history["currentIndex"]]["url"]) or url
-    except Exception as exc:  # a closing tab: Playwright's answer stands
-        log.info("reading a failed tab's URL failed: %s", exc)
-        return url
 
 
 @getter("open_tabs_info")
