@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,14 +61,30 @@ def to_markdown(paths: Sequence[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+BLOCK = re.compile(r"(<!-- certificates-table -->\n)(.*?)(<!-- /certificates-table -->)", re.S)
+
+
+def rewrite_block(readme: Path, table: str) -> None:
+    """Replace the table between ``<!-- certificates-table -->`` markers of ``readme``."""
+    text = readme.read_text(encoding="utf-8")
+    if not BLOCK.search(text):
+        raise UserError(f"{readme}: no <!-- certificates-table --> … <!-- /certificates-table --> block to rewrite")
+    readme.write_text(BLOCK.sub(lambda m: m.group(1) + table + m.group(3), text, count=1), encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpworld.certify.table",
                                      description="Tasks per status for each suite and app of certificate CSVs.")
     parser.add_argument("csv", nargs="*", type=Path,
                         help=f"certificate files (default: every *.csv in {CERTIFICATES})")
+    parser.add_argument("--readme", type=Path, help="rewrite this file's certificates-table block instead of printing")
     args = parser.parse_args(argv)
     try:
-        print(to_markdown(args.csv or sorted(CERTIFICATES.glob("*.csv"))), end="")
+        table = to_markdown(args.csv or sorted(CERTIFICATES.glob("*.csv")))
+        if args.readme:
+            rewrite_block(args.readme, table)
+        else:
+            print(table, end="")
     except UserError as exc:
         print(f"certify.table: {exc}")
         return 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,19 @@ def test_a_file_that_is_not_a_certificate_is_named(tmp_path):
 
 def test_the_readme_shows_the_committed_certificates():
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- certificates-table -->\n(.*?)<!-- /certificates-table -->", readme, re.S)
+    block = table.BLOCK.search(readme)
     assert block, "README.md lost its <!-- certificates-table --> block"
-    assert block.group(1) == table.to_markdown(sorted(table.CERTIFICATES.glob("*.csv"))), (
-        "README's certificate table is stale: paste the output of python -m mcpworld.certify.table")
+    assert block.group(2) == table.to_markdown(sorted(table.CERTIFICATES.glob("*.csv"))), (
+        "README's certificate table is stale: python -m mcpworld.certify.table --readme README.md")
+
+
+def test_the_readme_block_is_rewritten_in_place(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("before\n<!-- certificates-table -->\nold\n<!-- /certificates-table -->\nafter\n")
+    assert table.main(["--readme", str(readme), str(write(tmp_path / "osworld.csv", "os/a,os,certified"))]) == 0
+    text = readme.read_text()
+    assert text.startswith("before\n<!-- certificates-table -->\n| suite |")
+    assert text.endswith("<!-- /certificates-table -->\nafter\n")
+    assert "old" not in text and "| osworld | os | 1 | 1 |" in text
+    (tmp_path / "other.md").write_text("no block")
+    assert table.main(["--readme", str(tmp_path / "other.md")]) == 2

@@ -39,6 +39,7 @@ def test_the_generic_spoil_leaves_out_the_last_state_changing_step_and_the_waits
     ({"tool": "computer", "args": {"action": "zoom"}}, False),
     ({"tool": "computer", "args": {"action": "left_click", "coordinate": [1, 2]}}, True),
     (WAIT_FOR, False),
+    ({"tool": "local-claim_done", "args": {}}, False),  # Toolathlon's end of the episode, as done
 ])
 def test_what_counts_as_changing_state(step, acts):
     assert changes_state(step) is acts

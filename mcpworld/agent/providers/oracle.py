@@ -15,7 +15,8 @@ from mcpworld.agent.providers.base import Provider, Reply, ToolCall
 # computer actions that only look or wait: leaving one out changes nothing on the desktop
 LOOKING_ACTIONS = frozenset({"wait", "screenshot", "mouse_move", "zoom", "cursor_position"})
 # tools that never change state: the oracle's own wait for app state, and the end of the episode
-PASSIVE_TOOLS = frozenset({"wait_for", "done"})
+# (Toolathlon's local claim_done is its done: leaving it out would spoil nothing the grader reads)
+PASSIVE_TOOLS = frozenset({"wait_for", "done", "local-claim_done"})
 # MCP tools named as readers (``filesystem-read_text_file``, ``excel-list_sheets``) only look
 READER_PREFIXES = ("read", "list", "search", "get")
 OMIT = "omit"  # a step's ``spoil: omit``: the spoiled replay leaves the step out
