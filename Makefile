@@ -21,7 +21,7 @@ APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool sc
               dconf-gsettings-backend bc wmctrl slirp4netns \
               nautilus gnome-terminal desktop-file-utils pulseaudio pulseaudio-utils sysstat expect python3-pysrt
 
-.PHONY: setup apt venv servers apps toolathlon run lint test test-fast bench clean
+.PHONY: setup apt venv servers apps toolathlon run lint test test-fast bench clean pccanary-symbols
 
 setup: apt venv servers apps
 
@@ -59,6 +59,13 @@ toolathlon: venv
 # apt; `make apps APPS="gimp vlc"` installs only those.
 apps: venv
 	$(PY) -m mcpworld.apps $(APPS)
+
+# PC-Canary's GIMP hooks look their functions up in gimp-2.10's own symbol table, which Debian strips: this
+# writes GIMP's exported functions into a .symtab of a diverted copy of Debian's binary (root; not part of
+# setup or CI; `mcpworld/data/scripts/pccanary-symbols.sh remove` restores the package's file).
+# See docs/pccanary_certificate.md (GIMP).
+pccanary-symbols:
+	mcpworld/data/scripts/pccanary-symbols.sh install
 
 # The demo sweep: every built-in task at square and rect, replayed by the oracle, logged to outputs/mlflow.db.
 run: setup
