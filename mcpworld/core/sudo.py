@@ -10,7 +10,10 @@ satisfied and runs as ``true``; the rest of the line runs as written. An item is
 - ``pip``/``pip3``/``python3 -m pip install P…``: the desktop's python3 has every P;
 - ``su [-] USER`` with no command: a login shell on the exhausted pipe, which exits at once.
 
-Anything else (``sudo mkdir``, ``sudo su - charles -c …``) needs root, and env=local skips the task.
+``sudo mkdir [-p] ~/…`` (folders in the home only) runs as the desktop's account without sudo: the
+folder is the account's rather than root's, which changes nothing a task in the home does with it
+(renaming or moving an entry needs write access to the folder it is in, the account's own).
+Anything else (``sudo mkdir /opt/x``, ``sudo su - charles -c …``) needs root, and env=local skips the task.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ class SudoItem:
     text: str  # the item as written (``echo password | sudo -S apt-get install -y jq``)
     start: int
     end: int
-    kind: str  # "noop", "apt", "pip" or "root" (needs root for real)
+    kind: str  # "noop", "apt", "pip", "home" (runs as the account) or "root" (needs root for real)
     packages: tuple[str, ...] = ()
+    unprivileged: str = ""  # for "home": the command sudo runs, as written, to run without it
 
     def check_script(self) -> str | None:
         """A bash script that exits 0 where this item is satisfied; None when nothing needs checking."""
@@ -72,8 +76,10 @@ def sudo_items(command: str) -> list[SudoItem]:
             while words and ASSIGNMENT.match(words[0]):
                 words = words[1:]
             if words and words[0] == "sudo":
-                kind, packages = classify(_after_sudo(words[1:]))
-                found.append(SudoItem(text, start, end, kind, packages))
+                after = _after_sudo(words[1:])
+                kind, packages = classify(after)
+                written = " ".join(element[len(element) - len(after):]) if kind == "home" else ""
+                found.append(SudoItem(text, start, end, kind, packages, written))
                 break
     return found
 
@@ -117,6 +123,9 @@ def classify(argv: list[str]) -> tuple[str, tuple[str, ...]]:
         if not args[1:] or set(rest) & flags_with_files or not all(names) or any("/" in a for a in args[1:]):
             return "root", ()
         return ("apt" if program in APT else "pip"), tuple(m.group(0) for m in names if m)
+    if program == "mkdir" and args and all(a in ("-p", "--parents", "-v") for a in rest if a.startswith("-")) \
+            and all(a.startswith(("~/", "$HOME/")) and ".." not in a.split("/") for a in args):
+        return "home", ()
     if program == "su" and all(a in ("-", "-l", "--login") or not a.startswith("-") for a in rest) \
             and len([a for a in rest if not a.startswith("-")]) <= 1:
         return "noop", ()
@@ -132,11 +141,12 @@ def unmet(command: str, satisfied: Satisfied) -> list[SudoItem]:
 
 
 def without_satisfied(command: str, satisfied: Satisfied) -> str:
-    """``command`` with each satisfied sudo item replaced by ``true`` (the rest as written)."""
+    """``command`` with each satisfied sudo item replaced by ``true``, or by its command without sudo
+    (a folder made in the home); the rest as written."""
     out, last = [], 0
     for item in sudo_items(command):
         if item.kind != "root" and satisfied(item):
-            out += [command[last:item.start], "true"]
+            out += [command[last:item.start], item.unprivileged or "true"]
             last = item.end
     return "".join(out) + command[last:]
 
@@ -154,4 +164,4 @@ def _passes_here(script: str) -> bool:
 def satisfied_here(item: SudoItem) -> bool:
     """Whether this host (the machine an env=local desktop runs on) has what ``item`` asks for."""
     script = item.check_script()
-    return item.kind == "noop" if script is None else _passes_here(script)
+    return item.kind in ("noop", "home") if script is None else _passes_here(script)

@@ -91,12 +91,13 @@ def test_argv_commands_with_stdout_map_the_vms_home_and_keep_their_words(home):
 def test_sudo_items_are_read_by_what_they_ask_root_to_do():
     line = ("echo password | sudo -S apt-get update -y && echo password | sudo -S apt-get install unzip -y "
             "&& unzip ~/x.zip -d ~/ && sudo -S DEBIAN_FRONTEND=noninteractive pip install pysrt; sudo su - charles; "
-            "sudo mkdir ~/todo")
+            "sudo mkdir ~/todo; sudo mkdir -p ~/Desktop/a\\ b; sudo mkdir /opt/x; sudo mkdir ~/../x")
     kinds = [(i.kind, i.packages) for i in sudo_items(line)]
-    assert kinds == [("noop", ()), ("apt", ("unzip",)), ("pip", ("pysrt",)), ("noop", ()), ("root", ())]
+    assert kinds == [("noop", ()), ("apt", ("unzip",)), ("pip", ("pysrt",)), ("noop", ()), ("home", ()),
+                     ("home", ()), ("root", ()), ("root", ())]
     rewritten = without_satisfied(line, lambda item: item.kind != "pip")
     assert rewritten == ("true && true && unzip ~/x.zip -d ~/ && sudo -S DEBIAN_FRONTEND=noninteractive pip install "
-                         "pysrt; true; sudo mkdir ~/todo")
+                         "pysrt; true; mkdir ~/todo; mkdir -p ~/Desktop/a\\ b; sudo mkdir /opt/x; sudo mkdir ~/../x")
     assert [i.kind for i in sudo_items("echo pseudocode > sudoku.txt; apt-get install sudo")] == []
 
 
@@ -110,7 +111,9 @@ def test_an_install_of_what_this_machine_has_is_not_refused_and_one_it_lacks_nam
     command, why = sudo_needs([have, lack]) or ("", "")
     assert "mcpworld-no-such-package" in command
     assert "`apt-get install -y mcpworld-no-such-package`" in why and "env=local never grants" in why
-    _, why = sudo_needs([{"execute": {"command": "echo {CLIENT_PASSWORD} | sudo -S mkdir ~/Desktop/x",
+    assert sudo_needs([{"execute": {"command": "echo {CLIENT_PASSWORD} | sudo -S mkdir ~/Desktop/x",
+                                    "shell": True}}]) is None  # a folder in the home: the account makes it
+    _, why = sudo_needs([{"execute": {"command": "echo {CLIENT_PASSWORD} | sudo -S mkdir /srv/x",
                                       "shell": True}}]) or ("", "")
     assert "would be root on this host" in why
 
@@ -134,6 +137,12 @@ def test_a_satisfied_sudo_runs_as_true_on_the_desktop_and_the_rest_as_written(ho
         with pytest.raises(InfraError):  # one that needs root for real runs as written, and fails here
             env.run_steps([{"type": "execute", "parameters": {"command": "sudo mkdir /home/user/x", "shell": True}}])
         assert calls.read_text() == "mkdir " + str(home / "x") + "\n"
+        # a folder in the home: made by the account itself, no sudo asked
+        (home / "Desktop").mkdir(exist_ok=True)
+        env.run_steps([{"type": "execute", "parameters": {
+            "command": "echo {CLIENT_PASSWORD} | sudo -S mkdir ~/Desktop/todo_list_Jan_1", "shell": True}}])
+        assert (home / "Desktop" / "todo_list_Jan_1").is_dir()
+        assert calls.read_text().count("\n") == 1
     finally:
         env.close()
         shutil.rmtree(fake)
