@@ -80,6 +80,11 @@ def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> N
         raise InfraError(f"context restore failed: rsync exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 
 
+# the folders of the suites' own VM homes (Ubuntu's XDG user folders on OSWorld's /home/user), which
+# their tasks' steps take as given (`sudo mkdir ~/Desktop/todo_list_Jan_1`)
+VM_HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates", "Videos")
+
+
 class Goldens:
     """One desktop's golden homes: each task's built once (over the app layers ``layers()`` gives,
     asked for at the first build) and restored onto the home at every reset."""
@@ -96,6 +101,9 @@ class Goldens:
             if self._layers is None:
                 self._layers = self._layers_of()
             golden = build_golden(task.context, self.root / task.id.replace("/", "__"), under=self._layers)
+            if task.format == "osworld":
+                for folder in VM_HOME_FOLDERS:
+                    (golden / folder).mkdir(exist_ok=True)
             self._built[task.id] = golden
         restore(golden, home, owner=owner)
         home.chmod(0o700)  # no other desktop's account can read it

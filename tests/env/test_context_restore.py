@@ -29,3 +29,18 @@ def test_a_read_only_task_folder_gives_a_writable_home(tmp_path):
     assert (home / "workspace" / ".vscode" / "settings.json").read_text() == "{}"
     restore(golden, home)  # again, over the previous attempt's home
     assert os.stat(home / "workspace" / ".vscode").st_mode & stat.S_IWUSR
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed (make apt)")
+def test_an_osworld_task_finds_the_vms_home_folders_and_a_native_task_only_its_own(tmp_path):
+    from pathlib import Path
+
+    from mcpworld.core.task import Task
+    from mcpworld.env.context import VM_HOME_FOLDERS, Goldens
+
+    goldens = Goldens(tmp_path / "goldens", lambda: [])
+    for fmt, home in (("osworld", tmp_path / "vm-home"), ("native", tmp_path / "own-home")):
+        task = Task(id=f"t/{fmt}", app="os", instruction="x", dir=tmp_path, source=Path("x"), format=fmt)
+        goldens.restore(task, home, owner=None)
+    assert sorted(p.name for p in (tmp_path / "vm-home").iterdir()) == sorted(VM_HOME_FOLDERS)
+    assert "Desktop" in VM_HOME_FOLDERS and list((tmp_path / "own-home").iterdir()) == []
