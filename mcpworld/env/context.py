@@ -83,6 +83,20 @@ def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> N
 # the folders of the suites' own VM homes (Ubuntu's XDG user folders on OSWorld's /home/user), which
 # their tasks' steps take as given (`sudo mkdir ~/Desktop/todo_list_Jan_1`)
 VM_HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates", "Videos")
+# the VM's sound output is not at full volume (os/28cc3b7e: "the volume of my system is too small");
+# a desktop without a sound card gets PulseAudio's null sink, at 100 % unless told: 40 % here
+VM_HOME_FILES = {".config/pulse/default.pa": ".include /etc/pulse/default.pa\nset-sink-volume auto_null 26214\n"}
+
+
+def vm_home(golden: Path) -> None:
+    """The suite VM's home conventions laid over a golden home (what the task gives stays)."""
+    for folder in VM_HOME_FOLDERS:
+        (golden / folder).mkdir(exist_ok=True)
+    for name, text in VM_HOME_FILES.items():
+        target = golden / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
 
 
 class Goldens:
@@ -102,8 +116,7 @@ class Goldens:
                 self._layers = self._layers_of()
             golden = build_golden(task.context, self.root / task.id.replace("/", "__"), under=self._layers)
             if task.format == "osworld":
-                for folder in VM_HOME_FOLDERS:
-                    (golden / folder).mkdir(exist_ok=True)
+                vm_home(golden)
             self._built[task.id] = golden
         restore(golden, home, owner=owner)
         home.chmod(0o700)  # no other desktop's account can read it

@@ -42,5 +42,6 @@ def test_an_osworld_task_finds_the_vms_home_folders_and_a_native_task_only_its_o
     for fmt, home in (("osworld", tmp_path / "vm-home"), ("native", tmp_path / "own-home")):
         task = Task(id=f"t/{fmt}", app="os", instruction="x", dir=tmp_path, source=Path("x"), format=fmt)
         goldens.restore(task, home, owner=None)
-    assert sorted(p.name for p in (tmp_path / "vm-home").iterdir()) == sorted(VM_HOME_FOLDERS)
+    assert sorted(p.name for p in (tmp_path / "vm-home").iterdir()) == sorted([*VM_HOME_FOLDERS, ".config"])
+    assert "set-sink-volume" in (tmp_path / "vm-home" / ".config" / "pulse" / "default.pa").read_text()
     assert "Desktop" in VM_HOME_FOLDERS and list((tmp_path / "own-home").iterdir()) == []
