@@ -29,6 +29,7 @@ from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.display import VirtualDisplay, require_binary
+from mcpworld.env.kill_commands import await_gone, kill_target
 from mcpworld.env.local_pool import DesktopPool, PreparedDesktop
 from mcpworld.env.netns import NetNamespace
 from mcpworld.env.processes import run_bounded, scrubbed_env
@@ -387,6 +388,7 @@ class LocalEnvironment(Environment):
                                give_up=(lambda: proc.poll() is not None) if is_command else None, ignore=closed)
             if wid is None and is_command and proc.poll() is not None:
                 logger.info("launch of %s ended (exit %s) without a window: a command", name, proc.returncode)
+                self._await_killed(shlex.split(argv[-1]) if shell else argv, deadline)
                 return
             if wid is None:
                 tail = (log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
@@ -402,6 +404,15 @@ class LocalEnvironment(Environment):
 
             open_command_line_pages(self.ports.get("cdp"), argv)
         self.launched.append(Launched(argv, proc, wid, pattern))
+
+    def _await_killed(self, argv: list[str], deadline: float) -> None:
+        """A ``pkill``/``killall`` step is done when what it stopped is gone (env/kill_commands.py)."""
+        target = kill_target(argv)
+        cgroup = self.confinement.cgroup
+        if target is None or cgroup is None:
+            return
+        if not await_gone(target, cgroup.pids, max(5.0, deadline - time.monotonic())):
+            logger.warning("%s: processes matching %r still run; the next step goes on", shlex.join(argv), target.pattern)
 
     def app_pid(self) -> int | None:
         for app in reversed(self.launched):

@@ -170,6 +170,23 @@ def test_a_launch_after_a_kill_awaits_the_new_window_not_the_closing_one(tmp_pat
             old.close()
 
 
+def test_a_pkill_step_is_done_when_what_it_stopped_is_gone(tmp_path):
+    """OSWorld's postconfig `pkill chrome` then `google-chrome`: the next step must not meet the
+    program still shutting down."""
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(make_task(tmp_path, []), tmp_path / "ep")
+        env.shell("setsid bash -c 'trap \"sleep 1.5; exit\" TERM; while :; do sleep 0.05; done' lingering-mcpw "
+                  ">/dev/null 2>&1 &")
+        lingering = lambda: [p for p in desktop_processes(env) if "lingering-mcpw" in " ".join(p.cmdline())]  # noqa: E731
+        deadline = time.monotonic() + 10
+        while not lingering() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lingering()
+        began = time.monotonic()
+        env.run_steps([{"type": "launch", "parameters": {"command": ["pkill", "-f", "lingering-mcpw"]}}])
+        assert lingering() == [] and time.monotonic() - began >= 1.0  # it waited out the shutdown
+
+
 def test_missing_app_names_the_package(tmp_path):
     task = make_task(tmp_path, [{"launch": {"command": ["no-such-app-xyz"]}}])
     with LocalEnvironment(1000, 1000) as env:
