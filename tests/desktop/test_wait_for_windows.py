@@ -49,3 +49,42 @@ async def test_a_process_of_another_desktop_does_not_count(tmp_path: Path) -> No
         assert (await WaitForTool(busy).call({"process": "^mousepad", "timeout": 10})).ok
         missing = await WaitForTool(idle).call({"process": "^mousepad", "timeout": 0.5})
         assert not missing.ok and "no process of this desktop matches '^mousepad'" in missing.text
+
+
+async def test_a_window_still_moving_is_not_there_yet(tmp_path: Path) -> None:
+    """A window is awaited where it stays: one that the app (or the window manager) still moves
+    after mapping it takes no clicks where its controls will be."""
+    import threading
+    import time
+
+    from Xlib import X
+
+    from mcpworld.env.xconnection import open_display
+
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(make_task(tmp_path, []), tmp_path / "ep")
+        app = open_display(env.display.name)
+        try:
+            win = app.screen().root.create_window(10, 10, 200, 100, 0, X.CopyFromParent)
+            win.set_wm_name("Moving Dialog")
+            win.map()
+            app.sync()
+            stop = time.monotonic() + 1.5
+
+            def drift() -> None:  # moved every 50 ms for 1.5 s, then left where it is
+                x = 10
+                while time.monotonic() < stop:
+                    x += 5
+                    win.configure(x=x)
+                    app.sync()
+                    time.sleep(0.05)
+
+            mover = threading.Thread(target=drift)
+            mover.start()
+            began = time.monotonic()
+            placed = await WaitForTool(env, poll_s=0.2).call({"window": "^Moving Dialog$", "timeout": 10})
+            mover.join()
+            assert placed.ok, placed.text
+            assert time.monotonic() - began >= 1.3  # not while it moved
+        finally:
+            app.close()

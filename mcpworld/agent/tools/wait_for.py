@@ -17,11 +17,12 @@ from mcpworld.core.waits import DEFAULT_TIMEOUT_S, TOOL, check_wait
 from mcpworld.env.base import Environment
 
 POLL_S = 0.2
-# every managed window (EWMH's client list): "<title>\t<WM_CLASS>" per line; xprop and xdotool are
-# in every desktop (x11-utils, xdotool), local or in the container
+# every managed window (EWMH's client list): "<title>\t<WM_CLASS>\t<geometry>" per line; xprop and
+# xdotool are in every desktop (x11-utils, xdotool), local or in the container
 LIST_WINDOWS = ("for w in $(xprop -root _NET_CLIENT_LIST 2>/dev/null | grep -o '0x[0-9a-fA-F]*'); do "
-                "printf '%s\\t%s\\n' \"$(xdotool getwindowname \"$w\" 2>/dev/null)\" "
-                "\"$(xprop -id \"$w\" WM_CLASS 2>/dev/null | sed -n 's/^[^=]*= //p')\"; done")
+                "printf '%s\\t%s\\t%s\\n' \"$(xdotool getwindowname \"$w\" 2>/dev/null)\" "
+                "\"$(xprop -id \"$w\" WM_CLASS 2>/dev/null | sed -n 's/^[^=]*= //p')\" "
+                "\"$(xdotool getwindowgeometry \"$w\" 2>/dev/null | tr '\\n' ' ')\"; done")
 
 
 class WaitForTool(Tool):
@@ -52,6 +53,7 @@ class WaitForTool(Tool):
         except TaskFileError as exc:
             raise ToolError(str(exc)) from None
         timeout = float(args.get("timeout", DEFAULT_TIMEOUT_S))
+        self.placed: str | None = None  # the awaited window's geometry at the last look
         start = time.monotonic()
         previous: tuple[float, int] | None = None  # the file's (mtime, size) at the last look
         while True:
@@ -85,11 +87,18 @@ class WaitForTool(Tool):
                 return f"{path} does not contain {str(args['contains'])!r}", stat
         if "window" in args:
             pattern = str(args["window"])
-            present = self._window(pattern)
+            found = self._matching(pattern)
+            present = (found[0] or found[1]) if found else None
             if present and args.get("gone"):
                 return f"a window matching {pattern!r} is still open ({present!r})", stat
             if not present and not args.get("gone"):
                 return f"no window matches {pattern!r} (open: {', '.join(self._titles()) or 'none'})", stat
+            if present and not args.get("gone"):
+                # shown where it stays: mapped, then placed by the window manager and laid out by the
+                # app, a window's first moments take no clicks where its controls will be
+                geometry, self.placed = self.placed, found[2] if found else None
+                if geometry != self.placed:
+                    return f"the window {present!r} is still being placed", stat
         if "process" in args:
             pattern = str(args["process"])
             running = self._process(pattern)
@@ -125,18 +134,20 @@ class WaitForTool(Tool):
         except FileNotFoundError:
             return ""
 
-    def _windows(self) -> list[tuple[str, str]]:
+    def _windows(self) -> list[tuple[str, str, str]]:
+        """(title, class, geometry) of each managed window."""
         result = self.env.shell(LIST_WINDOWS, timeout=10)
-        return [(title, cls) for title, _, cls in (line.partition("\t") for line in result.stdout.splitlines())]
+        rows = [(line.split("\t") + ["", ""])[:3] for line in result.stdout.splitlines()]
+        return [(title, cls, geometry) for title, cls, geometry in rows]
 
-    def _window(self, pattern: str) -> str | None:
-        """The title of the first window whose title or class matches (case-insensitive, as setup's
-        ``window:`` matches), or None."""
+    def _matching(self, pattern: str) -> tuple[str, str, str] | None:
+        """The first window whose title or class matches (case-insensitive, as setup's ``window:``
+        matches), or None."""
         rx = re.compile(pattern, re.I)
-        return next((title or cls for title, cls in self._windows() if rx.search(title) or rx.search(cls)), None)
+        return next((w for w in self._windows() if rx.search(w[0]) or rx.search(w[1])), None)
 
     def _titles(self) -> list[str]:
-        return [title for title, _ in self._windows() if title][:8]
+        return [title for title, _, _ in self._windows() if title][:8]
 
 
 def describe(args: dict[str, Any]) -> str:
