@@ -5,6 +5,7 @@ then read back with report/folder.py."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from mcpworld.report.folder import load_folders
 from mcpworld.report.tables import Episode
 
 TRIES = 2  # the job, then once more for the episodes without a verdict
+JOB_STOP_S = 180.0  # a stopping job's episodes end within their own bound; this is its outer one
 
 
 def run_mode(mode: Mode, user: list[str], task_ids: list[str], n: int, concurrency: int,
@@ -38,15 +40,33 @@ def run_mode(mode: Mode, user: list[str], task_ids: list[str], n: int, concurren
 def run_job(overrides: list[str], folder: Path) -> str:
     """Run the job; '' when it finished, else why not (its episodes may be partly there). A job the
     user can fix (exit 2: a bad override, every task skipped) stops certify; Ctrl-C stops it too."""
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", *overrides], check=False)
-    if proc.returncode == 0:
+    proc = subprocess.Popen([sys.executable, "-m", "mcpworld", *overrides])
+    try:
+        returncode = proc.wait()
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM to certify alone: the job stops as it would by itself
+        stop_job(proc)
+        raise
+    if returncode == 0:
         return ""
-    if proc.returncode in (130, 143):
+    if returncode in (130, 143):
         raise KeyboardInterrupt
-    if proc.returncode == 2:
+    if returncode == 2:
         raise UserError(f"the job in {folder} stopped with an error the user can fix (its last line above)")
     error = folder / "error.txt"
-    return f"the job exited {proc.returncode}" + (f" (traceback in {error})" if error.exists() else "")
+    return f"the job exited {returncode}" + (f" (traceback in {error})" if error.exists() else "")
+
+
+def stop_job(proc: subprocess.Popen[bytes], grace_s: float = JOB_STOP_S) -> None:
+    """SIGTERM to a job still running, then its own clean stop awaited (its episodes end as
+    ``interrupted``, its desktops torn down); killed only when that takes past ``grace_s``. A killed
+    job would leave its desktops to the next run's reaper."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # a job that got Ctrl-C too takes it as "already stopping"
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def collect(folder: Path, task_ids: list[str], n: int, failed: str) -> dict[str, ModeOutcome]:

@@ -29,6 +29,7 @@ from mcpworld.config.schema import RootConfig, register
 from mcpworld.core.errors import UserError
 from mcpworld.core.paths import CONF_DIR
 from mcpworld.core.task import Task
+from mcpworld.run.interrupt import raise_on_sigterm
 from mcpworld.run.job import select_tasks
 
 
@@ -123,6 +124,7 @@ def certify(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    raise_on_sigterm()  # SIGTERM as Ctrl-C: the running job is stopped cleanly, not orphaned
     try:
         return certify(args)
     except UserError as exc:
