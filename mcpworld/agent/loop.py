@@ -187,7 +187,8 @@ class AgentLoop:
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
                     continue
                 obs = await self._call_tool(call.name, call.arguments)
-                r.steps += 1
+                if call.name not in self.replay:  # the oracle's wait for app state acts on nothing: no step of the budget
+                    r.steps += 1
                 if self.after_step:
                     self.after_step()
                 answer: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}

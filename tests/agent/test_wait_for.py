@@ -117,3 +117,15 @@ def test_solution_files_turn_wait_for_into_a_checked_tool_call(tmp_path: Path) -
                     "solution:\n  - wait_for: {file: ~/a.txt, changd: true}\n")
     with pytest.raises(TaskFileError, match=r"task.yaml: wait_for has unknown key\(s\) changd; known: window"):
         load_task(task)
+
+
+async def test_the_oracles_waits_take_no_step_of_the_budget(tmp_path: Path, desk: FakeDesktop) -> None:
+    """A model never gets wait_for, so the oracle's waits must not eat the steps its actions have."""
+    desk.write("~/notes.txt", "ok\n")
+    wait = {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "ok"}}
+    key = {"tool": "computer", "args": {"action": "key", "text": "a"}}
+    loop, result, trace = make_loop(tmp_path, OracleProvider([key, wait, key, wait]), gui_tools(desk),
+                                    replay=replay_tools(desk), max_steps=3)
+    await run(loop, trace)
+    # two actions and done: within 3 steps (counting the waits, the limit came before done)
+    assert result.termination == "done" and result.steps == 3 and len(desk.actions) == 2
