@@ -6,6 +6,9 @@ index), ``success``, ``error``, ``app_event``, ``continue``/None. Success comes 
 ``success`` update; an ``error`` update is the handler saying no (score 0 with its reason).
 A handler that gives no verdict because it could not (it fails to load, raises, hangs, dies, or
 judges from hook events that were never sent) is :class:`EvalError`: not the agent failing.
+The one exception is PC-Canary's own rule: its evaluator (``BaseEvaluator._on_message``) ends the
+task as a failure when the task's handler raises ("Handler execution error"), so a PC-Canary
+handler that raises is that failure here too, with the exception as its reason.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class HandlerProcess:
         self.timeout_s = timeout_s
         self.setup = setup or {}
         self.problem: str | None = None  # why the handler could give no verdict
+        self.ended = False  # a PC-Canary handler raised: the task ended there as a failure
         self._lock = threading.Lock()
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         proc = self.proc = subprocess.Popen(
@@ -107,8 +111,13 @@ class HandlerProcess:
         if "fatal" in reply:
             self._broken(f"the handler could not be loaded: {reply['fatal']}")
             return
+        if self.ended:
+            return  # PC-Canary's evaluator hears nothing after the handler raised
         if "error" in reply:
-            self._broken(f"the handler raised {reply['error']}")
+            if self.setup.get("evaluator_type"):  # a PC-Canary task: its evaluator's rule
+                self._raised(str(reply["error"]))
+            else:
+                self._broken(f"the handler raised {reply['error']}")
             return
         for update in reply.get("updates", []):
             self._apply(update)
@@ -141,6 +150,12 @@ class HandlerProcess:
             self._fail(f"handler: error {update.get('type', '')}: {update.get('message', '')}".strip())
         elif status == "app_event":
             v.app_events.append(update)
+
+    def _raised(self, error: str) -> None:
+        """PC-Canary's evaluator records a handler exception as the task's end, status failure; a success
+        the handler reported before stands (the task had ended there)."""
+        self.verdict.said_no, self.ended = True, True
+        self._fail(f"the handler raised {error} (PC-Canary's evaluator ends the task as a failure then)")
 
     def _broken(self, reason: str) -> None:
         self.problem = self.problem or reason
