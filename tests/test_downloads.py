@@ -66,6 +66,25 @@ def test_giving_up_after_the_retries_says_so(tmp_path, host, monkeypatch):
     assert cache_of(tmp_path).cached(host.url + "/a/report.xlsx") is None
 
 
+def test_a_host_that_cannot_be_connected_to_is_tried_once_per_run(tmp_path, host, monkeypatch):
+    """Offline, a suite's hundreds of files on one host cost one round of retries, not one each."""
+    import socket
+
+    slept = []
+    monkeypatch.setattr("mcpworld.core.downloads.time.sleep", slept.append)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    cache = cache_of(tmp_path)
+    with pytest.raises(DownloadError, match="ConnectError.*after 3 attempts"):
+        cache.fetch(down + "/one.xlsx")
+    assert len(slept) == 2
+    with pytest.raises(DownloadError, match="could not be reached earlier in this run"):
+        cache.fetch(down + "/two.xlsx")
+    assert len(slept) == 2  # no more attempts, no more backoff
+    assert cache.fetch(host.url + "/a/report.xlsx").read_bytes() == b"sheet"  # another host still is
+
+
 def test_a_checksum_mismatch_keeps_nothing(tmp_path, host):
     with pytest.raises(DownloadError, match="sha256"):
         cache_of(tmp_path).fetch(host.url + "/a/report.xlsx", sha256="0" * 64)

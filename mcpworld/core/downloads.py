@@ -79,6 +79,9 @@ class FileCache:
     retries: int = 3
     timeout_s: float = 300.0
     progress: Callable[[str, int, int | None], None] | None = None  # (url, bytes so far, total)
+    # hosts that could not be connected to after every attempt: the next file from one fails at once
+    # (an offline machine would otherwise spend every retry's backoff on each of a suite's files)
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookup
     def fetch(self, url: str, sha256: str | None = None) -> Path:
@@ -149,7 +152,11 @@ class FileCache:
     # ------------------------------------------------------------------ network
     def _download(self, url: str, source: str, entry: Path, final: Path, sha256: str | None) -> None:
         part = final.with_name(final.name + ".part")
+        host = urlparse(source).netloc
+        if host in self.unreachable:
+            raise DownloadError(url, f"{host} could not be reached earlier in this run ({self.unreachable[host]})")
         cause = "no attempt"
+        connect_failed = False
         for attempt in range(max(1, self.retries)):
             if attempt:
                 time.sleep(min(30.0, 2 ** (attempt - 1)) * (0.5 + random.random()))
@@ -159,6 +166,7 @@ class FileCache:
                 raise DownloadError(url, str(exc)) from None
             except (httpx.HTTPError, OSError, _Retry) as exc:
                 cause = f"{type(exc).__name__}: {exc}" if not isinstance(exc, _Retry) else str(exc)
+                connect_failed = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
                 log.warning("download of %s failed (attempt %d/%d): %s", url, attempt + 1, self.retries, cause)
                 continue
             digest = _sha256(part)
@@ -172,6 +180,8 @@ class FileCache:
             tmp.write_text(json.dumps(meta, indent=1))
             os.replace(tmp, entry / "meta.json")
             return
+        if connect_failed:
+            self.unreachable[host] = cause
         raise DownloadError(url, f"{cause} (after {self.retries} attempts)")
 
     def _stream(self, url: str, part: Path) -> str | None:
