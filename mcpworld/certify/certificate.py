@@ -63,18 +63,23 @@ def to_markdown(certs: list[TaskCertificate], n: int, beside: dict[str, dict[str
     return "\n".join(lines) + "\n"
 
 
-def read_statuses(path: Path, flag: str = "--against") -> dict[str, str]:
-    """{task id: status} of a certificate CSV; UserError naming the flag and file when it is not one."""
+def read_rows(path: Path, where: str, columns: tuple[str, ...] = ("task_id", "status")) -> list[dict[str, str]]:
+    """The rows of a certificate CSV; UserError naming ``where`` (the flag and file) when it is not one."""
     try:
         with path.open(newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     except OSError as exc:
-        raise UserError(f"{flag} {path}: cannot read it ({exc.strerror}); give a certificate.csv "
+        raise UserError(f"{where}: cannot read it ({exc.strerror}); give a certificate.csv "
                         "written by python -m mcpworld.certify") from None
-    if rows and not {"task_id", "status"} <= set(rows[0]):
-        raise UserError(f"{flag} {path}: not a certificate (no task_id and status columns); give a "
+    if rows and not set(columns) <= set(rows[0]):
+        raise UserError(f"{where}: not a certificate (no {' and '.join(columns)} columns); give a "
                         "certificate.csv written by python -m mcpworld.certify")
-    return {r["task_id"]: r["status"] for r in rows}
+    return rows
+
+
+def read_statuses(path: Path, flag: str = "--against") -> dict[str, str]:
+    """{task id: status} of a certificate CSV; UserError naming the flag and file when it is not one."""
+    return {r["task_id"]: r["status"] for r in read_rows(path, f"{flag} {path}")}
 
 
 def regressions(before: dict[str, str], now: list[TaskCertificate]) -> tuple[list[str], list[str]]:

@@ -5,12 +5,12 @@ them (``python -m mcpworld.certify.table``). A certificate file's suite is its n
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from mcpworld.certify.certificate import read_rows
 from mcpworld.certify.verdict import Verdict
 from mcpworld.core.errors import UserError
 
@@ -26,15 +26,7 @@ def tally(paths: Sequence[Path]) -> dict[tuple[str, str], Counter[str]]:
     later file's row wins, so a part certified again replaces the older one)."""
     latest: dict[tuple[str, str], tuple[str, str]] = {}
     for path in paths:
-        try:
-            with path.open(newline="", encoding="utf-8") as f:
-                rows = list(csv.DictReader(f))
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read it ({exc.strerror}); give certificate CSVs written by "
-                            "python -m mcpworld.certify") from None
-        for r in rows:
-            if not {"task_id", "app", "status"} <= set(r):
-                raise UserError(f"{path}: not a certificate (no task_id, app and status columns)")
+        for r in read_rows(path, str(path), ("task_id", "app", "status")):
             latest[(suite_of(path), r["task_id"])] = (r["app"], r["status"])
     out: dict[tuple[str, str], Counter[str]] = {}
     for (suite, _task), (app, status) in sorted(latest.items()):
