@@ -143,19 +143,12 @@ def test_app_without_window_is_an_infra_error_with_its_output(tmp_path):
 def test_a_launch_after_a_kill_awaits_the_new_window_not_the_closing_one(tmp_path):
     """`pkill chrome; google-chrome`: the killed instance's window still matches for a moment and
     answers nothing; the launch waits for the new program's window instead of failing on it."""
-    from Xlib import X
-
-    from mcpworld.env.xconnection import open_display
+    from tests.desktop.x_client import bare_window
 
     with LocalEnvironment(1000, 1000) as env:
         env.reset(make_task(tmp_path, []), tmp_path / "ep")
-        old = open_display(env.display.name)
+        old, stuck = bare_window(env.display.name, "Relaunched App", ping=True)  # never answers: dying
         try:
-            stuck = old.screen().root.create_window(0, 0, 80, 80, 0, X.CopyFromParent)
-            stuck.set_wm_name("Relaunched App")
-            stuck.set_wm_protocols([old.intern_atom("_NET_WM_PING")])  # speaks ping, never answers: dying
-            stuck.map()
-            old.sync()
             deadline = time.monotonic() + 10
             while env.windows.find("Relaunched App") is None and time.monotonic() < deadline:
                 time.sleep(0.05)

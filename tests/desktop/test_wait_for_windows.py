@@ -57,18 +57,12 @@ async def test_a_window_still_moving_is_not_there_yet(tmp_path: Path) -> None:
     import threading
     import time
 
-    from Xlib import X
-
-    from mcpworld.env.xconnection import open_display
+    from tests.desktop.x_client import bare_window
 
     with LocalEnvironment(1000, 1000) as env:
         env.reset(make_task(tmp_path, []), tmp_path / "ep")
-        app = open_display(env.display.name)
+        app, win = bare_window(env.display.name, "Moving Dialog", (10, 10, 200, 100))
         try:
-            win = app.screen().root.create_window(10, 10, 200, 100, 0, X.CopyFromParent)
-            win.set_wm_name("Moving Dialog")
-            win.map()
-            app.sync()
             stop = time.monotonic() + 1.5
 
             def drift() -> None:  # moved every 50 ms for 1.5 s, then left where it is

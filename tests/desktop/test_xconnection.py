@@ -35,20 +35,15 @@ def test_a_window_closed_while_pinged_is_not_responding_and_prints_no_x_error(tm
     import threading
     import time
 
-    from Xlib import X
-
     from mcpworld.env.windows import Windows
+    from tests.desktop.x_client import bare_window
 
     display = VirtualDisplay(200, 200, window_manager="", desktop_id=f"{tmp_path}/x")
     display.start(dict(os.environ))
-    owner = open_display(display.name)
     windows = Windows(display.name)
+    # a client that speaks _NET_WM_PING but never answers (its event loop is stuck), then dies
+    owner, win = bare_window(display.name, "Stuck", (0, 0, 50, 50), ping=True)
     try:
-        # a client that speaks _NET_WM_PING but never answers (its event loop is stuck), then dies
-        win = owner.screen().root.create_window(0, 0, 50, 50, 0, X.CopyFromParent)
-        win.set_wm_protocols([owner.intern_atom("_NET_WM_PING")])
-        win.map()
-        owner.sync()
         closer = threading.Timer(0.6, lambda: (win.destroy(), owner.sync()))
         closer.start()
         began = time.monotonic()
