@@ -73,7 +73,7 @@ def test_the_pccanary_solutions_load_under_their_task_ids():
     from mcpworld.tasks.solutions import load_solutions
 
     vscode = {task_id: found for task_id, found in load_solutions(SOLUTIONS).items() if task_id.startswith("vscode/")}
-    assert len(vscode) == 14  # docs/pccanary_certificate.md
+    assert len(vscode) == 15  # docs/pccanary_certificate.md (task19 added)
     for task_id, (path, solution) in vscode.items():
         assert task_id == f"vscode/{path.stem}" and path.parent.name == "vscode"
         assert solution["gui"] and "{{" not in path.read_text()
