@@ -103,7 +103,8 @@ def certify(args: argparse.Namespace) -> int:
     runs = run_modes(args, ids, spoils, out)
     certs = [judge(i, apps[i], spoils[i], runs[ORACLE.name][i], runs[NOOP.name][i],
                    runs.get(SPOILED.name, {}).get(i) or ModeOutcome()) for i in ids]
-    certs += [excluded(task_id, task_id.split("/")[0], f"{kind}: {why}") for task_id, kind, why in chosen.skipped]
+    certs += [excluded(task_id, chosen.apps.get(task_id, task_id.split("/")[0]), f"{kind}: {why}")
+              for task_id, kind, why in chosen.skipped]
     certs.sort(key=lambda c: c.task_id)
     csv_path, md_path = out / "certificate.csv", out / "certificate.md"
     write_csv(certs, csv_path)

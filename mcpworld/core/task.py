@@ -57,6 +57,7 @@ class Task:
     # why it may run where the sites it opens cannot be reached (its answer needs none of their
     # content: a browser setting, a bookmark): declared by our solution file (``offline:``)
     offline: str = ""
+    unsolved: str = ""  # why no oracle solution can be written for it here (our solution file's ``unsolved:``)
     notes: list[str] = field(default_factory=list)  # what of the task file is not acted on here, by name
 
     @property

@@ -114,6 +114,7 @@ class Selection:
 
     tasks: list[Task]
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
+    apps: dict[str, str] = field(default_factory=dict)  # every selected task's app, skipped ones too
 
     def by_reason(self) -> list[dict[str, Any]]:
         """summary.json's ``skipped``: one entry per distinct reason, with its tasks."""
@@ -161,7 +162,7 @@ def select_tasks(cfg: RootConfig) -> Selection:
     skip_unreachable(tasks)
     chosen = Selection([t for t in tasks if not t.skip_reason],
                        [(t.id, "not_applicable" if t.id in inapplicable else "unavailable", t.skip_reason)
-                        for t in tasks if t.skip_reason])
+                        for t in tasks if t.skip_reason], {t.id: t.app for t in tasks})
     print_skipped(chosen.skipped)
     if not chosen.tasks:
         raise UserError(f"every selected task was skipped ({len(chosen.skipped)}); see the reasons above")
@@ -171,7 +172,9 @@ def select_tasks(cfg: RootConfig) -> Selection:
         if missing:
             print(f"mcpworld: the oracle has no {cfg.modality.name} solution for {len(missing)} task(s), "
                   f"skipped: {', '.join(missing)}", file=sys.stderr)
-            chosen.skipped += [(i, "no_solution", f"the oracle has no {cfg.modality.name} solution") for i in missing]
+            why = {t.id: t.unsolved for t in chosen.tasks}
+            chosen.skipped += [(i, "no_solution", f"the oracle has no {cfg.modality.name} solution"
+                                + (f": {why[i]}" if why.get(i) else "")) for i in missing]
         chosen.tasks = [t for t in chosen.tasks if cfg.modality.name in t.solution]
         if not chosen.tasks:
             raise UserError(f"no selected task has an oracle solution for modality={cfg.modality.name}")

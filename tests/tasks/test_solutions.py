@@ -53,8 +53,17 @@ def test_an_offline_declaration_reaches_the_task(tmp_path):
     assert tasks[0].offline == "the answer is a setting"
 
 
+def test_an_unsolved_declaration_says_why_the_task_has_no_solution(tmp_path):
+    tasks = discover(suite(tmp_path))
+    folder = overlay(tmp_path, "os/0b17a146-demo.yaml", "unsolved: it installs a package from the web\n")
+    attach_solutions(tasks, folder)
+    assert tasks[0].unsolved == "it installs a package from the web" and tasks[0].solution == {}
+
+
 @pytest.mark.parametrize("text, message", [
     ("solution: [{bash: {command: x}}]\noffline: true\n", "'offline' must be a sentence"),
+    ("solution: [{bash: {command: x}}]\nunsolved: no network\n", "or instead 'unsolved:'"),
+    ("unsolved: [no, network]\n", "'unsolved' must be a sentence"),
     ("steps: []\n", "needs 'solution:'"),
     ("solution: {cli: [{bash: {command: x}}]}\nauthor: me\n", "unknown key.*author"),
     ("solution: {cli: {bash: x}}\n", "must be a list of tool calls"),
