@@ -9,9 +9,10 @@ import pytest
 
 from mcpworld.core.errors import TaskFileError, UserError
 from mcpworld.tasks.select import discover
-from mcpworld.tasks.solutions import attach_solutions, load_solutions
+from mcpworld.tasks.solutions import attach_solutions, load_solutions, read_overlay
 
 ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT.parent / "shared" / "reference" / "suites" / "osworld" / "evaluation_examples" / "examples"
 TASK = {"id": "0b17a146-demo", "snapshot": "os", "instruction": "Make ~/x.txt", "config": [],
         "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat ~/x.txt"},
                       "expected": {"type": "rule", "rules": {"expected": "x\n"}}}}
@@ -91,9 +92,15 @@ def test_a_missing_folder_is_a_user_error(tmp_path):
 
 def test_shipped_overlays_are_valid_and_match_their_task_files():
     """Every solution we ship names a task file the CI proves it on, across four domains."""
-    overlays = load_solutions(ROOT / "mcpworld" / "data" / "solutions" / "osworld")
+    every = load_solutions(ROOT / "mcpworld" / "data" / "solutions" / "osworld")
+    overlays = {task_id: found for task_id, found in every.items() if found[1]}
     tasks = {t.id: t for t in discover(ROOT / "tests" / "data" / "osworld")}
-    assert len(overlays) >= 15 and set(overlays) == set(tasks)
+    assert len(overlays) >= 58 and set(overlays) == set(tasks)
+    # the others say why no solution can be written here, and name a real task of the suite
+    for task_id, (path, _) in every.items():
+        if task_id not in overlays:
+            assert read_overlay(path).unsolved, path
+            assert (SUITE / path.parent.name / f"{task_id}.json").is_file() or not SUITE.is_dir(), path
     assert len({t.source.parent.name for t in tasks.values()}) >= 4
     for task_id, (path, solution) in overlays.items():
         assert path.parent.name == tasks[task_id].source.parent.name, path
