@@ -160,15 +160,18 @@ def oracle_for(task: Path) -> Oracle:
 
 
 def write_solutions(tasks_dir: Path, out: Path) -> list[Oracle]:
-    """A ``tasks.solutions`` file (``<name>.yaml``) for every task under ``tasks_dir`` that has an oracle."""
+    """A ``tasks.solutions`` file (``<name>.yaml``) for every task under ``tasks_dir``: its oracle, or
+    ``unsolved:`` with why it has none (a certificate then names that cause)."""
     out.mkdir(parents=True, exist_ok=True)
     oracles = [oracle_for(config.parent) for config in sorted(tasks_dir.glob("*/task_config.json"))]
     for oracle in oracles:
+        data: dict[str, Any] = {"id": f"toolathlon/{oracle.name}", "note": NOTE}
         if oracle.steps:
-            data = {"id": f"toolathlon/{oracle.name}", "note": NOTE,
-                    "solution": {"mcp": oracle.steps, "hybrid": oracle.steps}}
-            (out / f"{oracle.name}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False),
-                                                    encoding="utf-8")
+            data["solution"] = {"mcp": oracle.steps, "hybrid": oracle.steps}
+        else:
+            data["unsolved"] = f"no oracle from the ground truth: {oracle.reason}"
+        (out / f"{oracle.name}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False),
+                                                encoding="utf-8")
     return oracles
 
 

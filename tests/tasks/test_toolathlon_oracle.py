@@ -14,7 +14,7 @@ import openpyxl
 from openpyxl.styles import Font
 
 from mcpworld.agent.providers.oracle import spoiled
-from mcpworld.tasks.solutions import read_solution
+from mcpworld.tasks.solutions import read_overlay, read_solution
 from mcpworld.tasks.toolathlon_oracle import archive_members, oracle_for, write_solutions
 
 
@@ -117,7 +117,9 @@ def test_solution_files_load_as_tasks_solutions_and_spoil_as_declared(tmp_path: 
     make_task(tmp_path / "tasks", "docx-only", servers=("filesystem", "word"), local=("claim_done",))
     oracles = write_solutions(tmp_path / "tasks", tmp_path / "out")
     assert [(o.name, bool(o.steps)) for o in oracles] == [("docx-only", False), ("with-truth", True)]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["with-truth.yaml"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["docx-only.yaml", "with-truth.yaml"]
+    none = read_overlay(tmp_path / "out" / "docx-only.yaml")  # why it has none: a certificate's cause
+    assert none.solution == {} and none.unsolved.startswith("no oracle from the ground truth: no tool of the task")
     task_id, solution = read_solution(tmp_path / "out" / "with-truth.yaml")
     assert task_id == "toolathlon/with-truth" and set(solution) == {"mcp", "hybrid"}
     near = spoiled(solution["mcp"])
