@@ -172,9 +172,9 @@ def select_tasks(cfg: RootConfig) -> Selection:
         if missing:
             print(f"mcpworld: the oracle has no {cfg.modality.name} solution for {len(missing)} task(s), "
                   f"skipped: {', '.join(missing)}", file=sys.stderr)
-            why = {t.id: t.unsolved for t in chosen.tasks}
+            unsolved = {t.id: t.unsolved for t in chosen.tasks}
             chosen.skipped += [(i, "no_solution", f"the oracle has no {cfg.modality.name} solution"
-                                + (f": {why[i]}" if why.get(i) else "")) for i in missing]
+                                + (f": {unsolved[i]}" if unsolved.get(i) else "")) for i in missing]
         chosen.tasks = [t for t in chosen.tasks if cfg.modality.name in t.solution]
         if not chosen.tasks:
             raise UserError(f"no selected task has an oracle solution for modality={cfg.modality.name}")
