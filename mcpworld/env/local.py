@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -153,8 +154,7 @@ class LocalEnvironment(Environment):
         self._note_network()
         self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns)
         if self.netns:
-            for port in self.ports.values():
-                self.netns.forward(int(port))
+            self._forward_ports()
         self._exposed: set[int] = set()
         self.display: VirtualDisplay | None = None
         self.input: XInput | None = None
@@ -206,6 +206,26 @@ class LocalEnvironment(Environment):
         desktop = self._prepare_desktop(dict(self.extra_env)) if self.extra_env else self._pool.take()
         self._pool_wait_s = time.monotonic() - began
         return desktop
+
+    def _forward_ports(self, tries: int = 5) -> None:
+        """The apps' ports forwarded from the host into the namespace. A number drawn free can be
+        taken before the forward binds it (another job's desktop, an outgoing connection's local
+        port): then every port is drawn again, and the shims rewritten, before anything used them."""
+        assert self.netns is not None
+        for attempt in range(tries):
+            try:
+                for port in self.ports.values():
+                    self.netns.forward(int(port))
+                return
+            except OSError as exc:
+                self.netns.close_ports()
+                if exc.errno != errno.EADDRINUSE or attempt == tries - 1:
+                    raise InfraError(f"the desktop's ports could not be forwarded from the host: {exc}") from exc
+                logger.info("a drawn port was taken before its forward (%s); drawing the ports again", exc)
+                self.values = desktop_values(self.programs, self.home)
+                write_shims(self.programs, self.bin_dir, self.values)
+                self.ports = {k[len("port_"):]: v for k, v in self.values.items() if k.startswith("port_")}
+                self.app_password = self.values["password"]
 
     def _install(self, desktop: PreparedDesktop) -> None:
         """Make ``desktop`` this one's: its account, runtime folder, cgroup and network."""

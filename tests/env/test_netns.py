@@ -220,3 +220,23 @@ def test_with_outbound_traffic_the_hosts_own_addresses_stay_fenced_off(account):
         server.shutdown()
         if ns is not None:
             ns.close()
+
+
+def test_a_drawn_port_taken_before_its_forward_is_drawn_again(monkeypatch):
+    """Two jobs on one machine: a port drawn free may be bound elsewhere before the desktop's forward
+    binds it; the desktop draws its ports again rather than failing the whole job."""
+    from mcpworld.apps import programs as drawing
+    from mcpworld.apps.catalog import programs
+    from mcpworld.env.local import LocalEnvironment
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        draws = iter([busy])
+        real = drawing.free_port
+        monkeypatch.setattr(drawing, "free_port", lambda: next(draws, None) or real())
+        with LocalEnvironment(200, 200, programs=programs(), network="isolated") as env:
+            assert env.ports and busy not in {int(p) for p in env.ports.values()}
+            shims = " ".join(p.read_text(errors="replace") for p in env.bin_dir.iterdir() if p.is_file())
+            assert str(busy) not in shims  # the shims name the ports drawn again
