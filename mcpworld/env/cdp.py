@@ -25,3 +25,12 @@ def in_thread(work: Callable[[], T]) -> T:
     if not ok:
         raise value
     return value
+
+
+def cdp_call(page: Any, method: str, params: dict[str, Any] | None = None) -> Any:
+    """One DevTools command on a Playwright page's target (a session opened for it and closed again)."""
+    session = page.context.new_cdp_session(page)
+    try:
+        return session.send(method, params or {})
+    finally:
+        session.detach()

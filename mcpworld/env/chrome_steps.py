@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from mcpworld.core.errors import InfraError, TaskFileError
 from mcpworld.core.urls import compare_urls
-from mcpworld.env.cdp import in_thread
+from mcpworld.env.cdp import cdp_call, in_thread
 
 log = logging.getLogger(__name__)
 
@@ -110,11 +110,7 @@ def shown_url(page: Any) -> str:
     if not url.startswith("chrome-error://"):
         return url
     try:
-        session = page.context.new_cdp_session(page)
-        try:
-            history = session.send("Page.getNavigationHistory")
-        finally:
-            session.detach()
+        history = cdp_call(page, "Page.getNavigationHistory")
         return str(history["entries"][history["currentIndex"]]["url"]) or url
     except Exception as exc:  # a closing tab: Playwright's answer stands
         log.info("reading a failed tab's URL failed: %s", exc)

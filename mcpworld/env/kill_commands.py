@@ -37,7 +37,7 @@ class Target:
         except (psutil.Error, OSError):
             return False
         if self.exact:
-            return text == self.pattern[:15] if not self.full else text == self.pattern
+            return text == (self.pattern if self.full else self.pattern[:15])
         try:
             return re.search(self.pattern, text) is not None
         except re.error:
@@ -56,7 +56,7 @@ def kill_target(argv: list[str]) -> Target | None:
     for arg in args:
         if skip:
             skip = False
-        elif arg in PKILL_OPTIONS_WITH_VALUE or arg == "-s" and program == "killall":
+        elif arg in PKILL_OPTIONS_WITH_VALUE:
             skip = True
         elif arg.startswith("--signal=") or re.fullmatch(r"-(\d+|[A-Z]+)", arg):  # -9, -TERM, --signal=KILL
             if arg.split("=")[-1].lstrip("-").upper().removeprefix("SIG") in NOT_ENDING:
@@ -77,15 +77,15 @@ def await_gone(target: Target, pids: Callable[[], Iterable[int]], timeout_s: flo
     """Until no process among ``pids()`` matches ``target`` (True) or ``timeout_s`` passed (False)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        alive = []
-        for pid in pids():
-            try:
-                if target.matches(psutil.Process(pid)):
-                    alive.append(pid)
-            except psutil.Error:
-                continue
-        if not alive:
+        if not any(_matches(target, pid) for pid in pids()):
             return True
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+
+
+def _matches(target: Target, pid: int) -> bool:
+    try:
+        return target.matches(psutil.Process(pid))
+    except psutil.Error:  # gone meanwhile
+        return False

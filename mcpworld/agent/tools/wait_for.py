@@ -96,7 +96,7 @@ class WaitForTool(Tool):
             if present and not args.get("gone"):
                 # shown where it stays: mapped, then placed by the window manager and laid out by the
                 # app, a window's first moments take no clicks where its controls will be
-                geometry, self.placed = self.placed, found[2] if found else None
+                geometry, self.placed = self.placed, found[2] if found else None  # found: present
                 if geometry != self.placed:
                     return f"the window {present!r} is still being placed", stat
         if "process" in args:
@@ -137,7 +137,7 @@ class WaitForTool(Tool):
     def _windows(self) -> list[tuple[str, str, str]]:
         """(title, class, geometry) of each managed window."""
         result = self.env.shell(LIST_WINDOWS, timeout=10)
-        rows = [(line.split("\t") + ["", ""])[:3] for line in result.stdout.splitlines()]
+        rows = ((line.split("\t") + ["", ""])[:3] for line in result.stdout.splitlines())
         return [(title, cls, geometry) for title, cls, geometry in rows]
 
     def _matching(self, pattern: str) -> tuple[str, str, str] | None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 from mcpworld.core.errors import InfraError, UserError
+from mcpworld.env.cdp import cdp_call
 from mcpworld.env.cdp import in_thread as _in_thread
 from mcpworld.env.chrome_steps import shown_url
 from mcpworld.evaluation.getters.base import canonical_home, require
@@ -98,11 +99,7 @@ def _wait_loaded(page: Any, timeout_ms: int = LOAD_TIMEOUT_MS) -> bool:
 
 def _target_id(page: Any) -> str | None:
     try:
-        session = page.context.new_cdp_session(page)
-        try:
-            return session.send("Target.getTargetInfo")["targetInfo"]["targetId"]
-        finally:
-            session.detach()
+        return cdp_call(page, "Target.getTargetInfo")["targetInfo"]["targetId"]
     except Exception:
         return None
 

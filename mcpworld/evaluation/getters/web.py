@@ -35,6 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from mcpworld.core.errors import InfraError, UserError
+from mcpworld.env.cdp import cdp_call
 from mcpworld.env.cdp import in_thread as _in_thread
 from mcpworld.evaluation.getters.base import cache_target, require
 from mcpworld.evaluation.getters.chrome import CONNECT_TIMEOUT_MS, cdp_url
@@ -210,14 +211,10 @@ def _print_pdf(page: Any) -> bytes:
         log.info("pdf_from_url: page.pdf() refused (%s); printing through Page.printToPDF", str(exc).splitlines()[0])
     import base64
 
-    session = page.context.new_cdp_session(page)
-    try:
-        printed = session.send("Page.printToPDF", {
-            "paperWidth": 8.5, "paperHeight": 11, "marginTop": 0, "marginBottom": 0, "marginLeft": 0,
-            "marginRight": 0, "scale": 1, "printBackground": False, "landscape": False,
-            "displayHeaderFooter": False, "preferCSSPageSize": False})
-    finally:
-        session.detach()
+    printed = cdp_call(page, "Page.printToPDF", {
+        "paperWidth": 8.5, "paperHeight": 11, "marginTop": 0, "marginBottom": 0, "marginLeft": 0,
+        "marginRight": 0, "scale": 1, "printBackground": False, "landscape": False,
+        "displayHeaderFooter": False, "preferCSSPageSize": False})
     return base64.b64decode(printed["data"])
 
 
