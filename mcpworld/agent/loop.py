@@ -1,7 +1,9 @@
 """The Plan-Act-Observe loop: messages → provider → tool calls → tools → observations.
 
-Bounded by max_steps (tool calls executed), max_llm_calls and a wall-clock timeout. Every LLM and
-tool call becomes a trace event; counters land in the EpisodeResult.
+Bounded by max_steps (model turns, as OSWorld's runner counts them; the actions they hold are
+counted apart), max_llm_calls and a wall-clock timeout. What a turn without a call does comes from
+the model family's profile (``LoopRules``). Every LLM and tool call becomes a trace event; counters
+land in the EpisodeResult.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from PIL.Image import Image
 
+from mcpworld.agent.profiles.base import LoopRules, NoCall
 from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, Provider, Reply
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.agent.tools.normalize import normalize_call
@@ -66,6 +69,10 @@ def prune_images(messages: list[dict[str, Any]], keep: int) -> None:
 
 
 
+def unreadable_error(name: str, args: dict[str, Any]) -> str:
+    return f"the call to {name!r} could not be parsed as JSON: {str(args['_raw'])[:200]}"
+
+
 def fingerprint(text: str, image: bytes | None) -> str:
     """What the model saw after an action: its text and its encoded screenshot (a deterministic
     encoding of the same pixels; hashing the ~100 KB encoding, not 3-6 MB of raw pixels, keeps
@@ -109,6 +116,7 @@ class AgentLoop:
         # tools the oracle's replay may call but no model is offered (agent.tools.replay_tools)
         self.replay = replay or {}
         self.profile = profile  # renders each request from the conversation and reads each reply (None: as is)
+        self.rules = profile.loop if profile else LoopRules()  # what a turn without a call does …
         self.first_request: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None  # for provenance
         self.trace, self.result = trace, result
         self.save_image = save_image
@@ -147,7 +155,9 @@ class AgentLoop:
             self.trace.emit("error", kind="harness", message=r.reason, traceback=traceback.format_exc()[-4000:])
 
     async def _steps(self, messages: list[dict[str, Any]], deadline: float) -> None:
-        r, lim = self.result, self.limits
+        """One model turn per pass, each a step of ``max_steps`` (OSWorld's runner counts its turns,
+        whatever number of actions one holds, and a turn without one too); every call of a turn runs."""
+        r, lim, rules = self.result, self.limits, self.rules
         while True:
             if r.steps >= lim.max_steps:
                 r.termination = "max_steps"
@@ -159,65 +169,98 @@ class AgentLoop:
             if remaining <= 0:
                 r.termination = "timeout"
                 return
-            prune_images(messages, lim.keep_screenshots)
-            request, schemas = self.profile.request(messages, self.schemas) if self.profile else (messages, self.schemas)
-            if self.first_request is None:
-                self.first_request = copy.deepcopy((request, schemas))
-            try:
-                reply = await asyncio.wait_for(self.provider.complete(request, schemas), remaining)
-            except asyncio.TimeoutError:
+            reply = await self._turn(messages, deadline)
+            if reply is None:
                 r.termination = "timeout"
                 return
-            reply = self.profile.parse(reply) if self.profile else reply
-            self._account(reply)
+            if not reply.tool_calls or any(c.name not in self.replay for c in reply.tool_calls):
+                r.steps += 1  # (a turn of the oracle's waits for app state alone acts on nothing: no step)
             messages.append(self._assistant_message(reply))
             cut = truncation(reply)  # cut off by the output limit: said as such, never nudged away (agent/truncation.py)
             if cut is not None:
                 r.truncations += 1
                 self.trace.emit("truncation", **cut)
             if not reply.tool_calls:
-                messages.append({"role": "user", "content": notice(reply) if cut else NUDGE})
-                continue
-            images: list[dict[str, Any]] = []
-            for call in reply.tool_calls:
-                if r.steps >= lim.max_steps or time.monotonic() >= deadline:
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": "[not run: limit reached]"})
-                    continue
-                if cut is not None and is_cut(call):
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
-                    continue
-                obs = await self._call_tool(call.name, call.arguments)
-                if call.name not in self.replay:  # the oracle's wait for app state acts on nothing: no step of the budget
-                    r.steps += 1
-                if self.after_step:
-                    self.after_step()
-                answer: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}
-                if not obs.ok:
-                    answer[IS_ERROR] = True
-                messages.append(answer)
-                data = self._encode(obs.image) if obs.image is not None else None
-                shown = [(data, lim.image_format)] if data is not None else []
-                sent = len(images)
-                for picture, fmt in shown + obs.images:
-                    saved = self._observe(picture, images, fmt)
-                    if saved:
-                        self.trace.emit("observation", screenshot=saved, step=r.steps)
-                if len(images) > sent:  # which of the images that follow the tool messages are this call's
-                    answer[IMAGES] = len(images) - sent
-                loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
-                                      fingerprint(obs.text, data))
-                if obs.final:
-                    r.final_action, r.answer = obs.final, obs.answer
-                    r.termination = "done" if obs.final == "DONE" else "infeasible"
+                if rules.no_call == NoCall.end:  # Claude's sampling loop returns on a reply without tool_use
+                    r.termination = "end_turn"
                     return
-                if loop:
-                    r.loops += 1
-                    self.trace.emit("loop", kind=loop, tool=call.name, args=preview(call.arguments), step=r.steps)
-                    if lim.loop_stop:
-                        r.termination = "loop"
-                        return
-            if images:
-                messages.append({"role": "user", "content": images})
+                if rules.no_call == NoCall.nudge:
+                    messages.append({"role": "user", "content": notice(reply) if cut else NUDGE})
+                continue  # NoCall.skip: the next turn starts from the same screen, as OSWorld's runner does
+            if await self._act(reply, cut, messages, deadline):
+                return
+
+    async def _turn(self, messages: list[dict[str, Any]], deadline: float) -> Reply | None:
+        """The model's reply for this turn (None: out of time). A reply with nothing readable is asked
+        again, as the family's reference does (``LoopRules.unreadable_tries``), within the call budget."""
+        r, lim, rules = self.result, self.limits, self.rules
+        prune_images(messages, lim.keep_screenshots)
+        request, schemas = self.profile.request(messages, self.schemas) if self.profile else (messages, self.schemas)
+        if self.first_request is None:
+            self.first_request = copy.deepcopy((request, schemas))
+        tries = 0
+        while True:
+            tries += 1
+            retry = tries > 1 and rules.retry_temperature is not None
+            try:
+                call = self.provider.complete(request, schemas, **({"temperature": rules.retry_temperature} if retry else {}))
+                reply = await asyncio.wait_for(call, deadline - time.monotonic())
+            except asyncio.TimeoutError:
+                return None
+            reply = self.profile.parse(reply) if self.profile else reply
+            self._account(reply)
+            if reply.tool_calls or tries >= rules.unreadable_tries or r.llm_calls >= lim.max_llm_calls:
+                return reply
+            self.trace.emit("retry", n=tries, reason="no readable action", text=reply.text[:500])
+
+    async def _act(self, reply: Reply, cut: dict[str, Any] | None, messages: list[dict[str, Any]],
+                   deadline: float) -> bool:
+        """Run the turn's calls in order; True when the episode ended (a final action, a loop)."""
+        r, lim = self.result, self.limits
+        images: list[dict[str, Any]] = []
+        for call in reply.tool_calls:
+            if time.monotonic() >= deadline:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": "[not run: limit reached]"})
+                continue
+            if cut is not None and is_cut(call):
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
+                continue
+            if "_raw" in call.arguments and not self.rules.show_unreadable:
+                self._unreadable(call.name, call.arguments)  # counted, not shown: the reference skips it
+                continue
+            obs = await self._call_tool(call.name, call.arguments)
+            if call.name not in self.replay:
+                r.actions += 1
+            if self.after_step:
+                self.after_step()
+            answer: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}
+            if not obs.ok:
+                answer[IS_ERROR] = True
+            messages.append(answer)
+            data = self._encode(obs.image) if obs.image is not None else None
+            shown = [(data, lim.image_format)] if data is not None else []
+            sent = len(images)
+            for picture, fmt in shown + obs.images:
+                saved = self._observe(picture, images, fmt)
+                if saved:
+                    self.trace.emit("observation", screenshot=saved, step=r.steps, action=r.actions)
+            if len(images) > sent:  # which of the images that follow the tool messages are this call's
+                answer[IMAGES] = len(images) - sent
+            loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
+                                  fingerprint(obs.text, data))
+            if obs.final:
+                r.final_action, r.answer = obs.final, obs.answer
+                r.termination = "done" if obs.final == "DONE" else "infeasible"
+                return True
+            if loop:
+                r.loops += 1
+                self.trace.emit("loop", kind=loop, tool=call.name, args=preview(call.arguments), step=r.steps)
+                if lim.loop_stop:
+                    r.termination = "loop"
+                    return True
+        if images:
+            messages.append({"role": "user", "content": images})
+        return False
 
     def _account(self, reply: Reply) -> None:
         r = self.result
@@ -255,7 +298,7 @@ class AgentLoop:
         tool = self.tools.get(name) or self.replay.get(name)
         error = kind = None
         if "_raw" in args:
-            kind, error = "invalid_json", f"the call to {name!r} could not be parsed as JSON: {str(args['_raw'])[:200]}"
+            kind, error = "invalid_json", unreadable_error(name, args)
         elif tool is None:  # outside the modality or invented
             kind = "outside_modality" if self._withheld(name) else "unknown_tool"
             error = f"there is no tool named {name!r}; available: {', '.join(self.tools)}"
@@ -268,12 +311,11 @@ class AgentLoop:
                 kind, error = "invalid_arguments", str(exc)
         if error is not None:  # the model sees the error, the trace a hallucination
             obs = Observation(text=f"Error: {error}", ok=False)
-            self.result.hallucinations += 1
-            self.trace.emit("hallucination", kind=kind, tool=name, args=preview(args), error=error)
+            self._hallucination(kind or "", name, args, error)
         latency = time.perf_counter() - start
         self.result.count_tool(name if tool else "unknown", obs.ok)
-        event: dict[str, Any] = {"tool": name, "args": preview(args), "ok": obs.ok,
-                                 "latency_s": round(latency, 4), "step": self.result.steps + 1}
+        event: dict[str, Any] = {"tool": name, "args": preview(args), "ok": obs.ok, "latency_s": round(latency, 4),
+                                 "step": self.result.steps, "action": self.result.actions + 1}
         if (written, raw_args) != (name, args):
             event["as_written"] = {"tool": written, "args": preview(raw_args)}
         if error:
@@ -282,6 +324,15 @@ class AgentLoop:
             event["output"] = obs.text[:500]
         self.trace.emit("tool_call", **event)
         return obs
+
+    def _hallucination(self, kind: str, name: str, args: dict[str, Any], error: str) -> None:
+        self.result.hallucinations += 1
+        self.trace.emit("hallucination", kind=kind, tool=name, args=preview(args), error=error, step=self.result.steps)
+
+    def _unreadable(self, name: str, args: dict[str, Any]) -> None:
+        """A call that could not be read, dropped unseen (``LoopRules.show_unreadable`` False)."""
+        self._hallucination("invalid_json", name, args, unreadable_error(name, args))
+        self.result.count_tool("unknown", False)
 
     def _withheld(self, name: str) -> bool:
         return name in self.withheld or any(p.endswith("-") and name.startswith(p) for p in self.withheld)

@@ -141,6 +141,9 @@ class ModelConfig:
     variant: Variant = Variant.instruct
     profile_options: Dict[str, Any] = field(default_factory=dict)  # family-specific knobs (see the profile)
     thinking_budget: Optional[int] = None  # Claude extended thinking: budget_tokens (None: off)
+    # Claude 4: the interleaved-thinking-2025-05-14 beta with thinking (thinking between tool calls, a
+    # budget above max_tokens); Anthropic's reference agent never sends it, so off unless asked for
+    interleaved_thinking: bool = False
     price: PriceConfig = field(default_factory=PriceConfig)
     # set on presets kept only to reproduce earlier runs (a retired or retiring model): why, and what to use
     # instead; warned once when the model is used
@@ -381,7 +384,9 @@ class RootConfig:
     infra_retries: int = 1  # an episode that ends in infra_error is run again (its first try is kept aside)
     concurrency: int = 1
     resume: bool = True  # the same run/sweep dir again: skip finished episodes (false: start over)
-    seed: int = 0
+    # the sampling seed sent to the model server, and a label of the run; None (the default): nothing is
+    # sent, as the makers' reference agents send none (seed=0,1,2 -m: replicates with fixed seeds)
+    seed: Optional[int] = None
 
 
 def register() -> None:

@@ -62,13 +62,15 @@ class EpisodeResult:
     status: Status = Status.infra_error
     score: float = 0.0
     reason: str = ""
-    # done, infeasible, max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted,
+    # done, infeasible, end_turn (a reply without a call ended the family's reference loop: Claude's),
+    # max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted,
     # unwatchable (an infra_error that every try repeats: the task's app hooks cannot watch this build)
     termination: str = ""
     # (eval_error is a status only: the agent ended as its termination says, then the grader failed)
     final_action: str | None = None  # DONE / FAIL as declared by the agent
     answer: str | None = None  # the agent's answer, when it ended by answering (Qwen's computer_use ``answer``)
-    steps: int = 0
+    steps: int = 0  # model turns (agent.max_steps counts these, as OSWorld's runner does)
+    actions: int = 0  # tool calls run (a turn may hold several, or none)
     llm_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -111,6 +113,7 @@ class EpisodeResult:
             "score": self.score,
             "success": float(self.status == Status.success),
             "steps": self.steps,
+            "actions": self.actions,
             "llm_calls": self.llm_calls,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,

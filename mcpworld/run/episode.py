@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 
 
 def labels(cfg: RootConfig) -> dict[str, str]:
-    return {"model": cfg.model.name, "provider": cfg.provider.name, "resolution": cfg.resolution.name,
-            "modality": cfg.modality.name, "env": cfg.env.backend, "seed": str(cfg.seed)}
+    out = {"model": cfg.model.name, "provider": cfg.provider.name, "resolution": cfg.resolution.name,
+           "modality": cfg.modality.name, "env": cfg.env.backend}
+    return out if cfg.seed is None else {**out, "seed": str(cfg.seed)}  # (no seed: none sent, none labelled)
 
 
 class ScreenSaver:

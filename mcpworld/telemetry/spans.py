@@ -25,11 +25,18 @@ def _ns(seconds: float) -> int:
     return int(seconds * NS)
 
 
-def _screens_by_step(events: list[dict[str, Any]]) -> dict[int, list[str]]:
+def _action_key(event: dict[str, Any]) -> int | None:
+    """Which tool call an event belongs to: its ``action`` (traces before turns were steps: its ``step``)."""
+    key = event.get("action", event.get("step"))
+    return int(key) if key is not None else None
+
+
+def _screens_by_action(events: list[dict[str, Any]]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     for event in events:
-        if event.get("type") == "observation" and event.get("step") is not None and event.get("screenshot"):
-            out.setdefault(int(event["step"]), []).append(str(event["screenshot"]))
+        key = _action_key(event)
+        if event.get("type") == "observation" and key is not None and event.get("screenshot"):
+            out.setdefault(key, []).append(str(event["screenshot"]))
     return out
 
 
@@ -63,7 +70,7 @@ def log_trace(client: Any, experiment_id: str | None, run_id: str, events: list[
                               inputs={"task": start.get("task"), "instruction": start.get("instruction")},
                               attributes=labels)
     energies = list(llm_energy_j if llm_energy_j is not None else (result.llm_energy_j if result else []))
-    screens = _screens_by_step(events)
+    screens = _screens_by_action(events)
     for event in events:
         kind, ts = event.get("type"), float(event.get("ts") or ts0)
         if kind == "setup_done":
@@ -86,13 +93,13 @@ def log_trace(client: Any, experiment_id: str | None, run_id: str, events: list[
             _child(client, root, f"llm call {n}", "LLM", ts - latency, ts, attributes=attributes,
                    outputs={"text": event.get("text"), "tool_calls": event.get("tool_calls")})
         elif kind == "tool_call":
-            latency, step = float(event.get("latency_s") or 0.0), event.get("step")
-            shots = screens.get(int(step), []) if step is not None else []
+            latency, step, action = float(event.get("latency_s") or 0.0), event.get("step"), _action_key(event)
+            shots = screens.get(action, []) if action is not None else []
             outputs = {"screenshot": shots[0] if len(shots) == 1 else (shots or None),
                        "output": event.get("output") or event.get("error")}
             _child(client, root, tool_span_name(event), "TOOL", ts - latency, ts, inputs={"args": event.get("args")},
                    outputs=outputs, attributes={"ok": bool(event.get("ok")), "latency_s": latency, "step": step,
-                                                "tool": event.get("tool")}, ok=bool(event.get("ok")))
+                                                "action": action, "tool": event.get("tool")}, ok=bool(event.get("ok")))
         elif kind == "evaluation":
             seconds = result.eval_s if result is not None else 0.0
             _child(client, root, "evaluation", "EVALUATOR", ts - seconds, ts,

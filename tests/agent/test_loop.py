@@ -172,14 +172,25 @@ async def test_max_steps_stops_a_long_solution(tmp_path: Path, desk: FakeDesktop
     assert result.final_action is None
 
 
-async def test_tool_calls_beyond_max_steps_in_one_reply_are_not_run(tmp_path: Path, desk: FakeDesktop) -> None:
+async def test_a_step_is_a_model_turn_whatever_number_of_calls_it_holds(tmp_path: Path, desk: FakeDesktop) -> None:
+    """OSWorld's runner: three actions in one turn, then done, fit a budget of 2 steps."""
     reply = Reply(tool_calls=[ToolCall(f"k{i}", "computer", {"action": "key", "text": str(i)}) for i in range(3)])
     provider = Scripted([reply, call("done", 9, status="DONE")])
     loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk), max_steps=2)
     await run(loop, trace)
-    assert result.termination == "max_steps" and result.steps == 2
-    assert desk.actions == [{"kind": "key", "keys": "0"}, {"kind": "key", "keys": "1"}]
-    assert len(provider.calls) == 1
+    assert result.termination == "done" and result.steps == 2 and result.actions == 4
+    assert desk.actions == [{"kind": "key", "keys": str(i)} for i in range(3)]
+    assert len(provider.calls) == 2
+    calls = events(tmp_path, "tool_call")
+    assert [(e["step"], e["action"]) for e in calls] == [(1, 1), (1, 2), (1, 3), (2, 4)]
+
+
+async def test_a_turn_without_a_call_uses_a_step(tmp_path: Path, desk: FakeDesktop) -> None:
+    provider = Scripted([Reply(text="let me think"), Reply(text="still thinking"), call("done", 1, status="DONE")])
+    loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk), max_steps=2)
+    await run(loop, trace)
+    assert result.termination == "max_steps" and result.steps == 2 and result.actions == 0
+    assert len(provider.calls) == 2
 
 
 async def test_max_llm_calls(tmp_path: Path, desk: FakeDesktop) -> None:
@@ -187,7 +198,7 @@ async def test_max_llm_calls(tmp_path: Path, desk: FakeDesktop) -> None:
     loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk), max_llm_calls=2)
     await run(loop, trace)
     assert result.termination == "max_llm_calls"
-    assert result.llm_calls == 2 and len(provider.calls) == 2 and result.steps == 0
+    assert result.llm_calls == 2 and len(provider.calls) == 2 and result.steps == 2 and result.actions == 0
     # a reply without tool calls is answered with a nudge
     assert provider.calls[1][-2] == {"role": "assistant", "content": "thinking"}
     assert provider.calls[1][-1] == {"role": "user", "content": NUDGE}

@@ -70,7 +70,7 @@ def test_reference_scaling_and_a_researchers_image_max() -> None:
 def test_registered_and_identified() -> None:
     assert "claude" in PROFILES
     profile = claude()
-    assert profile.params() == {"profile": "claude", "profile.version": "1"}
+    assert profile.params() == {"profile": "claude", "profile.version": "2"}
     assert "anthropic-quickstarts" in profile.reference and "@44c2b5c" in profile.reference
 
 

@@ -366,7 +366,7 @@ def test_qwen3vl_32b_square_multirun_drives_the_model_as_the_reference(tmp_path:
     runs = client.search_runs([client.get_experiment_by_name("qwen3vl").experiment_id])
     (job,) = [r for r in runs if r.data.tags.get("mcpworld.level") == "job"]
     params = job.data.params
-    assert (params["profile"], params["profile.version"]) == ("qwen3vl", "1")
+    assert (params["profile"], params["profile.version"]) == ("qwen3vl", "2")
     assert (params["prompt.sha256"], params["tools.sha256"]) == (record["prompt.sha256"], record["tools.sha256"])
 
 

@@ -47,7 +47,7 @@ async def test_an_anthropic_max_tokens_stop_cutting_a_call_is_told_and_not_a_hal
         loop, result, trace = make_loop(tmp_path, provider, gui_tools(FakeDesktop(tmp_path)), max_llm_calls=2)
         await run(loop, trace)
         await provider.aclose()
-    assert result.truncations == 2 and result.hallucinations == 0 and result.steps == 0
+    assert result.truncations == 2 and result.hallucinations == 0 and result.steps == 2 and result.actions == 0
     assert "make_file" not in result.tool_calls and "unknown" not in result.tool_calls  # never dispatched
     assert events(tmp_path, "hallucination") == []
     (cut, _) = events(tmp_path, "truncation")

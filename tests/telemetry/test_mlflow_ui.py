@@ -101,7 +101,8 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
         for job in jobs:
             params = job.data.params
             assert len(params) <= 30, sorted(params)
-            assert {"model", "provider", "resolution", "modality", "app", "env", "profile", "seed", "attempts",
+            assert "seed" not in params  # none set: none sent to the model, none logged
+            assert {"model", "provider", "resolution", "modality", "app", "env", "profile", "attempts",
                     "config.sha256"} <= set(params)
             assert len(params["config.sha256"]) == 64
             assert "config.yaml" in {a.path for a in client.list_artifacts(job.info.run_id)}

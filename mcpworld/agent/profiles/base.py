@@ -14,6 +14,10 @@ the providers stay family-neutral:
 - ``screen`` fixes the image the model is sent and the coordinate space it answers in, so a model
   coordinate maps back to exactly the pixel the reference would click.
 
+A profile also says how the family's reference *loop* runs (``loop``: ``LoopRules``): the loop
+counts one step per model turn for every family (OSWorld's runner does), and asks the rules what a
+reply without a call does and whether a call that could not be read is shown to the model.
+
 ``version`` is logged as a param: bump it whenever what a profile sends changes.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from mcpworld.agent.providers.base import Reply
@@ -39,6 +44,28 @@ class ModelView:
     variant: str = "instruct"  # instruct | thinking, for families that ship both
     options: dict[str, Any] = field(default_factory=dict)  # family-specific knobs (model.profile_options)
     computer_tool: str | None = None  # Anthropic's computer tool version (model.computer_tool), for Claude
+
+
+class NoCall(StrEnum):
+    """What a model turn that holds no tool call does (the turn is a step of the budget either way)."""
+
+    nudge = "nudge"  # ours: the model is asked for a call (families whose makers publish no loop)
+    skip = "skip"  # OSWorld's runner: nothing is acted on and the next turn starts from the same screen
+    end = "end"  # Anthropic's sampling loop: the episode ends (termination "end_turn"), the grader judges
+
+
+@dataclass(frozen=True)
+class LoopRules:
+    """How the family's reference loop treats what a turn holds (docs/models.md, "The loop")."""
+
+    no_call: NoCall = NoCall.nudge
+    # a call whose arguments could not be read (``_raw``): its error goes back to the model (True), or
+    # it is dropped unseen, as OSWorld's Qwen3-VL agent logs and skips it (False); counted either way
+    show_unreadable: bool = True
+    # tries of a turn whose reply holds no readable action before it counts as a turn without a call;
+    # retries are new requests at ``retry_temperature`` that leave nothing in the history (UI-TARS)
+    unreadable_tries: int = 1
+    retry_temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +88,7 @@ class Profile(abc.ABC):
     # when the server parsed none; a profile that reads its family's own format in ``parse`` sets this
     # False and gets the text as the model wrote it (its history then holds the reply verbatim)
     text_calls: ClassVar[bool] = True
+    loop: ClassVar[LoopRules] = LoopRules()  # the reference loop's rules (generic: our own nudge)
 
     def __init__(self, model: ModelView):
         self.model = model

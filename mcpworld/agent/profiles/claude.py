@@ -39,9 +39,9 @@ import platform
 from datetime import date
 from typing import Any
 
-from mcpworld.agent.profiles.base import Profile, PromptContext
+from mcpworld.agent.profiles.base import LoopRules, NoCall, Profile, PromptContext
 from mcpworld.agent.providers.base import IMAGES
-from mcpworld.agent.tools.base import Tool
+from mcpworld.agent.tools.base import OffScreen, Tool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 
 REFERENCE = ("anthropics/anthropic-quickstarts computer-use-demo/computer_use_demo/loop.py and tools/ "
@@ -80,13 +80,26 @@ def claude_image_size(screen: tuple[int, int], image_max: list[int] | tuple[int,
     return image_size(size, image_max) if image_max else size
 
 
+class ScreenBounds(CoordinateMap):
+    """The reference's bounds: it refuses a coordinate only past the *screen's* size (its
+    ``scale_coordinates`` checks x, y against its own width and height), so a point past the edge of
+    the smaller image it sent is scaled up and lands on the screen's edge, where X puts the pointer."""
+
+    def to_screen(self, x: float, y: float) -> tuple[int, int]:
+        (sw, sh), (iw, ih) = self.screen, self.image
+        if not (0 <= x <= sw and 0 <= y <= sh):
+            raise OffScreen(f"Coordinates {x:g}, {y:g} are out of bounds")
+        return min(max(round(x * sw / iw), 0), sw - 1), min(max(round(y * sh / ih), 0), sh - 1)
+
+
 class ClaudeProfile(Profile):
     name = "claude"
-    version = "1"
+    version = "2"
     reference = REFERENCE
+    loop = LoopRules(no_call=NoCall.end)  # sampling_loop returns on a reply without tool_use
 
     def screen(self, screen: tuple[int, int]) -> CoordinateMap:
-        return CoordinateMap("pixels", screen, claude_image_size(screen, self.model.image_max))
+        return ScreenBounds("pixels", screen, claude_image_size(screen, self.model.image_max))
 
     def keep_screenshots(self, configured: int) -> int:
         keep = self.model.options.get("keep_screenshots")

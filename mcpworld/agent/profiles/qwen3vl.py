@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcpworld.agent.profiles.base import ModelView, Profile, PromptContext
+from mcpworld.agent.profiles.base import LoopRules, ModelView, NoCall, Profile, PromptContext
 from mcpworld.agent.profiles.qwen3vl_screen import QwenGrid
 from mcpworld.agent.profiles.qwen3vl_tool import QwenComputerUse, reference_prompt
 from mcpworld.agent.providers.base import Reply, ToolCall, parse_arguments
@@ -29,6 +29,9 @@ from mcpworld.agent.tools.base import Tool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap
 
 HISTORY_N = 4  # the reference's default: screenshots+replies kept in full
+# the reference's finishing rule, and ours where no computer_use (so no terminate) is offered
+TERMINATE_RULE = "- If finishing, use action=terminate in the tool call."
+DONE_RULE = "- If finishing, call done with status DONE (or FAIL if the task cannot be done)."
 GUI_TOOL = "computer_use"
 # the pyautogui call the reference writes for an action: its "Performing <call> action" fallback
 PYAUTOGUI = {"left_click": "click", "right_click": "rightClick", "middle_click": "middleClick",
@@ -119,10 +122,13 @@ def _image(content: Any) -> dict[str, Any] | None:
 
 class Qwen3VLProfile(Profile):
     name = "qwen3vl"
-    version = "1"
+    version = "2"
     reference = ("OSWorld mm_agents/qwen3vl_agent.py (karakuri-ai/OSWorld-JP@3301bf9fd54c); action set: "
                  "QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py@96588727e44c")
     text_calls = False  # the reply's <tool_call> blocks are read here, not by the provider
+    # lib_run_single: a turn with no action is a step and the next predict sees the same screen; an
+    # unparsable <tool_call> is logged and skipped (parse_response's except branch)
+    loop = LoopRules(no_call=NoCall.skip, show_unreadable=False)
 
     def __init__(self, model: ModelView):
         super().__init__(model)
@@ -149,6 +155,8 @@ class Qwen3VLProfile(Profile):
         entries = [t.schema() for t in self.offered.values()] or [reference_prompt()["computer_use"]]
         listed = "\n".join(json.dumps(e) for e in entries)
         template = context.template or reference_prompt()["system"]
+        if self.offered and GUI_TOOL not in self.offered:  # no computer_use, so no terminate: the done tool ends
+            template = template.replace(TERMINATE_RULE, DONE_RULE)
         prompt = template.replace("{tools}", listed)
         return prompt + ("\n" + context.task_prompt if context.task_prompt else "")
 

@@ -21,12 +21,12 @@ class ProviderSettings:
     model: ModelConfig
     provider: ProviderConfig
     resolution: ResolutionConfig
-    seed: int = 0
+    seed: int | None = None
 
     @classmethod
     def of(cls, cfg: Any) -> ProviderSettings:
         """The pieces of a run config (the one place that reads the root config)."""
-        return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=int(cfg.seed))
+        return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=None if cfg.seed is None else int(cfg.seed))
 
 
 Builder = Callable[[ProviderSettings, list[dict[str, Any]]], Provider]
@@ -95,9 +95,13 @@ def _claude_options(s: ProviderSettings) -> dict[str, Any]:
     from mcpworld.agent.tools.computer import image_size
 
     warn_legacy(s.model)
+    from mcpworld.agent.providers.anthropic import INTERLEAVED_THINKING
+
     options = s.model.profile_options or {}
-    # the betas thinking needs on this model (interleaved thinking on Claude 4), sent only when thinking is on
-    betas = list(s.model.betas) + (list(options.get("thinking_betas") or []) if s.model.thinking_budget else [])
+    if s.model.interleaved_thinking and not s.model.thinking_budget:
+        raise UserError(f"model.interleaved_thinking=true needs extended thinking: set model.thinking_budget "
+                        f"(e.g. 2048) for model={s.model.name}, or drop model.interleaved_thinking")
+    betas = list(s.model.betas) + ([INTERLEAVED_THINKING] if s.model.interleaved_thinking else [])
     return dict(temperature=s.model.temperature, max_tokens=s.model.max_tokens,
                 display_size=claude_display(s) if s.model.profile == "claude" else
                 image_size((s.resolution.width, s.resolution.height), s.model.image_max),
