@@ -92,6 +92,19 @@ def test_first_turn_is_prompt_then_screenshot() -> None:
     assert messages[:2] == expected[:2]
 
 
+def test_prompt_escapes_are_single_backslashes_as_the_reference_sends() -> None:
+    """The reference's source writes `"\\\\n"` and `\\\\'` in ordinary (not raw) strings, so the prompt it
+    sends has one backslash: `use "\\n" at the end`, `escape characters \\', \\", and \\n`."""
+    sent = load("request_first_turn.json")["messages"][1]["content"][0]["text"]
+    assert 'use "\\n" at the end of `content`.' in sent
+    assert "Use escape characters \\', \\\", and \\n in content part" in sent
+    assert "\\\\" not in sent
+    p = profile(language="English")
+    ours = p.request(loop_conversation(p, dict(load("request.json"), history_responses=[]), (1008, 1008)), [])[0]
+    assert ours[1]["content"][0]["text"] == sent
+    assert "\\\\" not in ours[1]["content"][0]["text"]
+
+
 def test_history_window_keeps_last_n_screenshots() -> None:
     req = load("request.json")
     p = profile(history_n=2)

@@ -32,17 +32,18 @@ from mcpworld.agent.providers.base import Reply
 from mcpworld.agent.tools.computer import CoordinateMap
 
 SYSTEM = "You are a helpful assistant."
-FINISHED = ("finished(content='xxx') # Use escape characters \\\\', \\\\\", and \\\\n in content part to ensure we can "
+FINISHED = ("finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can "
             "parse the content in normal python string format.")
 # The model's trained interface (OSWorld mm_agents/uitars15_v1.py: UITARS_USR_PROMPT_THOUGHT with
-# UITARS_NORMAL_ACTION_SPACE), kept verbatim: tests/data/parity/uitars checks it against the reference.
+# UITARS_NORMAL_ACTION_SPACE) as the reference's Python evaluates it (one backslash before n, ' and ",
+# where its source writes two): tests/data/parity/uitars checks it against the reference's request.
 ACTION_SPACE = """
 click(start_box='<|box_start|>(x1,y1)<|box_end|>')
 left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')
 right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')
 drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')
 hotkey(key='')
-type(content='') #If you want to submit your input, use "\\\\n" at the end of `content`.
+type(content='') #If you want to submit your input, use "\\n" at the end of `content`.
 scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')
 wait() #Sleep for 5s and take a screenshot to check for any changes.
 """ + FINISHED + "\n"
