@@ -23,7 +23,7 @@ def per_task(episodes: list[Episode]) -> dict[str, float]:
     """Each task's success rate over its judged attempts."""
     wins: dict[str, list[float]] = {}
     for ep in episodes:
-        if not ep.infra_error and not ep.eval_error:
+        if ep.judged:
             wins.setdefault(ep.task_id, []).append(ep.success)
     return {task: float(np.mean(v)) for task, v in wins.items()}
 

@@ -1,13 +1,18 @@
 """``python -m mcpworld.report``: MLflow episode runs → paper tables (CSV, Markdown) and plots.
 
 Only episode runs (tag ``mcpworld.level=episode``) are data; job and sweep runs are summaries of them
-and would count twice. Episodes with status ``infra_error`` or ``eval_error`` (the task's grader gave
-no verdict) say nothing about the agent: they are left out of every rate and statistic and only
-counted, each in its own column (``infra_errors``, ``eval_errors``).
+and would count twice. Episodes with status ``infra_error``, ``eval_error`` (the task's grader gave
+no verdict) or ``interrupted`` (``core.result.NOT_JUDGED``) say nothing about the agent: they are left
+out of every rate and statistic and only counted, each in its own column (``infra_errors``,
+``eval_errors``, and ``interrupted`` where there are any).
 
     python -m mcpworld.report experiment=NAME [--group-by model,resolution,modality,app]
         [--tracking-uri sqlite:///outputs/mlflow.db] [--out DIR] [--runs FILTER] [--seed 0] [--resamples 2000]
+        [--osworld] [--osworld-tasks OSWorld/evaluation_examples]
     python -m mcpworld.report --runs "params.model = 'qwen3vl_8b'"   # across experiments
+
+``--osworld`` (on by itself for ``experiment=osworld_verified``) adds OSWorld's own figure, computed as
+its ``show_result.py`` computes it, per domain, beside ours: report/osworld.py.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcpworld.core.errors import UserError
-from mcpworld.core.result import tool_family
+from mcpworld.core.result import NOT_JUDGED, tool_family
 from mcpworld.telemetry.tracking.store import absolute_sqlite_uri
 
 DEFAULT_URI = "sqlite:///outputs/mlflow.db"
 DEFAULT_GROUP_BY = "model,resolution,modality,app"
+OSWORLD_GROUP_BY = "model,max_steps"  # with OSWorld's table: a leaderboard row is a model at a step budget
 LEVEL_FILTER = "tags.`mcpworld.level` = 'episode'"
 MISSING = "(none)"  # group value of a run that lacks the param (e.g. ``seed`` in older runs)
 MAX_K = 5
@@ -40,7 +46,7 @@ BASE_COLUMNS = ("episodes", "successes", "tasks", "success_rate", "success_ci_lo
 RATE_COLUMNS = {"success_rate", "success_ci_low", "success_ci_high", "keystep_ratio", "hallucination_rate", "loop_rate",
                 "truncation_rate"}
 # shown only when some group has them (an older store, an unpriced model: no empty columns)
-OPTIONAL_COLUMNS = ("hallucination_rate", "loop_rate", "truncation_rate", "cost_usd_mean", "cost_per_success_usd",
+OPTIONAL_COLUMNS = ("interrupted", "hallucination_rate", "loop_rate", "truncation_rate", "cost_usd_mean", "cost_per_success_usd",
                     "energy_cost_usd_mean")
 # GPU energy per episode: its 95 % bootstrap CI, net of the idle baseline (with CI), per output token; CPU (RAPL)
 ENERGY_COLUMNS = ("energy_ci_low", "energy_ci_high", "energy_net_j_mean", "energy_net_ci_low", "energy_net_ci_high",
@@ -57,6 +63,17 @@ class Episode:
     success: float
     metrics: dict[str, float]
     eval_error: bool = False
+    status: str = ""  # the episode's status (success, failure, …, interrupted); "" when the run has no status
+
+    @property
+    def judged(self) -> bool:
+        """A verdict on the agent: not an infra error, an eval error or an interrupted episode (NOT_JUDGED)."""
+        return not (self.infra_error or self.eval_error or self.status in NOT_JUDGED)
+
+    @property
+    def score(self) -> float:
+        """The evaluator's score in [0, 1] (partial credit kept); the success itself for runs without one."""
+        return float(self.metrics.get("score", self.success))
 
 
 # ---------------------------------------------------------------- load runs → episodes
@@ -128,7 +145,7 @@ def to_episode(run: Any) -> Episode:
     success = metrics.get("success", 1.0 if status == "success" else 0.0)
     return Episode(params=params, task_id=params.get("task_id") or tags.get("task_id", run.info.run_id),
                    infra_error=status == "infra_error", success=float(success), metrics=metrics,
-                   eval_error=status == "eval_error")
+                   eval_error=status == "eval_error", status=status)
 
 
 # ---------------------------------------------------------------- group
@@ -196,12 +213,16 @@ def mean_or_none(values: Sequence[float]) -> float | None:
 
 
 def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, Any]:
-    """One table row: rates and costs over judged episodes (infra and eval errors only counted)."""
-    judged = [e for e in episodes if not e.infra_error and not e.eval_error]
+    """One table row: rates and costs over judged episodes (infra errors, eval errors and interrupted
+    episodes only counted)."""
+    judged = [e for e in episodes if e.judged]
     row: dict[str, Any] = {c: None for c in BASE_COLUMNS}
     row.update(episodes=len(judged), infra_errors=sum(e.infra_error for e in episodes),
                eval_errors=sum(e.eval_error and not e.infra_error for e in episodes),
                tasks=len({e.task_id for e in judged}))
+    interrupted = sum(e.status == "interrupted" and not e.infra_error and not e.eval_error for e in episodes)
+    if interrupted:
+        row["interrupted"] = interrupted
     if not judged:
         return row
     wins = [e.success for e in judged]
@@ -441,7 +462,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                                  "energy_vs_success.png")
     parser.add_argument("overrides", nargs="*", metavar="experiment=NAME",
                         help="the MLflow experiment to report (Hydra-style key=value)")
-    parser.add_argument("--group-by", default=DEFAULT_GROUP_BY, help=f"param names (default {DEFAULT_GROUP_BY})")
+    parser.add_argument("--group-by", help=f"param names (default {DEFAULT_GROUP_BY}; {OSWORLD_GROUP_BY} with "
+                                           "OSWorld's table)")
     parser.add_argument("--tracking-uri", default=DEFAULT_URI, help=f"MLflow store (default {DEFAULT_URI})")
     parser.add_argument("--out", type=Path, help="output folder (default outputs/reports/<experiment or runs>/)")
     parser.add_argument("--runs", help="MLflow search filter over episode runs, e.g. \"params.model = 'x'\"")
@@ -451,6 +473,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--compare", metavar="KEY",
                         help="paired comparison over the same tasks between KEY's values (e.g. resolution): "
                              "compare.csv, compare.md, compare.png")
+    parser.add_argument("--osworld", action=argparse.BooleanOptionalAction, default=None,
+                        help="also OSWorld's own figure, as its show_result.py computes it (overall, per domain and "
+                             "category) beside ours: osworld.csv, osworld.md (default: on for experiment=osworld_verified)")
+    parser.add_argument("--osworld-tasks", type=Path, metavar="PATH",
+                        help="OSWorld's (or WAA's) evaluation_examples folder or a test_*.json task list: each task's "
+                             "domain and the whole test set (default: test_all.json by the runs' tasks.root)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap draws (default 2000)")
     args = parser.parse_args(argv)
@@ -464,9 +492,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         raise UserError("--dir reads folders, not MLflow: give either --dir or experiment=NAME / --runs")
     if args.experiment is None and not args.runs and not args.dir:
         raise UserError("say what to report: experiment=NAME and/or --runs FILTER, or --dir FOLDER")
-    args.keys = [k.strip() for k in args.group_by.split(",") if k.strip()]
-    if not args.keys:
+    args.keys = None if args.group_by is None else [k.strip() for k in args.group_by.split(",") if k.strip()]
+    if args.keys == []:
         raise UserError("--group-by needs at least one param name, e.g. --group-by model")
+    if args.osworld_tasks is not None and args.osworld is None:
+        args.osworld = True  # a task list asks for the table
     if args.resamples < 1:
         raise UserError(f"--resamples {args.resamples}: need at least 1")
     if args.out is None:
@@ -484,6 +514,12 @@ def report(args: argparse.Namespace) -> list[Path]:
         episodes = load_folders(args.dir)
     else:
         episodes = load_episodes(check_store(args.tracking_uri), args.experiment, args.runs)
+    if args.osworld is None:
+        from mcpworld.report import osworld
+
+        args.osworld = osworld.wanted(args)
+    if args.keys is None:
+        args.keys = default_keys(episodes, args.osworld)
     check_group_keys(episodes, args.keys + ([args.compare] if args.compare else []))
     rows, columns = build_rows(episodes, args.keys, args.seed, args.resamples)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -509,9 +545,22 @@ def report(args: argparse.Namespace) -> list[Path]:
         pairs, pair_columns = paired.compare_rows(episodes, [*args.keys, args.compare], args.compare, args.seed,
                                                   args.resamples)
         written += paired.write(pairs, pair_columns, args.compare, args.out)
+    if args.osworld:
+        from mcpworld.report import osworld
+
+        written += osworld.report(episodes, args)
     for path in written:
         print(f"wrote {path}")
     return written
+
+
+def default_keys(episodes: list[Episode], with_osworld: bool) -> list[str]:
+    """``--group-by``'s default: model, resolution, modality, app; with OSWorld's table, model and max_steps
+    (those the runs have: job folders written before resolved_config.yaml have no max_steps)."""
+    if not with_osworld:
+        return DEFAULT_GROUP_BY.split(",")
+    present = set().union(*(e.params for e in episodes))
+    return [k for k in OSWORLD_GROUP_BY.split(",") if k in present] or ["model"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
