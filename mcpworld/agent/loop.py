@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from PIL.Image import Image
 
 from mcpworld.agent.profiles.base import LoopRules, NoCall
-from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, Provider, Reply
+from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, Provider, Reply, ToolCall
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.agent.tools.normalize import normalize_call
 from mcpworld.agent.truncation import is_cut, notice, truncation
@@ -67,6 +67,16 @@ def prune_images(messages: list[dict[str, Any]], keep: int) -> None:
                 if seen > keep:
                     content[i] = {"type": "text", "text": IMAGE_PLACEHOLDER}
 
+
+
+def readable(call: ToolCall) -> bool:
+    """A call whose arguments could be read (the providers and profiles mark others with ``_raw``)."""
+    return "_raw" not in call.arguments
+
+
+def finishing(calls: list[ToolCall]) -> bool:
+    """A turn that ends the episode or waits (what UI-TARS's reference lets through on its last turn)."""
+    return any(c.name == "done" or c.arguments.get("action") in ("wait", "terminate", "answer") for c in calls)
 
 
 def unreadable_error(name: str, args: dict[str, Any]) -> str:
@@ -180,15 +190,30 @@ class AgentLoop:
             if cut is not None:
                 r.truncations += 1
                 self.trace.emit("truncation", **cut)
-            if not reply.tool_calls:
+            calls = self._shown(reply)
+            if not calls:
                 if rules.no_call == NoCall.end:  # Claude's sampling loop returns on a reply without tool_use
-                    r.termination = "end_turn"
+                    r.termination, r.final_action = rules.end_as
                     return
                 if rules.no_call == NoCall.nudge:
                     messages.append({"role": "user", "content": notice(reply) if cut else NUDGE})
                 continue  # NoCall.skip: the next turn starts from the same screen, as OSWorld's runner does
-            if await self._act(reply, cut, messages, deadline):
+            if rules.last_turn_fails and r.steps >= lim.max_steps and not finishing(calls):
+                r.termination, r.final_action = "max_steps", "FAIL"  # the reference's last turn (LoopRules)
+                self.trace.emit("budget_fail", step=r.steps, tools=[c.name for c in calls])
                 return
+            if await self._act(reply, calls, cut, messages, deadline):
+                return
+
+    def _shown(self, reply: Reply) -> list[ToolCall]:
+        """The turn's calls that run or are answered; an unreadable one the family's reference skips is
+        counted and dropped here (``LoopRules.show_unreadable``)."""
+        if self.rules.show_unreadable:
+            return list(reply.tool_calls)
+        for call in reply.tool_calls:
+            if not readable(call):
+                self._unreadable(call.name, call.arguments)
+        return [c for c in reply.tool_calls if readable(c)]
 
     async def _turn(self, messages: list[dict[str, Any]], deadline: float) -> Reply | None:
         """The model's reply for this turn (None: out of time). A reply with nothing readable is asked
@@ -209,24 +234,24 @@ class AgentLoop:
                 return None
             reply = self.profile.parse(reply) if self.profile else reply
             self._account(reply)
-            if reply.tool_calls or tries >= rules.unreadable_tries or r.llm_calls >= lim.max_llm_calls:
+            if any(readable(c) for c in reply.tool_calls) or tries >= rules.unreadable_tries \
+                    or r.llm_calls >= lim.max_llm_calls:
                 return reply
-            self.trace.emit("retry", n=tries, reason="no readable action", text=reply.text[:500])
+            r.hallucinations += 1  # a reply the reference asks again for, at its retry temperature
+            self.trace.emit("hallucination", kind="no_action", tool=None, args={}, step=r.steps + 1,
+                            error=f"no readable action (try {tries} of {rules.unreadable_tries}): {reply.text[:300]}")
 
-    async def _act(self, reply: Reply, cut: dict[str, Any] | None, messages: list[dict[str, Any]],
-                   deadline: float) -> bool:
+    async def _act(self, reply: Reply, calls: list[ToolCall], cut: dict[str, Any] | None,
+                   messages: list[dict[str, Any]], deadline: float) -> bool:
         """Run the turn's calls in order; True when the episode ended (a final action, a loop)."""
         r, lim = self.result, self.limits
         images: list[dict[str, Any]] = []
-        for call in reply.tool_calls:
+        for call in calls:
             if time.monotonic() >= deadline:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "[not run: limit reached]"})
                 continue
             if cut is not None and is_cut(call):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
-                continue
-            if "_raw" in call.arguments and not self.rules.show_unreadable:
-                self._unreadable(call.name, call.arguments)  # counted, not shown: the reference skips it
                 continue
             obs = await self._call_tool(call.name, call.arguments)
             if call.name not in self.replay:

@@ -17,9 +17,12 @@ class MeteredProvider(Provider):
         self.energy = energy
         self.name = inner.name
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                       temperature: float | None = None) -> Reply:
         with self.energy.call():
-            return await self.inner.complete(messages, tools)
+            if temperature is None:  # (wrapped providers of tests may take no temperature)
+                return await self.inner.complete(messages, tools)
+            return await self.inner.complete(messages, tools, temperature=temperature)
 
     async def preflight(self) -> ModelInfo:
         return await self.inner.preflight()

@@ -53,7 +53,9 @@ def test_every_family_states_its_rules() -> None:
     rules = {name: make_profile(name, view).loop for name, view in PROFILES.items()}
     assert rules["claude"].no_call == NoCall.end
     assert rules["qwen3vl"].no_call == NoCall.skip and not rules["qwen3vl"].show_unreadable
-    assert rules["uitars"].no_call == NoCall.skip
+    assert rules["uitars"].no_call == NoCall.end and rules["uitars"].end_as == ("unreadable", "DONE")
+    assert (rules["uitars"].unreadable_tries, rules["uitars"].retry_temperature) == (3, 1.0)
+    assert rules["uitars"].last_turn_fails and not rules["qwen3vl"].last_turn_fails
     assert rules["generic"].no_call == rules["gemma"].no_call == NoCall.nudge
 
 

@@ -59,13 +59,19 @@ class LoopRules:
     """How the family's reference loop treats what a turn holds (docs/models.md, "The loop")."""
 
     no_call: NoCall = NoCall.nudge
+    # NoCall.end: the episode's termination and final action (Claude: "end_turn", none; UI-TARS after its
+    # retries: its reference's "client error" DONE)
+    end_as: tuple[str, str | None] = ("end_turn", None)
     # a call whose arguments could not be read (``_raw``): its error goes back to the model (True), or
     # it is dropped unseen, as OSWorld's Qwen3-VL agent logs and skips it (False); counted either way
     show_unreadable: bool = True
-    # tries of a turn whose reply holds no readable action before it counts as a turn without a call;
-    # retries are new requests at ``retry_temperature`` that leave nothing in the history (UI-TARS)
+    # requests for a turn whose reply holds no readable action: the retries are asked with the same
+    # messages at ``retry_temperature`` and leave nothing in the history (UI-TARS: 3, at temperature 1)
     unreadable_tries: int = 1
     retry_temperature: float | None = None
+    # on the budget's last turn, actions other than finishing or waiting are replaced by FAIL (UI-TARS's
+    # reference: running out of steps ends FAIL, which scores 1 on an infeasible task)
+    last_turn_fails: bool = False
 
 
 @dataclass(frozen=True)

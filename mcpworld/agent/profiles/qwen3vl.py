@@ -147,7 +147,9 @@ class Qwen3VLProfile(Profile):
         computer = tools.get("computer")
         if isinstance(computer, ComputerTool):
             rest = {n: t for n, t in tools.items() if n not in ("computer", "done")}
-            tools = {GUI_TOOL: QwenComputerUse(computer), **rest}
+            # the reference ends DONE on every terminate; profile_options.terminate_failure=infeasible: FAIL
+            fails = self.model.options.get("terminate_failure", "done") == "infeasible"
+            tools = {GUI_TOOL: QwenComputerUse(computer, terminate_failure_fails=fails), **rest}
         self.offered = dict(tools)
         return tools
 

@@ -74,8 +74,11 @@ class QwenComputerUse(Tool):
     name = "computer_use"
     family = "computer"
 
-    def __init__(self, computer: ComputerTool):
+    def __init__(self, computer: ComputerTool, terminate_failure_fails: bool = False):
         self.env, self.coords = computer.env, computer.coords
+        # OSWorld's agent ends DONE on any terminate (so an infeasible task never scores 1); True: the
+        # cookbook's meaning, failure → FAIL (model.profile_options.terminate_failure=infeasible)
+        self.terminate_failure_fails = terminate_failure_fails
         function = reference_prompt()["computer_use"]["function"]
         self.description, self.parameters = function["description"], function["parameters"]
 
@@ -92,7 +95,7 @@ class QwenComputerUse(Tool):
             status = str(args.get("status", "success")).lower()
             if status not in ("success", "failure"):
                 raise ToolError(f"terminate 'status' must be success or failure, got {args.get('status')!r}")
-            final = "DONE" if status == "success" else "FAIL"
+            final = "FAIL" if status == "failure" and self.terminate_failure_fails else "DONE"
             return Observation(text=f"Episode ended: {final}", final=final)
         if action == "answer":
             text = args.get("text")

@@ -25,7 +25,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from mcpworld.agent.profiles.base import Profile, PromptContext
+from mcpworld.agent.profiles.base import LoopRules, NoCall, Profile, PromptContext
 from mcpworld.agent.profiles.smart_resize import smart_resize as qwen_smart_resize
 from mcpworld.agent.profiles.uitars_actions import reply_calls
 from mcpworld.agent.providers.base import Reply
@@ -100,11 +100,16 @@ def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 class UITarsProfile(Profile):
     name = "uitars"
-    version = "1"
+    version = "2"
     reference = ("OSWorld mm_agents/uitars15_v1.py (qwen25vl_normal) + bytedance/UI-TARS "
                  "codes/ui_tars/action_parser.py@582f3a7ea5d285ee8ed9e2e84048d1ab01453c49")
 
     text_calls = False  # the reply's Action is read here; the history replays it as written
+    # uitars15_v1.predict: a reply it cannot parse is asked again with the same messages at temperature 1,
+    # 3 tries in all, none kept in the history, then the episode ends DONE ("client error"); on the last
+    # turn of the budget any action but finished/wait/call_user becomes FAIL
+    loop = LoopRules(no_call=NoCall.end, end_as=("unreadable", "DONE"), show_unreadable=False, unreadable_tries=3,
+                     retry_temperature=1.0, last_turn_fails=True)
 
     @property
     def history_n(self) -> int:

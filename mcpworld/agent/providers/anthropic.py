@@ -60,8 +60,11 @@ class AnthropicProvider(HttpProvider):
 
         return await check_anthropic(self)
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                       temperature: float | None = None) -> Reply:
         payload = self.payload(messages, tools)
+        if temperature is not None:
+            payload["temperature"] = temperature
         reply = await self.with_retries(lambda: self._attempt(payload))
         if reply.usage.estimated:
             reply.usage.input_tokens = estimate_tokens(_request_text(payload))

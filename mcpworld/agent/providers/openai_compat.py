@@ -44,8 +44,11 @@ class OpenAICompatProvider(HttpProvider):
 
         return await check_openai_server(self)
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                       temperature: float | None = None) -> Reply:
         payload = self._payload(messages, tools)
+        if temperature is not None:
+            payload["temperature"] = temperature
         reply = await self.with_retries(lambda: self._attempt(payload))
         if reply.usage.estimated:
             reply.usage.input_tokens = estimate_tokens(_request_text(messages, tools))

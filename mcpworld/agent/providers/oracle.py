@@ -69,7 +69,8 @@ class OracleProvider(Provider):
         self.solution = [{"tool": step["tool"], "args": step["args"]} for step in steps]
         self.position = 0
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                       temperature: float | None = None) -> Reply:
         n = self.position
         self.position += 1
         if n < len(self.solution):
