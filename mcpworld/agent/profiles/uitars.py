@@ -14,8 +14,7 @@ Where we differ on purpose: we resize the screenshot to the smart_resize size ou
 reference sends it as is and the server's processor does the same resize), so the coordinate space
 does not depend on the server's image settings; ``type`` types the text instead of pasting it through
 the clipboard; ``call_user`` ends the episode at once (the reference waits up to 3 times for a user
-who never comes, then fails); a failed tool call's error and an unreadable reply's nudge are shown
-as text (the reference retries at temperature 1 instead); ``Thought`` language defaults to English
+who never comes, then fails); a failed tool call's error is shown as text; ``Thought`` language defaults to English
 (the OSWorld run uses Chinese): ``model.profile_options.language``.
 """
 
