@@ -58,10 +58,10 @@ def _episode(client, exp_id, parent, model, resolution, task, app, attempt, stat
         "mlflow.parentRunId": parent, "mcpworld.level": "episode", "task_id": task, "app": app,
         "modality": "gui", "status": status})
     success = status == "success"
-    metrics = {"success": float(success), "score": float(success), "steps": 4 + attempt, "llm_calls": 4,
+    metrics = {"success": float(success), "score": float(success), "steps": 4 + attempt, "actions": 6 + attempt, "llm_calls": 4,
                "tokens_in": 1000, "tokens_out": 100, "duration_s": 12.5}
     if status in ("infra_error", "eval_error"):  # huge numbers: they must not leak into the statistics
-        metrics.update(steps=1000, tokens_in=10**7)
+        metrics.update(steps=1000, actions=2000, tokens_in=10**7)
     else:
         metrics["keysteps.ratio"] = 1.0 if success else 0.5
     if energy is not None:
@@ -127,6 +127,7 @@ def test_rates_counts_and_costs_per_group(store, tmp_path):
     assert {r["model"] for r in rows.values()} == {"qwen3vl_8b"} and {r["modality"] for r in rows.values()} == {"gui"}
     # the infra error's 10^7 tokens and 1000 steps are not in the means
     assert float(rc["tokens_mean"]) == 1100.0 and float(rc["steps_mean"]) == 4.5
+    assert float(rc["actions_mean"]) == 6.5  # turns and the actions they held, apart
     assert float(sq["keystep_ratio"]) == 1.0 and float(rw["keystep_ratio"]) == 0.5
     assert (sq["ttft_p50_s"], sq["ttft_p90_s"]) == ("0.25", "0.37")  # linear percentiles of 0.1 … 0.4
     assert rc["ttft_p50_s"] == "" and rc["ttft_p90_s"] == ""

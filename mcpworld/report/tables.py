@@ -46,8 +46,8 @@ BASE_COLUMNS = ("episodes", "successes", "tasks", "success_rate", "success_ci_lo
 RATE_COLUMNS = {"success_rate", "success_ci_low", "success_ci_high", "keystep_ratio", "hallucination_rate", "loop_rate",
                 "truncation_rate"}
 # shown only when some group has them (an older store, an unpriced model: no empty columns)
-OPTIONAL_COLUMNS = ("interrupted", "hallucination_rate", "loop_rate", "truncation_rate", "cost_usd_mean", "cost_per_success_usd",
-                    "energy_cost_usd_mean")
+OPTIONAL_COLUMNS = ("interrupted", "actions_mean", "hallucination_rate", "loop_rate", "truncation_rate", "cost_usd_mean",
+                    "cost_per_success_usd", "energy_cost_usd_mean")
 # GPU energy per episode: its 95 % bootstrap CI, net of the idle baseline (with CI), per output token; CPU (RAPL)
 ENERGY_COLUMNS = ("energy_ci_low", "energy_ci_high", "energy_net_j_mean", "energy_net_ci_low", "energy_net_ci_high",
                   "j_per_1k_tokens_out", "tokens_out_per_j", "cpu_energy_j_mean")
@@ -237,6 +237,7 @@ def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, A
     if ttft:
         row["ttft_p50_s"], row["ttft_p90_s"] = (float(v) for v in np.percentile(ttft, [50, 90]))
     row["steps_mean"] = mean_or_none(metric_values(judged, "steps"))
+    row["actions_mean"] = mean_or_none(metric_values(judged, "actions"))
     metered = [e for e in judged if "gpu.energy_j" in e.metrics]  # cost per success among measured episodes
     row["energy_j_mean"] = mean_or_none(metric_values(metered, "gpu.energy_j"))
     metered_wins = sum(e.success for e in metered)

@@ -25,7 +25,7 @@ from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status
 from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
 from mcpworld.core.steps import sudo_needs
 from mcpworld.core.task import Task
-from mcpworld.env import DesktopSettings, docker_image, leftovers, make_environments
+from mcpworld.env import DesktopSettings, check_network, docker_image, leftovers, make_environments
 from mcpworld.env.base import Environment
 from mcpworld.env.container import reap_containers
 from mcpworld.evaluation.keysteps import validate_key_steps
@@ -293,6 +293,7 @@ def run_job(composed: DictConfig) -> float:
     chosen: Selection | None = None
     try:
         check_config(cfg)
+        check_network(DesktopSettings.of(cfg))  # env.network=isolated where no desktop could be fenced: one line
         check_tracking_reachable(cfg)
         chosen = select_tasks(cfg)
         model = preflight(cfg)
@@ -438,7 +439,8 @@ def summarize(results: list[EpisodeResult], planned: int, skipped: int = 0) -> d
         "tasks_skipped": float(skipped),
         "success": mean([float(r.status == Status.success) for r in judged]),
         "score": mean([r.score for r in judged]),
-        "steps": mean([r.steps for r in judged]),
+        "steps": mean([r.steps for r in judged]),  # model turns
+        "actions": mean([r.actions for r in judged]),  # tool calls run
         "duration_s": mean([r.duration_s for r in results]),
         "llm_calls": mean([r.llm_calls for r in results]),
         "tokens_in": mean([r.tokens_in for r in results]),

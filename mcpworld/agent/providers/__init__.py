@@ -26,7 +26,8 @@ class ProviderSettings:
     @classmethod
     def of(cls, cfg: Any) -> ProviderSettings:
         """The pieces of a run config (the one place that reads the root config)."""
-        return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=None if cfg.seed is None else int(cfg.seed))
+        seed = None if cfg.seed is None else int(cfg.seed)
+        return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=seed)
 
 
 Builder = Callable[[ProviderSettings, list[dict[str, Any]]], Provider]
