@@ -57,6 +57,9 @@ def _program(path: Path, spec: dict[str, Any]) -> Program:
     unknown = set(spec) - PROGRAM_KEYS
     if unknown:
         raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(PROGRAM_KEYS))}")
+    strays = set(spec.get("sockets") or ()) - set(spec.get("ports") or ())
+    if strays:
+        raise UserError(f"{where}: sockets: {', '.join(sorted(strays))} must be among its ports")
     packages = spec.get("packages") or {}
     unknown = set(packages) - {"apt", "script"}
     if unknown:
@@ -73,7 +76,8 @@ def _program(path: Path, spec: dict[str, Any]) -> Program:
                    profile=profile, install=install or f"install {spec['binary']}", ready=dict(spec.get("ready") or {}),
                    packages={k: [v] if isinstance(v, str) else list(v) for k, v in packages.items()},
                    maximized=bool(spec.get("maximized")), window=str(spec.get("window") or ""),
-                   warm=tuple(str(w) for w in spec.get("warm") or ()), launcher=launcher)
+                   warm=tuple(str(w) for w in spec.get("warm") or ()), launcher=launcher,
+                   sockets=tuple(str(s) for s in spec.get("sockets") or ()))
 
 
 def _in_project(path: str) -> str:
@@ -83,7 +87,7 @@ def _in_project(path: str) -> str:
 
 
 PROGRAM_KEYS = {"binary", "names", "args", "drop", "ports", "env", "profile", "packages", "ready", "maximized", "window", "warm",
-                "launcher"}
+                "launcher", "sockets"}
 
 
 def missing_packages(names: list[str] | None = None) -> dict[str, list[str]]:

@@ -34,6 +34,10 @@ class Program:
     args: tuple[str, ...] = ()  # put before the caller's arguments; {home} {port_<name>} {password}
     drop: tuple[str, ...] = ()  # caller arguments starting with these are replaced by ours
     ports: tuple[str, ...] = ()  # per-desktop ports the args use, e.g. cdp → {port_cdp}
+    # of those, the ones it serves on a unix socket, $XDG_RUNTIME_DIR/<name>.sock (0600, the desktop
+    # account's), not on TCP: the desktop relays the port to it for the harness and the app's own
+    # window, letting no one else in (code-server, whose terminal is a shell; docs/isolation.md)
+    sockets: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # set for the program (same placeholders)
     profile: Path | None = None  # golden settings folder laid into every home (first-run dialogs off)
     install: str = ""  # the shell command that installs it

@@ -58,7 +58,12 @@ class VmKind(StrEnum):
 
 
 class EnvNetwork(StrEnum):
-    isolated = "isolated"  # the desktop has a network of its own: no host loopback, no other episode
+    # the desktop has a network of its own: no host loopback, no other episode, and a firewall that keeps
+    # it off the host's own addresses; a job whose desktops cannot get all of it fails (docs/isolation.md)
+    isolated = "isolated"
+    # as isolated where the machine allows it; else, warned, without the firewall (no iptables) or, for
+    # env=local, on the host's network (no namespace: not root); network_effective says what each got
+    isolated_unfenced = "isolated_unfenced"
     host = "host"  # the desktop shares the host's network (loopback services included)
 
 

@@ -44,6 +44,27 @@ def settle_policy(settle: SettleConfig) -> SettlePolicy:
                         max_s=settle.max_s)
 
 
+def check_network(settings: DesktopSettings) -> None:
+    """Fail with one line, before anything is started, when ``env.network=isolated`` cannot be
+    honoured on this machine (its desktops could not be fenced off the host); ``isolated_unfenced``
+    and ``host`` run as the machine allows (docs/isolation.md)."""
+    from mcpworld.core.errors import InfraError, UserError
+
+    if str(settings.env.network) != "isolated":
+        return
+    if settings.env.backend == "local":
+        from mcpworld.env.netns import require_fence
+
+        require_fence()
+    elif settings.env.backend == "docker":
+        from mcpworld.env import docker_network
+
+        try:
+            docker_network.ensure_firewall()
+        except InfraError as exc:
+            raise UserError(str(exc)) from exc
+
+
 Backend = Callable[[DesktopSettings, Sequence[Program], Sequence[str]], Environment]
 BACKENDS: Registry[Backend] = Registry("env.backend")
 

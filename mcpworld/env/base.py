@@ -43,6 +43,9 @@ class Environment(abc.ABC):
     viewer_url: str | None = None
     # what the episode's results should say about how this desktop ran the task (set by reset)
     notes: list[str] = []
+    # the network this desktop got (env.network asks): isolated, isolated_offline, isolated_unfenced or
+    # host (docs/isolation.md); None where the backend does not decide it (a suite's own VM)
+    network_effective: str | None = None
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

@@ -15,6 +15,11 @@ needs the display or runs a program, and does the rest on the host:
   relayed to ports on the host's 127.0.0.1 (``self.ports``, where getters and MCP servers find them),
   the episode's event sink the other way (``mcpworld.env.relay``); VNC and noVNC are published on
   127.0.0.1 unless ``env.vnc.public``.
+- ``env.network=isolated_unfenced``: the same bridge, without those firewall rules where they cannot
+  be added (not root, no iptables; warned once): the container then reaches services bound to the
+  host's own addresses. ``network_effective`` says which the desktops got.
+- The relayed app ports admit only the harness's uid and the desktop account's (uid 61000, which runs
+  the MCP servers that use them): ``relay.PeerGate``.
 - ``env.network=host``: the container shares the host's network, as ``env=local`` does: app ports are
   host ports; VNC and noVNC listen on 127.0.0.1 unless ``env.vnc.public``. ``NET_RAW`` is dropped
   either way, so root inside cannot sniff.
@@ -51,7 +56,7 @@ from mcpworld.env import desktop_user, docker_network, leftovers
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.local import default_workroot
-from mcpworld.env.relay import Relay, listen_tcp, listen_unix, through_service, to_tcp
+from mcpworld.env.relay import PeerGate, Relay, harness_uids, listen_tcp, listen_unix, through_service, to_tcp
 from mcpworld.env.screen import SettlePolicy, to_image
 from mcpworld.env.service import SPEC_VARIABLE, host_paths, program_to_json
 from mcpworld.env.steps import run_steps
@@ -155,6 +160,13 @@ class DockerEnvironment(Environment):
                  settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
                  programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0,
                  pool: int = 1, read_only: Sequence[Path] = (), network: str = "isolated"):
+        if network not in ("isolated", "isolated_unfenced", "host"):
+            raise ValueError(f"env.network: {network!r} is not one of isolated, isolated_unfenced, host")
+        self._isolated = network != "host"
+        self._unfenced_ok = network == "isolated_unfenced"
+        # what the desktops get: the bridge's firewall rules are added once, here, before any container
+        self.network_effective = "host" if not self._isolated else \
+            "isolated" if docker_network.ensure_firewall(self._unfenced_ok) else "isolated_unfenced"
         self.width, self.height = width, height
         self.programs = list(programs)
         self.workroot = default_workroot()
@@ -169,9 +181,6 @@ class DockerEnvironment(Environment):
         self._episode_logs: Path | None = None
         self._client, self._image = client, image
         self._vnc_public, self._start_timeout_s, self._pool = vnc_public, start_timeout_s, max(0, pool)
-        if network not in ("isolated", "host"):
-            raise ValueError(f"env.network: {network!r} is not one of isolated, host")
-        self._isolated = network == "isolated"
         self._net_dir = self.workroot / ".net"  # the unix sockets between host and containers: root's only
         self._net_dir.mkdir(mode=0o700)
         self._relays: list[Relay] = []  # the episode's, host side
@@ -206,7 +215,7 @@ class DockerEnvironment(Environment):
         network: Any = None
         if self._isolated:  # VNC on the container's interface, published on the host's loopback (or all)
             vnc: dict[str, Any] = {**VNC_PORTS, "listen": "0.0.0.0", "password": password}
-            network = docker_network.create(self._client, labels)
+            network = docker_network.create(self._client, labels, self._unfenced_ok)
             where: dict[str, Any] = {"network": network.name, "sysctls": docker_network.CONTAINER_SYSCTLS,
                                      "ports": {f"{p}/tcp": (listen, None) for p in VNC_PORTS.values()}}
         else:
@@ -274,8 +283,10 @@ class DockerEnvironment(Environment):
         assert self._current is not None
         mapped = {}
         for name, port in ports.items():
+            # the harness, and the desktop account that runs the MCP servers using them (playwright on cdp)
+            gate = PeerGate(harness_uids(self.user.uid), f"the desktop container's {name} port")
             relay = Relay(listen_tcp(prefer=port), through_service(self._current.socket, self._current.token, port),
-                          f"{name}-{port}")
+                          f"{name}-{port}", gate)
             self._relays.append(relay)
             mapped[name] = relay.port
         return mapped

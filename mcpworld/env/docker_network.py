@@ -10,7 +10,9 @@ so the host's addresses (its LAN address, every bridge's gateway, and the servic
 would still answer. Every bridge made here is named ``mcpw…``, and one pair of firewall rules for
 all of them (``INPUT -i mcpw+``) refuses whatever such a container opens towards the host; replies
 to what the host opened (its published noVNC port) pass. Traffic to other containers' networks is
-dropped by Docker's own isolation between bridges. The rules stay in place (they match only our
+dropped by Docker's own isolation between bridges. Where the rules cannot be added (not root, no
+iptables) ``env.network=isolated`` fails; ``env.network=isolated_unfenced`` keeps the bridges
+without them, warned once. The rules stay in place (they match only our
 bridges, so they cost nothing when none exist); the networks go with their containers, and a later
 run removes those of runs that were killed.
 
@@ -55,32 +57,47 @@ CONTAINER_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.defau
 
 _firewall_lock = threading.Lock()
 _firewall_ready = False
+_warned_unfenced: list[bool] = []
 
 
 def _iptables(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([binary, "-w", *args], capture_output=True, text=True)
 
 
-def ensure_firewall() -> None:
+def ensure_firewall(unfenced_ok: bool = False) -> bool:
     """The rules that keep our containers off the host's own addresses, added once (idempotent, and
-    safe beside other runs adding them too)."""
+    safe beside other runs adding them too); True when they hold. Where they cannot be added (not
+    root, no iptables): an ``InfraError`` saying how to fix it, or with ``unfenced_ok``
+    (``env.network=isolated_unfenced``) one warning and False: the containers keep their own bridges
+    (no host loopback, no other episode) but reach services bound to the host's own addresses."""
     global _firewall_ready
     with _firewall_lock:
         if _firewall_ready:
-            return
-        if os.geteuid() != 0:
-            raise InfraError("env.network=isolated adds firewall rules (iptables) that keep desktop containers "
-                             "off the host's own services, which needs root; run as root, or set "
-                             "env.network=host to share the host's network (its loopback services included)")
-        for binary in ("iptables", "ip6tables"):
-            path = shutil.which(binary)
-            if path is None:
-                if binary == "iptables":
-                    raise InfraError("env.network=isolated needs iptables (Debian: apt-get install iptables), or set "
-                                     "env.network=host")
-                continue  # no IPv6 firewall: the containers have IPv6 switched off anyway
-            _install(path)
+            return True
+        try:
+            if os.geteuid() != 0:
+                raise InfraError("env.network=isolated adds firewall rules (iptables) that keep desktop containers "
+                                 "off the host's own services, which needs root; run as root, or set "
+                                 "env.network=isolated_unfenced (a bridge of its own, without those rules) or "
+                                 "env.network=host to share the host's network (its loopback services included)")
+            for binary in ("iptables", "ip6tables"):
+                path = shutil.which(binary)
+                if path is None:
+                    if binary == "iptables":
+                        raise InfraError("env.network=isolated needs iptables (Debian: apt-get install iptables, or "
+                                         "`make apt`), or set env.network=isolated_unfenced or env.network=host")
+                    continue  # no IPv6 firewall: the containers have IPv6 switched off anyway
+                _install(path)
+        except InfraError as exc:
+            if not unfenced_ok:
+                raise
+            if not _warned_unfenced:
+                _warned_unfenced.append(True)
+                log.warning("env.network=isolated_unfenced: %s; desktop containers reach services bound to the "
+                            "host's own addresses (network_effective=isolated_unfenced)", exc)
+            return False
         _firewall_ready = True
+        return True
 
 
 def _install(binary: str) -> None:
@@ -95,7 +112,7 @@ def _install(binary: str) -> None:
 def _check(binary: str, done: subprocess.CompletedProcess[str]) -> None:
     if done.returncode != 0:
         raise InfraError(f"{binary} {' '.join(done.args[2:])} failed: {done.stderr.strip()[-300:]}; "
-                         "env.network=host runs without these rules")
+                         "env.network=isolated_unfenced runs without these rules")
 
 
 def host_routes(route_table: Path = Path("/proc/net/route")) -> list[ipaddress.IPv4Network]:
@@ -131,11 +148,12 @@ def free_subnets(taken: list[ipaddress.IPv4Network], tries: int = TRIES) -> list
     return found
 
 
-def create(client: Any, labels: dict[str, str]) -> Any:
-    """A fresh bridge network for one container; its bridge is one the firewall rules cover."""
+def create(client: Any, labels: dict[str, str], unfenced_ok: bool = False) -> Any:
+    """A fresh bridge network for one container; its bridge is one the firewall rules cover (with
+    ``unfenced_ok``, where they can be added)."""
     from docker.types import IPAMConfig, IPAMPool
 
-    ensure_firewall()
+    ensure_firewall(unfenced_ok)
     last = "no subnet of 172.16.0.0/16 is free of this host's routes"
     for subnet in free_subnets(host_routes()):
         suffix = secrets.token_hex(6)[:11]

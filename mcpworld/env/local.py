@@ -24,7 +24,7 @@ from mcpworld.apps.programs import Program, command_name, desktop_values, is_por
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.paths import APPS
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, leftovers, screen
+from mcpworld.env import desktop_user, leftovers, relay, screen
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
@@ -32,7 +32,7 @@ from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.display import VirtualDisplay, require_binary
 from mcpworld.env.kill_commands import await_gone, kill_target
 from mcpworld.env.local_pool import DesktopPool, PreparedDesktop
-from mcpworld.env.netns import NetNamespace
+from mcpworld.env.netns import NetNamespace, require_fence
 from mcpworld.env.processes import run_bounded, scrubbed_env
 from mcpworld.env.steps import run_steps
 from mcpworld.env.windows import Windows
@@ -66,6 +66,10 @@ WARM_ROOT = APPS / "warm"
 # a site on the host's loopback that a step or the episode's own settings name (a test's file
 # server, the event sink): reachable from an isolated desktop, unlike every other host port
 LOOPBACK_URL = re.compile(r"https?://(?:127\.0\.0\.1|localhost):(\d+)")
+# env.network: a namespace behind the fence, or refused; a namespace as far as the machine allows
+# (warned); the host's network (docs/isolation.md)
+NETWORKS = ("isolated", "isolated_unfenced", "host")
+UNIX_PATH_MAX = 107  # bytes of a unix socket's path (sun_path holds 108 with its NUL)
 
 
 def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_ROOT) -> Path | None:
@@ -120,6 +124,10 @@ class LocalEnvironment(Environment):
         if pool < 1:
             raise UserError(f"env.pool={pool}: must be 1 or more (1: each reset starts its desktop; "
                             "2: the next desktop is prepared while an episode runs)")
+        if network not in NETWORKS:
+            raise UserError(f"env.network={network}: must be one of {', '.join(NETWORKS)}")
+        if network == "isolated":  # refused before any desktop starts when it cannot be fenced (pooled ones too)
+            require_fence()
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.settle_policy = settle_policy or screen.SettlePolicy()
@@ -150,11 +158,19 @@ class LocalEnvironment(Environment):
         self.app_password = self.values["password"]
         # every process the desktop starts lands in its cgroup (killed whole at teardown) and, with
         # env.network=isolated, in a network namespace of its own (see docs/isolation.md)
-        self.netns = NetNamespace.create() if network == "isolated" and pool == 1 else None
+        self._host_relays: list[relay.Relay] = []  # on the host's network: the app ports served on unix sockets
+        try:
+            self.netns = NetNamespace.create(unfenced_ok=network == "isolated_unfenced") \
+                if network != "host" and pool == 1 else None
+        except BaseException:
+            self._slot.release()
+            if self._own_workroot:
+                shutil.rmtree(self.workroot, ignore_errors=True)
+            raise
         self._note_network()
         self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns)
-        if self.netns:
-            self._forward_ports()
+        if pool == 1:
+            self._bind_ports()
         self._exposed: set[int] = set()
         self.display: VirtualDisplay | None = None
         self.input: XInput | None = None
@@ -172,8 +188,8 @@ class LocalEnvironment(Environment):
     def _note_network(self) -> None:
         self.network_effective = self.netns.effective if self.netns else "host"
         self.notes = []
-        if self._network == "isolated" and self.network_effective != "isolated":  # each result says what it got
-            self.notes = [f"env.network=isolated was asked; this desktop's network: {self.network_effective} "
+        if self._network != "host" and self.network_effective != "isolated":  # each result says what it got
+            self.notes = [f"env.network={self._network} was asked; this desktop's network: {self.network_effective} "
                           "(docs/isolation.md)"]
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -207,18 +223,16 @@ class LocalEnvironment(Environment):
         self._pool_wait_s = time.monotonic() - began
         return desktop
 
-    def _forward_ports(self, tries: int = 5) -> None:
-        """The apps' ports forwarded from the host into the namespace. A number drawn free can be
-        taken before the forward binds it (another job's desktop, an outgoing connection's local
-        port): then every port is drawn again, and the shims rewritten, before anything used them."""
-        assert self.netns is not None
+    def _bind_ports(self, tries: int = 5) -> None:
+        """Bind the host's side of the apps' ports (``_serve_ports``). A number drawn free can be
+        taken before it is bound (another job's desktop, an outgoing connection's local port): then
+        every port is drawn again, and the shims rewritten, before anything used them."""
         for attempt in range(tries):
             try:
-                for port in self.ports.values():
-                    self.netns.forward(int(port))
+                self._serve_ports()
                 return
             except OSError as exc:
-                self.netns.close_ports()
+                self._unserve_ports()
                 if exc.errno != errno.EADDRINUSE or attempt == tries - 1:
                     raise InfraError(f"the desktop's ports could not be forwarded from the host: {exc}") from exc
                 logger.info("a drawn port was taken before its forward (%s); drawing the ports again", exc)
@@ -227,24 +241,64 @@ class LocalEnvironment(Environment):
                 self.ports = {k[len("port_"):]: v for k, v in self.values.items() if k.startswith("port_")}
                 self.app_password = self.values["password"]
 
+    def _socket_paths(self) -> dict[str, Path]:
+        """The app ports served on a unix socket (``Program.sockets``: code-server's), each at
+        ``$XDG_RUNTIME_DIR/<port name>.sock``, in the desktop's runtime folder (0700, its account's)."""
+        paths = {name: self.runtime_dir / f"{name}.sock"
+                 for program in self.programs for name in program.sockets if name in self.ports}
+        for path in paths.values():
+            if len(os.fsencode(path)) > UNIX_PATH_MAX:
+                raise UserError(f"the desktop's socket {path} is longer than a unix socket's path may be "
+                                f"({UNIX_PATH_MAX} bytes): set {leftovers.WORK_BASE_VARIABLE} to a shorter folder")
+        return paths
+
+    def _serve_ports(self) -> None:
+        """Where the harness reaches this desktop's apps, and nobody else on the machine does. With a
+        namespace, each app port is forwarded from the host's loopback, for the harness's uid only
+        (``NetNamespace.forward``), and a port served on a unix socket is relayed to that socket inside
+        the namespace too (the app's own window connects by TCP). On the host's network, the apps
+        listen on the host's loopback themselves; a port served on a unix socket gets a relay there
+        that admits the harness and the desktop's account only (``relay.PeerGate``)."""
+        sockets = self._socket_paths()
+        if self.netns:
+            for name, port in self.ports.items():
+                path = sockets.get(name)
+                self.netns.forward(int(port), relay.to_unix(path) if path else None)
+                if path:
+                    self.netns.serve_unix(int(port), path)
+            return
+        uids = relay.harness_uids(self.user.uid if self.user else None)
+        for name, path in sockets.items():
+            port = int(self.ports[name])
+            gate = relay.PeerGate(uids, f"the desktop's {name} port {port}")
+            self._host_relays.append(relay.Relay(relay.listen_tcp(port), relay.to_unix(path), f"{name}-{port}", gate))
+
+    def _unserve_ports(self) -> None:
+        if self.netns:
+            self.netns.close_ports()
+        for made in self._host_relays:
+            made.close()
+        self._host_relays = []
+
     def _install(self, desktop: PreparedDesktop) -> None:
         """Make ``desktop`` this one's: its account, runtime folder, cgroup and network."""
         self._prepared = desktop
         self.user, self.runtime_dir = desktop.user, desktop.runtime_dir
         self.netns, self.confinement = desktop.netns, desktop.confinement
         self._note_network()
-        if self.netns:
-            for port in self.ports.values():
-                try:
-                    self.netns.forward(int(port))
-                except OSError as exc:
-                    self._retire()
-                    raise InfraError(f"the desktop's port {port} could not be forwarded from the host: {exc}") from exc
+        try:
+            self._serve_ports()
+        except OSError as exc:
+            self._retire()
+            raise InfraError(f"the desktop's ports could not be forwarded from the host: {exc}") from exc
 
     def _retire(self) -> None:
         """Stop the episode's desktop for good (its removal goes on in the background); until the
         next is installed no command can run as its account, which another desktop may take now."""
         desktop, self._prepared = self._prepared, None
+        for made in self._host_relays:  # (the namespace's forwards go with desktop.stop)
+            made.close()
+        self._host_relays = []
         self.user, self.netns, self.confinement = None, None, Confinement()
         self.runtime_dir = self.workroot / "run"
         if desktop is None or self._pool is None:
@@ -357,6 +411,7 @@ class LocalEnvironment(Environment):
         self.end_episode()
         if self._pool is not None:
             self._pool.close()
+        self._unserve_ports()
         if self.netns:
             self.netns.close()
         if self.confinement.cgroup:

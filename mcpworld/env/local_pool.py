@@ -71,7 +71,7 @@ class PreparedDesktop:
             runtime.mkdir(mode=0o700)
             if slot.user:
                 slot.user.own(runtime)
-            netns = NetNamespace.create() if network == "isolated" else None
+            netns = NetNamespace.create(unfenced_ok=network == "isolated_unfenced") if network != "host" else None
             confinement = Confinement(DesktopCgroup.create(folder.name), netns)
             display = VirtualDisplay(width, height, window_manager, desktop_id=str(folder), confinement=confinement)
             display.start(env_for(runtime), user=slot.user)

@@ -1,17 +1,21 @@
-"""A network namespace per local desktop (``env.network=isolated``).
+"""A network namespace per local desktop (``env.network=isolated``, ``isolated_unfenced``).
 
 Measured before: an agent on env=local fetched a secret a host service served on 127.0.0.1. In
 its own namespace a desktop has a loopback of its own, so the host's loopback services and other
 episodes' apps are out of reach. The harness still reaches the desktop's apps (Chromium's
 DevTools, VLC's HTTP …) on the same ``127.0.0.1:<port>`` as before: ``forward`` listens there on
-the host and connects inside the namespace (a socket keeps the namespace it was made in, so one
-thread enters it with ``setns`` just long enough to make the socket). The other way round,
-``expose`` opens one host port inside the namespace (the episode's own event sink, a site the task
-names on the host's loopback). Outbound traffic goes through ``slirp4netns`` when it is installed
-(user-space NAT with the host's loopback disabled); without it the desktop has no outside network,
-said once in the log. With outbound traffic, the namespace's own firewall (set by root; the
-desktop's account cannot change it) rejects the host's other addresses and the subnets of its
-local bridges (docker's, other VMs'), so a service bound to 0.0.0.0 is out of reach as well.
+the host, admits the harness's own uid only (``relay.PeerGate``: another user of the machine must
+not drive the episode's browser), and connects inside the namespace (a socket keeps the namespace
+it was made in, so one thread enters it with ``setns`` just long enough to make the socket). The
+other way round, ``expose`` opens one host port inside the namespace (the episode's own event
+sink, a site the task names on the host's loopback). Outbound traffic goes through ``slirp4netns``
+when it is installed (user-space NAT with the host's loopback disabled); without it the desktop has
+no outside network, said once in the log. With outbound traffic, the namespace's own firewall (set
+by root; the desktop's account cannot change it) rejects the host's other addresses and the subnets
+of its local bridges (docker's, other VMs'), so a service bound to 0.0.0.0 is out of reach as well:
+the fence (``fence``). ``env.network=isolated`` refuses a desktop it cannot fence (no root, no
+iptables), with one line, and ``require_fence`` says so before any desktop starts;
+``isolated_unfenced`` runs it without, warned once.
 
 The namespace's name carries the owning process's pid and start time (as the desktops' cgroups
 do), so a later run deletes the namespaces of a killed one (``sweep``).
@@ -31,6 +35,9 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import psutil
+
+from mcpworld.core.errors import UserError
+from mcpworld.env import relay
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +90,97 @@ def _ip(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
 
 
+def _make(name: str) -> str | None:
+    """Make the namespace ``name`` with its loopback up; why not, where it cannot be made."""
+    if os.geteuid() != 0:
+        return "the harness is not root"
+    if not shutil.which("ip") or not shutil.which("nsenter"):
+        return "`ip` (iproute2) or `nsenter` (util-linux) is not installed"
+    made = _ip("netns", "add", name)
+    if made.returncode != 0:
+        return f"`ip netns add` failed: {made.stderr.strip()[-200:]}"
+    if (up := _ip("-n", name, "link", "set", "lo", "up")).returncode != 0:
+        _ip("netns", "delete", name)
+        return f"its loopback did not come up: {up.stderr.strip()[-200:]}"
+    return None
+
+
+def refusal(problem: str) -> str:
+    """The one line an ``env.network=isolated`` job fails with when its desktops cannot be fenced."""
+    return (f"env.network=isolated: {problem}, so the desktop's network cannot be fenced off the host "
+            "(docs/isolation.md): run as root with iptables installed (`make apt`), or set "
+            "env.network=isolated_unfenced to run without the fence (warned), or env.network=host")
+
+
+def fence_tools() -> list[str]:
+    """The iptables commands to try for the fence, by preference: the system's ``iptables`` (the
+    nf_tables backend on Debian 12), then the other backend, for a kernel that lacks the first."""
+    found: dict[str, str] = {}  # by the binary it runs (iptables and iptables-nft are one): the name to call
+    for name in ("iptables", "iptables-legacy", "iptables-nft"):
+        path = shutil.which(name)
+        if path:
+            found.setdefault(os.path.realpath(path), path)
+    return list(found.values())
+
+
+def fence(path: Path, targets: list[tuple[str, int]] | None = None) -> tuple[str | None, str | None]:
+    """Reject, inside the namespace at ``path`` (its OUTPUT chain, which only root can change), every
+    address of this host and the subnets of its local bridges (slirp4netns would otherwise connect
+    to them from the host). (the iptables that holds the fence, None) or (None, why none could)."""
+    targets = fenced_targets() if targets is None else targets
+    tools = fence_tools()
+    if not tools:
+        return None, "iptables is not installed"
+    enter = [shutil.which("nsenter") or "nsenter", f"--net={path}", "--"]
+    failed = ""
+    for tool in tools:
+        for target, _ in targets:  # (IPv4 only: slirp4netns gives the namespace no IPv6)
+            done = subprocess.run([*enter, tool, "-w", "-A", "OUTPUT", "-d", target, "-j", "REJECT"],
+                                  capture_output=True, text=True, timeout=10)
+            if done.returncode != 0:
+                failed = f"`{os.path.basename(tool)} -A OUTPUT -d {target} -j REJECT` failed in the namespace: " \
+                         f"{' '.join(done.stderr.split())[-200:]}"
+                subprocess.run([*enter, tool, "-w", "-F", "OUTPUT"], capture_output=True, timeout=10)
+                break
+        else:
+            return tool, None
+    return None, failed
+
+
+_fence_checked: list[str | None] = []  # once per process: why the fence cannot hold here (None: it can)
+_check_lock = threading.Lock()
+
+
+def fence_problem() -> str | None:
+    """Why an isolated desktop could not be fenced on this machine, found once per process by making
+    a scratch namespace and fencing it (None: it can). Nothing needs fencing without slirp4netns:
+    such a namespace has no way out at all."""
+    with _check_lock:
+        if _fence_checked:
+            return _fence_checked[0]
+        me = psutil.Process()
+        name = f"{PREFIX}{me.pid}-{int(me.create_time() * 1000)}-0"  # (0: no desktop's; swept like theirs)
+        problem = _make(name)
+        if problem:
+            problem = f"no network namespace can be made for the desktop ({problem})"
+        elif shutil.which("slirp4netns"):
+            try:
+                problem = fence(NETNS_DIR / name, [("192.0.2.1", 4)])[1]  # TEST-NET-1: any address will do
+            finally:
+                _ip("netns", "delete", name)
+        else:
+            _ip("netns", "delete", name)
+        _fence_checked.append(problem)
+        return problem
+
+
+def require_fence() -> None:
+    """Fail, before any desktop starts, when ``env.network=isolated`` cannot be honoured here."""
+    problem = fence_problem()
+    if problem:
+        raise UserError(refusal(problem))
+
+
 class NetNamespace:
     """One desktop's namespace: ``wrap`` starts a command in it; ``forward`` and ``expose`` pass
     single loopback ports between it and the host; ``close`` deletes it."""
@@ -91,47 +189,53 @@ class NetNamespace:
         self.name = name
         self.path = NETNS_DIR / name
         self.outbound = False  # slirp4netns gives it the outside network
+        self.fence_tool: str | None = None  # the iptables that holds its fence (None: no fence)
         self._slirp: subprocess.Popen[bytes] | None = None
         self._exit_write = -1
-        self._listeners: dict[tuple[str, int], socket.socket] = {}
-        self._open: set[socket.socket] = set()
+        self._relays: dict[tuple[str, int], relay.Relay] = {}
         self._guard = threading.Lock()
 
     @classmethod
-    def create(cls, outbound: bool = True) -> NetNamespace | None:
-        """A new namespace with its loopback up (and the outside through slirp4netns when asked and
-        installed); None, with one warning, where the machine allows none (not root, no ``ip``)."""
+    def create(cls, outbound: bool = True, unfenced_ok: bool = False) -> NetNamespace | None:
+        """A new namespace with its loopback up, and the outside through slirp4netns when asked and
+        installed, behind the fence (``fence``). Where the machine allows no namespace (not root,
+        no ``ip``) or no fence (no iptables): a ``UserError`` saying how to fix it, or, with
+        ``unfenced_ok`` (``env.network=isolated_unfenced``), one warning, and None (no namespace)
+        or a namespace without the fence."""
         me = psutil.Process()
         with _lock:
             n = next(_sequence)
         name = f"{PREFIX}{me.pid}-{int(me.create_time() * 1000)}-{n}"
-        why = None
-        if os.geteuid() != 0:
-            why = "the harness is not root"
-        elif not shutil.which("ip") or not shutil.which("nsenter"):
-            why = "`ip` (iproute2) or `nsenter` (util-linux) is not installed"
-        else:
-            made = _ip("netns", "add", name)
-            if made.returncode != 0:
-                why = f"`ip netns add` failed: {made.stderr.strip()[-200:]}"
-            elif (up := _ip("-n", name, "link", "set", "lo", "up")).returncode != 0:
-                _ip("netns", "delete", name)
-                why = f"its loopback did not come up: {up.stderr.strip()[-200:]}"
+        why = _make(name)
         if why:
-            _warn_once("create", "env.network=isolated: no network namespace for the desktop (%s); its apps share "
-                       "the host's network, host loopback services included (env.network_effective=host)", why)
+            if not unfenced_ok:
+                raise UserError(refusal(f"no network namespace can be made for the desktop ({why})"))
+            _warn_once("create", "env.network=isolated_unfenced: no network namespace for the desktop (%s); its "
+                       "apps share the host's network, host loopback services included (network_effective=host)", why)
             return None
         ns = cls(name)
         if outbound:
-            ns._start_outbound()
+            try:
+                ns._start_outbound(unfenced_ok)
+            except BaseException:
+                ns.close()
+                raise
         return ns
 
-    def _start_outbound(self) -> None:
+    def _start_outbound(self, unfenced_ok: bool) -> None:
         slirp = shutil.which("slirp4netns")
         if slirp is None:
             _warn_once("slirp", "env.network=isolated: slirp4netns is not installed, so desktops have no outside "
                        "network (web sites fail); `apt-get install slirp4netns` gives them one")
             return
+        # the fence first: nothing may leave the namespace before it holds
+        self.fence_tool, problem = fence(self.path)
+        if problem:
+            if not unfenced_ok:
+                raise UserError(refusal(problem))
+            _warn_once("fence", "env.network=isolated_unfenced: %s, so a desktop reaches host services bound to "
+                       "0.0.0.0 through the host's own addresses (%s) (network_effective=isolated_unfenced)",
+                       problem, ", ".join(t for t, _ in fenced_targets()))
         read_end, write_end = os.pipe()
         # slirp4netns exits when this pipe closes: with the namespace, or with this process if it is killed
         exit_read, self._exit_write = os.pipe()
@@ -151,7 +255,6 @@ class NetNamespace:
                 os.close(write_end)
         if ready:
             self.outbound = True
-            self._fence_host()
             return
         err = b""
         if self._slirp.poll() is not None and self._slirp.stderr:
@@ -160,24 +263,13 @@ class NetNamespace:
         _warn_once("slirp-failed", "env.network=isolated: slirp4netns did not start (%s); desktops have no outside "
                    "network", err.decode(errors="replace").strip()[-200:] or "no reason given")
 
-    def _fence_host(self) -> None:
-        """Reject, inside the namespace, the host's own addresses and its local bridges' subnets
-        (slirp4netns would otherwise connect to them from the host)."""
-        targets = fenced_targets()
-        tools = {4: shutil.which("iptables")}
-        if not tools[4]:
-            _warn_once("iptables", "env.network=isolated: iptables is not installed, so a desktop reaches host services "
-                       "bound to 0.0.0.0 through the host's own addresses (%s)", ", ".join(t for t, _ in targets))
-            return
-        for target, family in targets:
-            tool = tools.get(family)
-            if tool is None:
-                continue
-            done = subprocess.run(self.wrap([tool, "-w", "-A", "OUTPUT", "-d", target, "-j", "REJECT"]),
-                                  capture_output=True, text=True, timeout=10)
-            if done.returncode != 0:
-                _warn_once("fence", "env.network=isolated: could not fence the host address %s off the desktop: %s",
-                           target, done.stderr.strip()[-200:])
+    def rules(self) -> list[str]:
+        """The fence as the namespace's firewall holds it (``iptables -S OUTPUT``); empty without one."""
+        if not self.fence_tool:
+            return []
+        done = subprocess.run(self.wrap([self.fence_tool, "-w", "-S", "OUTPUT"]), capture_output=True, text=True,
+                              timeout=10)
+        return [line for line in done.stdout.splitlines() if line.startswith("-A ")]
 
     def _stop_slirp(self) -> None:
         if self._exit_write >= 0:
@@ -192,8 +284,12 @@ class NetNamespace:
 
     @property
     def effective(self) -> str:
-        """What the desktop got, for ``env.network_effective``."""
-        return "isolated" if self.outbound else "isolated_offline"
+        """What the desktop got, for ``network_effective``: ``isolated`` (the outside, behind the
+        fence), ``isolated_unfenced`` (the outside, and the host's own addresses too),
+        ``isolated_offline`` (no way out at all: slirp4netns is missing)."""
+        if not self.outbound:
+            return "isolated_offline"
+        return "isolated" if self.fence_tool else "isolated_unfenced"
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the namespace (the wrapper must run as root)."""
@@ -203,20 +299,29 @@ class NetNamespace:
         return inside(self.path, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
 
     # --- single ports across the boundary ---------------------------------------------------------
-    def forward(self, port: int) -> None:
-        """The host's ``127.0.0.1:port`` leads to the namespace's (the harness reaches an app)."""
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listen(listener, port, ("forward", port), lambda: self._connect_inside(port))
+    def forward(self, port: int, connect: relay.Connect | None = None) -> None:
+        """The host's ``127.0.0.1:port`` leads to the namespace's (the harness reaches an app), or to
+        ``connect`` (an app serving on a unix socket). Only the harness's own processes get through:
+        on a shared machine another user's would otherwise drive the desktop's apps."""
+        gate = relay.PeerGate(relay.harness_uids(), f"port {port} of the desktop in {self.name}")
+        self._add(("forward", port), relay.listen_tcp(port),
+                  connect or (lambda: self._connect_inside(port)), gate)
 
     def expose(self, port: int) -> None:
         """The namespace's ``127.0.0.1:port`` leads to the host's (a host service the desktop may use)."""
-        if ("expose", port) in self._listeners:
+        if ("expose", port) in self._relays:
             return
-        self._listen(self.socket_inside(), port, ("expose", port),
-                     lambda: socket.create_connection((LOOPBACK, port), timeout=5))
+        self._add(("expose", port), inside(self.path, lambda: relay.listen_tcp(port)),
+                  relay.to_tcp(port, LOOPBACK))
+
+    def serve_unix(self, port: int, path: Path) -> None:
+        """The namespace's ``127.0.0.1:port`` leads to the unix socket ``path`` (code-server serves on
+        one: the desktop's own window onto it connects by TCP). Only the desktop's processes live in
+        the namespace, so no gate."""
+        self._add(("unix", port), inside(self.path, lambda: relay.listen_tcp(port)), relay.to_unix(path))
 
     def unexpose(self, port: int) -> None:
-        self._close_listener(("expose", port))
+        self._close_relay(("expose", port))
 
     def _connect_inside(self, port: int) -> socket.socket:
         sock = self.socket_inside()
@@ -228,69 +333,23 @@ class NetNamespace:
             raise
         return sock
 
-    def _listen(self, listener: socket.socket, port: int, key: tuple[str, int],
-                connect: Callable[[], socket.socket]) -> None:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            listener.bind((LOOPBACK, port))
-        except OSError:
-            listener.close()
-            raise
-        listener.listen(64)
+    def _add(self, key: tuple[str, int], listener: socket.socket, connect: relay.Connect,
+             admit: relay.Admit | None = None) -> None:
+        made = relay.Relay(listener, connect, f"netns-{key[0]}-{key[1]}", admit)
         with self._guard:
-            self._listeners[key] = listener
-        threading.Thread(target=self._accept, args=(listener, connect), daemon=True,
-                         name=f"netns-{key[0]}-{port}").start()
+            self._relays[key] = made
 
-    def _accept(self, listener: socket.socket, connect: Callable[[], socket.socket]) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:  # closed
-                return
-            threading.Thread(target=self._relay, args=(client, connect), daemon=True).start()
-
-    def _relay(self, client: socket.socket, connect: Callable[[], socket.socket]) -> None:
-        try:
-            upstream = connect()
-        except OSError:  # nothing listens on the other side (yet): the caller sees a closed connection
-            client.close()
-            return
-        upstream.settimeout(None)
-        for sock in (client, upstream):  # a relay must not add Nagle's delay to small requests
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _close_relay(self, key: tuple[str, int]) -> None:
         with self._guard:
-            self._open.update((client, upstream))
-        back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-        back.start()
-        _pump(client, upstream)
-        back.join()
-        with self._guard:
-            self._open.difference_update((client, upstream))
-        client.close()
-        upstream.close()
-
-    def _close_listener(self, key: tuple[str, int]) -> None:
-        with self._guard:
-            listener = self._listeners.pop(key, None)
-        if listener is not None:
-            try:
-                listener.shutdown(socket.SHUT_RDWR)  # wakes its accept()
-            except OSError:
-                pass
-            listener.close()
+            made = self._relays.pop(key, None)
+        if made is not None:
+            made.close()
 
     def close_ports(self) -> None:
         """Stop every forward, expose and relay: the host's ports are free again (a desktop pool's
         next namespace forwards the same ones while this one is deleted in the background)."""
-        for key in list(self._listeners):
-            self._close_listener(key)
-        with self._guard:
-            for sock in self._open:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        for key in list(self._relays):
+            self._close_relay(key)
 
     def close(self) -> None:
         """Stop every relay and delete the namespace (its processes must be gone: the cgroup's job)."""
@@ -322,19 +381,6 @@ def fenced_targets() -> list[tuple[str, int]]:
             whole = name != uplink and iface.network.prefixlen < iface.ip.max_prefixlen
             targets.append((str(iface.network if whole else iface.ip), 4))
     return list(dict.fromkeys(targets))
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        try:
-            sink.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 
 
 def owner_alive(name: str) -> bool:

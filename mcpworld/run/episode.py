@@ -172,6 +172,8 @@ def _run(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, resul
     try:
         env.reset(task, episode_dir)
         result.task_notes += [note for note in env.notes if note not in result.task_notes]
+        if env.network_effective:  # what env.network gave this desktop: a param of the episode's run
+            result.labels["network_effective"] = env.network_effective
         if env.viewer_url:
             trace.emit("desktop_viewer", url=env.viewer_url)
             print(f"mcpworld: {task.id} (attempt {result.attempt}): watch at {env.viewer_url}", file=sys.stderr)

@@ -199,8 +199,12 @@ def test_code_opens_the_folder_in_vs_code_and_answers_the_command_line(tmp_path)
         listed = env.shell("code --list-extensions; echo rc=$?", timeout=60)
         assert "rc=0" in listed.stdout, listed.stderr
         assert (env.home / ".config" / "Code" / "User" / "settings.json").is_file()
+        # code-server (no login) serves on the desktop's own unix socket, not on a TCP port
+        socket_path = env.runtime_dir / "vscode.sock"
+        server = [p for p in psutil.process_iter(["cmdline", "username"])
+                  if str(socket_path) in (p.info["cmdline"] or [])]
+        assert server and not any("--bind-addr" in (p.info["cmdline"] or []) for p in server)
+        assert socket_path.stat().st_mode & 0o777 == 0o600
         if env.user:
-            server = [p for p in psutil.process_iter(["cmdline", "username"])
-                      if "--bind-addr" in (p.info["cmdline"] or []) and
-                      f"127.0.0.1:{env.ports['vscode']}" in (p.info["cmdline"] or [])]
-            assert server and all(p.info["username"] == env.user.name for p in server)
+            assert all(p.info["username"] == env.user.name for p in server)
+            assert socket_path.stat().st_uid == env.user.uid

@@ -199,23 +199,37 @@ def test_closing_deletes_the_namespace_and_frees_the_forwarded_port():
         s.bind(("127.0.0.1", port))  # nothing holds it any more
 
 
-@pytest.mark.skipif(not shutil.which("slirp4netns"), reason="outbound traffic needs slirp4netns")
+@pytest.mark.skipif(not shutil.which("slirp4netns") or not netns.fence_tools(),
+                    reason="outbound traffic needs slirp4netns, its fence iptables")
 def test_with_outbound_traffic_the_hosts_own_addresses_stay_fenced_off(account):
     """slirp4netns connects from the host: without the namespace's firewall a service bound to
-    0.0.0.0 would answer on the host's own address."""
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.BaseHTTPRequestHandler)
+    0.0.0.0 would answer on the host's own address. (The service answers 200 with a secret: an
+    error status would read as "blocked" too. tests/security/test_fence.py shows the same fetch
+    reading the secret from a namespace without the fence.)"""
+    secret = secrets.token_hex(8).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(secret)))
+            self.end_headers()
+            self.wfile.write(secret)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     ns = NetNamespace.create(outbound=True)
     try:
-        if ns is None:
-            pytest.skip("no network namespace could be made here")
-        assert ns.outbound and ns.effective == "isolated"
+        assert ns is not None and ns.outbound and ns.effective == "isolated"
         own = [t for t, _ in netns.fenced_targets() if "/" not in t]
         assert own, "this host has no address but loopback"
         port = server.server_address[1]
-        assert httpx.get(f"http://{own[0]}:{port}/").status_code == 501  # the host itself reaches it
+        assert httpx.get(f"http://{own[0]}:{port}/").content == secret  # the host itself reaches it
         for address in own + ["127.0.0.1", "10.0.2.2"]:  # 10.0.2.2: slirp4netns's gateway, the host
-            assert fetch_inside(ns, f"http://{address}:{port}/", account).startswith("FAILED"), address
+            answer = fetch_inside(ns, f"http://{address}:{port}/", account)
+            assert answer.startswith("FAILED") and secret.decode() not in answer, address
     finally:
         server.shutdown()
         if ns is not None:

@@ -7,9 +7,14 @@
 # disk applies to the running editor as in desktop VS Code. Flags only
 # desktop VS Code knows (--no-sandbox, --new-window …) are ignored. Set by the shim:
 # MCPWORLD_PROGRAM (code-server), VSCODE_PORT.
+# code-server has no login (--auth none: its window must open as VS Code's does), so it never listens
+# on TCP: it serves on a unix socket of the desktop's runtime folder (mode 600, this account's), and
+# the desktop relays VSCODE_PORT to it for the harness and this account's processes only
+# (conf/app/vscode.yaml `sockets`, env/local.py; docs/isolation.md).
 set -u
 server="$MCPWORLD_PROGRAM"
 port="$VSCODE_PORT"
+sock="${XDG_RUNTIME_DIR:?the desktop sets XDG_RUNTIME_DIR}/vscode.sock"
 data="$HOME/.config/Code"
 extensions="$HOME/.vscode/extensions"
 passed=()   # flags code-server takes as VS Code does
@@ -41,7 +46,7 @@ if $cli; then
   exec "$server" "${dirs[@]}" "${passed[@]}"
 fi
 state="${TMPDIR:-/tmp}/code-server.dirs"  # this desktop's server: its folders and its process
-up() { curl -sf -o /dev/null "http://127.0.0.1:$port/healthz"; }
+up() { curl -sf -o /dev/null --unix-socket "$sock" "http://localhost/healthz"; }
 if up && [ -f "$state" ] && [ "$(head -n 2 "$state")" != "$(printf '%s\n%s' "$data" "$extensions")" ]; then
   # other folders are another VS Code instance, as on the desktop: this desktop serves one at a time
   kill "$(sed -n 3p "$state")" 2>/dev/null
@@ -50,7 +55,7 @@ fi
 if ! up; then
   # on-disk edits of User/settings.json reach the running editor through the vscode profile's
   # mcpworld.settings-watch extension (code-server itself reads the file only at start)
-  setsid "$server" "${dirs[@]}" "${passed[@]}" --auth none --bind-addr "127.0.0.1:$port" --disable-telemetry \
+  setsid "$server" "${dirs[@]}" "${passed[@]}" --auth none --socket "$sock" --socket-mode 600 --disable-telemetry \
     --disable-update-check --disable-workspace-trust --disable-getting-started-override \
     >"${TMPDIR:-/tmp}/code-server.log" 2>&1 </dev/null &
   printf '%s\n%s\n%s\n' "$data" "$extensions" "$!" >"$state"
