@@ -14,6 +14,7 @@ Exits 0 whatever the figures; exits 2 if the filesystem server is not installed 
 from __future__ import annotations
 
 import argparse
+import secrets
 import socket
 import statistics
 import sys
@@ -41,8 +42,9 @@ def free_port() -> int:
 def routes(work: Path) -> dict[str, ServerSpec]:
     fs = ServerSpec(name="fs", command=str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"),
                     args=[str(work)])
-    port = free_port()
-    http = ServerSpec(name="fs", transport="http", url=f"http://127.0.0.1:{port}/mcp", command=sys.executable,
+    port, token = free_port(), secrets.token_urlsafe(32)  # the proxy's token (docs/security.md)
+    http = ServerSpec(name="fs", transport="http", url=f"http://127.0.0.1:{port}/mcp?token={token}",
+                      command=sys.executable, env={"MCPWORLD_PROXY_TOKEN": token},
                       args=["-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(work / "http.jsonl"),
                             "--serve", "http", "--port", str(port), "--name", "fs", "--", fs.command, *fs.args])
     return {"direct stdio": fs,

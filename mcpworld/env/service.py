@@ -7,8 +7,9 @@ to a process that keeps its X connections open (the same in-process paths as ``e
 both sides, so the host reads and writes the home directly and paths mean the same everywhere.
 
 It listens on a unix socket in the work folder, where only the host reaches it (on a network of its
-own the container shares no loopback with the host), and answers only requests carrying the token the
-host gave it. On a network of its own it also carries the host's connections to the apps' control
+own the container shares no loopback with the host), and answers only requests that pass
+``mcpworld.core.listener``'s rule: the token the host gave it, JSON bodies, no foreign Host or
+Origin. On a network of its own it also carries the host's connections to the apps' control
 ports (an HTTP ``CONNECT`` to a port on its loopback) and the apps' to the episode's event sink on
 the host (``mcpworld.env.relay``). Each desktop it starts is also
 shown over VNC (x11vnc, password-protected) and noVNC (websockify), stopped with the desktop.
@@ -22,20 +23,20 @@ import dataclasses
 import json
 import logging
 import os
-import secrets
 import socket
 import socketserver
 import subprocess
 import sys
 import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from mcpworld.apps.programs import Program
 from mcpworld.core import errors
 from mcpworld.core.errors import InfraError
+from mcpworld.core.listener import Guard, GuardedHandler
 from mcpworld.core.paths import DATA, HOME
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user
@@ -183,8 +184,13 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "message": str(exc)}}
 
 
-def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+HOST_NAME = "desktop"  # the host's client names the unix socket's server so (container.py's base_url)
+
+
+def make_handler(service: DesktopService, token: str) -> type[GuardedHandler]:
+    """Every request, CONNECT included, passes the listener rule (token, Host, Origin, JSON) first."""
+    class Handler(GuardedHandler):
+        guard = Guard(token, names=(HOST_NAME,))
         protocol_version = "HTTP/1.1"  # keep-alive: one connection for a whole episode
 
         def setup(self) -> None:
@@ -220,16 +226,8 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
                 return
             self._serve(body)
 
-        def _authorized(self) -> bool:
-            if secrets.compare_digest(self.headers.get("Authorization", ""), f"Bearer {token}"):
-                return True
-            self._json(401, {"error": {"type": "PermissionError", "message": "wrong or missing token"}})
-            return False
-
         def do_CONNECT(self) -> None:
             """A tunnel to a port on this container's loopback (an app's control port), for the host."""
-            if not self._authorized():
-                return
             host, _, port = self.path.rpartition(":")
             if host not in ("127.0.0.1", "localhost") or not port.isdigit():
                 self._json(400, {"error": {"type": "ValueError", "message": f"no tunnel to {self.path}"}})
@@ -247,8 +245,6 @@ def make_handler(service: DesktopService, token: str) -> type[BaseHTTPRequestHan
             pipe(self.connection, upstream)  # the host sent nothing after its request: none is buffered
 
         def _serve(self, body: dict[str, Any]) -> None:
-            if not self._authorized():
-                return
             try:
                 if self.path == "/health":
                     self._json(200, service.info())
@@ -291,8 +287,13 @@ class UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     spec = json.loads(os.environ.pop(SPEC_VARIABLE))
+    token = spec.pop("token", "")
+    if not token:  # never served without one, on a socket or a port
+        print(f"mcpworld.env.service: error: ${SPEC_VARIABLE} holds no token; the host gives the service one "
+              "(mcpworld.env.container), and it answers only requests carrying it", file=sys.stderr)
+        return 2
     service = DesktopService(spec)
-    handler = make_handler(service, spec.pop("token"))
+    handler = make_handler(service, token)
     server: socketserver.BaseServer
     if spec.get("socket"):  # only the host reaches it (the socket's folder is closed to the desktop account)
         Path(spec["socket"]).unlink(missing_ok=True)

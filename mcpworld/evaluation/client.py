@@ -1,14 +1,15 @@
 """A client of the /evaluate service, for harnesses other than mcpworld's (standard library only).
 
     from mcpworld.evaluation.client import EvaluationClient
-    client = EvaluationClient.from_endpoint("/tmp/mcpworld-live-…")   # the folder --live printed
+    client = EvaluationClient.from_endpoint("/tmp/mcpworld-live-…")   # the folder the server printed
     client.reset("task.json"); …  # the harness's agent works on the desktop
     verdict = client.evaluate("task.json")                        # {"score", "success", "metrics", …}
 
     python -m mcpworld.evaluation.client URL|FOLDER TASK_FILE [--reset] [--final-action FAIL] [--token-file F]
 
-The token comes from ``--token-file`` / ``token_file=``, else ``MCPWORLD_EVAL_TOKEN``, else the
-served folder's ``token``; it is sent as a header and never printed.
+Both server modes (``--home`` and ``--live``) answer only their token. It comes from ``--token-file``
+/ ``token_file=``, else ``MCPWORLD_EVAL_TOKEN``, else the served folder's ``token`` (0600, beside its
+``endpoint.json``); it is sent as ``Authorization: Bearer …`` and never printed.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-TOKEN_VARIABLE = "MCPWORLD_EVAL_TOKEN"  # the token, for the service (--live) and this client
-ENDPOINT_FILE = "endpoint.json"  # what a --live folder holds besides its `token`
+TOKEN_VARIABLE = "MCPWORLD_EVAL_TOKEN"  # the token, for the service (both modes) and this client
+ENDPOINT_FILE = "endpoint.json"  # what a served folder holds besides its `token`
 
 
 class EvaluationError(Exception):
-    """The service refused or failed a request: ``status`` 400 (the task), 401 (the token), 404, 503
-    (the desktop failed: no verdict), or 0 when it could not be reached."""
+    """The service refused or failed a request: ``status`` 400 (the task), 401 (the token), 403 (a
+    foreign Host or Origin), 404, 415 (not JSON), 503 (the desktop failed: no verdict), or 0 when it
+    could not be reached."""
 
     def __init__(self, status: int, message: str):
         super().__init__(f"{status}: {message}" if status else message)
@@ -63,7 +65,7 @@ class EvaluationClient:
     @classmethod
     def from_endpoint(cls, path: str | Path, token_file: str | Path | None = None,
                       timeout_s: float = 900.0) -> EvaluationClient:
-        """The service a ``--live`` folder (or its endpoint.json) describes."""
+        """The service a served folder (or its endpoint.json) describes."""
         path = Path(path)
         endpoint = json.loads((path / ENDPOINT_FILE if path.is_dir() else path).read_text())
         return cls(endpoint["url"], read_token(token_file, endpoint.get("token_file")), timeout_s)
@@ -114,7 +116,7 @@ def read_token(token_file: str | Path | None = None, fallback_file: str | Path |
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpworld.evaluation.client",
                                      description="Grade a task on a running /evaluate service; print the verdict as JSON.")
-    parser.add_argument("url", help="the service's URL, or the folder (endpoint.json) `server --live` printed")
+    parser.add_argument("url", help="the service's URL, or the folder (endpoint.json) the server printed")
     parser.add_argument("task_file", type=Path, help="an OSWorld/WAA .json, a task.yaml or an MCPWorld task folder")
     parser.add_argument("--reset", action="store_true", help="set the desktop up for the task instead of grading it")
     parser.add_argument("--final-action", default="DONE", choices=["DONE", "FAIL"],

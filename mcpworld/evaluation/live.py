@@ -8,26 +8,24 @@ app's running settings, Chromium over DevTools) and the verdict is the episode's
 holds only the service's few packages, never the evaluator's, which is why grading does not live there.
 
 The folder the desktop is served from holds ``endpoint.json`` (URL, display, viewer) and ``token``
-(mode 0600): another harness on this machine reads both, nothing else ever prints the token.
+(mode 0600, ``mcpworld.core.listener.write_token``): another harness on this machine reads both,
+nothing else ever prints the token.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import threading
 from pathlib import Path
 from typing import Any, Sequence
 
 from mcpworld.apps.programs import Program, programs_started_by
 from mcpworld.core.errors import UserError
+from mcpworld.core.listener import TOKEN_FILE, write_token
 from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
-from mcpworld.evaluation.client import ENDPOINT_FILE, TOKEN_VARIABLE
+from mcpworld.evaluation.client import ENDPOINT_FILE
 from mcpworld.evaluation.standalone import grade_in
-
-TOKEN_FILE = "token"
 
 
 class LiveDesktop:
@@ -70,18 +68,9 @@ def apps_started_by(task: Task, programs: Sequence[Program]) -> list[str]:
     return sorted(p.app for p in programs_started_by(task, programs))
 
 
-def new_token() -> str:
-    """The researcher's own (``MCPWORLD_EVAL_TOKEN``) or a fresh one."""
-    return os.environ.get(TOKEN_VARIABLE) or secrets.token_urlsafe(32)
-
-
 def write_endpoint(folder: Path, url: str, token: str, about: dict[str, Any]) -> Path:
     """``endpoint.json`` (no secret in it) and ``token`` (0600) for a harness on this machine."""
-    folder.mkdir(parents=True, exist_ok=True)
-    token_path = folder / TOKEN_FILE
-    fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(token)
+    token_path = write_token(folder / TOKEN_FILE, token)
     endpoint = folder / ENDPOINT_FILE
     endpoint.write_text(json.dumps({"url": url, "token_file": str(token_path), **about}, indent=2))
     return endpoint

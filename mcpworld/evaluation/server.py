@@ -7,31 +7,36 @@ with every getter (see ``mcpworld.evaluation.live``); ``POST /reset`` sets it up
 ``POST /evaluate`` with a task (an OSWorld/WAA JSON, a native task mapping, or ``{"task_file": PATH}``;
 optionally ``"final_action": "FAIL"``) answers ``{score, success, status, actual, expected, metrics}``,
 the verdict an episode would get. Bad JSON or a bad task → 400 with the reason; a desktop that
-failed → 503. Binds 127.0.0.1 unless told otherwise: it runs shell getters, so never expose it.
-``--live`` answers only requests carrying its token (``Authorization: Bearer …``).
+failed → 503. It runs shell getters, so both modes take the one rule of ``mcpworld.core.listener``:
+only requests carrying the run's token (``Authorization: Bearer …``; ``MCPWORLD_EVAL_TOKEN`` when set,
+else a fresh one in the served folder's 0600 ``token`` file), JSON bodies only (415), no foreign
+``Host``/``Origin`` (403), 127.0.0.1 unless told otherwise, and never another address without a
+token the researcher chose (docs/security.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import signal
 import sys
 import tempfile
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from mcpworld.core.errors import InfraError, UserError
+from mcpworld.core.listener import Guard, GuardedHandler, listen_token
 from mcpworld.core.task import Task
+from mcpworld.evaluation.client import TOKEN_VARIABLE
 
 if TYPE_CHECKING:
     from mcpworld.evaluation.live import LiveDesktop
 
 MAX_BODY = 5_000_000
 DEFAULT_PORT = 8765
+PROG = "mcpworld.evaluation.server"
 
 # (method, path) → what answers it: the request's JSON body (None for GET) → the reply's body
 Route = Callable[[Any], dict[str, Any]]
@@ -61,8 +66,10 @@ def task_from_request(data: dict[str, Any]) -> tuple[Task, str | None]:
     return load_osworld(Path.cwd() / "request.json", data), final_action
 
 
-def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: str | None) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
+def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: str) -> ThreadingHTTPServer:
+    class Handler(GuardedHandler):  # token, Host, Origin and JSON checked before any route runs
+        guard = Guard(token)
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             self._answer("GET", None)
 
@@ -79,10 +86,6 @@ def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: st
             self._answer("POST", data)
 
         def _answer(self, method: str, data: dict[str, Any] | None) -> None:
-            if token is not None and not secrets.compare_digest(
-                    self.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
-                return self._reply(401, {"error": "wrong or missing token (Authorization: Bearer …; "
-                                                  "the token is in the served folder's `token` file)"})
             route = routes.get((method, self.path.rstrip("/")))
             if route is None:
                 known = ", ".join(f"{m} {p}" for m, p in routes)
@@ -113,9 +116,9 @@ def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: st
     return server
 
 
-def make_server(home: Path, host: str = "127.0.0.1", port: int = 0, threshold: float = 1.0,
-                token: str | None = None) -> ThreadingHTTPServer:
-    """/evaluate over a home directory."""
+def make_server(home: Path, token: str, host: str = "127.0.0.1", port: int = 0,
+                threshold: float = 1.0) -> ThreadingHTTPServer:
+    """/evaluate over a home directory; every request must carry ``token``."""
     from mcpworld.evaluation.standalone import grade
 
     def evaluate(data: dict[str, Any]) -> dict[str, Any]:
@@ -150,9 +153,10 @@ def serve_live(args: argparse.Namespace) -> int:
     from mcpworld.apps.catalog import programs
     from mcpworld.config.schema import EnvBackend, EnvConfig, SettleConfig
     from mcpworld.env import DesktopSettings, make_environment
-    from mcpworld.evaluation.live import LiveDesktop, apps_started_by, new_token, write_endpoint
+    from mcpworld.evaluation.live import LiveDesktop, apps_started_by, write_endpoint
     from mcpworld.tasks.load import load_task_file
 
+    token = listen_token(args.host, TOKEN_VARIABLE, args.port)  # before a desktop is started for nothing
     folder = (args.dir or Path(tempfile.mkdtemp(prefix="mcpworld-live-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     task = load_task_file(args.task) if args.task else _blank_task(folder)
@@ -165,12 +169,7 @@ def serve_live(args: argparse.Namespace) -> int:
     try:
         desktop = LiveDesktop(env, folder, args.threshold, display_here=args.env == "local")
         about = desktop.reset(task)
-        token = new_token()
-        try:
-            server = make_live_server(desktop, token, args.host, args.port)
-        except OSError as exc:
-            raise UserError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); "
-                            "choose another port (0: any free one)") from None
+        server = _listen(lambda: make_live_server(desktop, token, args.host, args.port), args)
         url = f"http://{args.host}:{server.server_address[1]}"
         endpoint = write_endpoint(folder, url, token, {k: about[k] for k in ("display", "viewer_url")})
         where = f"DISPLAY={about['display']}" if about["display"] else ""
@@ -181,6 +180,34 @@ def serve_live(args: argparse.Namespace) -> int:
         serve(server)
     finally:
         env.close()
+    return 0
+
+
+def _listen(make: Callable[[], ThreadingHTTPServer], args: argparse.Namespace) -> ThreadingHTTPServer:
+    try:
+        return make()
+    except OSError as exc:
+        raise UserError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); "
+                        "choose another port (0: any free one)") from None
+
+
+def serve_home(args: argparse.Namespace) -> int:
+    from mcpworld.evaluation.live import write_endpoint
+
+    home = args.home.resolve()
+    if not home.is_dir():
+        raise UserError(f"--home {args.home} is not a directory")
+    token = listen_token(args.host, TOKEN_VARIABLE, args.port)
+    folder = (args.dir or Path(tempfile.mkdtemp(prefix="mcpworld-eval-"))).resolve()
+    if folder == home or home in folder.parents:
+        raise UserError(f"--dir {args.dir} is inside --home {args.home}: the token would lie among the graded "
+                        "files; choose a folder outside it")
+    server = _listen(lambda: make_server(home, token, args.host, args.port, args.threshold), args)
+    url = f"http://{args.host}:{server.server_address[1]}"
+    endpoint = write_endpoint(folder, url, token, {"home": str(home)})
+    print(f"serving POST {url}/evaluate for {args.home}; token and URL in {endpoint.parent} (endpoint.json, token)",
+          flush=True)
+    serve(server)
     return 0
 
 
@@ -195,26 +222,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apps", nargs="*", help="--live --env docker: the apps the image holds (default: the task's)")
     parser.add_argument("--width", type=int, default=1280, help="--live: screen width")
     parser.add_argument("--height", type=int, default=800, help="--live: screen height")
-    parser.add_argument("--dir", type=Path, help="--live: folder for endpoint.json, token and the desktop's logs "
-                                                 "(default: a new temporary folder)")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--dir", type=Path, help="folder for endpoint.json, the token (0600) and, --live, the desktop's "
+                                                 "logs (default: a new temporary folder)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help=f"listen address; another than 127.0.0.1 only with ${TOKEN_VARIABLE} set (docs/security.md)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
     parser.add_argument("--threshold", type=float, default=1.0, help="score that counts as success")
     args = parser.parse_args(argv)
-    prog = "mcpworld.evaluation.server: error:"
-    if args.live:
-        try:
-            return serve_live(args)
-        except (UserError, InfraError) as exc:
-            print(f"{prog} {exc}", file=sys.stderr)
-            return 2 if isinstance(exc, UserError) else 1
-    if not args.home.is_dir():
-        print(f"{prog} --home {args.home} is not a directory", file=sys.stderr)
-        return 2
-    server = make_server(args.home, args.host, args.port, args.threshold)
-    print(f"serving POST http://{args.host}:{server.server_address[1]}/evaluate for {args.home}", flush=True)
-    serve(server)
-    return 0
+    try:
+        return serve_live(args) if args.live else serve_home(args)
+    except (UserError, InfraError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, UserError) else 1
 
 
 def serve(server: ThreadingHTTPServer) -> None:

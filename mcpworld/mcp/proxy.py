@@ -9,6 +9,12 @@ a cassette with no upstream at all (deterministic development and CI); ``fault``
 injects latency, error results or dropped responses at a rate (seeded), recording what happened.
 With several upstreams (``--upstream NAME=COMMAND``, repeated) tools are served as
 ``<name>-<tool>``; with one, under their own names.
+
+``--serve http`` takes ``mcpworld.core.listener``'s rule: every request carries the token, as
+``Authorization: Bearer …`` or, for a client that is given only a URL, ``?token=…`` in it
+(``MCPWORLD_PROXY_TOKEN`` when set, else a fresh one written 0600 to ``--token-file``), JSON bodies
+only, no foreign Host or Origin; 127.0.0.1 unless ``--host`` says otherwise, and then only with
+``MCPWORLD_PROXY_TOKEN`` set.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from mcpworld.mcp.spec import replace_in
 
 MODES = ("record", "replay", "fault")
+TOKEN_VARIABLE = "MCPWORLD_PROXY_TOKEN"  # --serve http: the token, when the researcher chooses it
 FAULT_KINDS = ("error", "latency", "drop")
 
 
@@ -236,7 +243,9 @@ async def serve(args: argparse.Namespace) -> None:
         else:
             import uvicorn
 
-            app = server.streamable_http_app(host=args.host)
+            from mcpworld.core.listener import Guard, GuardedApp
+
+            app = GuardedApp(server.streamable_http_app(host=args.host), Guard(args.token, query_token=True))
             config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
             await uvicorn.Server(config).serve()
 
@@ -246,8 +255,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default="record")
     p.add_argument("--cassette", help="the JSONL cassette to write (record, fault) or read (replay)")
     p.add_argument("--serve", choices=("stdio", "http"), default="stdio", help="how the agent reaches the proxy")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1",
+                   help=f"--serve http: listen address; another than 127.0.0.1 only with ${TOKEN_VARIABLE} set")
     p.add_argument("--port", type=int, default=8931)
+    p.add_argument("--token-file", default=None,
+                   help="--serve http: where the token is written, 0600 (default: token in a new temporary folder)")
     p.add_argument("--name", default="upstream", help="the upstream's name (for a command after --)")
     p.add_argument("--upstream", action="append", default=[], metavar="NAME=COMMAND")
     p.add_argument("--upstream-url", action="append", default=[], metavar="NAME=URL")
@@ -275,6 +287,19 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"mcpworld.mcp.proxy: unknown fault kind {bad[0]!r}; use {', '.join(FAULT_KINDS)}")
     if args.mode == "replay" and not args.cassette:
         raise SystemExit("mcpworld.mcp.proxy: replay needs --cassette FILE")
+    if args.serve == "http":
+        import tempfile
+
+        from mcpworld.core.errors import UserError
+        from mcpworld.core.listener import TOKEN_FILE, listen_token, write_token
+
+        try:
+            args.token = listen_token(args.host, TOKEN_VARIABLE, args.port)
+        except UserError as exc:
+            raise SystemExit(f"mcpworld.mcp.proxy: error: {exc}") from None
+        where = Path(args.token_file) if args.token_file else Path(tempfile.mkdtemp(prefix="mcpworld-proxy-")) / TOKEN_FILE
+        print(f"mcpworld.mcp.proxy: serving http://{args.host}:{args.port}/mcp; its token (Authorization: Bearer, or "
+              f"?token= in the URL) is in {write_token(where, args.token)}", file=sys.stderr, flush=True)
     import anyio
 
     anyio.run(serve, args)

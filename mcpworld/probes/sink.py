@@ -4,19 +4,25 @@ PC-Canary's IPC probes (its VS Code extension) speak this protocol: on connect t
 task's hook source (``inject``), the app sends ``send`` events (``{event_type, message, data}``),
 and at completion the sink emits ``evaluate`` and waits for the app's ``evaluate_on_completion``.
 Unlike PC-Canary's fixed port 5000, each episode's sink has a free port and a token of its own, so
-episodes side by side never see each other's events. The token keeps other desktops out; the
-episode's own agent runs as the account the app runs as, so it is not a secret from the agent.
+episodes side by side never see each other's events. The token keeps other desktops and other local
+users out; the episode's own agent runs as the account the app runs as, so it is not a secret from
+the agent. The sink takes ``mcpworld.core.listener``'s rule in front of Socket.IO (``GuardedApp``):
+the WebSocket handshake must carry ``Authorization: Bearer <token>`` (our extension sends it as
+socket.io-client's ``extraHeaders``, which Node's client puts on the handshake), the Host must be
+``127.0.0.1:<port>`` and no Origin but its own; WebSocket only (Engine.IO's long-polling posts
+``text/plain`` bodies, which the rule refuses). It binds 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import socket
 import threading
 import time
 from typing import Any, Callable
+
+from mcpworld.core.listener import Guard, GuardedApp, new_token
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +37,14 @@ class EventSink:
         import socketio
         import uvicorn
 
-        self.token = secrets.token_urlsafe(16)
+        self.token = new_token()
         self.hook_source = hook_source
         self._on_event = on_event
         self._sessions: list[str] = []
         self._ready = threading.Event()  # a probe said start_success
         self._completed = threading.Event()  # a probe answered evaluate
         self._sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=[], logger=False,
-                                         engineio_logger=False)
+                                         engineio_logger=False, transports=["websocket"])
         self._sio.on("connect", self._connect)
         self._sio.on("disconnect", self._disconnect)
         self._sio.on("send", self._send)
@@ -46,7 +52,8 @@ class EventSink:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(socketio.ASGIApp(self._sio), log_level="warning", lifespan="off",
+        app = GuardedApp(socketio.ASGIApp(self._sio), Guard(self.token))  # token, Host, Origin: before Socket.IO
+        config = uvicorn.Config(app, log_level="warning", lifespan="off",
                                 ws="websockets-sansio", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -80,11 +87,7 @@ class EventSink:
         self._loop.close()
 
     async def _connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> bool:
-        given = (auth or {}).get("token") if isinstance(auth, dict) else None
-        if not given or not secrets.compare_digest(str(given), self.token):
-            log.warning("event sink %s: a connection without this episode's token was refused", self.port)
-            return False
-        self._sessions.append(sid)
+        self._sessions.append(sid)  # its handshake carried the token (GuardedApp refuses any other)
         if self.hook_source:  # once the connection is acknowledged: a client takes no event before that
             self._sio.start_background_task(self._sio.emit, "inject", self.hook_source, to=sid)
         return True

@@ -11,6 +11,7 @@ Sampling, integration and the sharing of energy between calls and episodes are i
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -116,9 +117,9 @@ def make_gpu_backend(source: str = "local", url: str | None = None) -> GpuBacken
         if not url:
             raise UserError("telemetry.gpu.source=prometheus needs telemetry.gpu.url, the model host's metrics "
                             "endpoint (e.g. http://model-host:9400/metrics for dcgm-exporter)")
-        from mcpworld.telemetry.energy.prometheus import PrometheusBackend
+        from mcpworld.telemetry.energy.prometheus import AGENT_TOKEN, PrometheusBackend
 
-        return PrometheusBackend(url)
+        return PrometheusBackend(url, token=os.environ.get(AGENT_TOKEN) or None)  # gpu_agent's (docs/security.md)
     try:
         import pynvml
     except ImportError:

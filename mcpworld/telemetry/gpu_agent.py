@@ -1,7 +1,11 @@
 """``python -m mcpworld.telemetry.gpu_agent [--host H] [--port 9401]``: the model host's GPUs over HTTP.
 
 For a model served on another machine without NVIDIA's DCGM exporter. Run it there; the harness reads it
-with ``telemetry.gpu.source=prometheus telemetry.gpu.url=http://HOST:9401/metrics``. Every GET of
+with ``telemetry.gpu.source=prometheus telemetry.gpu.url=http://HOST:9401/metrics``. It answers only
+requests that pass ``mcpworld.core.listener``'s rule: the token (``Authorization: Bearer …``), no
+foreign Host or Origin. Reached from another machine (``--host 0.0.0.0``) it needs a token you
+choose: ``MCPWORLD_GPU_AGENT_TOKEN`` set on the model host and, the same, where the harness runs (it
+sends it). On 127.0.0.1 without the variable it makes a fresh one, in ``--token-file``. Every GET of
 ``/metrics`` reads NVML at that moment (no cache, unlike dcgm-exporter's collect interval) and answers
 in the Prometheus text exposition format under DCGM's field names, so one reader serves both. It also
 sends its wall clock (``mcpworld_gpu_agent_time_seconds``) for the harness to record the clock offset.
@@ -12,14 +16,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+from pathlib import Path
 
-from mcpworld.telemetry.energy.prometheus import AGENT_TIME, ENERGY, POWER
+from mcpworld.core.errors import UserError
+from mcpworld.core.listener import TOKEN_FILE, Guard, GuardedHandler, listen_token, write_token
+from mcpworld.telemetry.energy.prometheus import AGENT_TIME, AGENT_TOKEN, ENERGY, POWER
 from mcpworld.telemetry.gpu import GpuBackend, NvmlBackend, Sample
 
 DEFAULT_PORT = 9401  # dcgm-exporter's is 9400
+TOKEN_VARIABLE = AGENT_TOKEN  # the agent's token, on the model host and where the harness runs (which sends it)
 FIELDS = ((POWER, "gauge", "power_w", "Power draw (in W)."),
           (ENERGY, "counter", "energy_mj", "Total energy consumption since the driver loaded (in mJ)."),
           ("DCGM_FI_DEV_GPU_UTIL", "gauge", "util_pct", "GPU utilization (in %)."),
@@ -44,11 +53,14 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 2**63 else repr(float(value))
 
 
-def serve(backend: GpuBackend, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
-    """A started server (on a daemon thread) answering ``/metrics`` from ``backend``; ``shutdown()`` it."""
+def serve(backend: GpuBackend, token: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
+    """A started server (on a daemon thread) answering ``/metrics`` from ``backend`` to requests
+    carrying ``token``; ``shutdown()`` it."""
     lock = threading.Lock()  # one NVML read at a time
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(GuardedHandler):
+        guard = Guard(token)
+
         def do_GET(self) -> None:  # noqa: N802 - the http.server name
             if self.path.split("?")[0] != "/metrics":
                 self.send_error(404, "only /metrics here")
@@ -75,9 +87,17 @@ def serve(backend: GpuBackend, host: str = "127.0.0.1", port: int = DEFAULT_PORT
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpworld.telemetry.gpu_agent", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1", help="listen address (0.0.0.0: reachable from the harness)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help=f"listen address (0.0.0.0: reachable from the harness; then ${TOKEN_VARIABLE} must be set)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--token-file", type=Path,
+                        help="where to write the token, 0600 (default: token in a new temporary folder)")
     args = parser.parse_args(argv)
+    try:
+        token = listen_token(args.host, TOKEN_VARIABLE, args.port)
+    except UserError as e:
+        print(f"gpu_agent: error: {e}", file=sys.stderr)
+        return 2
     import pynvml
 
     try:
@@ -85,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     except pynvml.NVMLError as e:
         print(f"gpu_agent: NVML is not usable here ({type(e).__name__}); run it on the model host", file=sys.stderr)
         return 1
-    server = serve(backend, args.host, args.port)
-    print(f"gpu_agent: {backend.count} GPU(s) at http://{args.host}:{server.server_port}/metrics", file=sys.stderr)
+    server = serve(backend, token, args.host, args.port)
+    token_file = write_token(args.token_file or Path(tempfile.mkdtemp(prefix="mcpworld-gpu-agent-")) / TOKEN_FILE, token)
+    print(f"gpu_agent: {backend.count} GPU(s) at http://{args.host}:{server.server_port}/metrics; the token "
+          f"(send it as {TOKEN_VARIABLE} where the harness runs) is in {token_file}", file=sys.stderr)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

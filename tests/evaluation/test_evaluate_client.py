@@ -163,15 +163,18 @@ def test_client_cli_reads_the_token_from_the_folder_the_variable_or_a_file(live,
     assert down.returncode == 1 and "does not answer" in down.stderr
 
 
-def test_client_grades_a_home_directory_service_without_a_token(tmp_path):
+def test_client_grades_a_home_directory_service_with_its_token(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (home / "count.txt").write_text("3")
-    server = make_server(home)
+    server = make_server(home, TOKEN)
     url = _run(server)
     try:
-        assert EvaluationClient(url).evaluate(TASK)["score"] == 1.0
-        assert EvaluationClient(url).evaluate(dict(TASK, evaluator={"func": "infeasible"}), "FAIL")["score"] == 1.0
+        assert EvaluationClient(url, TOKEN).evaluate(TASK)["score"] == 1.0
+        assert EvaluationClient(url, TOKEN).evaluate(dict(TASK, evaluator={"func": "infeasible"}), "FAIL")["score"] == 1.0
+        with pytest.raises(EvaluationError) as refused:  # --home takes a token as --live does
+            EvaluationClient(url).evaluate(TASK)
+        assert refused.value.status == 401
     finally:
         server.shutdown()
         server.server_close()

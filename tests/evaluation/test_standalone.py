@@ -16,6 +16,7 @@ from mcpworld.evaluation.server import make_server
 from mcpworld.tasks.load import find_task_files, load_task_file
 from mcpworld.tasks.select import discover
 
+TOKEN = "home-token-for-the-test"
 TASK = {
     "id": "0b17a146-demo",
     "snapshot": "libreoffice_writer",
@@ -46,12 +47,15 @@ def cli(task: Path, home: Path, *extra: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def served(tmp_path):
+    """The --home service, and a client that carries its token."""
     home = tmp_path / "home"
     home.mkdir()
-    server = make_server(home)
+    server = make_server(home, TOKEN)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield home, f"http://127.0.0.1:{server.server_address[1]}"
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}",
+                      headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        yield home, http
     server.shutdown()
     server.server_close()
 
@@ -164,12 +168,12 @@ def test_cli_bad_task_file_is_one_line_and_exit_2(tmp_path):
 
 
 def test_service_and_cli_give_the_same_verdict(tmp_path, served):
-    home, url = served
+    home, http = served
     path = write_task(tmp_path / "suite", TASK)
     for content in (None, "4\n", "3\n"):
         if content is not None:
             (home / "count.txt").write_text(content)
-        over_http = httpx.post(f"{url}/evaluate", json=TASK).json()
+        over_http = http.post("/evaluate", json=TASK).json()
         from_cli = json.loads(cli(path, home).stdout)
         assert over_http["score"] == from_cli["score"]
         assert over_http["metrics"] == from_cli["metrics"]
@@ -177,22 +181,22 @@ def test_service_and_cli_give_the_same_verdict(tmp_path, served):
 
 
 def test_service_rejects_bad_requests_with_a_reason(served):
-    _, url = served
-    bad_json = httpx.post(f"{url}/evaluate", content=b"{oops", headers={"Content-Type": "application/json"})
+    _, http = served
+    bad_json = http.post("/evaluate", content=b"{oops", headers={"Content-Type": "application/json"})
     assert bad_json.status_code == 400 and "not valid JSON" in bad_json.json()["error"]
-    no_eval = httpx.post(f"{url}/evaluate", json={"id": "x", "instruction": "y"})
+    no_eval = http.post("/evaluate", json={"id": "x", "instruction": "y"})
     assert no_eval.status_code == 400 and "evaluator" in no_eval.json()["error"]
     no_metric = {"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}
-    unknown = httpx.post(f"{url}/evaluate", json=dict(TASK, evaluator=no_metric))
+    unknown = http.post("/evaluate", json=dict(TASK, evaluator=no_metric))
     assert unknown.status_code == 400 and "no_such_metric" in unknown.json()["error"]
-    assert httpx.post(f"{url}/other", json=TASK).status_code == 404
+    assert http.post("/other", json=TASK).status_code == 404
 
 
 def test_infeasible_task_over_http(served):
-    _, url = served
+    _, http = served
     task = dict(TASK, evaluator={"func": "infeasible"})
-    assert httpx.post(f"{url}/evaluate", json=dict(task, final_action="FAIL")).json()["score"] == 1.0
-    assert httpx.post(f"{url}/evaluate", json=task).json()["score"] == 0.0
+    assert http.post("/evaluate", json=dict(task, final_action="FAIL")).json()["score"] == 1.0
+    assert http.post("/evaluate", json=task).json()["score"] == 0.0
 
 
 def test_home_user_in_commands_and_instructions_maps_to_the_home(tmp_path):

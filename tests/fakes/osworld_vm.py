@@ -10,6 +10,10 @@ would overwrite the harness's python-xlib). With ``--dialect waa`` the health ro
 Windows Agent Arena's server has it, and WAA's ``C:\\Users\\Docker`` is the same home.
 
     python tests/fakes/osworld_vm.py --port P --home DIR --display :N [--width W --height H] [--dialect waa]
+
+It runs any command it is sent, on this machine, so it binds 127.0.0.1 and refuses what a web page in
+a browser sends (a foreign Host or Origin: ``mcpworld.core.listener.browser_refusal``). It takes no
+token: OSWorld's server takes none, and ``env=vm`` talks to the real one (docs/security.md).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ import time
 from pathlib import Path
 
 import mss
-from flask import Flask, jsonify, request, send_file
+from flask import Flask, Response, jsonify, request, send_file
 from PIL import Image
+
+from mcpworld.core.listener import browser_refusal
 
 VM_HOME = "/home/user"
 # --dialect waa: the Windows account's home and folders, and Windows programs with a stand-in here
@@ -57,6 +63,12 @@ def vm_python() -> str:
 
 def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.executable) -> Flask:
     app = Flask(__name__)
+
+    @app.before_request
+    def same_origin_only() -> Response | None:
+        bound = (request.environ["SERVER_NAME"], int(request.environ["SERVER_PORT"]))
+        refusal = browser_refusal(request.method, request.headers, bound)
+        return None if refusal is None else Response(refusal.body(), refusal.status, headers=refusal.headers())
 
     def windows(text: str) -> str:
         """C:\\Users\\Docker\\X\\Y in a path or a command line → this VM's home/X/Y."""

@@ -5,6 +5,7 @@ comes back before grading, and the sandbox is released."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from tests.fakes.scripted_server import free_port
 from tests.test_config import make
 
 pytestmark = pytest.mark.slow
+PROXY_TOKEN = "proxy-token-for-the-test"  # the proxy standing in for Klavis's server takes the token in its URL
 
 
 @pytest.fixture
@@ -33,9 +35,9 @@ def sandbox_filesystem_url(tmp_path: Path):
             [sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(tmp_path / "fs.jsonl"),
              "--serve", "http", "--port", str(port), "--name", "filesystem", "--",
              str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"), str(root)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, MCPWORLD_PROXY_TOKEN=PROXY_TOKEN))
         started.append(proc)
-        return f"http://127.0.0.1:{port}/mcp"
+        return f"http://127.0.0.1:{port}/mcp?token={PROXY_TOKEN}"  # a URL alone, as Klavis gives it
 
     started: list[subprocess.Popen] = []
     yield start

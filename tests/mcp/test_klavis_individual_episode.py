@@ -7,6 +7,7 @@ MCP server of its own, the task's preprocess and grader both see the GitHub acco
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from tests.fakes.scripted_server import free_port
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 KEY = "sk-klavis-E2E-24680"
 CHECKOUT = Path(__file__).resolve().parents[1] / "data" / "toolathlon_klavis_fixture"
+PROXY_TOKEN = "proxy-token-for-the-test"  # the proxy standing in for Klavis's server takes the token in its URL
 
 
 def serve_filesystem(root: Path, name: str, cassette: Path) -> tuple[subprocess.Popen, str]:
@@ -34,14 +36,14 @@ def serve_filesystem(root: Path, name: str, cassette: Path) -> tuple[subprocess.
         [sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(cassette),
          "--serve", "http", "--port", str(port), "--name", name, "--",
          str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"), str(root)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, MCPWORLD_PROXY_TOKEN=PROXY_TOKEN))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.1)
-    return proc, f"http://127.0.0.1:{port}/mcp"
+    return proc, f"http://127.0.0.1:{port}/mcp?token={PROXY_TOKEN}"  # a URL alone, as Klavis gives it
 
 
 @pytest.fixture

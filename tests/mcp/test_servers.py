@@ -75,7 +75,8 @@ async def test_a_third_party_server_over_streamable_http(tmp_path: Path, events:
 async def test_the_proxy_serves_streamable_http_in_front_of_a_stdio_server(tmp_path: Path, events: list) -> None:
     port = free_port()
     git = catalog_spec("git", tmp_path)
-    spec = ServerSpec(name="git", transport="http", url=f"http://127.0.0.1:{port}/mcp", command=sys.executable,
+    spec = ServerSpec(name="git", transport="http", url=f"http://127.0.0.1:{port}/mcp?token=proxy-token-for-the-test",
+                      command=sys.executable, env={"MCPWORLD_PROXY_TOKEN": "proxy-token-for-the-test"},
                       args=["-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(tmp_path / "git.jsonl"),
                             "--serve", "http", "--port", str(port), "--name", "git", "--", git.command])
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)

@@ -39,7 +39,13 @@ async def probe(sink: EventSink, token: str | None = None) -> tuple[socketio.Asy
     async def evaluate():
         await client.emit("send", {"event_type": "evaluate_on_completion", "data": "Default Light+"})
 
-    await client.connect(sink.url, auth={"token": token or sink.token}, transports=["websocket"], wait_timeout=5)
+    try:
+        await client.connect(sink.url, headers={"Authorization": f"Bearer {token or sink.token}"},
+                             transports=["websocket"], wait_timeout=5)
+    except socketio.exceptions.ConnectionError:
+        if client.eio.http is not None:  # refused at the handshake: the client leaves its session open
+            await client.eio.http.close()
+        raise
     return client, injected
 
 

@@ -13,10 +13,12 @@ from mcpworld.core.errors import UserError
 from mcpworld.telemetry.energy.factory import make_energy_meter
 from mcpworld.telemetry.energy.meter import EnergyMeter
 from mcpworld.telemetry.energy.prometheus import PrometheusBackend, parse
-from mcpworld.telemetry.gpu import NvmlBackend
+from mcpworld.telemetry.gpu import NvmlBackend, make_gpu_backend
 from mcpworld.telemetry.gpu_agent import serve
 from tests.fakes.dcgm_server import DcgmExporter
 from tests.fakes.nvml import MIB, FakeNvml
+
+TOKEN = "gpu-agent-token-for-the-test"
 
 
 class Clock:
@@ -88,20 +90,25 @@ def test_the_gpu_agent_serves_nvml_to_the_same_reader(monkeypatch):
     nvml = FakeNvml(n=2).install(monkeypatch)
     nvml.gpus[0].energy_mj, nvml.gpus[0].power_mw, nvml.gpus[0].mem_bytes = 2**40 + 7, 123_456, 2048 * MIB
     nvml.gpus[1].energy_mj = None  # NotSupported on this one
-    server = serve(NvmlBackend(), "127.0.0.1", 0)
+    server = serve(NvmlBackend(), TOKEN, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{server.server_port}/metrics"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
-        text = urllib.request.urlopen(url).read().decode()
+        text = urllib.request.urlopen(urllib.request.Request(url, headers=auth)).read().decode()
         assert 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"} 1099511627783' in text  # the int, exactly
         assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
-        backend = PrometheusBackend(url)
+        with pytest.raises(UserError, match="MCPWORLD_GPU_AGENT_TOKEN"):  # the agent answers only its token
+            PrometheusBackend(url)
+        monkeypatch.setenv("MCPWORLD_GPU_AGENT_TOKEN", TOKEN)
+        backend = make_gpu_backend("prometheus", url)  # sends the variable's token
+        assert isinstance(backend, PrometheusBackend)
         (a, b) = backend.read()
         assert a.energy_mj == 2**40 + 7 and a.power_w == pytest.approx(123.456) and a.mem_mb == 2048
         assert b.energy_mj is None
         assert backend.clock_offset_s is not None and abs(backend.clock_offset_s) < 1.0  # same host, same clock
         backend.close()
         with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(url.replace("/metrics", "/other"))
+            urllib.request.urlopen(urllib.request.Request(url.replace("/metrics", "/other"), headers=auth))
     finally:
         server.shutdown()
         server.server_close()

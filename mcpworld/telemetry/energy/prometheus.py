@@ -12,6 +12,10 @@ most half the round trip. The agent also reports its wall clock (``mcpworld_gpu_
 its offset from ours, measured at connect, is recorded as a param for the reader's information only.
 DCGM answers from its cache, refreshed every collect interval (``dcgm-exporter -c MS``, 30 s by
 default): run it with ``-c 100`` or so for per-call attribution.
+
+Our gpu_agent answers only its token (``mcpworld.core.listener``): the reader sends
+``MCPWORLD_GPU_AGENT_TOKEN`` as ``Authorization: Bearer …`` when that variable is set (a DCGM
+exporter ignores the header).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ POWER = "DCGM_FI_DEV_POWER_USAGE"
 FIELDS = {POWER: "power_w", ENERGY: "energy_mj", "DCGM_FI_DEV_GPU_UTIL": "util_pct",
           "DCGM_FI_DEV_FB_USED": "mem_mb", "DCGM_FI_DEV_GPU_TEMP": "temp_c"}
 AGENT_TIME = "mcpworld_gpu_agent_time_seconds"
+AGENT_TOKEN = "MCPWORLD_GPU_AGENT_TOKEN"  # gpu_agent's token, on the model host and where the harness runs
 BLANK = 9.2e18  # DCGM's "blank" sentinels (not supported / no data) sit just below 2**63
 TIMEOUT_S = 2.0
 
@@ -61,10 +66,11 @@ def parse(text: str, t: float) -> tuple[list[Sample], float | None]:
 class PrometheusBackend:
     """Scrapes ``url`` once per ``read()``. The constructor scrapes once and fails with a UserError."""
 
-    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic, timeout_s: float = TIMEOUT_S):
+    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic, timeout_s: float = TIMEOUT_S,
+                 token: str | None = None):
         self.url = url
         self._clock = clock
-        self._client = httpx.Client(timeout=timeout_s)
+        self._client = httpx.Client(timeout=timeout_s, headers={"Authorization": f"Bearer {token}"} if token else None)
         self.clock_offset_s: float | None = None  # the agent's wall clock minus ours, at connect
         self.rtt_s = 0.0
         try:
@@ -72,6 +78,9 @@ class PrometheusBackend:
             first, agent_time = self._scrape()
         except (httpx.HTTPError, ValueError) as e:
             self._client.close()
+            if isinstance(e, httpx.HTTPStatusError) and e.response.status_code == 401:
+                raise UserError(f"telemetry.gpu.url={url} wants a token: set {AGENT_TOKEN} to the gpu_agent's "
+                                "(the file its start line names, or the variable it was started with)") from e
             raise UserError(f"telemetry.gpu.url={url}: cannot read GPU metrics there ({type(e).__name__}: {e}); "
                             "start dcgm-exporter or `python -m mcpworld.telemetry.gpu_agent` on the model host, "
                             "or set telemetry.gpu.source=none") from e

@@ -1,7 +1,8 @@
-// mcpworld's VS Code probe: connects to the episode's event sink (MCPWORLD_SINK_URL, with the episode's
-// MCPWORLD_SINK_TOKEN), runs the hook source the sink injects with the `vscode` API and the socket in
-// scope (as PC-Canary's hooks expect: socket.on("evaluate", …), socket.emit("send", {event_type, …})),
-// and says start_success once the hook runs. Outside an mcpworld episode it does nothing.
+// mcpworld's VS Code probe: connects to the episode's event sink (MCPWORLD_SINK_URL, sending the episode's
+// MCPWORLD_SINK_TOKEN as a Bearer header on the WebSocket handshake, as mcpworld.core.listener wants), runs
+// the hook source the sink injects with the `vscode` API and the socket in scope (as PC-Canary's hooks
+// expect: socket.on("evaluate", …), socket.emit("send", {event_type, …})), and says start_success once the
+// hook runs. Outside an mcpworld episode it does nothing.
 const vscode = require("vscode");
 
 function activate(context) {
@@ -12,7 +13,8 @@ function activate(context) {
     return;
   }
   const { io } = require(client);
-  const socket = io(url, { auth: { token }, transports: ["websocket"], reconnectionDelay: 200 });
+  const socket = io(url, { extraHeaders: { Authorization: `Bearer ${token}` }, transports: ["websocket"],
+                          reconnectionDelay: 200 });
   socket.on("inject", (source) => {
     try {
       new Function("vscode", "socket", "require", "console", source)(vscode, socket, require, console);
