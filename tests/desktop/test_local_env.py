@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env.display import MARKER
 from mcpworld.env.local import LocalEnvironment
+from tests.fakes.secret_server import SecretServer
 
 pytestmark = pytest.mark.desktop
 
@@ -265,42 +265,23 @@ def test_a_process_that_hides_its_marker_and_double_forks_is_gone_after_teardown
 
 
 def test_an_isolated_desktop_reaches_no_host_loopback_service_but_the_site_its_task_names(tmp_path):
-    secret = "s3cr3t-" + tmp_path.name
-    hits = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            body = secret.encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    def serve() -> http.server.ThreadingHTTPServer:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server
-
-    hidden, named = serve(), serve()
+    hidden, named = SecretServer(secret="s3cr3t-" + tmp_path.name), SecretServer(secret="s3cr3t-" + tmp_path.name)
+    secret = hidden.secret
     fetch = "curl -s -m 3 http://127.0.0.1:{}/{} || echo FAILED"
     try:
         with LocalEnvironment(400, 300, network="isolated") as env:
             if env.netns is None:
                 pytest.skip("no network namespace here (not root, or no iproute2)")
             assert env.network_effective in ("isolated", "isolated_offline")
-            named_url = f"http://127.0.0.1:{named.server_address[1]}/page"
+            named_url = f"http://127.0.0.1:{named.port}/page"
             env.reset(make_task(tmp_path, [{"execute": {"command": ["true", named_url]}},
                                            {"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}]),
                       tmp_path / "ep")
             assert env.windows.find("probe")  # X reaches the desktop's clients from inside
-            answer = env.shell(fetch.format(hidden.server_address[1], "hidden")).stdout
-            assert "FAILED" in answer and secret not in answer and "/hidden" not in hits
-            assert env.shell(fetch.format(named.server_address[1], "named")).stdout == secret  # the task's own site
-            assert "/named" in hits
+            answer = env.shell(fetch.format(hidden.port, "hidden")).stdout
+            assert "FAILED" in answer and secret not in answer and hidden.hits == []
+            assert env.shell(fetch.format(named.port, "named")).stdout == secret  # the task's own site
+            assert "/named" in named.hits
             # an MCP server started through the desktop's wrapper: its account, its cgroup, its network
             where = subprocess.run(env.confined(["sh", "-c", "id -u; grep ^0:: /proc/self/cgroup; readlink /proc/self/ns/net"]),
                                    capture_output=True, text=True, timeout=30).stdout.split()
@@ -311,8 +292,8 @@ def test_an_isolated_desktop_reaches_no_host_loopback_service_but_the_site_its_t
             assert log["network"] == env.network_effective
             env.end_episode()
     finally:
-        hidden.shutdown()
-        named.shutdown()
+        hidden.close()
+        named.close()
 
 
 def test_a_stopped_desktop_leaves_the_socket_of_the_server_that_took_its_number(tmp_path):

@@ -4,14 +4,11 @@ ports, and a host port the episode names is open to it."""
 
 from __future__ import annotations
 
-import http.server
 import os
-import secrets
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -23,6 +20,7 @@ from mcpworld.env import desktop_user, netns
 from mcpworld.env.confine import Confinement
 from mcpworld.env.netns import NetNamespace
 from mcpworld.env.processes import run_bounded, scrubbed_env
+from tests.fakes.secret_server import SecretServer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter"),
                                 reason="network namespaces need root and util-linux's nsenter")
@@ -34,33 +32,6 @@ try:
 except Exception as exc:
     print("FAILED", type(exc).__name__, exc)
 """
-
-
-class SecretServer:
-    """A host service on 127.0.0.1 serving a secret, as MLflow or a model server would."""
-
-    def __init__(self) -> None:
-        self.secret = secrets.token_hex(8)
-        body = self.secret.encode()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -206,32 +177,20 @@ def test_with_outbound_traffic_the_hosts_own_addresses_stay_fenced_off(account):
     0.0.0.0 would answer on the host's own address. (The service answers 200 with a secret: an
     error status would read as "blocked" too. tests/security/test_fence.py shows the same fetch
     reading the secret from a namespace without the fence.)"""
-    secret = secrets.token_hex(8).encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(secret)))
-            self.end_headers()
-            self.wfile.write(secret)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = SecretServer("0.0.0.0")
+    secret = server.secret.encode()
     ns = NetNamespace.create(outbound=True)
     try:
         assert ns is not None and ns.outbound and ns.effective == "isolated"
         own = [t for t, _ in netns.fenced_targets() if "/" not in t]
         assert own, "this host has no address but loopback"
-        port = server.server_address[1]
+        port = server.port
         assert httpx.get(f"http://{own[0]}:{port}/").content == secret  # the host itself reaches it
         for address in own + ["127.0.0.1", "10.0.2.2"]:  # 10.0.2.2: slirp4netns's gateway, the host
             answer = fetch_inside(ns, f"http://{address}:{port}/", account)
             assert answer.startswith("FAILED") and secret.decode() not in answer, address
     finally:
-        server.shutdown()
+        server.close()
         if ns is not None:
             ns.close()
 

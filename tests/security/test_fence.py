@@ -7,7 +7,6 @@ any episode; ``env.network=isolated_unfenced`` runs it without the fence, warned
 
 from __future__ import annotations
 
-import http.server
 import ipaddress
 import json
 import logging
@@ -17,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -29,6 +27,7 @@ from mcpworld.env import desktop_user, netns
 from mcpworld.env.confine import Confinement
 from mcpworld.env.netns import NetNamespace
 from mcpworld.env.processes import run_bounded, scrubbed_env
+from tests.fakes.secret_server import SecretServer
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter") or not shutil.which("slirp4netns"),
@@ -83,32 +82,6 @@ def account() -> Iterator[desktop_user.DesktopUser]:
     slot.release()
 
 
-class SecretOnEveryAddress:
-    """A host service bound to 0.0.0.0 that answers a secret, as a shared Ollama or MLflow would."""
-
-    def __init__(self) -> None:
-        self.secret = secrets.token_hex(8)
-        body = self.secret.encode()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def fetch_inside(ns: NetNamespace, url: str, user: desktop_user.DesktopUser) -> str:
     """``url`` fetched by the desktop's account inside the namespace (as the agent's shell would)."""
     where = Path("/")
@@ -161,7 +134,7 @@ def test_behind_the_fence_a_service_bound_to_every_host_address_is_out_of_reach(
     """The same fetch from a namespace without the fence reads the secret: what the fence is for,
     and proof that this test would see the fence go missing."""
     bridge_address, _ = bridge
-    service = SecretOnEveryAddress()
+    service = SecretServer("0.0.0.0")
     fenced = NetNamespace.create()
     with monkeypatch.context() as hidden:
         hidden.setattr(netns, "fence_tools", lambda: [])
