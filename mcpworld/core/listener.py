@@ -32,7 +32,7 @@ import socket
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Awaitable, Callable, MutableMapping, Protocol
+from typing import Any, Awaitable, Callable, MutableMapping, Protocol, Union, cast
 from urllib.parse import parse_qs, urlsplit
 
 from mcpworld.core.errors import UserError
@@ -45,7 +45,11 @@ TOKEN_FILE = "token"  # the file's name in a served folder
 class Headers(Protocol):
     """Request headers by lower-case name (``http.server``'s message, a dict built from ASGI's)."""
 
-    def get(self, name: str, /) -> Any: ...
+    def get(self, name: str, /) -> str | None: ...
+
+
+# where a listener is bound: ``(host, port, …)`` as ``socket.getsockname`` gives it, or a unix socket's path
+Address = Union[tuple[Any, ...], str, bytes]
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ def _own_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def host_allowed(host: str | None, bound: Any, method: str = "GET", names: tuple[str, ...] = ()) -> bool:
+def host_allowed(host: str | None, bound: Address, method: str = "GET", names: tuple[str, ...] = ()) -> bool:
     """``host`` (a Host header) names the listener bound at ``bound`` (``(host, port, …)`` or a unix
     socket's path): its port and a loopback name, or ``names``; on a non-loopback bind also an IP
     address or this machine's own name (a client on another machine)."""
@@ -163,7 +167,7 @@ def host_allowed(host: str | None, bound: Any, method: str = "GET", names: tuple
     return _is_ip(name) or name in _own_names()
 
 
-def browser_refusal(method: str, headers: Headers, bound: Any, names: tuple[str, ...] = ()) -> Refusal | None:
+def browser_refusal(method: str, headers: Headers, bound: Address, names: tuple[str, ...] = ()) -> Refusal | None:
     """Checks 1 and 2 alone (Host, then Origin and Sec-Fetch-Site): what stops a web page in a
     browser, DNS-rebound or cross-site. ``Guard.check`` starts with them; a stand-in for a
     third-party server whose own clients send no token of ours (tests/fakes/osworld_vm.py) uses
@@ -194,7 +198,7 @@ class Guard:
         if not self.token:
             raise UserError("an mcpworld listener needs a token (none was given); see docs/security.md")
 
-    def check(self, method: str, target: str, headers: Headers, bound: Any) -> Refusal | None:
+    def check(self, method: str, target: str, headers: Headers, bound: Address) -> Refusal | None:
         """None when the request may go on; else what to answer. ``bound``: the server's address
         (``(host, port, …)``, or a unix socket's path); ``headers``: ``get`` by lower-case name."""
         refusal = browser_refusal(method, headers, bound, self.names)
@@ -231,7 +235,8 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        refusal = self.guard.check(self.command, self.path, self.headers, self.server.server_address)
+        bound = cast(Address, self.server.server_address)  # (typeshed: a buffer for unix sockets)
+        refusal = self.guard.check(self.command, self.path, self.headers, bound)
         if refusal is None:
             return True
         self.close_connection = True  # its body, if any, is never read
