@@ -137,3 +137,20 @@ def test_claude_point_past_the_image_lands_on_the_screen_edge_as_the_reference_c
     for x, y in ((1921, 10), (10, 1081), (-1, 10)):  # past the screen's own size, or negative: refused
         with pytest.raises(OffScreen):
             coords.to_screen(x, y)
+
+
+def test_qwen_prompt_names_the_finishing_tool_it_is_offered(tmp_path: Path) -> None:
+    """With a screen the reference's rule (terminate); without computer_use (modality=cli/mcp) done."""
+    from mcpworld.agent.profiles.qwen3vl import DONE_RULE, TERMINATE_RULE
+    from mcpworld.agent.tools.bash import BashTool
+
+    desk = FakeDesktop(tmp_path)
+    profile = make_profile("qwen3vl", PROFILES["qwen3vl"])
+    gui = profile.tools({"computer": ComputerTool(desk, profile.screen((1000, 1000))), "done": DoneTool()})
+    prompt = profile.system_prompt(PromptContext(list(gui), (992, 992)))
+    assert TERMINATE_RULE in prompt and DONE_RULE not in prompt
+    cli = make_profile("qwen3vl", PROFILES["qwen3vl"])
+    offered = cli.tools({"bash": BashTool(desk), "done": DoneTool()})  # type: ignore[arg-type]
+    prompt = cli.system_prompt(PromptContext(list(offered), None))
+    assert DONE_RULE in prompt and TERMINATE_RULE not in prompt and "terminate" not in prompt
+    assert '"name": "done"' in prompt
