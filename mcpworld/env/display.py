@@ -6,6 +6,10 @@ starting at once can never share a display, and a server that exited never count
 Every process of the desktop carries ``MARKER=<desktop id>`` in its environment, so teardown
 (and the reaping of a killed run's leftovers) kills exactly this desktop's processes.
 
+The X server admits only clients with its cookie (``-auth``, env/xauth.py): the desktop's processes
+find it through ``XAUTHORITY`` in ``env``, the harness through its own process's ``XAUTHORITY``;
+another local user has neither (docs/isolation.md).
+
 openbox runs with the system's configuration plus GNOME's terminal key: ctrl+alt+t opens a
 terminal titled "Terminal" in the home folder, as on the suites' Ubuntu machines (OSWorld's setups
 press it, then activate "Terminal" and type into it). The terminal is the desktop's ``xterm``
@@ -28,6 +32,7 @@ from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.confine import Confinement
 from mcpworld.env.desktop_user import DesktopUser
 from mcpworld.env.processes import ProcessSet
+from mcpworld.env.xauth import DisplayCookie
 from mcpworld.env.xconnection import open_display
 
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
@@ -81,6 +86,7 @@ class VirtualDisplay:
         self.confinement = confinement  # the desktop's cgroup and network (env.confine)
         self._xvfb: subprocess.Popen | None = None
         self._own_rc: Path | None = None  # a window manager configuration written outside the runtime folder
+        self._cookie: DisplayCookie | None = None  # the X server's cookie and its files (env.xauth)
 
     def start(self, base_env: dict[str, str], user: DesktopUser | None = None) -> None:
         """Start the desktop. The X server stays the harness's (an agent cannot kill it); the bus and
@@ -91,9 +97,15 @@ class VirtualDisplay:
             require_binary(self.window_manager)
         base_env = dict(base_env, **{MARKER: self.desktop_id})
         procs = self.procs = ProcessSet(marker=(MARKER, self.desktop_id), confinement=self.confinement)
-        self.number = self._start_xvfb(procs, base_env)
+        cookie = self._cookie = DisplayCookie()
+        self.number = self._start_xvfb(procs, base_env, cookie.write_server_file())
         self.name = f":{self.number}"
-        self.env = dict(base_env, DISPLAY=self.name, **A11Y_ENV)
+        try:
+            authority = cookie.give(self.number, base_env.get("XDG_RUNTIME_DIR"), user)
+        except BaseException:
+            self.stop()
+            raise
+        self.env = dict(base_env, DISPLAY=self.name, XAUTHORITY=str(authority), **A11Y_ENV)
         # the bus socket in the desktop's own runtime folder: a killed daemon leaves nothing in /tmp
         where = [f"--address=unix:dir={base_env['XDG_RUNTIME_DIR']}"] if base_env.get("XDG_RUNTIME_DIR") else []
         bus = procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", *where],
@@ -125,13 +137,15 @@ class VirtualDisplay:
         rc.chmod(0o644)
         return ["--config-file", str(rc)]
 
-    def _start_xvfb(self, procs: ProcessSet, env: dict[str, str]) -> int:
-        """Start Xvfb and return the display number it claimed, once it accepts connections."""
+    def _start_xvfb(self, procs: ProcessSet, env: dict[str, str], authority: Path) -> int:
+        """Start Xvfb and return the display number it claimed, once it accepts connections;
+        ``authority``: the server's cookie file (``-auth``)."""
         read_end, write_end = os.pipe()
         try:
             self._xvfb = xvfb = procs.spawn(
-                ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{self.width}x{self.height}x24",
-                 "-noreset", "-nolisten", "tcp", "-dpi", "96"], env=env, pass_fds=(write_end,),
+                ["Xvfb", "-displayfd", str(write_end), "-auth", str(authority), "-screen", "0",
+                 f"{self.width}x{self.height}x24", "-noreset", "-nolisten", "tcp", "-dpi", "96"], env=env,
+                pass_fds=(write_end,),
                 stderr=subprocess.PIPE)
             os.close(write_end)
             write_end = -1
@@ -156,6 +170,7 @@ class VirtualDisplay:
             xvfb.kill()
         err = xvfb.stderr.read().decode(errors="replace").strip()[-300:] if exited else ""
         procs.stop()
+        self._forget_cookie()
         why = f"exited with {xvfb.returncode}" if exited else f"did not start within {self.start_timeout_s:.0f}s"
         raise InfraError(f"Xvfb {why}" + (f": {err}" if err else ""))
 
@@ -185,9 +200,15 @@ class VirtualDisplay:
         if self._own_rc is not None:
             self._own_rc.unlink(missing_ok=True)
             self._own_rc = None
+        self._forget_cookie()
         if self.number is not None:  # Xvfb killed hard leaves its lock and socket behind
             remove_stale_lock(self.number)
             self.number = None
+
+    def _forget_cookie(self) -> None:
+        if self._cookie is not None:
+            self._cookie.remove()
+            self._cookie = None
 
 
 def remove_stale_lock(number: int) -> None:

@@ -346,7 +346,8 @@ class LocalEnvironment(Environment):
                 leftovers.record_display(self.workroot, self.display.number)
         pooled = {"pool_wait_s": round(self._pool_wait_s, 4)} if self._pool is not None else {}
         (self.log_dir / "desktop.json").write_text(json.dumps(
-            {"display": self.display.name, "user": self.user.name if self.user else None, "ports": self.ports,
+            {"display": self.display.name, "xauthority": self.display.env.get("XAUTHORITY"),
+             "user": self.user.name if self.user else None, "ports": self.ports,
              "network": self.network_effective,
              "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None, **pooled}))
         self.input = XInput(self.display.name)

@@ -55,11 +55,13 @@ class LiveDesktop:
             return grade_in(task, self.env, final_action, self.threshold)
 
     def describe(self) -> dict[str, Any]:
-        """What a harness needs to drive the desktop: its X display (env=local), where to watch it, the task."""
+        """What a harness needs to drive the desktop: its X display and the cookie file its clients
+        need (``XAUTHORITY``; env=local), where to watch it, the task."""
         logs = self.folder / f"reset-{self._resets:03d}" / "logs" / "desktop.json"
         desktop = json.loads(logs.read_text()) if logs.is_file() else {}
         return {"task": self.task.id if self.task else None,
                 "display": desktop.get("display") if self.display_here else None,
+                "xauthority": desktop.get("xauthority") if self.display_here else None,
                 "viewer_url": self.env.viewer_url, "home": str(self.env.home)}
 
 

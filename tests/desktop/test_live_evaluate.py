@@ -155,7 +155,12 @@ def test_server_live_serves_another_harness_that_drives_the_display(tmp_path):
             return json.loads(proc.stdout)
 
         assert grade()["score"] == 0.0
-        typed = subprocess.run(["xdotool", "type", "--delay", "20", TYPED], env=dict(env, DISPLAY=about["display"]),
+        # the display admits only clients with its cookie: XAUTHORITY from endpoint.json where the server
+        # writes it there, else from the desktop's log in the same folder
+        xauthority = about.get("xauthority") or \
+            json.loads((folder / "reset-001" / "logs" / "desktop.json").read_text())["xauthority"]
+        typed = subprocess.run(["xdotool", "type", "--delay", "20", TYPED],
+                               env=dict(env, DISPLAY=about["display"], XAUTHORITY=xauthority),
                                capture_output=True, text=True, timeout=60)
         assert typed.returncode == 0, typed.stderr
         assert until(lambda: grade()["score"] == 1.0), grade()
