@@ -171,7 +171,7 @@ def serve_live(args: argparse.Namespace) -> int:
         about = desktop.reset(task)
         server = _listen(lambda: make_live_server(desktop, token, args.host, args.port), args)
         url = f"http://{args.host}:{server.server_address[1]}"
-        endpoint = write_endpoint(folder, url, token, {k: about[k] for k in ("display", "viewer_url")})
+        endpoint = write_endpoint(folder, url, token, {k: about.get(k) for k in ("display", "xauthority", "viewer_url")})
         where = f"DISPLAY={about['display']}" if about["display"] else ""
         watch = f", watch at {about['viewer_url']}" if about["viewer_url"] else ""
         print(f"desktop ready ({where or 'no display'}{watch}), task {about['task']}", flush=True)
