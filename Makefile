@@ -11,6 +11,7 @@ BASE_PY    := /usr/bin/python3
 # xsel: OSWorld's tasks read the desktop's clipboard with `xsel --clipboard --output`.
 # wmctrl: OSWorld's VM server lists and activates windows with it (env=vm's tests run that server's API here).
 # slirp4netns: an isolated env=local desktop's way out to the internet (docs/isolation.md).
+# x11-xserver-utils: xhost, which an agent's shell may run to open its display (tests/security/test_x_auth.py).
 # iptables: the fence that keeps it (and env=docker's containers) off the host's own addresses; env.network=isolated,
 # the default, refuses to run a desktop without it (docs/isolation.md).
 # nautilus … python3-pysrt: programs OSWorld's own tasks run in their setup or grader (its VM has them):
@@ -20,7 +21,7 @@ BASE_PY    := /usr/bin/python3
 APT_PKGS   := xvfb openbox mousepad xterm pcmanfm rsync dbus dbus-x11 xdotool scrot x11-utils \
               fonts-dejavu-core python3-venv make python3-pyatspi at-spi2-core libatk-adaptor \
               tesseract-ocr xsel libglib2.0-bin gsettings-desktop-schemas dconf-service \
-              dconf-gsettings-backend bc wmctrl slirp4netns iptables \
+              dconf-gsettings-backend bc wmctrl slirp4netns iptables x11-xserver-utils \
               nautilus gnome-terminal desktop-file-utils pulseaudio pulseaudio-utils sysstat expect python3-pysrt
 
 .PHONY: setup apt venv servers apps toolathlon run lint test test-fast bench clean pccanary-symbols

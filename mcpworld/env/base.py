@@ -100,6 +100,11 @@ class Environment(abc.ABC):
         """Apps launched by setup that exited since the last call (each reported once)."""
         return []
 
+    def restore_access(self) -> bool:
+        """The display closed again to clients without its cookie, when one that has it opened it
+        (``xhost +``); True when it had been opened. A backend whose display no one else reaches: False."""
+        return False
+
     def relaunch(self, exited: dict[str, Any]) -> None:
         """Start an app that ``app_exits`` reported again, as its setup step did."""
         raise NotImplementedError

@@ -513,6 +513,9 @@ class LocalEnvironment(Environment):
             raise InfraError(f"{name}'s window answers but {url.format(**self.values)} did not")
         return True
 
+    def restore_access(self) -> bool:
+        return bool(self.windows and self.windows.restore_access_control())
+
     def app_exits(self) -> list[dict[str, Any]]:
         """Launched apps that exited since the last call: their process ended and their window is gone."""
         if not self.launched or not self.windows:

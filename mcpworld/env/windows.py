@@ -60,6 +60,15 @@ class Windows:
         self._utf8 = self.d.intern_atom("UTF8_STRING")
         self._pid = self.d.intern_atom("_NET_WM_PID")
 
+    def restore_access_control(self) -> bool:
+        """Access control back on when a client holding the cookie turned it off (``xhost +``): with it
+        off any local user opens the display (docs/security.md). True when it was off."""
+        if self.d.list_hosts().mode == X.EnableAccess:
+            return False
+        self.d.set_access_control(X.EnableAccess)
+        self.d.sync()
+        return True
+
     def list(self) -> list[tuple[int, str, str]]:
         """(window id, title, WM_CLASS joined by '.') of each managed window."""
         prop = self.root.get_full_property(self._client_list, X.AnyPropertyType)

@@ -147,10 +147,13 @@ def episode_limits(cfg: RootConfig, task: Task) -> tuple[int, float]:
 
 def watch_apps(env: Environment, trace: Trace, relaunch: bool,
                killed: list[dict[str, Any]] | None = None) -> Callable[[], None]:
-    """After each step: an app that exited under the agent is an ``app_exit`` event in the trace,
+    """After each step: the display's access control back on if the agent turned it off (an
+    ``x_access`` event); an app that exited under the agent is an ``app_exit`` event in the trace,
     and started again when its app config says ``relaunch_on_exit``; one that a signal ended and
     nothing started again goes in ``killed``."""
     def check() -> None:
+        if env.restore_access():  # `xhost +` from the agent's shell opened its display to every local user
+            trace.emit("x_access", restored=True)
         for exited in env.app_exits():
             argv = exited.pop("argv", None)
             trace.emit("app_exit", **exited, relaunched=relaunch)

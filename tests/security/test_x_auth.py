@@ -118,3 +118,19 @@ def test_a_spare_desktops_display_is_closed_to_the_running_episodes_account(tmp_
         assert other.returncode != 0 and REFUSED in other.stderr, other
         assert_closed_to_others(spare.display.name, spare.display.env)
         assert re.search(r"dimensions:\s+320x240", xdpyinfo(spare.display.name, dict(os.environ)).stdout)
+
+
+def test_access_control_turned_off_from_the_desktop_is_turned_back_on(tmp_path):
+    """The cookie's holder may run `xhost +` (any X client may): after the step the harness closes the
+    display again, so the agent cannot open its desktop to other local users."""
+    with LocalEnvironment(320, 240, network="host") as env:
+        env.reset(task(tmp_path), tmp_path / "ep")
+        assert env.display is not None
+        assert env.restore_access() is False  # nothing to do: access control is on
+        opened = env.shell("xhost +")
+        assert opened.returncode == 0, opened
+        let_in = xdpyinfo(env.display.name, {"PATH": "/usr/bin:/bin"}, as_nobody=True)
+        assert let_in.returncode == 0, let_in  # what it did: any local user gets in
+        assert env.restore_access() is True
+        assert_closed_to_others(env.display.name, env.display.env)
+        assert env.restore_access() is False
