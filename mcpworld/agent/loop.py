@@ -253,7 +253,7 @@ class AgentLoop:
             if cut is not None and is_cut(call):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
                 continue
-            obs = await self._call_tool(call.name, call.arguments)
+            obs = await self._call_tool(call.name, call.arguments, deadline)
             if call.name not in self.replay:
                 r.actions += 1
             if self.after_step:
@@ -317,7 +317,9 @@ class AgentLoop:
                 for c in reply.tool_calls]
         return message
 
-    async def _call_tool(self, written: str, raw_args: dict[str, Any]) -> Observation:
+    async def _call_tool(self, written: str, raw_args: dict[str, Any], deadline: float | None = None) -> Observation:
+        """One call, bounded by the episode's ``deadline`` (cancelled there: a hosted MCP tool that
+        hangs ends the episode at agent.timeout_s, not at mcp.call_timeout_s)."""
         start = time.perf_counter()
         name, args = (written, raw_args) if written in self.replay else normalize_call(written, raw_args, self.tools)
         tool = self.tools.get(name) or self.replay.get(name)
@@ -329,7 +331,13 @@ class AgentLoop:
             error = f"there is no tool named {name!r}; available: {', '.join(self.tools)}"
         else:
             try:
-                obs = await tool.call(args)
+                call = tool.call(args)
+                obs = await (call if deadline is None else asyncio.wait_for(call, deadline - time.monotonic()))
+            except TimeoutError:
+                if deadline is None or time.monotonic() < deadline:
+                    raise
+                obs = Observation(text="Error: cancelled: the episode's time limit (agent.timeout_s) ran out", ok=False)
+                self.trace.emit("tool_cancelled", tool=name, seconds=round(time.perf_counter() - start, 4))
             except ToolError as exc:
                 kind, error = exc.kind, str(exc)
             except (UserError, ValueError, TypeError, KeyError) as exc:

@@ -1,11 +1,13 @@
 """``python -m mcpworld.cli.toolathlon_census DIR``: every Toolathlon task under a checkout, what it
 needs and whether this machine can run it, with ``env=local`` and with ``env=klavis``.
 
-For each task: its MCP servers split by where they run (our local catalog, Klavis's local sandbox,
-which individual sandboxes, none), the outside accounts its servers and its own preprocess/grader
-code use (read from ``utils.app_specific.*`` imports and ``token_key_session`` keys), and a verdict
-per configuration with the reason when it cannot run. ``--markdown FILE`` writes the per-task table
-and the summary counts (docs/toolathlon_census.md). Nothing is run or contacted.
+For each task: its MCP servers split by where they run (our local catalog; on Klavis, the runner's
+classification: its 13 local-sandbox servers, every other server an individual sandbox, unless
+``--local-sandbox`` / ``--no-sandbox`` say the account differs), the outside accounts its servers
+and its own preprocess/grader code use (what that code actually executes: ``tasks.toolathlon_accounts``,
+each account with the file and line that needs it), and a verdict per configuration with the reason
+when it cannot run. ``--markdown FILE`` writes the per-task tables and the summary counts
+(docs/toolathlon_census.md). Nothing is run or contacted.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,34 +23,29 @@ from typing import Any, cast
 
 from omegaconf import OmegaConf
 
+from mcpworld.core.interpreters import find_python
 from mcpworld.core.paths import CONF_DIR
 from mcpworld.mcp.install import servers_dir
-from mcpworld.mcp.klavis_catalog import CREDENTIAL_FILES, placement
+from mcpworld.mcp.klavis_catalog import CREDENTIAL_FILES, DOCUMENTED_INDIVIDUAL, RUNNER, RUNNER_LOCAL_SANDBOX, Classification
 from mcpworld.mcp.spec import parse_servers
 from mcpworld.tasks.toolathlon import IGNORED_LOCAL_TOOLS, LOCAL_TOOLS, UNAVAILABLE_LOCAL_TOOLS
+from mcpworld.tasks.toolathlon_accounts import Accounts, Use, accounts_of
 
 # the 13 tasks whose verdicts match upstream's here (docs/mcp.md: 26 of 26 workspaces)
 MEASURED = {"arrange-workspace", "courses-ta-hws", "detect-revised-terms", "excel-data-transformation",
             "excel-market-research", "imagenet", "interview-report", "paper-checker", "ppt-analysis",
             "privacy-desensitization", "reimbursement-form-filler", "sales-accounting",
             "university-course-selection"}
-# outside accounts, by MCP server and by what the task's own code uses
+# outside accounts, by MCP server (the task's own code: tasks.toolathlon_accounts)
 SERVER_ACCOUNTS = {
     "github": "GitHub", "notion": "Notion", "google_sheet": "Google", "google_calendar": "Google",
     "google_forms": "Google", "google-cloud": "Google Cloud", "snowflake": "Snowflake", "wandb": "W&B",
     "huggingface": "Hugging Face", "google_map": "Google API key", "youtube": "Google API key",
     "emails": "Poste.io mail", "canvas": "Canvas", "woocommerce": "WooCommerce", "k8s": "kind cluster"}
-CODE_ACCOUNTS = {
-    "github": "GitHub", "notion": "Notion", "googlesheet": "Google", "google_form": "Google",
-    "google_oauth": "Google", "google_maps": "Google API key", "google_cloud": "Google Cloud",
-    "snowflake": "Snowflake", "woocommerce": "WooCommerce", "canvas": "Canvas", "poste": "Poste.io mail",
-    "huggingface": "Hugging Face", "wandb": "W&B", "serper": "Serper", "emails": "Poste.io mail",
-    "gcp": "Google Cloud", "kubernetes": "kind cluster", "k8s": "kind cluster"}
-APP_IMPORT = re.compile(r"utils\.app_specific\.(\w+)")
-TOKEN_KEY = re.compile(r"(?:all_token_key_session|token_key_session)\.(\w+)")
 # accounts a Klavis sandbox hands over (its credentials reach the task's scripts; mail lives in the local sandbox)
 KLAVIS_ACCOUNTS = {"GitHub": "github", "Notion": "notion", "Snowflake": "snowflake", "WooCommerce": "woocommerce",
                    "Poste.io mail": "emails"}
+SHOWN_USES = 3  # code places named per account in the table (the rest counted)
 
 
 @dataclass
@@ -64,6 +60,9 @@ class Census:
     individual: list[str] = field(default_factory=list)  # Klavis names
     unhosted: list[str] = field(default_factory=list)
     accounts: list[str] = field(default_factory=list)
+    needed_by: dict[str, list[str]] = field(default_factory=dict)  # account -> "server x", "file:line (what)"
+    as_runner: bool = True  # every server placed where the seed's runner places it
+    read_as_text: list[str] = field(default_factory=list)  # files this interpreter could not parse
     local: str = ""  # "yes" or why not
     klavis: str = ""
 
@@ -84,18 +83,8 @@ def catalog_status() -> dict[str, str | None]:
     return {spec.name: spec.filled(values).unavailable() for spec in parse_servers(list(catalog), catalog, "catalog")}
 
 
-def accounts_in_code(folder: Path) -> set[str]:
-    found: set[str] = set()
-    for path in folder.rglob("*.py"):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for app in APP_IMPORT.findall(text):
-            found.add(CODE_ACCOUNTS.get(app, app))
-        for key in TOKEN_KEY.findall(text):
-            found |= {account for prefix, account in CODE_ACCOUNTS.items() if key.startswith(prefix)}
-    return found
-
-
-def census(folder: Path, installed: dict[str, str | None], klavis_key: bool) -> Census:
+def census(folder: Path, installed: dict[str, str | None], klavis_key: bool, code: Accounts | None = None,
+           classification: Classification = RUNNER) -> Census:
     data = json.loads((folder / "task_config.json").read_text(encoding="utf-8"))
     servers = [str(s) for s in data.get("needed_mcp_servers") or []]
     tools = [str(t) for t in data.get("needed_local_tools") or []]
@@ -103,11 +92,27 @@ def census(folder: Path, installed: dict[str, str | None], klavis_key: bool) -> 
     for name in servers:
         if name in installed:
             c.catalog.append(name)
-        place = placement(name)
+        place = classification.placement(name)
         {"local": c.klavis_local, "individual": c.individual}.get(place.kind, c.unhosted).append(
             place.name if place.kind == "individual" else name)
-    accounts = {SERVER_ACCOUNTS[s] for s in servers if s in SERVER_ACCOUNTS} | accounts_in_code(folder)
-    accounts |= {"Serper" for t in tools if t == "web_search"}
+    c.as_runner = not classification.differs_from_runner(servers)
+    needed: dict[str, list[str]] = {}
+    for s in servers:
+        if s in SERVER_ACCOUNTS:
+            needed.setdefault(SERVER_ACCOUNTS[s], []).append(f"server {s}")
+    code = code if code is not None else accounts_of([folder])[folder]
+    for account, uses in code.by_account().items():
+        firsts: dict[str, Use] = {}
+        for use in uses:  # the first place in each file
+            firsts.setdefault(use.file, use)
+        shown = [f"{u.where} ({u.what})" for u in list(firsts.values())[:SHOWN_USES]]
+        more = len(uses) - len(shown)
+        needed.setdefault(account, []).extend(shown + ([f"+{more} more place{'s' * (more > 1)}"] if more > 0 else []))
+    c.read_as_text = list(code.unparsed)
+    if "web_search" in tools:
+        needed.setdefault("Serper", []).append("local tool web_search")
+    c.needed_by = dict(sorted(needed.items()))
+    accounts = set(needed)
     c.accounts = sorted(accounts)
     tool_gap = [t for t in tools if t in UNAVAILABLE_LOCAL_TOOLS or t not in LOCAL_TOOLS | IGNORED_LOCAL_TOOLS]
 
@@ -130,8 +135,9 @@ def census(folder: Path, installed: dict[str, str | None], klavis_key: bool) -> 
     if tool_gap:
         why.append(f"local tool {', '.join(tool_gap)}")
     if c.unhosted:
-        why.append(f"no Klavis sandbox for {', '.join(c.unhosted)}")
-    files = sorted({p.name for s in servers if (p := placement(s)).kind == "individual" and p.name in CREDENTIAL_FILES})
+        why.append(f"no Klavis sandbox for {', '.join(c.unhosted)} on this account")
+    files = sorted({p.name for s in servers if (p := classification.placement(s)).kind == "individual"
+                    and p.name in CREDENTIAL_FILES})
     if files:
         why.append(f"{', '.join(files)}: credential files not handed over yet")
     handed = {KLAVIS_ACCOUNTS[a] for a in accounts if a in KLAVIS_ACCOUNTS}
@@ -149,31 +155,53 @@ def census(folder: Path, installed: dict[str, str | None], klavis_key: bool) -> 
     return c
 
 
-def run(root: Path) -> list[Census]:
+def run(root: Path, classification: Classification = RUNNER) -> list[Census]:
     pool = root / "tasks" / "finalpool" if (root / "tasks" / "finalpool").is_dir() else root
     folders = sorted(p.parent for p in pool.glob("*/task_config.json"))
     if not folders:
         raise SystemExit(f"{root}: no */task_config.json (give a Toolathlon checkout or its tasks/finalpool)")
     installed = catalog_status()
-    return [census(f, installed, bool(os.environ.get("KLAVIS_API_KEY"))) for f in folders]
+    # upstream's graders use Python 3.12 syntax: a 3.12 reads the ones this interpreter cannot
+    code = accounts_of(folders, find_python("3.12") if sys.version_info < (3, 12) else None)
+    key = bool(os.environ.get("KLAVIS_API_KEY"))
+    return [census(f, installed, key, code[f], classification) for f in folders]
 
 
-def markdown(rows: list[Census], source: str) -> str:
+def markdown(rows: list[Census], source: str, classification: Classification = RUNNER) -> str:
     counts = Counter(r.needs for r in rows)
     local_ok = sum(r.local == "yes" for r in rows)
     klavis_ok = sum(r.klavis == "yes" for r in rows)
     individual = Counter(s for r in rows for s in set(r.individual))
+    undocumented = sorted(s for s in individual if s not in DOCUMENTED_INDIVIDUAL)
     keyed = "KLAVIS_API_KEY set" if any("KLAVIS_API_KEY unset" not in r.klavis for r in rows) else "KLAVIS_API_KEY unset"
-    lines = [f"Census of {len(rows)} Toolathlon tasks ({source}), made by `python -m mcpworld.cli.toolathlon_census`.", "",
+    local_names = ", ".join(sorted(classification.local))
+    placed = ("the seed runner's: its 13 local-sandbox servers, every other server an individual sandbox"
+              if classification.is_runners() and not classification.names else
+              f"local sandbox {local_names}; no sandbox for {', '.join(sorted(classification.unhosted)) or '-'}")
+    lines = [f"Census of {len(rows)} Toolathlon tasks ({source}), made by `python -m mcpworld.cli.toolathlon_census`; "
+             f"Klavis placement: {placed}.", "",
              "| needs | tasks |", "|---|---:|", *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
              f"| runnable here with env=local | {local_ok} |", f"| runnable with env=klavis ({keyed}) | {klavis_ok} |",
+             f"| servers placed as the seed runner places them | {sum(r.as_runner for r in rows)} of {len(rows)} |",
              f"| upstream's verdicts measured (13 local-only) | {sum(r.name in MEASURED for r in rows)} |", "",
-             "Individual sandboxes: " + ", ".join(f"{k} {v}" for k, v in individual.most_common()), "",
-             "| task | MCP servers | Klavis individual | accounts | env=local | env=klavis |", "|---|---|---|---|---|---|"]
+             "Individual sandboxes: " + ", ".join(f"{k} {v}" for k, v in individual.most_common()), ""]
+    if undocumented:
+        lines += [f"Asked for as the runner asks, though Klavis's API reference does not list them as individual "
+                  f"sandboxes: {', '.join(undocumented)}.", ""]
+    lines += ["| task | MCP servers | Klavis individual | accounts | env=local | env=klavis |", "|---|---|---|---|---|---|"]
     for r in rows:
         name = f"{r.name} ✓" if r.name in MEASURED else r.name
         lines.append(f"| {name} | {', '.join(r.servers)} | {', '.join(r.individual) or '-'} | "
                      f"{', '.join(r.accounts) or '-'} | {r.local} | {r.klavis} |")
+    lines += ["", "Each account, and what needs it: the task's server, or the first place in each file of its live "
+              "preprocess/grader code (file:line, relative to the task folder).", "",
+              "| task | account | needed by |", "|---|---|---|"]
+    for r in rows:
+        lines += [f"| {r.name} | {account} | {'; '.join(where)} |" for account, where in r.needed_by.items()]
+    text = sorted({f"{r.name}/{f}" for r in rows for f in r.read_as_text})
+    if text:
+        lines += ["", f"Read as text (this Python cannot parse them; install a python3.12 for an exact reading): "
+                      f"{', '.join(text)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -181,9 +209,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpworld.cli.toolathlon_census", description=__doc__)
     parser.add_argument("root", type=Path, help="a Toolathlon checkout (or its tasks/finalpool)")
     parser.add_argument("--markdown", type=Path, help="write the table here")
+    parser.add_argument("--local-sandbox", metavar="NAMES",
+                        help="the account's local-sandbox servers, comma-separated Klavis names (env.klavis.local_sandbox; "
+                             f"default: the runner's {len(RUNNER_LOCAL_SANDBOX)})")
+    parser.add_argument("--no-sandbox", metavar="NAMES", default="",
+                        help="task servers the account has no sandbox for, comma-separated (env.klavis.no_sandbox)")
     args = parser.parse_args(argv)
-    rows = run(args.root)
-    text = markdown(rows, args.root.name)
+    local = frozenset(filter(None, args.local_sandbox.split(","))) if args.local_sandbox else RUNNER_LOCAL_SANDBOX
+    classification = Classification(local=local, unhosted=frozenset(filter(None, args.no_sandbox.split(","))))
+    rows = run(args.root, classification)
+    text = markdown(rows, args.root.name, classification)
     if args.markdown:
         args.markdown.write_text(text, encoding="utf-8")
     print(text)

@@ -240,6 +240,14 @@ class KlavisConfig:
     workspace: str = "/data"  # where the sandbox's servers see the uploaded workspace (the prompt says this)
     # the ledger of held sandboxes (a killed run's are released by the next); None: $MCPWORLD_HOME/.klavis-leases
     leases_dir: Optional[str] = None
+    # where each server runs (docs/mcp.md, "Klavis sandboxes"): the local sandbox's servers in Klavis's
+    # names (None: the Toolathlon runner's 13), every other server an individual sandbox; for an account
+    # that differs, e.g. [filesystem, …, localmemory] puts memory in the local sandbox
+    local_sandbox: Optional[List[str]] = None
+    # task server name -> the individual sandbox it is asked for, over the built-in renames (google_sheet → google_sheets …)
+    sandbox_names: Dict[str, str] = field(default_factory=dict)
+    # task servers the account has no sandbox for: their tasks are skipped with the reason
+    no_sandbox: List[str] = field(default_factory=list)
 
 
 @dataclass

@@ -86,10 +86,12 @@ class KlavisClient:
 
     # -- public API --------------------------------------------------------------------------
 
-    async def acquire(self, servers: list[str], test_account_email: str | None = None) -> Sandbox:
-        """Create a sandbox running ``servers`` (our names); a sandbox with a failed server is
-        released again at once so it doesn't linger until its TTL."""
-        remote = klavis_names(servers)
+    async def acquire(self, servers: list[str], test_account_email: str | None = None,
+                      names: dict[str, str] | None = None) -> Sandbox:
+        """Create a sandbox running ``servers`` (our names; ``names``: each one's Klavis name, as the
+        episode's classification gives it, else the local sandbox's documented names); a sandbox
+        with a failed server is released again at once so it doesn't linger until its TTL."""
+        remote = {s: names[s] for s in servers} if names is not None else klavis_names(servers)
         body: dict[str, Any] = {"server_names": sorted(set(remote.values())), "benchmark": self.benchmark,
                                 "ttl_seconds": self.ttl_s}
         if test_account_email:

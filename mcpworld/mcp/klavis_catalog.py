@@ -1,13 +1,16 @@
 """Where each Toolathlon MCP server runs on Klavis, and which credentials its sandbox hands over.
 
-The facts come from Klavis's Toolathlon runner and its fork of Toolathlon (``utils/klavis_sandbox.py``,
-``utils/roles/task_agent.py``) and from Klavis's API reference; kept in one place so the sandbox
-client, the episode's grant and the census agree:
+The facts come from Klavis's Toolathlon runner (its ``LOCAL_SANDBOX_SERVERS``, ``TASK_TO_LOCAL_SANDBOX_NAME``,
+``TASK_SERVER_TO_SANDBOX_NAME`` and ``SANDBOX_AUTH_ENV_MAPPING``), its fork of Toolathlon
+(``utils/klavis_sandbox.py``) and Klavis's API reference; kept in one place so the sandbox client, the
+episode's grant and the census agree:
 
-- the runner's local sandbox (one shared VM, a ``/data`` workspace) hosts filesystem, git, terminal,
-  desktop-commander, arxiv, excel, word, powerpoint, code-executor, code-runner, pdf-tools,
-  google_cloud and poste_email_toolathlon; Klavis also documents localmemory and playwright there;
-- every other server is an individual sandbox (``POST /sandbox/{name}``), a few under another name;
+- the runner's local sandbox (one shared VM, a ``/data`` workspace) hosts exactly its 13
+  ``LOCAL_SANDBOX_SERVERS``: filesystem, git, terminal, desktop-commander, arxiv, excel, word,
+  powerpoint, code-executor, code-runner, pdf-tools, google_cloud and poste_email_toolathlon;
+- every other server is an individual sandbox (``POST /sandbox/{name}``), a few under another name,
+  whatever Klavis's API reference lists elsewhere (it also offers localmemory, playwright and canvas
+  in the local sandbox: an account that wants them there says so in ``env.klavis.local_sandbox``);
 - individual sandboxes return a test account's credentials, which the runner exports to the task's
   preprocess and evaluation scripts as ``KLAVIS_*`` environment variables (the fork's
   ``configs/token_key_session.py`` reads them back).
@@ -15,15 +18,19 @@ client, the episode's grant and the census agree:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-# the runner's LOCAL_SANDBOX_SERVERS (Klavis names), plus two the API reference lists for /local-sandbox
+# the runner's LOCAL_SANDBOX_SERVERS (Klavis names): the local sandbox's servers unless configured otherwise
 RUNNER_LOCAL_SANDBOX = frozenset({
     "filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel", "word", "powerpoint",
     "code-executor", "code-runner", "pdf-tools", "google_cloud", "poste_email_toolathlon"})
-LOCAL_SANDBOX = RUNNER_LOCAL_SANDBOX | {"localmemory", "playwright"}
+# what Klavis's API reference accepts in POST /local-sandbox's server_names (the runner uses 13 of them)
+LOCAL_SANDBOX = RUNNER_LOCAL_SANDBOX | {"canvas", "localmemory", "playwright"}
 
-# task (or catalog) server name -> its name in the local sandbox, where the two differ
+# task (or catalog) server name -> its name in the local sandbox, where the two differ (the runner's
+# TASK_TO_LOCAL_SANDBOX_NAME; the last two only matter to an account that puts them there)
 TO_LOCAL_SANDBOX: dict[str, str] = {
     "pptx": "powerpoint",
     "arxiv_local": "arxiv",
@@ -32,12 +39,11 @@ TO_LOCAL_SANDBOX: dict[str, str] = {
     "emails": "poste_email_toolathlon",
     "memory": "localmemory",
     # Toolathlon's chunking Playwright fork; the local sandbox's playwright with benchmark=Toolathlon
-    # (Klavis: the benchmark may route a server to a benchmark-specific implementation)
     "playwright_with_chunk": "playwright",
 }
 
-# task server name -> individual sandbox name, where the two differ (the fork's TASK_SERVER_TO_SANDBOX_NAME
-# and the API reference's names)
+# task server name -> individual sandbox name, where the two differ (the runner's TASK_SERVER_TO_SANDBOX_NAME,
+# the fork's, and the API reference's names); any other server is asked for under its own name
 TO_INDIVIDUAL: dict[str, str] = {
     "google_sheet": "google_sheets",
     "arxiv-latex": "arxiv_latex",
@@ -46,10 +52,12 @@ TO_INDIVIDUAL: dict[str, str] = {
     "rail_12306": "12306",
     "youtube-transcript": "youtube_transcript",
     "google_map": "google_maps",
+    "memory": "localmemory",
 }
 
-# individual sandboxes Klavis documents (API reference and its SDK's SandboxMCPServer)
-INDIVIDUAL = frozenset({
+# individual sandboxes Klavis documents (API reference and its SDK's SandboxMCPServer); the runner asks
+# for others all the same (canvas, k8s, youtube, playwright_with_chunk): the census names them
+DOCUMENTED_INDIVIDUAL = frozenset({
     "github", "notion", "google_sheets", "google_calendar", "google_forms", "google_drive", "google_docs",
     "gmail", "snowflake", "woocommerce", "arxiv_latex", "scholarly", "howtocook", "yahoo_finance", "12306",
     "youtube_transcript", "weights_and_biases", "huggingface", "fetch", "google_maps", "serper", "localmemory",
@@ -95,7 +103,7 @@ REMOTE_FLAG = "set-by-mcpworld"
 @dataclass(frozen=True)
 class Placement:
     """Where one server runs: ``local`` (the local sandbox, as ``name``), ``individual`` (its own
-    sandbox ``name``) or ``none`` (Klavis offers nothing for it)."""
+    sandbox ``name``) or ``none`` (the account has no sandbox for it)."""
 
     kind: str
     name: str
@@ -105,11 +113,47 @@ class Placement:
         return self.kind != "none"
 
 
-def placement(server: str) -> Placement:
-    """The runner's classification: the local sandbox if the (mapped) name is one it hosts, else an
-    individual sandbox under its (mapped) name, if Klavis documents one."""
-    local = TO_LOCAL_SANDBOX.get(server, server)
-    if local in LOCAL_SANDBOX:
-        return Placement("local", local)
-    individual = TO_INDIVIDUAL.get(server, server)
-    return Placement("individual", individual) if individual in INDIVIDUAL else Placement("none", individual)
+@dataclass(frozen=True)
+class Classification:
+    """Which servers go to the local sandbox (``local``, Klavis names), which individual sandbox
+    name each other server is asked for (``names``, over ``TO_INDIVIDUAL``), and which servers the
+    account has no sandbox for (``unhosted``, task names: their tasks are skipped). The default is
+    the runner's: its 13 local-sandbox servers, every other server an individual sandbox."""
+
+    local: frozenset[str] = RUNNER_LOCAL_SANDBOX
+    names: Mapping[str, str] = field(default_factory=dict)
+    unhosted: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, k: Any) -> Classification:
+        """From ``env.klavis`` (``local_sandbox``: None for the runner's 13, ``sandbox_names``, ``no_sandbox``)."""
+        local = getattr(k, "local_sandbox", None)
+        return cls(local=RUNNER_LOCAL_SANDBOX if local is None else frozenset(str(s) for s in local),
+                   names={str(a): str(b) for a, b in dict(getattr(k, "sandbox_names", None) or {}).items()},
+                   unhosted=frozenset(str(s) for s in getattr(k, "no_sandbox", None) or ()))
+
+    def placement(self, server: str) -> Placement:
+        """The local sandbox if the (mapped) name is one of ``local``; none if the account has no
+        sandbox for it; else an individual sandbox under its (mapped) name."""
+        if server in self.unhosted:
+            return Placement("none", server)
+        local = TO_LOCAL_SANDBOX.get(server, server)
+        if local in self.local:
+            return Placement("local", local)
+        individual = self.names.get(server) or TO_INDIVIDUAL.get(server, server)
+        return Placement("none", server) if individual in self.unhosted else Placement("individual", individual)
+
+    def is_runners(self) -> bool:
+        return self.local == RUNNER_LOCAL_SANDBOX and not self.unhosted
+
+    def differs_from_runner(self, servers: Iterable[str]) -> list[str]:
+        """The servers this classification places elsewhere than the runner does (local, individual, none)."""
+        return [s for s in servers if self.placement(s).kind != RUNNER.placement(s).kind]
+
+
+RUNNER = Classification()
+
+
+def placement(server: str, classification: Classification = RUNNER) -> Placement:
+    """Where ``server`` runs (the runner's classification unless another is given)."""
+    return classification.placement(server)

@@ -31,7 +31,7 @@ from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.secrets import register_secrets
 from mcpworld.core.task import Task
 from mcpworld.mcp.klavis import KlavisClient, Sandbox, excerpt
-from mcpworld.mcp.klavis_catalog import AUTH_ENV, REMOTE_FLAG, REMOTE_FLAG_ENV, SERVER_URLS_ENV, Credential, placement
+from mcpworld.mcp.klavis_catalog import AUTH_ENV, REMOTE_FLAG, REMOTE_FLAG_ENV, SERVER_URLS_ENV, Classification, Credential
 from mcpworld.mcp.klavis_leases import Leases, release_orphans
 
 EventSink = Callable[..., object]
@@ -104,16 +104,19 @@ def hold(k: KlavisConfig, servers: list[str], task_dir: Path, on_event: EventSin
 
 async def _acquire(k: KlavisConfig, servers: list[str], task_dir: Path, grant: Grant, on_event: EventSink) -> None:
     """Fill ``grant`` (so whatever was acquired is released even when a later step fails)."""
-    places = {name: placement(name) for name in servers}
+    classification = Classification.of(k)
+    places = {name: classification.placement(name) for name in servers}
     missing = [name for name, place in places.items() if not place.hosted]
     if missing:
-        raise UserError(f"env=klavis: Klavis has no sandbox for MCP server(s) {', '.join(map(repr, missing))} "
-                        f"({task_dir}); run this task with env=local, or leave it out")
+        raise UserError(f"env=klavis: this Klavis account has no sandbox for MCP server(s) "
+                        f"{', '.join(map(repr, missing))} (env.klavis.no_sandbox; {task_dir}); run this task with "
+                        "env=local, or leave it out")
     async with client_for(k) as client:
         await _reap_once(client, Leases(k.leases_dir), on_event)
         local = [name for name, place in places.items() if place.kind == "local"]
         if local:
-            grant.local = await client.acquire(local, test_account_email(task_dir) if "emails" in local else None)
+            grant.local = await client.acquire(local, test_account_email(task_dir) if "emails" in local else None,
+                                               names={name: places[name].name for name in local})
             on_event("klavis_sandbox", sandbox=grant.local.id, servers=sorted(grant.local.urls))
         for name, place in places.items():
             if place.kind != "individual":

@@ -63,10 +63,11 @@ def task_servers(cfg: McpSettings, task: Task) -> list[ServerSpec]:
     entries = task.mcp_servers or app_servers(cfg, task.app)
     catalog = cast(dict[str, Any], OmegaConf.to_container(cast(Any, cfg.mcp.catalog), resolve=True) or {})
     if cfg.sandbox == "klavis":
-        from mcpworld.mcp.klavis_catalog import placement
+        from mcpworld.mcp.klavis_catalog import Classification
 
-        catalog = {**{e: {"name": e, "url": "klavis:"} for e in entries if isinstance(e, str) and placement(e).hosted},
-                   **catalog}
+        where_runs = Classification.of(cfg.klavis)
+        catalog = {**{e: {"name": e, "url": "klavis:"} for e in entries
+                      if isinstance(e, str) and where_runs.placement(e).hosted}, **catalog}
     where = str(task.source) if task.mcp_servers else f"mcpworld/conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 
@@ -78,11 +79,12 @@ def unavailable(cfg: McpSettings, task: Task) -> str | None:
             and not task_servers(cfg, task) and not task.local_tools:
         return f"it has no MCP servers, and modality={cfg.modality.name} offers no other tools"
     if offers_mcp(cfg) and cfg.sandbox == "klavis":
-        from mcpworld.mcp.klavis_catalog import placement
+        from mcpworld.mcp.klavis_catalog import Classification
 
-        missing = [s.name for s in task_servers(cfg, task) if not placement(s.name).hosted]
-        return (f"its MCP server(s) {', '.join(map(repr, missing))} have no Klavis sandbox (env=klavis); "
-                "run it with env=local") if missing else None
+        where_runs = Classification.of(cfg.klavis)
+        missing = [s.name for s in task_servers(cfg, task) if not where_runs.placement(s.name).hosted]
+        return (f"its MCP server(s) {', '.join(map(repr, missing))} have no Klavis sandbox on this account "
+                "(env.klavis.no_sandbox); run it with env=local") if missing else None
     if not offers_mcp(cfg) or cfg.mcp.proxy.mode == "replay":
         return None  # answered from cassettes: nothing runs here
     values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}

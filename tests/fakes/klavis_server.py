@@ -2,14 +2,20 @@
 ``/local-sandbox`` shape, with in-memory sandboxes whose workspaces are temp folders, its own
 "signed" storage URLs (which, like real ones, refuse an Authorization header), the individual
 sandboxes of ``/sandbox/{server}`` (acquire, details with ``auth_data``/``metadata``, initialize,
-dump, release; a pool that can run dry), scripted failures and a log of every request."""
+dump, release; a pool that can run dry), scripted failures and a log of every request.
+``host_mcp(name, hang=…)`` serves a hosted MCP server for ``name`` (the SDK's, over streamable
+HTTP) whose ``echo`` answers and whose ``hang`` tool never does."""
 
 from __future__ import annotations
 
 import json
 import secrets
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -17,7 +23,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from mcpworld.core.archives import pack, safe_extract
-from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
+from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer, free_port
 
 OFFERED = {"filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel", "word", "powerpoint",
            "code-executor", "code-runner", "pdf-tools", "google_cloud", "poste_email_toolathlon", "canvas",
@@ -40,6 +46,27 @@ ACCOUNTS: dict[str, dict[str, dict[str, str]]] = {
                                              "toolathon_source_notion_page_url": "https://notion.so/src",
                                              "toolathon_eval_notion_page_url": "https://notion.so/eval"}},
 }
+
+# a hosted MCP server: `echo` answers, `hang` never does (until the server is stopped)
+HOSTED_MCP = """
+import asyncio, sys
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer(sys.argv[2])
+
+@server.tool(name="echo")
+def echo(text: str) -> str:
+    \"\"\"Say the text back.\"\"\"
+    return text
+
+@server.tool(name="hang")
+async def hang(text: str) -> str:
+    \"\"\"Never answer.\"\"\"
+    await asyncio.Event().wait()
+    return text
+
+asyncio.run(server.run_streamable_http_async(port=int(sys.argv[1])))
+"""
 
 
 class FakeKlavisServer(ScriptedServer):
@@ -66,6 +93,26 @@ class FakeKlavisServer(ScriptedServer):
         self.individual: dict[str, dict[str, Any]] = {}  # sandbox id -> server, status, initialized data
         self.dry: set[str] = set()  # individual servers with no idle sandbox left (409, as the real pool)
         self.fixed_workspace: Path | None = None
+        self.offered_individual = set(INDIVIDUAL)
+        self._hosted: list[subprocess.Popen] = []
+
+    def host_mcp(self, name: str) -> str:
+        """A hosted MCP server for Klavis's server ``name`` (its sandboxes' URL from now on): tools
+        ``echo`` and ``hang`` (a call that never returns). Stopped with the fake."""
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-c", HOSTED_MCP, str(port), name],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._hosted.append(proc)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                raise RuntimeError(f"the hosted MCP server for {name} exited with code {proc.returncode}")
+            time.sleep(0.05)
+        self.urls[name] = f"http://127.0.0.1:{port}/mcp"
+        return self.urls[name]
 
     def held(self) -> list[str]:
         """Ids of every sandbox (local or individual) acquired and not released."""
@@ -74,7 +121,18 @@ class FakeKlavisServer(ScriptedServer):
 
     def stop(self) -> None:
         super().stop()
+        for proc in self._hosted:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(self._root, ignore_errors=True)
+
+    def offer_individual(self, *names: str) -> None:
+        """Also serve individual sandboxes of ``names`` (beyond the documented ones)."""
+        self.offered_individual |= set(names)
 
     def fail_next(self, status: int = 503, times: int = 1, path: str | None = None) -> None:
         """The next ``times`` requests (whose path starts with ``path``, if given) get ``status``."""
@@ -180,7 +238,7 @@ def _make_handler(server: FakeKlavisServer) -> type[BaseHTTPRequestHandler]:
 
         def individual(self, method: str, name: str, rest: list[str], body: Any) -> None:
             """``/sandbox/{name}[/{id}[/initialize|/dump|/reset]]``, as Klavis's SDK calls them."""
-            if name not in INDIVIDUAL:
+            if name not in server.offered_individual:
                 return self.send_json(422, {"detail": f"unknown sandbox server {name!r}"})
             if method == "POST" and not rest:
                 if name in server.dry:

@@ -17,7 +17,7 @@ import pytest
 from mcpworld.config.schema import KlavisConfig
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.secrets import redact
-from mcpworld.mcp.klavis_catalog import placement
+from mcpworld.mcp.klavis_catalog import RUNNER_LOCAL_SANDBOX, Classification, Placement, placement
 from mcpworld.mcp.klavis_grant import hold
 from mcpworld.mcp.klavis_leases import Leases
 from tests.fakes.klavis_server import ACCOUNTS, FakeKlavisServer
@@ -49,12 +49,37 @@ def task_dir(tmp_path: Path, **files: object) -> Path:
 @pytest.mark.parametrize("server,kind,name", [
     ("filesystem", "local", "filesystem"), ("pptx", "local", "powerpoint"), ("emails", "local", "poste_email_toolathlon"),
     ("google-cloud", "local", "google_cloud"), ("desktop-commander", "local", "desktop-commander"),
-    ("code-runner", "local", "code-runner"), ("arxiv_local", "local", "arxiv"), ("memory", "local", "localmemory"),
+    ("code-runner", "local", "code-runner"), ("arxiv_local", "local", "arxiv"), ("python_execute", "local", "code-executor"),
     ("github", "individual", "github"), ("google_sheet", "individual", "google_sheets"),
     ("wandb", "individual", "weights_and_biases"), ("arxiv-latex", "individual", "arxiv_latex"),
-    ("k8s", "none", "k8s"), ("youtube", "none", "youtube")])
+    # the runner's LOCAL_SANDBOX_SERVERS has 13 names: every other server is an individual sandbox, whatever
+    # Klavis's API reference lists for the local sandbox (localmemory, playwright, canvas) or not at all
+    ("memory", "individual", "localmemory"), ("playwright_with_chunk", "individual", "playwright_with_chunk"),
+    ("canvas", "individual", "canvas"), ("k8s", "individual", "k8s"), ("youtube", "individual", "youtube")])
 def test_the_runners_classification_and_name_mappings(server, kind, name):
     assert (placement(server).kind, placement(server).name) == (kind, name)
+
+
+def test_an_account_that_differs_says_so_in_the_config():
+    k = KlavisConfig(local_sandbox=[*RUNNER_LOCAL_SANDBOX, "localmemory", "playwright"], no_sandbox=["k8s"],
+                     sandbox_names={"canvas": "canvas_lms"})
+    where = Classification.of(k)
+    assert where.placement("memory") == Placement("local", "localmemory")
+    assert where.placement("playwright_with_chunk") == Placement("local", "playwright")
+    assert where.placement("k8s") == Placement("none", "k8s") and not where.placement("k8s").hosted
+    assert where.placement("canvas") == Placement("individual", "canvas_lms")
+    assert where.differs_from_runner(["filesystem", "memory", "github", "k8s"]) == ["memory", "k8s"]
+    assert Classification.of(KlavisConfig()).is_runners() and not where.is_runners()
+
+
+def test_an_individual_sandbox_klavis_does_not_document_is_still_asked_for(fake, cfg, tmp_path):
+    fake.offer_individual("canvas")
+    with hold(cfg, ["filesystem", "memory", "canvas"], task_dir(tmp_path), lambda *a, **k: None) as g:
+        assert g.local is not None and set(g.local.urls) == {"filesystem"}
+        assert {s.server: set(s.urls) for s in g.individual} == {"localmemory": {"memory"}, "canvas": {"canvas"}}
+    (create,) = [c for c in fake.calls if c["path"] == "/local-sandbox" and c["method"] == "POST"]
+    assert create["json"]["server_names"] == ["filesystem"]
+    assert fake.held() == []
 
 
 def test_a_grant_holds_the_local_and_individual_sandboxes_and_hands_over_the_credentials(fake, cfg, tmp_path):
@@ -126,8 +151,9 @@ def test_a_sandbox_without_its_credentials_is_infra_and_released(fake, cfg, tmp_
     assert fake.held() == []
 
 
-def test_a_server_klavis_does_not_host_is_a_user_error_before_anything_is_acquired(fake, cfg, tmp_path):
-    with pytest.raises(UserError, match="'k8s'"):
+def test_a_server_the_account_does_not_host_is_a_user_error_before_anything_is_acquired(fake, cfg, tmp_path):
+    cfg.no_sandbox = ["k8s"]
+    with pytest.raises(UserError, match="'k8s'.*env.klavis.no_sandbox"):
         with hold(cfg, ["filesystem", "k8s"], task_dir(tmp_path), lambda *a, **k: None):
             pass
     assert fake.calls == []
