@@ -57,6 +57,15 @@ class VmKind(StrEnum):
     waa = "waa"  # Windows Agent Arena's Windows 11 VM server
 
 
+class EnvFiles(StrEnum):
+    # the desktop's processes see the episode's home and what its task hands them, not the benchmark's
+    # task files, solutions or results (env=local: a mount namespace per desktop, which needs root; a job
+    # that cannot have it fails, one line); the suites' paths (/home/user, /workspace …) exist as views
+    hidden = "hidden"
+    # env=local: the host's files as the desktop account's permissions allow (the answers in reach)
+    open = "open"
+
+
 class EnvNetwork(StrEnum):
     # the desktop has a network of its own: no host loopback, no other episode, and a firewall that keeps
     # it off the host's own addresses; a job whose desktops cannot get all of it fails (docs/isolation.md)
@@ -279,6 +288,7 @@ class EnvConfig:
     # 1 starts each episode's desktop at its reset, N ≥ 2 keeps N-1 started ahead (docs/isolation.md)
     pool: int = 1
     network: EnvNetwork = EnvNetwork.isolated  # env=docker: a bridge network; env=local: a network namespace
+    files: EnvFiles = EnvFiles.hidden  # env=local: a mount namespace (docs/isolation.md); env=docker: always hidden
     vnc: VncConfig = field(default_factory=VncConfig)
     vm: VmConfig = field(default_factory=VmConfig)
     mcp_sandbox: McpSandbox = McpSandbox.local

@@ -3,6 +3,9 @@ registry; each is built from the typed pieces of DesktopSettings, never from the
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +17,7 @@ from mcpworld.env.base import Environment
 
 if TYPE_CHECKING:  # the desktop service imports this package inside a container that has no Hydra
     from mcpworld.config.schema import EnvConfig, SettleConfig
+    from mcpworld.core.task import Task
     from mcpworld.env.screen import SettlePolicy
 
 
@@ -26,14 +30,48 @@ class DesktopSettings:
     width: int
     height: int
     settle: SettleConfig
-    task_roots: tuple[Path, ...] = field(default=())
+    task_roots: tuple[Path, ...] = field(default=())  # tasks.root, pccanary.root …: out of the desktop's sight
+    # the run's other folders the desktop must not see (tasks.solutions, the job's outputs)
+    hidden: tuple[Path, ...] = field(default=())
+    # files in those folders a task's setup runs on the desktop (a PC-Canary pre_process script)
+    handed: tuple[Path, ...] = field(default=())
 
     @classmethod
     def of(cls, cfg: Any) -> DesktopSettings:
         """The pieces of a run config (the one place that reads the root config)."""
         roots = tuple(Path(r).expanduser().resolve() for r in (cfg.tasks.root, cfg.pccanary.root) if r)
+        toolathlon = getattr(cfg, "toolathlon", None)
+        hidden = tuple(Path(r).expanduser().resolve() for r in (cfg.tasks.solutions, toolathlon and toolathlon.root)
+                       if r)
         return cls(env=cfg.env, width=int(cfg.resolution.width), height=int(cfg.resolution.height),
-                   settle=cfg.agent.settle, task_roots=roots)
+                   settle=cfg.agent.settle, task_roots=roots, hidden=hidden)
+
+    def for_run(self, tasks: Sequence[Task], out: Path) -> DesktopSettings:
+        """These settings with the job's output folder hidden too, and the files the tasks' setups run
+        from the hidden folders handed (env.files=hidden)."""
+        from dataclasses import replace
+
+        return replace(self, hidden=(*self.hidden, Path(out).resolve()),
+                       handed=handed_files(tasks, (*self.task_roots, *self.hidden)))
+
+
+def handed_files(tasks: Sequence[Task], folders: Sequence[Path]) -> tuple[Path, ...]:
+    """The files under ``folders`` that the tasks' setup steps name (run on the desktop): the desktop
+    sees these and nothing else of the task folders. Folders a step names are not handed (a task's
+    folder holds its handler and solution)."""
+    from mcpworld.core.paths import BUILTIN_TASKS, DATA
+
+    found: set[Path] = set()
+    under = [Path(os.path.realpath(f)) for f in (*folders, BUILTIN_TASKS, DATA / "solutions")]
+    for task in tasks:
+        for text in ABSOLUTE_PATH.findall(json.dumps(task.setup, default=str)):
+            path = Path(os.path.realpath(text))
+            if path.is_file() and any(root == path or root in path.parents for root in under):
+                found.add(path)
+    return tuple(sorted(found))
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(/[^\s'\"<>|;&()`$]+)")
 
 
 def settle_policy(settle: SettleConfig) -> SettlePolicy:
@@ -76,7 +114,8 @@ def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str])
     return LocalEnvironment(s.width, s.height, window_manager=s.env.window_manager,
                             settle_policy=settle_policy(s.settle),
                             app_timeout_s=s.env.app_timeout_s, programs=programs, network=str(s.env.network),
-                            pool=s.env.pool)
+                            pool=s.env.pool, files=str(getattr(s.env, "files", "hidden")),
+                            hidden=(*s.task_roots, *s.hidden), handed=s.handed)
 
 
 @BACKENDS.register("docker")
@@ -91,7 +130,7 @@ def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]
                              window_manager=s.env.window_manager, settle_policy=settle_policy(s.settle),
                              app_timeout_s=s.env.app_timeout_s, programs=programs, vnc_public=s.env.vnc.public,
                              start_timeout_s=s.env.start_timeout_s, pool=s.env.pool,
-                             read_only=list(s.task_roots), network=str(s.env.network))
+                             read_only=list(s.handed), network=str(s.env.network))
 
 
 @BACKENDS.register("vm")

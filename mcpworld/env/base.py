@@ -46,6 +46,9 @@ class Environment(abc.ABC):
     # the network this desktop got (env.network asks): isolated, isolated_offline, isolated_unfenced or
     # host (docs/isolation.md); None where the backend does not decide it (a suite's own VM)
     network_effective: str | None = None
+    # the paths the suites' instructions name (/home/user/…, /workspace/…) exist on this desktop, as
+    # views of its home: the instruction is given as the suite wrote it (else with ~ in their place)
+    suite_paths: bool = True
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

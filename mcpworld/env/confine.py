@@ -10,10 +10,17 @@ harness's and in the host's network: X display numbers are claimed by binding an
 which is per namespace, so a server inside one would take a display number already in use and
 replace the other server's socket file in /tmp/.X11-unix. Clients inside reach it through that
 socket file (libxcb falls back to it when the abstract socket is not there).
+
+With ``env.files=hidden`` the account's processes also enter the desktop's mount namespace
+(``mountns.MountNamespace``): the same ``nsenter`` enters both, and starts the command in its working
+directory as the namespace shows it (``--wdns``: a directory opened on the host's side would be a way
+out of the namespace's view).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -21,6 +28,7 @@ from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.desktop_user import DesktopUser, PopenAccount
 
 if TYPE_CHECKING:
+    from mcpworld.env.mountns import MountNamespace
     from mcpworld.env.netns import NetNamespace
 
 
@@ -28,17 +36,23 @@ if TYPE_CHECKING:
 class Confinement:
     cgroup: DesktopCgroup | None = None
     netns: NetNamespace | None = None
+    mountns: MountNamespace | None = None
 
-    def command(self, argv: Sequence[str], user: DesktopUser | None) -> tuple[list[str], PopenAccount]:
+    def command(self, argv: Sequence[str], user: DesktopUser | None,
+                cwd: str | os.PathLike[str] | None = None) -> tuple[list[str], PopenAccount]:
         """``argv`` and the ``Popen`` account arguments that start it confined, as ``user`` (and in
-        the namespace only then: the harness's own processes keep the host's network)."""
+        the namespaces only then: the harness's own processes keep the host's network and files);
+        ``cwd``: where it starts (Popen's ``cwd`` too), which a mount namespace needs said again."""
         inner = [str(a) for a in argv]
-        if self.cgroup is None and self.netns is None:
+        if self.cgroup is None and self.netns is None and self.mountns is None:
             return inner, (user.popen_kwargs() if user else {})
         if user:
             inner = user.wrap(inner)
-        if self.netns and user:
-            inner = self.netns.wrap(inner)
+        if user and (self.netns or self.mountns):
+            enter = [f"--net={self.netns.path}"] if self.netns else []
+            if self.mountns:
+                enter += [self.mountns.enter(), f"--wdns={os.fspath(cwd) if cwd else '/'}"]
+            inner = [shutil.which("nsenter") or "nsenter", *enter, "--", *inner]
         if self.cgroup:
             inner = self.cgroup.wrap(inner)
         return inner, {}

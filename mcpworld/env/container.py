@@ -151,6 +151,14 @@ class Started:
         self.http.close()
 
 
+def volumes(workroot: Path, handed: Sequence[Path]) -> dict[str, dict[str, str]]:
+    """The container's bind mounts, at the same paths: the work folder (rw), and read-only the files
+    a task's setup runs from its folder (``DesktopSettings.handed``), each file alone: never a task
+    root, whose task files, handlers and solutions the agent must not read (docs/isolation.md)."""
+    return {str(workroot): {"bind": str(workroot), "mode": "rw"},
+            **{str(p): {"bind": str(p), "mode": "ro"} for p in handed if Path(p).is_file()}}
+
+
 class DockerEnvironment(Environment):
     """Every episode gets a container of its own, fresh from the image (the agent may use sudo
     inside, so nothing it changed outside the home may reach the next episode); ``pool`` containers
@@ -184,9 +192,7 @@ class DockerEnvironment(Environment):
         self._net_dir = self.workroot / ".net"  # the unix sockets between host and containers: root's only
         self._net_dir.mkdir(mode=0o700)
         self._relays: list[Relay] = []  # the episode's, host side
-        # at the same paths, read-only: the work folder (rw) and folders setup commands name files in
-        self._volumes = {str(self.workroot): {"bind": str(self.workroot), "mode": "rw"},
-                         **{str(p): {"bind": str(p), "mode": "ro"} for p in read_only if Path(p).is_dir()}}
+        self._volumes = volumes(self.workroot, read_only)
         self._spec = {"workroot": str(self.workroot), "width": width, "height": height,
                       "window_manager": window_manager, "app_timeout_s": app_timeout_s,
                       "settle": (settle_policy or SettlePolicy()).__dict__,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from mcpworld.env import cgroup, netns
+from mcpworld.env import cgroup, mountns, netns
 from mcpworld.env.display import MARKER, remove_stale_lock
 from mcpworld.env.processes import kill_marked
 
@@ -84,4 +84,5 @@ def reap(bases: list[Path] | None = None) -> list[Path]:
             reaped.append(workroot)
     cgroup.sweep()
     netns.sweep()
+    mountns.sweep()
     return reaped

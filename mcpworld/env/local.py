@@ -24,7 +24,7 @@ from mcpworld.apps.programs import Program, command_name, desktop_values, is_por
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.paths import APPS
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, leftovers, relay, screen
+from mcpworld.env import desktop_user, leftovers, mountns, relay, screen
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
@@ -120,7 +120,12 @@ class LocalEnvironment(Environment):
     def __init__(self, width: int, height: int, *, window_manager: str = "openbox",
                  settle_policy: screen.SettlePolicy | None = None, workroot: Path | None = None,
                  app_timeout_s: float = 20.0, programs: Sequence[Program] = (), network: str = "host",
-                 pool: int = 1):
+                 pool: int = 1, files: str = "open", hidden: Sequence[Path] = (), handed: Sequence[Path] = ()):
+        """``files``: ``hidden`` gives the desktop's processes a mount namespace in which the
+        benchmark's files (the built-in tasks and solutions, and ``hidden``: the run's task roots,
+        solutions, outputs) are not there, and the suites' paths (/home/user, /workspace …) are
+        views of its home (env/mountns.py); ``handed``: files a task's setup runs from its folder,
+        kept in view. ``open``: the host's files as the account's permissions allow."""
         if pool < 1:
             raise UserError(f"env.pool={pool}: must be 1 or more (1: each reset starts its desktop; "
                             "2: the next desktop is prepared while an episode runs)")
@@ -128,6 +133,13 @@ class LocalEnvironment(Environment):
             raise UserError(f"env.network={network}: must be one of {', '.join(NETWORKS)}")
         if network == "isolated":  # refused before any desktop starts when it cannot be fenced (pooled ones too)
             require_fence()
+        if files not in mountns.FILES:
+            raise UserError(f"env.files={files}: must be one of {', '.join(mountns.FILES)}")
+        if files == "hidden":  # the same: one line before any desktop starts
+            mountns.require()
+        self._files = files
+        self.suite_paths = files == "hidden"  # the suites' paths (/home/user, /workspace …) are its namespace's views
+        self._hidden, self._handed = tuple(hidden), tuple(handed)
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.settle_policy = settle_policy or screen.SettlePolicy()
@@ -142,6 +154,7 @@ class LocalEnvironment(Environment):
                 shutil.rmtree(self.workroot, ignore_errors=True)
             raise
         self.home = self.workroot / "home"
+        self.home.mkdir(mode=0o700, exist_ok=True)  # (a view of it may be made before the first restore)
         self.runtime_dir = self.workroot / "run"
         self.cache_dir = self.workroot / "cache"
         # env.pool ≥ 2: each episode's desktop (its account, cgroup, network and display) comes ready
@@ -159,16 +172,22 @@ class LocalEnvironment(Environment):
         # every process the desktop starts lands in its cgroup (killed whole at teardown) and, with
         # env.network=isolated, in a network namespace of its own (see docs/isolation.md)
         self._host_relays: list[relay.Relay] = []  # on the host's network: the app ports served on unix sockets
+        self.netns: NetNamespace | None = None
+        files_ns: mountns.MountNamespace | None = None
         try:
             self.netns = NetNamespace.create(unfenced_ok=network == "isolated_unfenced") \
                 if network != "host" and pool == 1 else None
+            files_ns = mountns.MountNamespace.create(self._file_view(None)) if files == "hidden" and pool == 1 else None
         except BaseException:
+            if self.netns:
+                self.netns.close()
             self._slot.release()
             if self._own_workroot:
                 shutil.rmtree(self.workroot, ignore_errors=True)
             raise
         self._note_network()
-        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns)
+        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns,
+                                       files_ns)
         if pool == 1:
             self._bind_ports()
         self._exposed: set[int] = set()
@@ -184,6 +203,17 @@ class LocalEnvironment(Environment):
         self._prepared: PreparedDesktop | None = None  # env.pool ≥ 2: this episode's desktop
         self._pool_wait_s = 0.0
         self._pool = DesktopPool(self._prepare_desktop, pool - 1) if pool > 1 else None
+
+    def _file_view(self, folder: Path | None) -> mountns.FileView:
+        """What this desktop's processes see (env.files=hidden); ``folder``: a pooled desktop's own."""
+        own = [self.workroot, *([folder] if folder else [])]
+        return mountns.desktop_view(self.home, own, self._hidden, self._handed)
+
+    @property
+    def files_effective(self) -> str:
+        """``hidden`` when this desktop's processes see only what it hands them (env/mountns.py)."""
+        return "hidden" if self.confinement.mountns or (self._pool is not None and self._files == "hidden") \
+            else "open"
 
     def _note_network(self) -> None:
         self.network_effective = self.netns.effective if self.netns else "host"
@@ -212,7 +242,8 @@ class LocalEnvironment(Environment):
     # --- env.pool ≥ 2 ------------------------------------------------------------------------------
     def _prepare_desktop(self, extra_env: dict[str, str] | None = None) -> PreparedDesktop:
         return PreparedDesktop.start(self.width, self.height, self.window_manager, self._network,
-                                     lambda runtime_dir: self._desktop_env(runtime_dir, extra_env or {}))
+                                     lambda runtime_dir: self._desktop_env(runtime_dir, extra_env or {}),
+                                     self._file_view if self._files == "hidden" else None)
 
     def _take_desktop(self) -> PreparedDesktop:
         assert self._pool is not None
@@ -415,6 +446,8 @@ class LocalEnvironment(Environment):
         self._unserve_ports()
         if self.netns:
             self.netns.close()
+        if self.confinement.mountns:
+            self.confinement.mountns.close()
         if self.confinement.cgroup:
             self.confinement.cgroup.remove()
         if self._own_workroot:

@@ -29,6 +29,7 @@ from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
 from mcpworld.env.desktop_user import DesktopUser, UserSlot
 from mcpworld.env.display import VirtualDisplay
+from mcpworld.env.mountns import FileView, MountNamespace
 from mcpworld.env.netns import NetNamespace
 
 logger = logging.getLogger(__name__)
@@ -57,8 +58,10 @@ class PreparedDesktop:
 
     @classmethod
     def start(cls, width: int, height: int, window_manager: str, network: str,
-              env_for: Callable[[Path], dict[str, str]]) -> PreparedDesktop:
-        """A new desktop; ``env_for(runtime_dir)``: the environment its processes start with."""
+              env_for: Callable[[Path], dict[str, str]],
+              view_for: Callable[[Path], FileView] | None = None) -> PreparedDesktop:
+        """A new desktop; ``env_for(runtime_dir)``: the environment its processes start with;
+        ``view_for(folder)``: the files they see (env.files=hidden), None: the host's."""
         folder = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX, dir=leftovers.work_bases()[0]))
         leftovers.claim(folder)
         folder.chmod(0o711)  # its account reaches its runtime folder inside, lists nothing
@@ -72,7 +75,10 @@ class PreparedDesktop:
             if slot.user:
                 slot.user.own(runtime)
             netns = NetNamespace.create(unfenced_ok=network == "isolated_unfenced") if network != "host" else None
-            confinement = Confinement(DesktopCgroup.create(folder.name), netns)
+            confinement = Confinement(None, netns)  # (its namespace goes with _discard if what follows fails)
+            files_ns = MountNamespace.create(view_for(folder)) if view_for else None
+            confinement = Confinement(None, netns, files_ns)
+            confinement = Confinement(DesktopCgroup.create(folder.name), netns, files_ns)
             display = VirtualDisplay(width, height, window_manager, desktop_id=str(folder), confinement=confinement)
             display.start(env_for(runtime), user=slot.user)
             leftovers.record_display(folder, display.number)
@@ -108,6 +114,8 @@ def _discard(folder: Path, slot: UserSlot, confinement: Confinement, display: Vi
         confinement.kill()
         if confinement.netns:
             confinement.netns.close()
+        if confinement.mountns:
+            confinement.mountns.close()
         if confinement.cgroup:
             confinement.cgroup.remove()
     finally:

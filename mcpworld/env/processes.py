@@ -58,7 +58,7 @@ class ProcessSet:
               **kw) -> subprocess.Popen:
         """Start ``argv`` in a session of its own (as ``user`` when given), inside the desktop's
         cgroup and network."""
-        command, account = self.confinement.command(argv, user)
+        command, account = self.confinement.command(argv, user, cwd)
         proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=stderr,
                                 stdin=subprocess.DEVNULL, start_new_session=True, **account, **kw)
         self.procs.append(proc)
@@ -119,7 +119,7 @@ def run_bounded(argv: Sequence[str], env: dict[str, str], cwd: Path, timeout: fl
     """Run to completion in its own process group (as ``user`` when given, inside the desktop's
     cgroup and network when given); on timeout kill the group. What it left running in the
     background dies with the desktop's cgroup at teardown."""
-    command, account = (confinement or Confinement()).command(argv, user)
+    command, account = (confinement or Confinement()).command(argv, user, cwd)
     proc = subprocess.Popen(command, env=env, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, start_new_session=True, **account)
     timed_out = False

@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import socketserver
+import shutil
 import subprocess
 import sys
 import threading
@@ -284,6 +285,28 @@ class UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
             super().handle_error(request, client_address)
 
 
+SUITE_HOMES = ("/home/user", "/home/agent")  # the suites' homes: the episode's (issue 37)
+SUITE_LINKS = {"/workspace": "/home/user/workspace", "/FreeCAD": "/home/user/FreeCAD"}
+
+
+def make_suite_paths(home: Path, root: Path = Path("/")) -> None:
+    """The paths the suites' instructions name, in this container: /home/user and /home/agent are the
+    episode's home (links in place of the image's account home), /workspace and /FreeCAD its folders."""
+    os.chdir(root)  # (the image's WORKDIR is /home/user)
+    for name in SUITE_HOMES:
+        path = root / name.lstrip("/")
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(home)
+    for name, target in SUITE_LINKS.items():
+        path = root / name.lstrip("/")
+        if not path.exists() and not path.is_symlink():
+            path.symlink_to(target)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     spec = json.loads(os.environ.pop(SPEC_VARIABLE))
@@ -292,6 +315,8 @@ def main() -> int:
         print(f"mcpworld.env.service: error: ${SPEC_VARIABLE} holds no token; the host gives the service one "
               "(mcpworld.env.container), and it answers only requests carrying it", file=sys.stderr)
         return 2
+    if os.geteuid() == 0:  # (root in its own container)
+        make_suite_paths(Path(spec["workroot"]) / "home")
     service = DesktopService(spec)
     handler = make_handler(service, token)
     server: socketserver.BaseServer

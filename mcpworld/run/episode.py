@@ -32,6 +32,7 @@ from mcpworld.probes.files import HomeChanges
 from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.run.metering import metered
 from mcpworld.run.provenance import episode_profile, write_request
+from mcpworld.tasks.instructions import shown
 from mcpworld.telemetry.cost import price_episode
 from mcpworld.telemetry.trace import Trace
 
@@ -94,7 +95,9 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
                            task_notes=list(task.notes))
     trace = Trace(episode_dir / "trace.jsonl")
     started = time.monotonic()
-    trace.emit("episode_start", task=task.id, attempt=attempt, instruction=task.instruction, **result.labels)
+    # as the suite wrote it where the desktop has the suite's paths (/home/user, /workspace …), else with its home
+    instruction = shown(task.instruction, env.suite_paths)
+    trace.emit("episode_start", task=task.id, attempt=attempt, instruction=instruction, **result.labels)
     sampled = None
     try:
         sampled = gpu.episode(episode_dir / "gpu.csv") if gpu else None  # the job's meter: this episode's share
@@ -265,7 +268,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
                 list(offered), (shown_w, shown_h), cfg.agent.system_prompt,
                 task.system_prompt.replace("{workspace}", workspace) if task.system_prompt else ""))
             try:
-                await loop.run(prompt, task.instruction, first)
+                await loop.run(prompt, shown(task.instruction, env.suite_paths), first)
             finally:
                 write_request(episode_dir, profile, prompt, offered, loop.first_request)
 

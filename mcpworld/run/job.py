@@ -359,7 +359,8 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
 
     try:
         apps = sorted({p.app for t in tasks for p in needed_programs(t)})
-        envs = make_environments(DesktopSettings.of(cfg), programs(), min(cfg.concurrency, len(todo)), apps)
+        settings = DesktopSettings.of(cfg).for_run(tasks, out)  # env.files=hidden: what the desktops see
+        envs = make_environments(settings, programs(), min(cfg.concurrency, len(todo)), apps)
         pool: EpisodePool = EpisodePool(envs, one, stop)
         began = time.monotonic()
         with SweepProgress(len(todo)) as progress:

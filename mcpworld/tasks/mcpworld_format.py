@@ -246,10 +246,10 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
     if not isinstance(params, dict):
         raise TaskFileError(f"{where}: 'task_parameters' must be an object")
     instruction = string.Template(str(template)).safe_substitute({k: str(v) for k, v in params.items()})
-    # the episode's home stands in for the authors' /workspace and /home/agent: tell the agent the path it can use
+    # as the authors wrote it: /workspace, /home/agent and /FreeCAD exist on the desktops, as views of the
+    # episode's home (env/mountns.py); a desktop without them shows ~/… in their place (tasks/instructions.py)
     folders = sorted({AUTHOR_HOME_FOLDERS[m.group(0)] for m in AUTHOR_HOME_TEXT.finditer(instruction)}
                      - {"", "workspace/"})  # the home is there, context data makes the workspace
-    instruction = AUTHOR_HOME_TEXT.sub(lambda m: "~/" + AUTHOR_HOME_FOLDERS[m.group(0)], instruction)
 
     setup_cfg = data.get("evaluation_setup") or {}
     handler, py_hooks, other_hooks = _scripts(setup_cfg, task_dir, where)

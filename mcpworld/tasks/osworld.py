@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.shell_words import programs
 from mcpworld.core.steps import REQUIRED, as_bool, unreplayable
-from mcpworld.core.task import HOME_USER, Task, read_json
+from mcpworld.core.task import Task, read_json
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings
 from mcpworld.tasks.windows_paths import map_paths, map_text
@@ -198,9 +198,9 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: b
                                                         if account else None)
     apps = data.get("related_apps") or []
     app = app_name(str(apps[0] if apps else data.get("snapshot") or "os"))
-    # the episode's home stands in for the VM's /home/user; tell the agent the path it can use
-    instruction = HOME_USER.sub("~", str(data["instruction"]))
-    return Task(id=str(data["id"]), app=app, instruction=instruction, dir=path.parent, source=path,
+    # as the suite wrote it: /home/user exists on the desktops (a view of the episode's home: env/mountns.py);
+    # a desktop without it shows the agent ~ in its place (tasks/instructions.py)
+    return Task(id=str(data["id"]), app=app, instruction=str(data["instruction"]), dir=path.parent, source=path,
                 setup=setup, evaluator=evaluator, format="osworld", skip_reason=skip,
                 tags=[str(data.get("snapshot", ""))] if data.get("snapshot") else [])
 

@@ -39,7 +39,7 @@ def _task(tmp_path: Path):
 
 def test_the_authors_freecad_folder_is_one_in_this_episodes_home(tmp_path):
     task = _task(tmp_path)
-    assert task.instruction == "Save the file to ~/FreeCAD/task07.FCStd"
+    assert task.instruction == "Save the file to /FreeCAD/task07.FCStd"  # as written: the desktop has /FreeCAD
     assert task.setup[0] == {"execute": {"command": "mkdir -p ~/FreeCAD/", "shell": True}}  # before the app
     home = tmp_path / "episode" / "home"
     env = SimpleNamespace(home=home, map_paths=lambda text: Environment.map_paths(env, text))
@@ -58,6 +58,7 @@ def test_a_task_naming_no_such_folder_gets_no_setup_step(tmp_path):
                                                     "evaluation_setup": {"scripts": [{"role": "handler",
                                                                                       "path": "handler.py"}]}}))
     task = load_mcpworld(folder / "config.json")
+    assert task.instruction == "Open /workspace/a.txt"
     assert task.setup == [] and task.handler_setup["python_path"] == []
 
 

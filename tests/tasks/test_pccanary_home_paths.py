@@ -42,7 +42,7 @@ def _task(tmp_path: Path):
 
 def test_the_handler_gets_its_parameters_in_this_episodes_home(tmp_path):
     task = _task(tmp_path)
-    assert task.instruction == "Edit ~/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp."
+    assert task.instruction == "Edit /workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp."  # as written
     home = tmp_path / "episode" / "home"
     env = SimpleNamespace(home=home, map_paths=lambda text: Environment.map_paths(env, text))
     params = handler_params(task, env)
@@ -77,3 +77,11 @@ def test_the_pccanary_solutions_load_under_their_task_ids():
     for task_id, (path, solution) in vscode.items():
         assert task_id == f"vscode/{path.stem}" and path.parent.name == "vscode"
         assert solution["gui"] and "{{" not in path.read_text()
+
+
+def test_the_instruction_names_the_suites_paths_unless_the_desktop_lacks_them():
+    from mcpworld.tasks.instructions import shown
+
+    text = "Open /workspace/.mcpworld/a.cpp, /home/agent/b, /FreeCAD/c and /home/user/d."
+    assert shown(text, True) == text
+    assert shown(text, False) == "Open ~/workspace/.mcpworld/a.cpp, ~/b, ~/FreeCAD/c and ~/d."

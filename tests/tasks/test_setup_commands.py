@@ -200,7 +200,7 @@ def test_a_waa_calc_task_runs_on_linux_with_its_paths_in_the_home():
                                           "dest": "/home/user/Downloads/Fill_Blank.xlsx"}}
     assert task.setup[1]["parameters"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
     assert task.evaluator["result"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
-    assert "~/Downloads/Fill_Blank.xlsx" in task.instruction
+    assert "/home/user/Downloads/Fill_Blank.xlsx" in task.instruction  # the desktop has /home/user
     # on Windows itself (env=vm) the paths stay as written, and a Linux desktop cannot run it as is
     on_windows = load_osworld(SHAPES / "waa" / "libreoffice_calc" / "fill-blanks-WOS.json", windows_home=False)
     assert on_windows.skip_reason and on_windows.skip_reason.startswith("needs Windows")
