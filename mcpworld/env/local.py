@@ -379,7 +379,7 @@ class LocalEnvironment(Environment):
         (self.log_dir / "desktop.json").write_text(json.dumps(
             {"display": self.display.name, "xauthority": self.display.env.get("XAUTHORITY"),
              "user": self.user.name if self.user else None, "ports": self.ports,
-             "network": self.network_effective,
+             "network": self.network_effective, "files": self.files_effective,
              "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None, **pooled}))
         self.input = XInput(self.display.name)
         self.windows = Windows(self.display.name)

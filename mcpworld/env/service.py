@@ -23,9 +23,9 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import socket
 import socketserver
-import shutil
 import subprocess
 import sys
 import threading

@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mcpworld.core.errors import EvalError, InfraError
 from mcpworld.core.result import MetricOutcome
@@ -43,8 +43,11 @@ class HandlerProcess:
     """``setup``: the task's ``handler_setup`` (see ``Task``); empty for our own tasks' handlers."""
 
     def __init__(self, path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0,
-                 setup: dict[str, Any] | None = None):
+                 setup: dict[str, Any] | None = None, paths: Callable[[str], str] | None = None):
+        """``paths``: an app event's text as the handler compares it (the suites' paths the agent used,
+        /workspace/… or /home/user/…, as the episode's home, which its parameters name)."""
         self.timeout_s = timeout_s
+        self._paths = paths
         self.setup = setup or {}
         self.problem: str | None = None  # why the handler could give no verdict
         self.ended = False  # a PC-Canary handler raised: the task ended there as a failure
@@ -66,6 +69,8 @@ class HandlerProcess:
     def send(self, message: dict[str, Any]) -> list[int]:
         """Hand the handler one live app event; the key steps it newly reported."""
         before = len(self.verdict.key_steps)
+        if self._paths:
+            message = json.loads(self._paths(json.dumps(message)))
         self._request({"op": "message", "message": message})
         return self.verdict.key_steps[before:]
 

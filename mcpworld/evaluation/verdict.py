@@ -65,7 +65,14 @@ def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "Ha
     if not task.handler.is_file():
         raise InfraError(f"handler {task.handler} does not exist")
     setup = handler_setup(task, env)
-    return HandlerProcess(task.handler, handler_params(task, env), env.home, setup=dict(setup, probed=True) if probed else setup)
+    from mcpworld.tasks.mcpworld_format import author_home_text
+
+    # the instruction names the authors' paths (/workspace/…, /FreeCAD/…), which the desktop has as views of
+    # its home: an app event that names one (a saved file's path) reaches the handler as its home's path, as
+    # the handler's parameters name it (handler_params)
+    return HandlerProcess(task.handler, handler_params(task, env), env.home,
+                          setup=dict(setup, probed=True) if probed else setup,
+                          paths=(lambda text: env.map_paths(author_home_text(text))) if task.format == "mcpworld" else None)
 
 
 def judge(task: "Task", env: "Environment", final_action: str | None,

@@ -4,7 +4,6 @@ suites' paths are the episode's home."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 from mcpworld.core.task import Task

@@ -8,6 +8,7 @@ the desktop's X display, its venv and its network still work."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -93,6 +94,7 @@ def test_a_hidden_desktop_reads_none_of_the_answers_and_has_the_suites_paths(sui
         venv = shutil.which("python", path=os.path.dirname(os.sys.executable)) or os.sys.executable
         assert env.shell(f"{venv} -c 'import mcpworld.core.paths as p; print(p.PACKAGE.is_dir())'").stdout.strip() == "True"
         assert env.files_effective == "hidden" and env.suite_paths
+        assert json.loads((tmp_path / "episode/logs/desktop.json").read_text())["files"] == "hidden"
     # the same probe without the namespace reads them: it is not blind
     with LocalEnvironment(800, 600, files="open") as open_env:
         open_env.reset(_task(base), tmp_path / "open")

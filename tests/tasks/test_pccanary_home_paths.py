@@ -85,3 +85,28 @@ def test_the_instruction_names_the_suites_paths_unless_the_desktop_lacks_them():
     text = "Open /workspace/.mcpworld/a.cpp, /home/agent/b, /FreeCAD/c and /home/user/d."
     assert shown(text, True) == text
     assert shown(text, False) == "Open ~/workspace/.mcpworld/a.cpp, ~/b, ~/FreeCAD/c and ~/d."
+
+
+def test_an_app_event_naming_the_instructions_path_reaches_the_handler_as_the_homes(tmp_path):
+    """The agent follows the instruction: it saves /FreeCAD/x.FCStd (the desktop's view of ~/FreeCAD);
+    the hook reports that path; the handler compares it with its parameter, the home's path."""
+    from mcpworld.evaluation.verdict import start_handler
+
+    folder = tmp_path / "tests" / "tasks" / "freecad" / "t1"
+    folder.mkdir(parents=True)
+    (folder / "handler.py").write_text(
+        "def message_handler(message, logger, p):\n"
+        "    if message.get('payload', {}).get('saved') == p['source_path'] + p['filename']:\n"
+        "        return {'status': 'success', 'reason': 'saved where asked'}\n")
+    (folder / "config.json").write_text(json.dumps({
+        "instruction_template": "Save to ${source_path}${filename}",
+        "task_parameters": {"source_path": "/FreeCAD/", "filename": "x.FCStd"},
+        "evaluation_setup": {"scripts": [{"role": "handler", "path": "handler.py"}]}}))
+    task = load_mcpworld(folder / "config.json")
+    assert task.instruction == "Save to /FreeCAD/x.FCStd"
+    home = tmp_path / "home"
+    env = SimpleNamespace(home=home, map_paths=lambda text: Environment.map_paths(env, text))
+    proc = start_handler(task, env)  # type: ignore[arg-type]
+    assert proc is not None
+    proc.send({"type": "send", "payload": {"saved": "/FreeCAD/x.FCStd"}})
+    assert proc.complete().score == 1.0
