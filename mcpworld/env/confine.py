@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from mcpworld.env.cgroup import DesktopCgroup
@@ -56,6 +56,11 @@ class Confinement:
         if self.cgroup:
             inner = self.cgroup.wrap(inner)
         return inner, {}
+
+    def files_open(self) -> Confinement:
+        """The same cgroup and network, the host's files: for a task's own preprocess code, which runs
+        from its task folder before the agent starts (Toolathlon's ``python -m tasks.….preprocess.main``)."""
+        return replace(self, mountns=None)
 
     def wrap(self, argv: Sequence[str], user: DesktopUser | None) -> list[str]:
         """``argv`` confined and as ``user``, for launchers that take a bare command (MCP's stdio)."""

@@ -387,7 +387,7 @@ class DockerEnvironment(Environment):
                    timeout_s=timeout_s)
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None) -> None:
+                env: dict[str, str] | None = None, task_code: bool = False) -> None:
         extra = {"env": env} if env else {}  # (over the service's socket, closed to the desktop account)
         self._call("execute", http_timeout=timeout_s + 60, command=command, shell=shell, timeout_s=timeout_s, **extra)
 

@@ -45,7 +45,7 @@ class HomeEnvironment(Environment):
 
     # --- step host: only steps that need no desktop -------------------------------------------
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None) -> None:
+                env: dict[str, str] | None = None, task_code: bool = False) -> None:
         import shlex
 
         if env:  # (only an episode's preprocess has variables of its own; grading a folder runs none)

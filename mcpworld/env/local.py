@@ -571,9 +571,11 @@ class LocalEnvironment(Environment):
         self.launch(exited["argv"], window=exited["window"])
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None) -> None:
-        """``env``: variables for this command only (a task's preprocess), never the desktop's."""
-        result = self._run(self._argv(command, shell), timeout_s, 4000, env)
+                env: dict[str, str] | None = None, task_code: bool = False) -> None:
+        """``env``: variables for this command only (a task's preprocess), never the desktop's.
+        ``task_code``: the task's own preprocess, run (before the agent's first step) with the host's
+        files in view, as its code imports from its task folder (env.files=hidden hides that folder)."""
+        result = self._run(self._argv(command, shell), timeout_s, 4000, env, task_code)
         if result.returncode != 0:
             raise InfraError(f"setup command {command!r} exited {result.returncode}: {result.stderr.strip()[-300:]}")
 
@@ -701,12 +703,13 @@ class LocalEnvironment(Environment):
         return env
 
     def _run(self, argv: list[str], timeout: float, max_output: int,
-             extra: dict[str, str] | None = None) -> ShellResult:
+             extra: dict[str, str] | None = None, task_code: bool = False) -> ShellResult:
         if self._pool is not None and self._prepared is None:  # its account may be another desktop's by now
             raise InfraError("the desktop is not running (reset() first)")
         env = self.display.env if self.display else self._base_env()
         env = {**env, **extra} if extra else env
-        return run_bounded(argv, env, self.home, timeout, max_output, user=self.user, confinement=self.confinement)
+        confinement = self.confinement.files_open() if task_code else self.confinement
+        return run_bounded(argv, env, self.home, timeout, max_output, user=self.user, confinement=confinement)
 
     def read_file(self, path: str) -> bytes:
         return self.resolve(path).read_bytes()

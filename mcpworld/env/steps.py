@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 class StepHost(Protocol):
     def launch(self, command: list[str] | str, shell: bool, window: str | None, timeout_s: float) -> None: ...
     def execute(self, command: list[str] | str, shell: bool, timeout_s: float,
-                env: dict[str, str] | None = None) -> None: ...
+                env: dict[str, str] | None = None, task_code: bool = False) -> None: ...
     def open_path(self, path: str, app: str | None, window: str | None, timeout_s: float) -> None: ...
     def activate_window(self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> None: ...
     def close_window(self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> None: ...
@@ -57,7 +57,12 @@ def _execute(host: StepHost, p: dict) -> None:
     until = p.get("until") or {}
     env = {str(k): str(v) for k, v in (p.get("env") or {}).items()}  # this command's own variables
     if not outputs and not until:
-        host.execute(command, shell, timeout, env=env) if env else host.execute(command, shell, timeout)
+        if as_bool(p.get("preprocess", False)):  # the task's own preprocess: its folder in view
+            host.execute(command, shell, timeout, env=env or None, task_code=True)
+        elif env:
+            host.execute(command, shell, timeout, env=env)
+        else:
+            host.execute(command, shell, timeout)
         return
     if env:
         raise TaskFileError("an execute step's env cannot go with stdout/stderr/until")

@@ -167,7 +167,7 @@ class VmEnvironment(Environment):
             time.sleep(0.5)
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None) -> None:
+                env: dict[str, str] | None = None, task_code: bool = False) -> None:
         if env:  # the VM's server takes no variables, and a command line would show them
             raise InfraError("env=vm cannot give a setup command variables of its own (a Klavis task's "
                              "preprocess): run such tasks on env=local or env=docker")
