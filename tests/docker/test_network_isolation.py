@@ -136,7 +136,8 @@ def test_an_isolated_episode_reaches_the_outside_but_nothing_of_the_host_or_anot
         for env in (a, b):  # the host watches each desktop through its published noVNC port
             assert "noVNC" in httpx.get(env.viewer_url.split("?")[0], timeout=10).text
         own = probe(b, [("own sink", "127.0.0.1", sink.port)])
-        assert own["own sink"].startswith("open:HTTP/1.1 200"), own  # B's probe reaches B's sink
+        # B's probe reaches B's sink: the sink itself answers (its guard refuses the probe's Host: x)
+        assert own["own sink"].startswith("open:HTTP/1.1 403") and "this server" in own["own sink"], own
 
         targets = [("host loopback secret", "127.0.0.1", servers["loopback"]),
                    ("host sink on loopback", "127.0.0.1", sink.port),
