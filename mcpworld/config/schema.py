@@ -268,8 +268,12 @@ class VncConfig:
 class VmConfig:
     """env=vm: the suite's own machine, reached through its server (no desktop of ours)."""
     url: Optional[str] = None  # e.g. http://192.168.122.10:5000 (OSWorld) or :5000 (WAA)
+    # a pool of VMs, one per concurrent episode (concurrency ≤ their number); instead of url
+    urls: Optional[List[str]] = None
     kind: VmKind = VmKind.osworld
-    reset_command: Optional[str] = None  # run on this host before each episode (revert a snapshot …)
+    # run on this host before each episode (revert a snapshot …); {url} in it: the VM being reset
+    reset_command: Optional[str] = None
+    reset_commands: Optional[List[str]] = None  # with urls: one reset command per VM, in their order
     ready_timeout_s: float = 300.0  # how long the server may take to answer after a reset
     request_timeout_s: float = 120.0  # one request (the servers run a command for up to 120 s)
 

@@ -35,6 +35,7 @@ class DesktopSettings:
     hidden: tuple[Path, ...] = field(default=())
     # files in those folders a task's setup runs on the desktop (a PC-Canary pre_process script)
     handed: tuple[Path, ...] = field(default=())
+    slot: int = 0  # which of the run's desktops this is (env=vm: the slot-th VM of env.vm.urls)
 
     @classmethod
     def of(cls, cfg: Any) -> DesktopSettings:
@@ -137,14 +138,19 @@ def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]
 def _vm(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
     from dataclasses import replace
 
-    from mcpworld.env.vm import VmEnvironment
+    from mcpworld.core.errors import UserError
+    from mcpworld.env.vm import VmEnvironment, vm_slots
 
     vm = s.env.vm
+    slots = vm_slots(vm)  # one VM per desktop of the run
+    if s.slot >= len(slots):
+        raise UserError(f"desktop {s.slot + 1} of the run has no VM: env=vm has {len(slots)} VM(s); set concurrency="
+                        f"{len(slots)} or name more VMs in env.vm.urls=[URL,…]")
     policy = settle_policy(s.settle)  # each frame is an HTTP round trip: poll it less often
     policy = replace(policy, interval_s=max(policy.interval_s, 0.2), stable_frames=min(policy.stable_frames, 2))
-    return VmEnvironment(s.width, s.height, url=vm.url or "", kind=str(vm.kind), reset_command=vm.reset_command,
-                         ready_timeout_s=vm.ready_timeout_s, request_timeout_s=vm.request_timeout_s,
-                         settle_policy=policy)
+    return VmEnvironment(s.width, s.height, url=slots[s.slot].url, kind=str(vm.kind),
+                         reset_command=slots[s.slot].reset_command, ready_timeout_s=vm.ready_timeout_s,
+                         request_timeout_s=vm.request_timeout_s, settle_policy=policy)
 
 
 def make_environment(settings: DesktopSettings, programs: Sequence[Program] = (),
@@ -156,11 +162,14 @@ def make_environment(settings: DesktopSettings, programs: Sequence[Program] = ()
 
 def make_environments(settings: DesktopSettings, programs: Sequence[Program], n: int,
                       apps: Sequence[str] = ()) -> list[Environment]:
-    """``n`` desktops, started side by side (containers take a moment each); all or none."""
+    """``n`` desktops, started side by side (containers take a moment each); all or none. Each gets
+    its slot (0 … n-1): env=vm gives each its own VM."""
+    from dataclasses import replace
+
     if n <= 1:
-        return [make_environment(settings, programs, apps) for _ in range(n)]
+        return [make_environment(replace(settings, slot=i), programs, apps) for i in range(n)]
     with ThreadPoolExecutor(n) as workers:
-        futures = [workers.submit(make_environment, settings, programs, apps) for _ in range(n)]
+        futures = [workers.submit(make_environment, replace(settings, slot=i), programs, apps) for i in range(n)]
     made = [f.result() for f in futures if f.exception() is None]
     failed = next((f.exception() for f in futures if f.exception() is not None), None)
     if failed is not None:

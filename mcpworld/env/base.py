@@ -25,6 +25,13 @@ class ShellResult:
     truncated: bool = False
 
 
+@dataclass(frozen=True)
+class PathStat:
+    """What is at a path in the environment: ``kind`` is ``file``, ``dir`` or ``other`` (a link to
+    nothing, a socket …), with its modification time."""
+
+    kind: str
+    mtime_ns: int
 
 
 class Environment(abc.ABC):
@@ -142,6 +149,21 @@ class Environment(abc.ABC):
             return self.home
         p = Path(path)
         return p if p.is_absolute() else self.home / p
+
+    def stat(self, path: str) -> PathStat | None:
+        """What is at a task path (following links), None when nothing is. Getters ask this, never
+        ``resolve(…).exists()``: on a suite's own VM the path is not on this host."""
+        import stat
+
+        target = self.resolve(path)
+        try:
+            found = target.stat()
+        except OSError:
+            if not target.is_symlink():
+                return None
+            found = target.lstat()
+        kind = "dir" if stat.S_ISDIR(found.st_mode) else "file" if stat.S_ISREG(found.st_mode) else "other"
+        return PathStat(kind, found.st_mtime_ns)
 
     def map_paths(self, command: str) -> str:
         """Rewrite OSWorld's ``/home/user`` inside a command line to the episode's home, so task

@@ -8,6 +8,12 @@ through the HTTP server its authors run in it, as their harnesses drive it.
   files, the accessibility tree, setup steps (launch, open, activate/close window, upload) go through
   the server's own endpoints. Paths mean what they mean on the VM (``~`` and ``/home/user`` are its home).
 - A task's context files and files named by URL are uploaded (``/setup/upload``) from this host.
+- A pool: ``env.vm.urls`` names one VM per concurrent episode, each reset by its own command
+  (``env.vm.reset_commands``, or ``{url}`` in ``env.vm.reset_command``): ``vm_slots``; more concurrent
+  episodes than VMs is refused before any (``check_vm_pool``).
+- What OSWorld's getters ask the VM's server, the getters ask it too: ``terminal_output``
+  (``/terminal``), ``window_size``, ``wallpaper``; what is at a path (``stat``) and the clipboard are
+  read on the VM, never on this host.
 
 What differs from ``env=local``: the VM's screen is the screen (a configured resolution that differs
 is a clear error, not a silent rescale); the desktop's app ports (Chromium's DevTools …) are the VM's,
@@ -18,6 +24,7 @@ the VM server's account.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import posixpath
 import shlex
@@ -25,6 +32,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +40,7 @@ from PIL import Image
 
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.task import Task
-from mcpworld.env.base import Action, Environment, ShellResult
+from mcpworld.env.base import Action, Environment, PathStat, ShellResult
 from mcpworld.env.context import Goldens
 from mcpworld.env.screen import SettlePolicy, settle
 from mcpworld.env.steps import run_steps
@@ -41,8 +49,110 @@ from mcpworld.env.vm_server import VmServer
 
 logger = logging.getLogger(__name__)
 
+TERMINAL_SETTLE_S, TERMINAL_SETTLE_MAX_S = 0.5, 5.0  # /terminal is read again until it holds still this long
+# what is at a path (argv[1]) on the VM: "file|dir|other|none MTIME_NS"
+STAT_CODE = ("import os, stat, sys\n"
+             "try:\n    s = os.stat(sys.argv[1])\nexcept OSError:\n"
+             "    s = os.lstat(sys.argv[1]) if os.path.lexists(sys.argv[1]) else None\n"
+             "kind = 'none' if s is None else 'dir' if stat.S_ISDIR(s.st_mode) else "
+             "'file' if stat.S_ISREG(s.st_mode) else 'other'\n"
+             "print(kind, s.st_mtime_ns if s else 0)")
+CLIPBOARD_MARK = "\x1e--mcpworld-clipboard--\x1e"
+# the selection's text as UTF8_STRING, else STRING, asked of its owner (what xsel does)
+CLIPBOARD_X11 = f"""import json, sys, time
+from Xlib import X, display
+d = display.Display()
+sel = d.intern_atom(WHICH)
+if d.get_selection_owner(sel) == X.NONE:
+    sys.exit(0)
+w = d.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+prop = d.intern_atom('MCPWORLD_SELECTION')
+for target, encoding in (('UTF8_STRING', 'utf-8'), ('STRING', 'latin-1')):
+    w.convert_selection(sel, d.intern_atom(target), prop, X.CurrentTime)
+    d.flush()
+    deadline = time.time() + 5
+    event = None
+    while time.time() < deadline:
+        if d.pending_events():
+            e = d.next_event()
+            if e.type == X.SelectionNotify:
+                event = e
+                break
+        else:
+            time.sleep(0.01)
+    if event is None:
+        sys.exit('the owner of the selection did not answer within 5 s')
+    if event.property == X.NONE:
+        continue
+    reply = w.get_full_property(prop, X.AnyPropertyType)
+    if reply is None or reply.property_type == d.intern_atom('INCR'):
+        sys.exit(0)
+    value = reply.value
+    value = value.decode(encoding, 'replace') if isinstance(value, bytes) else str(value)
+    sys.stdout.write({CLIPBOARD_MARK!r} + json.dumps(value))
+    break
+"""
+# (JSON: ASCII on the way back, whatever the VM's locale; Windows' console encoding is not UTF-8)
+CLIPBOARD_WAA = f"import json, sys, pyperclip; sys.stdout.write({CLIPBOARD_MARK!r} + json.dumps(pyperclip.paste() or ''))"
+
 NO_RESET_NOTE = ("env=vm without env.vm.reset_command: the task's setup ran on the VM as it was left by the "
                  "episode before (no snapshot was restored)")
+
+
+@dataclass(frozen=True)
+class VmSlot:
+    """One VM of the pool: its server and the command that resets it (None: none)."""
+
+    url: str
+    reset_command: str | None
+
+
+def vm_slots(vm: Any) -> list[VmSlot]:
+    """The VMs the ``env.vm`` section names, in order, each with its own reset command (``{url}`` in a
+    command replaced by that VM's URL); UserError naming the key and the fix for a section that does
+    not add up."""
+    urls = [str(u) for u in vm.urls] if vm.urls is not None else None
+    if vm.url and urls is not None:
+        raise UserError("env.vm.url and env.vm.urls both name VMs: give one VM as env.vm.url=URL, or a pool "
+                        "as env.vm.urls=[URL,…] (one VM per concurrent episode)")
+    listed = urls if urls is not None else ([str(vm.url)] if vm.url else [])
+    if not listed:
+        raise UserError("env=vm needs the VM server's address: env.vm.url=http://HOST:5000, or a pool "
+                        "env.vm.urls=[http://HOST1:5000,http://HOST2:5000] (OSWorld's and WAA's servers "
+                        "listen on port 5000 inside the VM)")
+    for url in listed:
+        if not url.startswith(("http://", "https://")):
+            raise UserError(f"env.vm: {url!r} is not a VM server's URL: write it as http://HOST:PORT")
+    seen = {url.rstrip("/") for url in listed}
+    if len(seen) < len(listed):
+        raise UserError(f"env.vm.urls names a VM twice ({', '.join(listed)}): each concurrent episode needs a "
+                        "VM of its own (one episode's reset would restart the VM under the other)")
+    command, commands = vm.reset_command, vm.reset_commands
+    if command and commands is not None:
+        raise UserError("env.vm.reset_command and env.vm.reset_commands are both set: give one command "
+                        "({url} in it names the VM being reset) or one command per VM in env.vm.reset_commands")
+    if commands is not None:
+        if len(commands) != len(listed):
+            raise UserError(f"env.vm.reset_commands has {len(commands)} command(s) for {len(listed)} VM(s): give "
+                            "one per URL of env.vm.urls, in the same order")
+        per_vm = [str(c) if c else None for c in commands]
+    else:
+        if command and len(listed) > 1 and "{url}" not in command:
+            raise UserError(f"env.vm.reset_command has no {{url}}: with {len(listed)} VMs, each episode's reset "
+                            "would reset every VM, another episode's too. Put {url} where the command names "
+                            "the VM to reset, or give env.vm.reset_commands=[…] (one per URL)")
+        per_vm = [str(command) if command else None for _ in listed]
+    return [VmSlot(url, c.replace("{url}", shlex.quote(url)) if c else None) for url, c in zip(listed, per_vm)]
+
+
+def check_vm_pool(vm: Any, concurrency: int) -> list[VmSlot]:
+    """The pool, refused when more episodes would run at once than it has VMs (one VM runs one
+    episode: another's reset would restart it under the first)."""
+    slots = vm_slots(vm)
+    if concurrency > len(slots):
+        raise UserError(f"concurrency={concurrency} but env=vm has {len(slots)} VM(s): one VM runs one episode at "
+                        f"a time. Set concurrency={len(slots)} or name more VMs in env.vm.urls=[URL,…]")
+    return slots
 
 
 class _RemoteScreen:
@@ -163,7 +273,10 @@ class VmEnvironment(Environment):
             if listed.returncode == 0 and name.lower() in listed.output.lower():
                 return
             if time.monotonic() > deadline:
-                raise MissingWindow(f"no window titled {name!r} appeared on the VM within {timeout_s:.0f}s")
+                titles = [line.split(None, 3)[-1] for line in listed.output.splitlines() if len(line.split(None, 3)) == 4]
+                seen = f"open: {', '.join(map(repr, titles))}" if listed.returncode == 0 and titles else \
+                    "none open" if listed.returncode == 0 else f"wmctrl: {listed.error.strip()[-200:]}"
+                raise MissingWindow(f"no window titled {name!r} appeared on the VM within {timeout_s:.0f}s ({seen})")
             time.sleep(0.5)
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
@@ -207,7 +320,7 @@ class VmEnvironment(Environment):
         return frame
 
     def act(self, action: Action) -> None:
-        result = self.server.python(PREFIX + pyautogui_code(action))
+        result = self.server.python(PREFIX + pyautogui_code(action, self.server.dialect.kind))
         if result.returncode != 0:
             raise InfraError(f"the VM could not perform {action['kind']}: {result.error.strip()[-300:]}")
 
@@ -236,3 +349,46 @@ class VmEnvironment(Environment):
 
     def accessibility_tree(self, timeout_s: float = 60.0) -> str:
         return self.server.accessibility()
+
+    def stat(self, path: str) -> PathStat | None:
+        """What is at a task path on the VM, asked of the VM's Python (one /execute)."""
+        result = self.server.execute([self.server.dialect.python, "-c", STAT_CODE, self.vm_path(path)])
+        lines = result.output.strip().splitlines()
+        if result.returncode != 0 or not lines:
+            raise InfraError(f"the VM could not tell what is at {path}: {result.error.strip()[-300:]}")
+        kind, _, mtime = lines[-1].partition(" ")  # the last line: python-xlib may warn before it
+        return None if kind == "none" else PathStat(kind, int(mtime))
+
+    # --- what only the VM's server can tell (OSWorld's getters ask it) -----------------------------
+    def terminal_output(self) -> str | None:
+        """The text of the VM's focused terminal (``GET /terminal``), read until it holds still: a
+        command a postconfig step has just entered may still be drawing its output."""
+        text = self.server.terminal()
+        deadline = time.monotonic() + TERMINAL_SETTLE_MAX_S
+        while text is not None and time.monotonic() < deadline:
+            time.sleep(TERMINAL_SETTLE_S)
+            again = self.server.terminal()
+            if again == text:
+                break
+            text = again
+        return text
+
+    def window_size(self, app_class_name: str) -> dict[str, int] | None:
+        return self.server.window_size(app_class_name)
+
+    def wallpaper(self) -> bytes | None:
+        return self.server.wallpaper()
+
+    def clipboard(self, selection: str = "CLIPBOARD") -> str | None:
+        """The text of an X selection on OSWorld's VM (python-xlib, as ``xsel`` reads it), or of the
+        Windows clipboard on WAA's (pyperclip); None when it holds no text."""
+        waa = self.server.dialect.kind == "waa"
+        code = CLIPBOARD_WAA if waa else f"WHICH = {selection!r}\n" + CLIPBOARD_X11
+        result = self.server.python(code)
+        if result.returncode != 0:
+            raise InfraError(f"the VM could not read its clipboard: {result.error.strip()[-300:]}")
+        marker = result.output.rfind(CLIPBOARD_MARK)  # python-xlib may warn on stdout before it
+        if marker < 0:
+            return None
+        value = json.loads(result.output[marker + len(CLIPBOARD_MARK):])
+        return str(value) or None

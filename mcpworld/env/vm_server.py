@@ -89,8 +89,29 @@ class VmServer:
         return str(reply.json()["AT"])
 
     def terminal(self) -> str | None:
-        reply = self._request("GET", "/terminal")
-        return str(reply.json().get("output")) if reply.status_code == 200 else None
+        """What the VM's focused terminal shows (OSWorld: the accessibility text of the focused GNOME
+        Terminal tab of the active window), None when no terminal is active. A server that cannot read
+        it (WAA's Windows: "not implemented"; AT-SPI failed) is the environment's failure."""
+        reply = self._ok(self._request("GET", "/terminal"), "/terminal")
+        output = reply.json().get("output")
+        return None if output is None else str(output)
+
+    def window_size(self, app_class_name: str) -> dict[str, int] | None:
+        """``{"width", "height"}`` of the first window whose WM class (instance or class) is
+        ``app_class_name``; None when there is none (the server then fails its reply: 500)."""
+        reply = self._request("POST", "/window_size", data={"app_class_name": app_class_name})
+        if reply.status_code == 500:
+            return None
+        size = self._ok(reply, "/window_size").json()
+        return {"width": int(size["width"]), "height": int(size["height"])}
+
+    def wallpaper(self) -> bytes | None:
+        """The desktop's wallpaper image file (OSWorld: GNOME's picture-uri), None when none is set or
+        its file is gone (404, or 500 when the file cannot be sent)."""
+        reply = self._request("POST", "/wallpaper")
+        if reply.status_code in (404, 500):
+            return None
+        return self._ok(reply, "/wallpaper").content
 
     def screen_size(self) -> tuple[int, int]:
         size = self._ok(self._request("POST", "/screen_size"), "/screen_size").json()

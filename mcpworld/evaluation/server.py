@@ -1,8 +1,9 @@
 """``python -m mcpworld.evaluation.server``: the /evaluate HTTP service, for harnesses other than mcpworld's.
 
 ``--home DIR`` grades a directory standing in for the episode's home (file and shell getters).
-``--live`` starts a desktop (``--env local`` or ``docker``) and grades it as it is at each request,
-with every getter (see ``mcpworld.evaluation.live``); ``POST /reset`` sets it up for a task first.
+``--live`` starts a desktop (``--env local`` or ``docker``), or drives a suite's own VM (``--env vm
+--vm-url URL``, its size the VM's), and grades it as it is at each request, with every getter (see
+``mcpworld.evaluation.live``); ``POST /reset`` sets it up for a task first.
 
 ``POST /evaluate`` with a task (an OSWorld/WAA JSON, a native task mapping, or ``{"task_file": PATH}``;
 optionally ``"final_action": "FAIL"``) answers ``{score, success, status, actual, expected, metrics}``,
@@ -151,20 +152,23 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def serve_live(args: argparse.Namespace) -> int:
     from mcpworld.apps.catalog import programs
-    from mcpworld.config.schema import EnvBackend, EnvConfig, SettleConfig
+    from mcpworld.config.schema import EnvBackend, SettleConfig
     from mcpworld.env import DesktopSettings, make_environment
     from mcpworld.evaluation.live import LiveDesktop, apps_started_by, write_endpoint
     from mcpworld.tasks.load import load_task_file
 
+    env_config = _env_config(args)
     token = listen_token(args.host, TOKEN_VARIABLE, args.port)  # before a desktop is started for nothing
+    width, height = _screen(args)
     folder = (args.dir or Path(tempfile.mkdtemp(prefix="mcpworld-live-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     task = load_task_file(args.task) if args.task else _blank_task(folder)
     apps = list(args.apps or apps_started_by(task, programs()))
-    settings = DesktopSettings(env=EnvConfig(backend=EnvBackend(args.env)), width=args.width, height=args.height,
+    settings = DesktopSettings(env=env_config, width=width, height=height,
                                settle=SettleConfig(), task_roots=(task.dir.resolve(),) if args.task else ())
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the desktop too, not only the server
-    print(f"starting an env={args.env} desktop ({args.width}x{args.height}) …", flush=True)
+    what = f"the {args.vm_kind} VM at {args.vm_url}" if args.env == EnvBackend.vm else f"an env={args.env} desktop"
+    print(f"starting {what} ({width}x{height}) …", flush=True)
     env = make_environment(settings, programs(), apps)
     try:
         desktop = LiveDesktop(env, folder, args.threshold, display_here=args.env == "local")
@@ -172,7 +176,7 @@ def serve_live(args: argparse.Namespace) -> int:
         server = _listen(lambda: make_live_server(desktop, token, args.host, args.port), args)
         url = f"http://{args.host}:{server.server_address[1]}"
         endpoint = write_endpoint(folder, url, token, {k: about.get(k) for k in ("display", "xauthority", "viewer_url")})
-        where = f"DISPLAY={about['display']}" if about["display"] else ""
+        where = f"DISPLAY={about['display']}" if about["display"] else f"VM at {args.vm_url}" if args.vm_url else ""
         watch = f", watch at {about['viewer_url']}" if about["viewer_url"] else ""
         print(f"desktop ready ({where or 'no display'}{watch}), task {about['task']}", flush=True)
         print(f"serving POST {url}/evaluate, POST {url}/reset, GET {url}/health; token and URL in {endpoint.parent}"
@@ -181,6 +185,42 @@ def serve_live(args: argparse.Namespace) -> int:
     finally:
         env.close()
     return 0
+
+
+def _env_config(args: argparse.Namespace) -> Any:
+    """The env section of ``--env`` (and, for a VM, ``--vm-*``); UserError naming the flag to fix."""
+    from mcpworld.config.schema import EnvBackend, EnvConfig, VmConfig, VmKind
+
+    vm_flags = {"--vm-url": args.vm_url, "--vm-reset-command": args.vm_reset_command}
+    if args.env != "vm":
+        given = [flag for flag, value in vm_flags.items() if value]
+        if given:
+            raise UserError(f"{', '.join(given)} only go with --env vm (the suite's own VM)")
+        return EnvConfig(backend=EnvBackend(args.env))
+    if not args.vm_url:
+        raise UserError("--env vm needs the VM server's address: --vm-url http://HOST:5000")
+    from mcpworld.env.vm import vm_slots
+
+    vm = VmConfig(url=args.vm_url, kind=VmKind(args.vm_kind), reset_command=args.vm_reset_command or None)
+    vm_slots(vm)  # a URL it can reach
+    return EnvConfig(backend=EnvBackend.vm, vm=vm)
+
+
+def _screen(args: argparse.Namespace) -> tuple[int, int]:
+    """``--width``/``--height``; on a VM, what its server says its screen is unless they are given."""
+    if args.env == "vm" and (args.width is None or args.height is None):
+        from mcpworld.env.vm_server import VmServer
+
+        server = VmServer(args.vm_url, args.vm_kind, timeout_s=30.0)
+        try:
+            if not server.answers():
+                raise UserError(f"--vm-url {args.vm_url}: the VM server does not answer; start the VM (or give "
+                                "--width and --height, and a --vm-reset-command that starts it)")
+            width, height = server.screen_size()
+        finally:
+            server.close()
+        return args.width or width, args.height or height
+    return args.width or 1280, args.height or 800
 
 
 def _listen(make: Callable[[], ThreadingHTTPServer], args: argparse.Namespace) -> ThreadingHTTPServer:
@@ -217,11 +257,17 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--home", type=Path, help="grade this directory (standing in for the episode's home)")
     mode.add_argument("--live", action="store_true", help="start a desktop and grade it live (every getter)")
-    parser.add_argument("--env", default="local", choices=["local", "docker"], help="--live: where the desktop runs")
+    parser.add_argument("--env", default="local", choices=["local", "docker", "vm"],
+                        help="--live: where the desktop runs (vm: a suite's own VM, driven through its server)")
+    parser.add_argument("--vm-url", help="--live --env vm: the VM server's URL (http://HOST:5000)")
+    parser.add_argument("--vm-kind", default="osworld", choices=["osworld", "waa"],
+                        help="--live --env vm: whose server the VM runs (OSWorld's Ubuntu, WAA's Windows)")
+    parser.add_argument("--vm-reset-command", help="--live --env vm: run on this host before each /reset (revert "
+                                                   "the VM's snapshot …); {url} in it is the VM's URL")
     parser.add_argument("--task", type=Path, help="--live: set the desktop up for this task file first")
     parser.add_argument("--apps", nargs="*", help="--live --env docker: the apps the image holds (default: the task's)")
-    parser.add_argument("--width", type=int, default=1280, help="--live: screen width")
-    parser.add_argument("--height", type=int, default=800, help="--live: screen height")
+    parser.add_argument("--width", type=int, help="--live: screen width (default 1280; --env vm: the VM's)")
+    parser.add_argument("--height", type=int, help="--live: screen height (default 800; --env vm: the VM's)")
     parser.add_argument("--dir", type=Path, help="folder for endpoint.json, the token (0600) and, --live, the desktop's "
                                                  "logs (default: a new temporary folder)")
     parser.add_argument("--host", default="127.0.0.1",

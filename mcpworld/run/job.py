@@ -259,6 +259,10 @@ def check_config(cfg: RootConfig) -> None:
             raise UserError(f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels "
                             "(or pick resolution=square|rect|wxga|fhd)")
     check_resolution_preference(cfg)  # the model file's defaults pick the screen it prefers
+    if cfg.env.backend == "vm":  # the VMs named add up, and there is one for each concurrent episode
+        from mcpworld.env.vm import check_vm_pool
+
+        check_vm_pool(cfg.env.vm, cfg.concurrency)
 
 
 def preflight(cfg: RootConfig) -> ModelInfo:

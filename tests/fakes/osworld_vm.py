@@ -14,6 +14,22 @@ Windows Agent Arena's server has it, and WAA's ``C:\\Users\\Docker`` is the same
 It runs any command it is sent, on this machine, so it binds 127.0.0.1 and refuses what a web page in
 a browser sends (a foreign Host or Origin: ``mcpworld.core.listener.browser_refusal``). It takes no
 token: OSWorld's server takes none, and ``env=vm`` talks to the real one (docs/security.md).
+
+What env=vm relies on behaves as on the real server (checked against OSWorld's own ``main.py``, run
+on Xvfb, 2026-11-28; tests/data/vm/README.md):
+
+- ``GET /terminal``: the accessibility text of the focused terminal of GNOME Terminal's active
+  window, right-stripped (``{"output": …, "status": "success"}``; ``output`` null when no GNOME
+  Terminal window is active; 500 ``{"status": "error", "message"}`` when AT-SPI fails). Read here, as
+  there, through pyatspi (Debian's ``/usr/bin/python3``) on the desktop's AT-SPI bus. As on the Ubuntu
+  VM, ctrl+alt+t opens GNOME Terminal (an openbox key binding here, GNOME's there); its server is
+  started with the desktop, so the first window opens in time for a task's short wait.
+- ``/execute``: ``python``/``python3`` is the VM's Python with PyAutoGUI 0.9.54 and python3-xlib 0.15,
+  whose ``pyautogui.write`` drops every character outside printable ASCII, as on the VM (env=vm's
+  typing path: mcpworld/env/vm_actions.py).
+- ``POST /window_size`` (form ``app_class_name``): the first window of ``_NET_CLIENT_LIST`` whose
+  WM class names it, else a 500 (the real view returns None); ``POST /wallpaper``: the file GNOME's
+  ``picture-uri`` names, 404 when gsettings gives none, 500 when the file cannot be sent.
 """
 
 from __future__ import annotations
@@ -21,13 +37,15 @@ from __future__ import annotations
 import argparse
 import fcntl
 import io
+import json
 import os
 import re
+import select
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import mss
@@ -44,6 +62,57 @@ WINDOWS_PROGRAMS = {"explorer": "pcmanfm", "explorer.exe": "pcmanfm"}
 
 
 PYAUTOGUI = "pyautogui==0.9.54"  # OSWorld's VM server pin
+PYTHON_XLIB = "python3-xlib==0.15"  # and its Xlib (the VM's pyautogui and env=vm's typing use it)
+SYSTEM_PYTHON = "/usr/bin/python3"  # the distribution's, with python3-pyatspi (the VM's server has pyatspi)
+
+# OSWorld's /terminal: the text of the focused terminal in GNOME Terminal's active window, or None
+TERMINAL_SCRIPT = """
+import json, pyatspi
+def find(node, depth=0):
+    found = []
+    if depth > 50:
+        return found
+    for child in node:
+        if child is None:
+            continue
+        state = child.getState()
+        if child.getRoleName() == 'terminal' and state.contains(pyatspi.STATE_FOCUSED):
+            found.append(child)
+        found += find(child, depth + 1)
+    return found
+output = None
+for app in pyatspi.Registry.getDesktop(0):
+    if app is None or app.getRoleName() != 'application' or app.name != 'gnome-terminal-server':
+        continue
+    for frame in app:
+        if frame.getRoleName() == 'frame' and frame.getState().contains(pyatspi.STATE_ACTIVE):
+            terminals = find(frame)
+            if len(terminals) == 1:
+                text = terminals[0].queryText()
+                output = text.getText(0, text.characterCount).replace('\ufffc', '').replace('\ufffd', '').rstrip()
+            break
+print(json.dumps(output))
+"""
+# OSWorld's /window_size: the first client window whose WM class (either part) is the name
+WINDOW_SIZE_SCRIPT = """
+import json, sys
+from Xlib import X, display, error
+d = display.Display()
+root = d.screen().root
+ids = root.get_full_property(d.intern_atom('_NET_CLIENT_LIST'), X.AnyPropertyType)
+size = None
+for window_id in (ids.value if ids else []):
+    try:
+        window = d.create_resource_object('window', window_id)
+        wm_class = window.get_wm_class()
+        if wm_class and sys.argv[1].lower() in [name.lower() for name in wm_class]:
+            geometry = window.get_geometry()
+            size = {'width': geometry.width, 'height': geometry.height}
+            break
+    except error.XError:
+        continue
+print(json.dumps(size))
+"""
 
 
 def vm_python() -> str:
@@ -56,7 +125,7 @@ def vm_python() -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (cache / ".ready").exists():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(cache)], check=True)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", PYAUTOGUI], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", PYAUTOGUI, PYTHON_XLIB], check=True)
             (cache / ".ready").touch()
     return str(python)
 
@@ -129,6 +198,42 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
         with mss.MSS(display=env["DISPLAY"]) as grabber:
             monitor = grabber.monitors[0]
         return jsonify({"width": monitor["width"], "height": monitor["height"]})
+
+    @app.route("/terminal", methods=["GET"])
+    def terminal():
+        if dialect == "waa":  # the real server reads a terminal on Linux only
+            return "Currently not implemented for platform Windows.", 500
+        try:
+            done = subprocess.run([SYSTEM_PYTHON, "-c", TERMINAL_SCRIPT], capture_output=True, text=True,
+                                  timeout=60, env=env, cwd=home)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr.strip()[-500:] or f"exit {done.returncode}")
+            return jsonify({"output": json.loads(done.stdout), "status": "success"})
+        except Exception as exc:
+            return jsonify({"status": "error", "message": str(exc)}), 500
+
+    @app.route("/window_size", methods=["POST"])
+    def window_size():
+        if "app_class_name" not in request.form:
+            return jsonify({"error": "app_class_name is required"}), 400
+        done = subprocess.run([python, "-c", WINDOW_SIZE_SCRIPT, request.form["app_class_name"]], capture_output=True,
+                              text=True, timeout=60, env=env, cwd=home)
+        found = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+        if not found or found[0] == "null":  # the real view returns None: Flask answers 500
+            return "Internal Server Error", 500
+        return jsonify(json.loads(found[0]))
+
+    @app.route("/wallpaper", methods=["POST"])
+    def wallpaper():
+        done = subprocess.run(["gsettings", "get", "org.gnome.desktop.background", "picture-uri"],
+                              capture_output=True, text=True, env=env, cwd=home)
+        path = done.stdout.strip().replace("file://", "").replace("'", "") if done.returncode == 0 else ""
+        if not path:
+            return "Wallpaper file not found", 404
+        try:
+            return send_file(local(path), mimetype="image/png")
+        except Exception:
+            return "Unable to serve the wallpaper file", 500
 
     @app.route("/platform", methods=["GET"])
     def platform():
@@ -209,16 +314,39 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
     return app
 
 
+TERMINAL_BIND = ('<keybind key="C-A-t"><action name="Execute"><command>gnome-terminal</command></action>'
+                 '</keybind>')
+
+
+def openbox_rc(home: Path) -> Path:
+    """The system's openbox configuration with GNOME's terminal key (ctrl+alt+t: GNOME Terminal)."""
+    system = Path("/etc/xdg/openbox/rc.xml")
+    text = system.read_text() if system.is_file() else ""
+    if "<keyboard>" in text:
+        text = text.replace("<keyboard>", "<keyboard>" + TERMINAL_BIND, 1)
+    else:
+        text = ('<?xml version="1.0" encoding="UTF-8"?>\n<openbox_config xmlns="http://openbox.org/3.4/rc">'
+                f"<keyboard>{TERMINAL_BIND}</keyboard></openbox_config>\n")
+    rc = home / ".config" / "openbox" / "vm-rc.xml"
+    rc.parent.mkdir(parents=True, exist_ok=True)
+    rc.write_text(text)
+    return rc
+
+
 def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[list[subprocess.Popen], dict[str, str]]:
-    """Xvfb + openbox + a D-Bus session, the VM's desktop."""
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+    """Xvfb + openbox + a D-Bus session with its AT-SPI bus, the VM's desktop."""
+    # -displayfd: Xvfb writes the display's number once it accepts clients (its socket file appears
+    # before that, and a client that comes too early, openbox, fails to open the display)
+    ready_read, ready_write = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
+                             "-displayfd", str(ready_write)], pass_fds=(ready_write,),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    socket = Path(f"/tmp/.X11-unix/X{display.lstrip(':')}")
-    deadline = time.monotonic() + 20
-    while not socket.exists():
-        if time.monotonic() > deadline or xvfb.poll() is not None:
+    os.close(ready_write)
+    with os.fdopen(ready_read) as ready:
+        readable, _, _ = select.select([ready], [], [], 20)
+        if not readable or not ready.readline().strip():
+            xvfb.kill()
             raise SystemExit(f"Xvfb {display} did not start")
-        time.sleep(0.05)
     xauth = home / ".Xauthority"
     xauth.touch()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "DISPLAY": display,
@@ -226,8 +354,20 @@ def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[li
     bus = subprocess.run(["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
                          capture_output=True, text=True, env=env, check=True).stdout.split()
     env["DBUS_SESSION_BUS_ADDRESS"] = bus[0]
-    wm = subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return [xvfb, wm], env | {"_DBUS_PID": bus[1]}
+    processes = [xvfb]
+    launcher = Path("/usr/libexec/at-spi-bus-launcher")  # GNOME Terminal's text is read over AT-SPI
+    if launcher.exists():
+        processes.append(subprocess.Popen([str(launcher), "--launch-immediately"], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    processes.append(subprocess.Popen(["openbox", "--config-file", str(openbox_rc(home))], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    if shutil.which("gnome-terminal") and shutil.which("gdbus"):
+        # GNOME Terminal's server started (no window), so ctrl+alt+t opens a terminal within the 0.5 s OSWorld's
+        # task waits before typing, as on a VM of its own; a loaded test machine starts it later than that
+        subprocess.run(["gdbus", "call", "--session", "--dest", "org.gnome.Terminal", "--object-path",
+                        "/org/gnome/Terminal", "--method", "org.freedesktop.DBus.Peer.Ping"],
+                       env=env, capture_output=True, timeout=60)
+    return processes, env | {"_DBUS_PID": bus[1]}
 
 
 def main() -> None:
@@ -250,12 +390,23 @@ def main() -> None:
     try:
         make_app(args.home, env, args.dialect, python).run(host="127.0.0.1", port=args.port, threaded=True)
     finally:
+        # the desktop gone before this process is (a restart at once takes the same display number):
+        # what it started, then what those started in its process group (the AT-SPI bus …)
         for proc in processes:
             proc.terminate()
+        for proc in processes:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         try:
-            os.kill(dbus_pid, 15)
+            os.kill(dbus_pid, signal.SIGTERM)
         except OSError:
             pass
+        if os.getpgrp() == os.getpid():  # started as its own group (setsid): the rest of the group
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.killpg(os.getpid(), signal.SIGTERM)
 
 
 if __name__ == "__main__":

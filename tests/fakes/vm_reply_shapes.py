@@ -14,6 +14,9 @@ from typing import Any
 import httpx
 
 PROBE_FILE = "~/mcpworld-shape-probe.txt"
+WALLPAPER = "/home/user/mcpworld-shape-wallpaper.png"
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+                    "0000000d4944415478da63f8cfc0f01f0005000201a5d2ad2a0000000049454e44ae426082")
 
 
 def _shape(reply: httpx.Response) -> dict[str, Any]:
@@ -53,6 +56,20 @@ def reply_shapes(url: str) -> dict[str, dict[str, Any]]:
             "close_window": ("POST", "/setup/close_window", {"json": {"window_name": "no-such-window-x"}}),
         }
         shapes = {name: _shape(http.request(method, path, **kwargs)) for name, (method, path, kwargs) in requests.items()}
+        # what OSWorld's getters ask: the focused terminal (none is open), a window's size, the wallpaper
+        terminal = http.get("/terminal")
+        shapes["terminal"] = {**_shape(terminal), "values": {"output": terminal.json().get("output")}}
+        shapes["window_size missing"] = _shape(http.post("/window_size", data={"app_class_name": "no-such-class-x"}))
+        shapes["window_size no name"] = _shape(http.post("/window_size", data={}))
+
+        def wallpaper(uri: str) -> dict[str, Any]:
+            http.post("/execute", content=json.dumps({"command": ["gsettings", "set", "org.gnome.desktop.background",
+                                                                  "picture-uri", uri]}), **json_post)
+            return _shape(http.post("/wallpaper"))
+
+        http.post("/setup/upload", data={"file_path": WALLPAPER}, files={"file_data": ("f", PNG)})
+        shapes["wallpaper"] = wallpaper(f"file://{WALLPAPER}")
+        shapes["wallpaper missing"] = wallpaper("file:///home/user/no-such-wallpaper-x.png")
         body = http.post("/execute", content=json.dumps({"command": "echo hi; exit 3", "shell": True}), **json_post).json()
         shapes["execute shell"]["values"] = {"output": body["output"], "returncode": body["returncode"]}
         shapes["file"]["body"] = http.post("/file", data={"file_path": PROBE_FILE}).text

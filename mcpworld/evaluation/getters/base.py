@@ -93,7 +93,7 @@ def copy_to_cache(env: "Environment", cfg: dict[str, Any], path: str, dest: str,
 def first_existing(env: "Environment", candidates: list[str]) -> str:
     """The first candidate path that exists in the environment, else the first one."""
     for candidate in candidates:
-        if env.resolve(candidate).exists():
+        if env.stat(candidate) is not None:
             return candidate
     return candidates[0]
 

@@ -15,13 +15,22 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.evaluation.getters.base import canonical_home, copy_to_cache, read_or_none, require
+from mcpworld.evaluation.getters.base import cache_target, canonical_home, copy_to_cache, read_or_none, require, store
 from mcpworld.evaluation.registry import getter
 
 if TYPE_CHECKING:
     from mcpworld.env.base import Environment
+    from mcpworld.env.vm import VmEnvironment
 
 log = logging.getLogger(__name__)
+
+
+def suite_vm(env: "Environment") -> "VmEnvironment | None":
+    """The environment when it is a suite's own VM (env=vm), whose server answers what OSWorld's
+    getters ask it (/terminal, /window_size, /wallpaper); None for a desktop of ours."""
+    from mcpworld.env.vm import VmEnvironment
+
+    return env if isinstance(env, VmEnvironment) else None
 
 
 @getter("accessibility_tree")
@@ -63,9 +72,14 @@ def _parse_geometry(text: str) -> list[dict[str, int]]:
 def vm_window_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, int] | None:
     """``{"width", "height"}`` of the visible window whose WM class is ``app_class_name``, or None.
 
-    With several matching windows (apps keep small helper windows) the largest is taken.
+    With several matching windows (apps keep small helper windows) the largest is taken. On a
+    suite's VM the VM's server answers (``POST /window_size``, as OSWorld asks: the first window
+    whose WM class is the name).
     """
     name = require(cfg, "app_class_name")
+    vm = suite_vm(env)
+    if vm is not None:
+        return vm.window_size(str(name))
     command = f"xdotool search --onlyvisible --class {shlex.quote(str(name))} getwindowgeometry --shell %@"
     result = env.shell(command, timeout=float(cfg.get("timeout", 10.0)))
     if result.returncode == 127 or "command not found" in result.stderr:
@@ -169,9 +183,19 @@ def vm_wallpaper(env: "Environment", cfg: dict[str, Any]) -> str | None:
     OSWorld reads GNOME's ``org.gnome.desktop.background picture-uri``. That setting works on this
     desktop too (``gsettings set`` stores it in the desktop's dconf database), and so does
     pcmanfm's desktop wallpaper (``pcmanfm --set-wallpaper``, its desktop preferences). The
-    setting written last wins; GSettings' default counts only when nothing was set.
+    setting written last wins; GSettings' default counts only when nothing was set. On a suite's VM
+    the VM's server sends the file (``POST /wallpaper``, as OSWorld asks).
     """
     dest = cfg.get("dest") or "wallpaper.png"
+    vm = suite_vm(env)
+    if vm is not None:
+        target = cache_target(env, dest, "vm_wallpaper")
+        image_bytes = vm.wallpaper()
+        if image_bytes is None:
+            log.info("vm_wallpaper: the VM has no wallpaper file to send")
+            target.unlink(missing_ok=True)
+            return None
+        return store(target, image_bytes)
     candidates = _setting_files(env, [".config/dconf/user", ".config/pcmanfm/*/desktop-items-*.conf"])
     image = None
     for _, path in sorted(candidates, reverse=True):
@@ -260,7 +284,13 @@ def vm_terminal_output(env: "Environment", cfg: dict[str, Any]) -> str | None:
     replays that log into text (``terminal_text``). Differences: the log holds every xterm of the
     episode, not only the focused one, and text a full-screen program drew or ``clear`` wiped is
     still in it. ``path`` reads another log.
+
+    On a suite's VM (env=vm) the VM's server answers, as OSWorld asks it (``GET /terminal``: the
+    text of the focused GNOME Terminal tab of the active window, None when none is active).
     """
+    vm = suite_vm(env)
+    if vm is not None and not cfg.get("path"):
+        return vm.terminal_output()
     path = cfg.get("path") or TERMINAL_LOG
     data = read_or_none(env, path)
     if data is None:
@@ -341,11 +371,15 @@ def vm_clipboard(env: "Environment", cfg: dict[str, Any]) -> str | None:
     selection), or None when it is empty; read from the X server as ``xsel``/``xclip`` would.
 
     OSWorld's task reads it with ``xsel --clipboard --output`` inside the VM; this desktop has no
-    xsel unless installed, and this getter needs nothing in the environment but its X display.
+    xsel unless installed, and this getter needs nothing in the environment but its X display. On a
+    suite's VM the VM reads it (OSWorld's: its python-xlib; WAA's: pyperclip, the Windows clipboard).
     """
     selection = str(cfg.get("selection", "CLIPBOARD")).upper()
     if selection not in ("CLIPBOARD", "PRIMARY", "SECONDARY"):
         raise UserError(f"getter 'vm_clipboard': selection must be CLIPBOARD, PRIMARY or SECONDARY, got {selection!r}")
+    vm = suite_vm(env)
+    if vm is not None:  # the VM's display is not on this host: the VM reads it
+        return vm.clipboard(selection)
     display = env.shell('printf %s "$DISPLAY"', timeout=10.0).stdout.strip()
     if not display:
         raise InfraError("getter 'vm_clipboard' needs the environment's X display (a live desktop)")

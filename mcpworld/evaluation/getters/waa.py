@@ -35,6 +35,12 @@ def waa_path(path: Any, getter_name: str) -> str:
     return path
 
 
+def _kind(env: "Environment", path: str) -> str | None:
+    """``file``, ``dir`` or ``other`` at a path in the environment (on a WAA VM: on the VM), or None."""
+    found = env.stat(path)
+    return None if found is None else found.kind
+
+
 def _waa_text(env: "Environment", path: str) -> str | None:
     data = read_or_none(env, path)
     return None if data is None else data.decode("utf-8", errors="replace")
@@ -52,14 +58,13 @@ def vm_file_exists_in_vm_folder(env: "Environment", cfg: dict[str, Any]) -> floa
 @getter("vm_folder_exists_in_documents")
 def vm_folder_exists_in_documents(env: "Environment", cfg: dict[str, Any]) -> bool:
     """Whether ~/Documents holds the folder ``folder_name``."""
-    return env.resolve(posixpath.join("~/Documents", str(require(cfg, "folder_name")))).is_dir()
+    return _kind(env, posixpath.join("~/Documents", str(require(cfg, "folder_name")))) == "dir"
 
 
 @getter("vm_file_exists_in_desktop")
 def vm_file_exists_in_desktop(env: "Environment", cfg: dict[str, Any]) -> bool:
     """Whether ~/Desktop holds an entry (file, folder or link) named ``file_name``."""
-    target = env.resolve(posixpath.join("~/Desktop", str(require(cfg, "file_name"))))
-    return target.exists() or target.is_symlink()
+    return env.stat(posixpath.join("~/Desktop", str(require(cfg, "file_name")))) is not None
 
 
 @getter("is_file_desktop")
@@ -90,10 +95,10 @@ def is_file_hidden(env: "Environment", cfg: dict[str, Any]) -> str:
     was renamed to ``.<name>`` beside where it was. (On Windows it is a file attribute.)"""
     path = waa_path(require(cfg, "file_path"), "is_file_hidden")
     folder, name = posixpath.split(path.rstrip("/"))
-    if env.resolve(path).exists():
+    if env.stat(path) is not None:
         listed = (_waa_text(env, posixpath.join(folder, ".hidden")) or "").splitlines()
         return true_false(name.startswith(".") or name in (line.strip() for line in listed))
-    return true_false(not name.startswith(".") and env.resolve(posixpath.join(folder, "." + name)).exists())
+    return true_false(not name.startswith(".") and env.stat(posixpath.join(folder, "." + name)) is not None)
 
 
 @getter("all_png_file_names")
@@ -112,7 +117,7 @@ def all_png_file_names(env: "Environment", cfg: dict[str, Any]) -> str:
 
 
 def _files_in(env: "Environment", folder: str) -> list[str]:
-    return [name for name in env.list_dir(folder) if env.resolve(posixpath.join(folder, name)).is_file()]
+    return [name for name in env.list_dir(folder) if _kind(env, posixpath.join(folder, name)) == "file"]
 
 
 @getter("is_all_docx_in_archive")
@@ -121,7 +126,7 @@ def is_all_docx_in_archive(env: "Environment", cfg: dict[str, Any]) -> str:
     at least one), and no .docx file is left directly in ``folder_path``."""
     folder = waa_path(require(cfg, "folder_path"), "is_all_docx_in_archive")
     archive = posixpath.join(folder, "Archive")
-    if not env.resolve(archive).is_dir():
+    if _kind(env, archive) != "dir":
         return "false"
     archived = _files_in(env, archive)
     if not archived or not all(name.lower().endswith(".docx") for name in archived):
@@ -137,7 +142,7 @@ def _tree_names(env: "Environment", folder: str) -> set[str]:
         return names
     for name in entries:
         names.add(name)
-        if env.resolve(posixpath.join(folder, name)).is_dir():
+        if _kind(env, posixpath.join(folder, name)) == "dir":
             names |= _tree_names(env, posixpath.join(folder, name))
     return names
 
@@ -151,4 +156,4 @@ def is_files_moved_downloads(env: "Environment", cfg: dict[str, Any]) -> str:
     left_behind = _tree_names(env, "~/Downloads")
     if folder in left_behind and name in left_behind:
         return "false"
-    return true_false(env.resolve(posixpath.join("~/OldDownloads", folder, name)).exists())
+    return true_false(env.stat(posixpath.join("~/OldDownloads", folder, name)) is not None)
