@@ -209,4 +209,8 @@ def test_home_user_in_commands_and_instructions_maps_to_the_home(tmp_path):
     finally:
         env.close()
     task = load_task_file(write_task(tmp_path / "s", TASK))
-    assert task.instruction == "Write the number of lines of ~/data.txt into ~/count.txt"
+    # the suite's own text (desktops give /home/user); only a desktop without it reads ~ (env.files=open)
+    assert task.instruction == "Write the number of lines of /home/user/data.txt into /home/user/count.txt"
+    from mcpworld.tasks.instructions import shown
+
+    assert shown(task.instruction, suite_paths=False) == "Write the number of lines of ~/data.txt into ~/count.txt"
