@@ -22,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from mcpworld.env.owner import maker_alive
+
 logger = logging.getLogger(__name__)
 
 PARENT = "mcpworld"  # all desktops' cgroups live in <v2 mount>/mcpworld
@@ -146,13 +148,7 @@ def _safe(label: str) -> str:
 
 def owner_alive(name: str) -> bool:
     """The process named in a cgroup folder's name (``<pid>.<start ms>.…``) still runs."""
-    try:
-        pid, started, *_ = name.split(".")
-        return abs(psutil.Process(int(pid)).create_time() * 1000 - int(started)) < 1000
-    except psutil.NoSuchProcess:
-        return False
-    except (ValueError, psutil.Error):
-        return True  # not ours to judge
+    return maker_alive(name.split("."))
 
 
 def sweep(parent: Path | None = None) -> list[Path]:

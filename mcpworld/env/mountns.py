@@ -50,6 +50,7 @@ from typing import Iterable, Sequence
 import psutil
 
 from mcpworld.core.errors import InfraError, UserError
+from mcpworld.env.owner import maker_alive
 
 logger = logging.getLogger(__name__)
 
@@ -252,13 +253,8 @@ def _unpin(pin: Path) -> None:
 
 
 def owner_alive(name: str) -> bool:
-    try:
-        pid, started, _ = name.removeprefix(PREFIX).split("-")
-        return abs(psutil.Process(int(pid)).create_time() * 1000 - int(started)) < 1000
-    except psutil.NoSuchProcess:
-        return False
-    except (ValueError, psutil.Error):
-        return True  # not ours to judge
+    """The process named in a namespace's name (``<prefix><pid>-<start ms>-<n>``) still runs."""
+    return maker_alive(name.removeprefix(PREFIX).split("-"))
 
 
 def sweep() -> list[str]:

@@ -38,6 +38,7 @@ import psutil
 
 from mcpworld.core.errors import UserError
 from mcpworld.env import relay
+from mcpworld.env.owner import maker_alive
 
 logger = logging.getLogger(__name__)
 
@@ -384,13 +385,8 @@ def fenced_targets() -> list[tuple[str, int]]:
 
 
 def owner_alive(name: str) -> bool:
-    try:
-        pid, started, _ = name.removeprefix(PREFIX).split("-")
-        return abs(psutil.Process(int(pid)).create_time() * 1000 - int(started)) < 1000
-    except psutil.NoSuchProcess:
-        return False
-    except (ValueError, psutil.Error):
-        return True  # not ours to judge
+    """The process named in a namespace's name (``<prefix><pid>-<start ms>-<n>``) still runs."""
+    return maker_alive(name.removeprefix(PREFIX).split("-"))
 
 
 def sweep() -> list[str]:
