@@ -24,9 +24,8 @@ import pytest
 
 from mcpworld.core.errors import UserError
 from mcpworld.env import desktop_user, netns
-from mcpworld.env.confine import Confinement
 from mcpworld.env.netns import NetNamespace
-from mcpworld.env.processes import run_bounded, scrubbed_env
+from tests.env.test_netns import fetch_inside
 from tests.fakes.secret_server import SecretServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,13 +34,15 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter")
 needs_iptables = pytest.mark.skipif(not netns.fence_tools(), reason="iptables is not installed (make apt)")
 FENCE_TOOLS = ("iptables", "ip6tables", "xtables")
 
-FETCH = """
-import sys, urllib.request
-try:
-    print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())
-except Exception as exc:
-    print("FAILED", type(exc).__name__, exc)
-"""
+
+@pytest.fixture(scope="module")
+def account() -> Iterator[desktop_user.DesktopUser]:
+    slot = desktop_user.acquire()
+    assert slot.user is not None
+    yield slot.user
+    slot.release()
+
+
 
 
 @pytest.fixture(autouse=True)
@@ -72,23 +73,6 @@ def bridge() -> Iterator[tuple[str, ipaddress.IPv4Network]]:
         assert done.returncode == 0, done.stderr
     yield address, subnet
     subprocess.run(["ip", "link", "delete", name], capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def account() -> Iterator[desktop_user.DesktopUser]:
-    slot = desktop_user.acquire()
-    assert slot.user is not None
-    yield slot.user
-    slot.release()
-
-
-def fetch_inside(ns: NetNamespace, url: str, user: desktop_user.DesktopUser) -> str:
-    """``url`` fetched by the desktop's account inside the namespace (as the agent's shell would)."""
-    where = Path("/")
-    out = run_bounded([sys.executable, "-c", FETCH, url], scrubbed_env(where, where), where, 30, 4000,
-                      user=user, confinement=Confinement(netns=ns))
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
 
 
 def host_addresses() -> list[str]:
