@@ -212,7 +212,8 @@ def test_an_infra_error_is_retried_and_the_failed_try_kept(tmp_path, shared_dir)
         "  expected: {type: rule, rules: {expected: hi}}\n"
         "solution:\n"
         "  cli: [{bash: {command: 'echo hi > ~/out.txt'}}]\n")
-    proc = run_cli(tmp_path, f"tasks.root={tmp_path / 'suite'}", "modality=cli", "tracking=none")
+    # env.files=open: the marker must outlive the first try's desktop (a hidden-files desktop's /tmp is its own)
+    proc = run_cli(tmp_path, f"tasks.root={tmp_path / 'suite'}", "modality=cli", "tracking=none", "env.files=open")
     assert proc.returncode == 0, proc.stderr[-3000:]
     episodes = tmp_path / "run" / "episodes" / "flaky" / "setup"
     first = json.loads((episodes / "0.infra_error1" / "result.json").read_text())
@@ -250,11 +251,11 @@ def test_an_osworld_task_file_runs_with_a_model_over_http(tmp_path):
                       "result": {"type": "vm_command_line", "command": "cat /home/user/answer.txt", "shell": True},
                       "expected": {"type": "rule", "rules": {"include": ["42"], "exclude": ["43"]}}},
     }))
-    # the loader tells the agent the path it can use: the episode's home stands in for /home/user
-    result = _scripted_model_run(tmp_path, tmp_path / "osworld", "answer-file", "echo 42 > ~/answer.txt")
+    # the instruction as OSWorld wrote it, and its path is the episode's home on our desktop (env.files=hidden)
+    result = _scripted_model_run(tmp_path, tmp_path / "osworld", "answer-file", "echo 42 > /home/user/answer.txt")
     assert (result["task_id"], result["status"], result["score"]) == ("answer-file", "success", 1.0)
     assert result["metrics"][0]["name"] == "check_include_exclude"
-    assert "~/answer.txt" in result["prompt"] and "/home/user" not in result["prompt"]
+    assert "/home/user/answer.txt" in result["prompt"]
 
 
 def test_an_mcpworld_task_folder_runs_with_a_model_and_its_handler_grades_it(tmp_path):
@@ -281,11 +282,11 @@ def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
     the authors' /workspace/PC-Canary path with its cwd, a StateInspector hook that looked before the
     agent, sql_path in the episode home; a Frida hook in the app's process judged by its handler."""
     fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
-    appended = _scripted_model_run(tmp_path / "a", fixture, "notes/task01_append",
-                                   "echo '- review budget' >> ~/workspace/.mcpworld/notes/vault/Agenda.md")
+    appended = _scripted_model_run(tmp_path / "a", fixture, "notes/task01_append",  # the instruction's own path
+                                   "echo '- review budget' >> /workspace/.mcpworld/notes/vault/Agenda.md")
     assert (appended["status"], appended["score"]) == ("success", 1.0), appended
     assert appended["key_steps"]["completed"] == 2
-    assert "~/workspace/.mcpworld/notes/vault" in appended["prompt"]
+    assert "/workspace/.mcpworld/notes/vault" in appended["prompt"]
     assert any(n.startswith("precondition vault_initialized=true is not checked") for n in appended["task_notes"])
     # the Frida probe: the hook inside mousepad reports the save as it happens, the handler judges it
     saved = _scripted_model_run(tmp_path / "b", fixture, "notes/task02_save",
