@@ -75,7 +75,7 @@ def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> N
     home.mkdir(parents=True, exist_ok=True)
     chown = [f"--chown={owner[0]}:{owner[1]}"] if owner else []
     proc = subprocess.run(["rsync", "-a", "--delete", "--chmod=u+w", *chown, f"{golden}/", f"{home}/"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, start_new_session=True)  # (a terminal's Ctrl-C is the job's to act on)
     if proc.returncode != 0:
         raise InfraError(f"context restore failed: rsync exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 

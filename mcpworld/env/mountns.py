@@ -190,7 +190,7 @@ def _pin_dir() -> Path:
         if not mounted:
             for args in (["--bind", str(PIN_DIR), str(PIN_DIR)], ["--make-private", str(PIN_DIR)],
                          ["--make-unbindable", str(PIN_DIR)]):
-                done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=10)
+                done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=10, start_new_session=True)
                 if done.returncode != 0:
                     raise InfraError(f"could not prepare {PIN_DIR} for the desktops' mount namespaces: "
                                      f"mount {' '.join(args)}: {done.stderr.strip()[-200:]}")
@@ -218,7 +218,7 @@ class MountNamespace:
         ns.root.mkdir(mode=0o700)
         script = setup_script(view, str(ns.root), os.listdir("/"))
         done = subprocess.run(["unshare", f"--mount={ns.pin}", "--propagation", "private", "--", "/bin/sh", "-c", script],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, start_new_session=True)
         if done.returncode != 0:
             ns.close()
             raise InfraError(f"the desktop's mount namespace could not be set up: {done.stderr.strip()[-400:]}")
@@ -238,7 +238,7 @@ class MountNamespace:
 
 def _unpin(pin: Path) -> None:
     if pin.exists():
-        subprocess.run(["umount", "-l", str(pin)], capture_output=True, timeout=10)
+        subprocess.run(["umount", "-l", str(pin)], capture_output=True, timeout=10, start_new_session=True)
         try:
             pin.unlink()
         except OSError as exc:

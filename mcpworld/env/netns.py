@@ -88,7 +88,7 @@ def inside(path: Path, make: Callable[[], T]) -> T:
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10, start_new_session=True)
 
 
 def _make(name: str) -> str | None:
@@ -137,11 +137,12 @@ def fence(path: Path, targets: list[tuple[str, int]] | None = None) -> tuple[str
     for tool in tools:
         for target, _ in targets:  # (IPv4 only: slirp4netns gives the namespace no IPv6)
             done = subprocess.run([*enter, tool, "-w", "-A", "OUTPUT", "-d", target, "-j", "REJECT"],
-                                  capture_output=True, text=True, timeout=10)
+                                  capture_output=True, text=True, timeout=10, start_new_session=True)
             if done.returncode != 0:
                 failed = f"`{os.path.basename(tool)} -A OUTPUT -d {target} -j REJECT` failed in the namespace: " \
                          f"{' '.join(done.stderr.split())[-200:]}"
-                subprocess.run([*enter, tool, "-w", "-F", "OUTPUT"], capture_output=True, timeout=10)
+                subprocess.run([*enter, tool, "-w", "-F", "OUTPUT"], capture_output=True, timeout=10,
+                               start_new_session=True)
                 break
         else:
             return tool, None

@@ -4,6 +4,11 @@ Apps fork helpers that leave the process group (D-Bus activations, crash handler
 kills each started group, then the desktop's cgroup (``env.cgroup``: nothing started inside can
 leave it), then every process whose environment still names the desktop (the fallback where no
 cgroup could be made).
+
+Every process a desktop starts, its short helpers too (rsync, ip, iptables, mount, unshare), runs in a
+session of its own: a terminal's Ctrl-C or a scheduler's SIGTERM reaches the whole process group, and
+a helper it killed would fail its episode as infra_error before the job had marked the run as stopping;
+the job alone decides when the desktops stop (run/interrupt.py).
 """
 
 from __future__ import annotations

@@ -196,6 +196,7 @@ class VmEnvironment(Environment):
         else:
             self.notes.append(NO_RESET_NOTE)
         self.server.wait_ready(self.ready_timeout_s)
+        self._await_desktop()
         self._check_screen()
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         self.cache_dir.mkdir(parents=True)
@@ -262,6 +263,19 @@ class VmEnvironment(Environment):
         self.server.launch(command, shell)
         if window:
             self._await_window(window, timeout_s or 20)
+
+    def _await_desktop(self) -> None:
+        """Until the VM's window manager answers: its server answers as soon as it starts, while the
+        desktop session it came back with (a reverted snapshot) may still be starting, and a setup
+        step's window could not be awaited yet (OSWorld's own runner sleeps 60 s after a reset)."""
+        if self.server.dialect.kind != "osworld":
+            return
+        deadline = time.monotonic() + self.ready_timeout_s
+        while (wm := self.server.execute(["wmctrl", "-m"])).returncode != 0:
+            if time.monotonic() > deadline:
+                raise InfraError(f"the VM's window manager did not answer within {self.ready_timeout_s:.0f}s after "
+                                 f"its reset (wmctrl -m: {wm.error.strip()[-200:]})")
+            time.sleep(0.5)
 
     def _await_window(self, name: str, timeout_s: float) -> None:
         """Until a window titled ``name`` is listed (wmctrl, as OSWorld's VM server activates windows)."""
