@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from mcpworld.apps.programs import Program
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.core.paths import APPS, DOCKER, PROJECT
+from mcpworld.core.paths import APPS, DATA, DOCKER, PROJECT
 
 log = logging.getLogger(__name__)
 
@@ -112,20 +112,29 @@ def desktop_tag(packages: list[str], base: str, built: Sequence[str] = ()) -> st
     return f"{DESKTOP_REPO}:{digest.hexdigest()[:12]}"
 
 
-CONTEXT_PARTS = ("mcpworld",)  # what the Dockerfile copies from the project: the package, its data/ included
+CONTEXT_PARTS = ("mcpworld",)  # what the Dockerfile copies from the project: the package, its data/ included …
+# … but for the built-in tasks and the suites' oracle solutions: the agent, root inside with sudo, must not
+# read a task file's expected values or a solution (issue 41); nothing in the container reads them
+LEFT_OUT = (DATA / "tasks", DATA / "solutions")
 
 
 APPS_DIR = APPS  # what our install scripts build (code-server, the VS Code probe's client)
 
 
 def build_context(into: Path, built: Sequence[str] = ()) -> Path:
-    """The build's files: the project's parts the image holds, this machine's CA bundle (pip in the
+    """The build's files: the project's parts the image holds (never the built-in tasks and
+    solutions: ``LEFT_OUT``), this machine's CA bundle (pip in the
     build trusts what this machine trusts, e.g. a proxy's own CA in front of PyPI), and, when the
     image holds apps our scripts built (``built``), this machine's ``.apps`` with the Node.js they
     run on: no Debian or Ubuntu release ships the Node 20 code-server needs, and the build cannot
     reach another source."""
+    caches = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return set(caches(folder, names)) | {n for n in names if Path(folder) / n in LEFT_OUT}
+
     for part in CONTEXT_PARTS:
-        shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(ROOT / part, into / part, ignore=ignore)
     bundle = Path(ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt")
     (into / "host-ca.crt").write_bytes(bundle.read_bytes() if bundle.is_file() else b"")
     (into / ".apps").mkdir()

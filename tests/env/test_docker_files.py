@@ -43,3 +43,14 @@ def test_inside_the_container_the_suites_paths_are_the_episodes_home(tmp_path, m
         assert (root / name).is_symlink() and (root / name).resolve() == home
     assert str((root / "workspace").readlink()) == "/home/user/workspace"
     assert str((root / "FreeCAD").readlink()) == "/home/user/FreeCAD"
+
+
+def test_the_images_build_context_holds_no_built_in_task_nor_solution(tmp_path):
+    from mcpworld.core.paths import DATA
+    from mcpworld.env.docker_image import build_context
+
+    data = build_context(tmp_path) / "mcpworld" / "data"
+    assert (DATA / "tasks").is_dir() and (DATA / "solutions").is_dir()
+    assert not (data / "tasks").exists() and not (data / "solutions").exists()
+    assert (data / "scripts").is_dir() and (data / "docker" / "desktop.Dockerfile").is_file()  # what the image runs
+    assert (tmp_path / "mcpworld" / "env" / "service.py").is_file()

@@ -5,7 +5,8 @@
 # The base is a build argument: ubuntu:22.04 for users; tests use a Debian base imported locally (no
 # registry is reachable there). The apps are another: the Debian packages of the chosen app configs.
 # Built by `python -m mcpworld.env.docker_image [APP …]`, from a context of the mcpworld package (its data/:
-# this file, scripts/ …), this machine's .apps and its CA bundle (host-ca.crt).
+# this file, scripts/ …; never data/tasks nor data/solutions: the agent is root here with sudo and must not read
+# the answers), this machine's .apps and its CA bundle (host-ca.crt).
 ARG BASE=ubuntu:22.04
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
