@@ -291,6 +291,9 @@ class EnvConfig:
     # desktops per worker, each episode on a fresh one; env=docker: containers started ahead; env=local:
     # 1 starts each episode's desktop at its reset, N ≥ 2 keeps N-1 started ahead (docs/isolation.md)
     pool: int = 1
+    # the next episode of a worker set up whole (home, app, setup steps) on a second desktop while one runs,
+    # so its reset is a hand-over (docs/isolation.md "Staging"); env=local and env=docker
+    stage: bool = False
     network: EnvNetwork = EnvNetwork.isolated  # env=docker: a bridge network; env=local: a network namespace
     files: EnvFiles = EnvFiles.hidden  # env=local: a mount namespace (docs/isolation.md); env=docker: always hidden
     vnc: VncConfig = field(default_factory=VncConfig)

@@ -84,6 +84,9 @@ class EpisodeResult:
     truncations: int = 0  # replies cut by the output limit (finish_reason length / max_tokens) with no call run
     duration_s: float = 0.0
     setup_s: float = 0.0
+    # env.stage: the reset done ahead while the previous episode ran ({began, ready, stage_s, ready_ahead_s},
+    # see Environment.begin); empty: this episode's reset ran at its start (setup_s)
+    staged: dict[str, float] = field(default_factory=dict)
     agent_s: float = 0.0
     eval_s: float = 0.0
     tool_calls: dict[str, ToolCounts] = field(default_factory=dict)

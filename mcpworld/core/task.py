@@ -59,6 +59,9 @@ class Task:
     offline: str = ""
     unsolved: str = ""  # why no oracle solution can be written for it here (our solution file's ``unsolved:``)
     notes: list[str] = field(default_factory=list)  # what of the task file is not acted on here, by name
+    # env.stage may run its setup ahead, while the previous episode runs (false: a setup that must run at
+    # the episode's start, e.g. one that reads the clock)
+    stage: bool = True
 
     @property
     def infeasible(self) -> bool:

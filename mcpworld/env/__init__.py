@@ -153,6 +153,15 @@ def _vm(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) ->
                          request_timeout_s=vm.request_timeout_s, settle_policy=policy)
 
 
+def backend_stages(backend: str) -> bool:
+    """Whether env.stage can hold on ``backend`` (its Environment's ``stages``), asked before any desktop starts."""
+    if backend == "vm":
+        from mcpworld.env.vm import VmEnvironment
+
+        return VmEnvironment.stages
+    return True
+
+
 def make_environment(settings: DesktopSettings, programs: Sequence[Program] = (),
                      apps: Sequence[str] = ()) -> Environment:
     """A desktop of the configured backend that can start ``programs`` (the app configs' ones);

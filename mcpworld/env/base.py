@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -34,6 +35,22 @@ class PathStat:
     mtime_ns: int
 
 
+@dataclass
+class Staged:
+    """A reset done ahead for an episode that has not begun (``Environment.stage``): it serves that
+    episode only, the same task in the same folder, and nothing else."""
+
+    task: "Task"
+    episode_dir: Path
+    began: float  # wall clock (time.time()): when its reset began
+    ready: float  # … and when its desktop had settled
+    frame: "Image"  # the settled screen: a first observation equal to it needs no settling again
+
+    def serves(self, task: "Task", episode_dir: Path, extra_env: dict[str, str]) -> bool:
+        # (an episode's own variables, a live hook's sink, reach its setup: such a reset is its own)
+        return task == self.task and Path(episode_dir) == Path(self.episode_dir) and not extra_env
+
+
 class Environment(abc.ABC):
     """One desktop for one episode at a time. Blocking; callers run it in a worker thread."""
 
@@ -56,6 +73,52 @@ class Environment(abc.ABC):
     # the paths the suites' instructions name (/home/user/…, /workspace/…) exist on this desktop, as
     # views of its home: the instruction is given as the suite wrote it (else with ~ in their place)
     suite_paths: bool = True
+    # env.stage: this backend can reset one desktop while another runs an episode (a suite's own VM cannot)
+    stages: bool = True
+    _staged: Staged | None = None  # (see stage / begin)
+    _handed_frame: "Image | None" = None
+    # what ``begin`` found: the staged reset it handed over ({began, ready}: wall clock; stage_s: how long
+    # it took; ready_ahead_s: how long it waited for its episode), or None: it reset now
+    handover: dict[str, float] | None = None
+
+    def stage(self, task: "Task", episode_dir: Path) -> None:
+        """Reset for an episode that has not begun, while another desktop runs the current one, and let
+        the screen settle; ``begin`` hands it over. A failure leaves nothing staged (``begin`` then
+        resets as usual, and that reset's failure is the episode's)."""
+        self._staged = self._handed_frame = None
+        began = time.time()
+        self.extra_env = {}
+        self.reset(task, episode_dir)
+        frame = self.settle(None)
+        self._staged = Staged(task, Path(episode_dir), began, time.time(), frame)
+
+    def begin(self, task: "Task", episode_dir: Path) -> None:
+        """The desktop ready for this episode: the reset ``stage`` did for it, handed over, or a reset now."""
+        staged, self._staged, self._handed_frame = self._staged, None, None
+        if staged is not None and staged.serves(task, episode_dir, self.extra_env):
+            self.handover = {"began": round(staged.began, 3), "ready": round(staged.ready, 3),
+                             "stage_s": round(staged.ready - staged.began, 4),
+                             "ready_ahead_s": round(time.time() - staged.ready, 4)}
+            self._handed_frame = staged.frame
+            return
+        self.handover = None
+        self.reset(task, episode_dir)  # (it ends whatever was staged for another episode first)
+
+    def unstage(self) -> Path | None:
+        """End what was staged for an episode that will not begin here; its episode folder."""
+        staged, self._staged, self._handed_frame = self._staged, None, None
+        self.end_episode()
+        return staged.episode_dir if staged else None
+
+    def first_observation(self) -> "Image":
+        """The screen the agent first sees: settled (``settle``), or, on a staged desktop whose screen has
+        not changed since it settled, that screen at once."""
+        handed, self._handed_frame = self._handed_frame, None
+        if handed is not None:
+            now = self.screenshot()
+            if now.size == handed.size and now.tobytes() == handed.tobytes():
+                return now
+        return self.settle(None)
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

@@ -167,6 +167,9 @@ class _RemoteScreen:
 
 
 class VmEnvironment(Environment):
+    # env.stage: a worker would need a second VM to set up while its first runs an episode
+    stages = False
+
     def __init__(self, width: int, height: int, *, url: str, kind: str = "osworld",
                  reset_command: str | None = None, ready_timeout_s: float = 300.0,
                  request_timeout_s: float = 120.0, settle_policy: SettlePolicy | None = None):

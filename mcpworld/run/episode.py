@@ -176,7 +176,10 @@ def _run(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, resul
     env.extra_env = {**env.extra_env, **(live.env() if live else {})}
     handler = None
     try:
-        env.reset(task, episode_dir)
+        env.begin(task, episode_dir)  # (env.stage: handed over when it was reset ahead for this episode)
+        if env.handover:
+            result.staged = dict(env.handover)
+            trace.emit("staged", **env.handover)
         result.task_notes += [note for note in env.notes if note not in result.task_notes]
         if env.network_effective:  # what env.network gave this desktop: a param of the episode's run
             result.labels["network_effective"] = env.network_effective
@@ -232,7 +235,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
     provider = metered(inner)
     screens = ScreenSaver(episode_dir / "screens")
     computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds
-    first = computer.coords.fit(env.settle(None)) if computer is not None else None
+    first = computer.coords.fit(env.first_observation()) if computer is not None else None
     max_steps, timeout_s = episode_limits(cfg, task)
     limits = Limits(max_steps=max_steps, max_llm_calls=cfg.agent.max_llm_calls,
                     timeout_s=timeout_s, keep_screenshots=profile.keep_screenshots(cfg.agent.keep_screenshots),

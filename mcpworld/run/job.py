@@ -39,6 +39,7 @@ from mcpworld.run.job_metrics import behaviour_rates, cost_metrics, tool_metrics
 from mcpworld.run.pool import EpisodePool
 from mcpworld.run.progress import DownloadProgress, SweepProgress
 from mcpworld.run.provenance import profile_params
+from mcpworld.run.staging import EpisodeStaging, check_stage, episode_folder
 from mcpworld.tasks.programs_needed import missing_command
 from mcpworld.tasks.remote_files import file_cache, localize_all, remote_urls
 from mcpworld.tasks.select import borrow_solution, find_tasks, not_applicable
@@ -259,6 +260,10 @@ def check_config(cfg: RootConfig) -> None:
             raise UserError(f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels "
                             "(or pick resolution=square|rect|wxga|fhd)")
     check_resolution_preference(cfg)  # the model file's defaults pick the screen it prefers
+    if cfg.env.stage:
+        from mcpworld.env import backend_stages
+
+        check_stage(cfg.env.backend, cfg.env.mcp_sandbox, backend_stages(cfg.env.backend))
     if cfg.env.backend == "vm":  # the VMs named add up, and there is one for each concurrent episode
         from mcpworld.env.vm import check_vm_pool
 
@@ -347,7 +352,7 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     def one(env: Environment, run: tuple[Task, int]) -> EpisodeResult:
         nonlocal fatal
         task, attempt = run
-        episode_dir = out / "episodes" / task.id / str(attempt)
+        episode_dir = episode_folder(out, task.id, attempt)
         for retry in range(cfg.infra_retries + 1):
             if retry:  # keep the failed try for inspection, run the episode again
                 resume.set_aside(episode_dir, "infra_error")
@@ -364,8 +369,10 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     try:
         apps = sorted({p.app for t in tasks for p in needed_programs(t)})
         settings = DesktopSettings.of(cfg).for_run(tasks, out)  # env.files=hidden: what the desktops see
-        envs = make_environments(settings, programs(), min(cfg.concurrency, len(todo)), apps)
-        pool: EpisodePool = EpisodePool(envs, one, stop)
+        workers = min(cfg.concurrency, len(todo))
+        staged = cfg.env.stage and len(todo) > workers  # (a worker with one episode has none to stage)
+        envs = make_environments(settings, programs(), workers * (2 if staged else 1), apps)
+        pool: EpisodePool = EpisodePool(envs, one, stop, staging=EpisodeStaging(out) if staged else None)
         began = time.monotonic()
         with SweepProgress(len(todo)) as progress:
             def finished(result: EpisodeResult) -> None:

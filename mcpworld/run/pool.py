@@ -12,20 +12,36 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
 
 from mcpworld.env.base import Environment
 from mcpworld.run.interrupt import Interrupted, StopSignal, signals_deferred
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+Staged = TypeVar("Staged", contravariant=True)
+
+
+class Staging(Protocol[Staged]):
+    """env.stage: how a worker readies its next episode on its second desktop while one runs."""
+
+    def stage(self, env: Environment, item: Staged) -> None:
+        """Reset ``env`` for ``item`` ahead (``Environment.stage``); never raises."""
+
+    def withdraw(self, env: Environment, item: Staged) -> None:
+        """``item`` will not run on ``env`` (the run stops): end what was staged for it."""
 
 
 class EpisodePool(Generic[Item, Result]):
     def __init__(self, envs: list[Environment], run_one: Callable[[Environment, Item], Result],
-                 stop: StopSignal, grace_s: float = 10.0):
+                 stop: StopSignal, grace_s: float = 10.0, staging: Staging[Item] | None = None):
+        """``staging``: each worker has two of ``envs`` (one lane: envs[2i], envs[2i+1]) and claims its
+        next item when it starts one, so that item's reset runs on the other desktop meanwhile."""
+        if staging is not None and len(envs) % 2:
+            raise ValueError("staging needs two desktops per worker")
         self.envs, self.run_one, self.stop = envs, run_one, stop
         self.grace_s = grace_s
+        self.staging = staging
         self._halted = threading.Event()
 
     def halt(self) -> None:
@@ -38,19 +54,50 @@ class EpisodePool(Generic[Item, Result]):
             todo.put(item)
         done: queue.Queue[tuple[Result | None, BaseException | None]] = queue.Queue()
 
-        def work(env: Environment) -> None:
-            while not (self.stop.is_set() or self._halted.is_set()):
-                try:
-                    item = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    done.put((self.run_one(env, item), None))
-                except BaseException as exc:  # handed to the caller, never lost in a thread
-                    done.put((None, exc))
+        def claim() -> Item | None:
+            if self.stop.is_set() or self._halted.is_set():
+                return None
+            try:
+                return todo.get_nowait()
+            except queue.Empty:
+                return None
 
-        workers = [threading.Thread(target=work, args=(env,), name=f"episode-{i}", daemon=True)
-                   for i, env in enumerate(self.envs)]
+        def run(env: Environment, item: Item) -> None:
+            try:
+                done.put((self.run_one(env, item), None))
+            except BaseException as exc:  # handed to the caller, never lost in a thread
+                done.put((None, exc))
+
+        def work(env: Environment) -> None:
+            while (item := claim()) is not None:
+                run(env, item)
+
+        def work_staged(front: Environment, back: Environment) -> None:
+            assert self.staging is not None
+            item = claim()
+            while item is not None:
+                following = claim()
+                ahead = None
+                if following is not None:  # its reset on the other desktop while this episode runs
+                    ahead = threading.Thread(target=self.staging.stage, args=(back, following),
+                                             name=f"{threading.current_thread().name}-stage", daemon=True)
+                    ahead.start()
+                run(front, item)
+                if ahead is not None:
+                    ahead.join(None if not self.stop.is_set() else self.grace_s)
+                if following is not None and (self.stop.is_set() or self._halted.is_set()):
+                    if ahead is None or not ahead.is_alive():  # (one still resetting is killed with the run)
+                        self.staging.withdraw(back, following)
+                    return
+                front, back, item = back, front, following
+
+        if self.staging is not None:
+            lanes = [(self.envs[i], self.envs[i + 1]) for i in range(0, len(self.envs), 2)]
+            workers = [threading.Thread(target=work_staged, args=lane, name=f"episode-{i}", daemon=True)
+                       for i, lane in enumerate(lanes)]
+        else:
+            workers = [threading.Thread(target=work, args=(env,), name=f"episode-{i}", daemon=True)
+                       for i, env in enumerate(self.envs)]
         failure: BaseException | None = None
         try:
             for worker in workers:

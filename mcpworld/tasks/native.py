@@ -20,7 +20,7 @@ from mcpworld.tasks.settings import LoaderSettings
 
 REQUIRED = ("app", "instruction")
 KNOWN = set(REQUIRED) | {"evaluator", "id", "params", "timeout", "max_steps", "tags", "context", "setup",
-                         "mcp_servers", "key_steps", "handler", "solution", "workspace"}
+                         "mcp_servers", "key_steps", "handler", "solution", "workspace", "stage"}
 
 _jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -162,6 +162,10 @@ def load_task(path: Path, root: Path | None = None) -> Task:
     tags = data.get("tags") or []
     if not isinstance(tags, list):
         raise TaskFileError(f"{where}: 'tags' must be a list, e.g. tags: [{tags}]")
+    stage = data.get("stage", True)
+    if not isinstance(stage, bool):
+        raise TaskFileError(f"{where}: 'stage' must be true or false (false: its setup runs at the episode's start, "
+                            "never ahead under env.stage), not {stage!r}")
     return Task(
         id=task_id, app=app, instruction=str(render(str(data["instruction"]), params, where)).strip(),
         dir=task_dir, source=path, params=params,
@@ -169,6 +173,7 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         tags=[str(t) for t in tags], context=context, setup=setup,
         mcp_servers=list(data.get("mcp_servers") or []), key_steps=render(list(data.get("key_steps") or []), judged, where),
         evaluator=evaluator, handler=handler, solution=solution, workspace=str(data.get("workspace") or "~"),
+        stage=stage,
     )
 
 
