@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -34,6 +35,9 @@ VERSIONS: dict[str, tuple[str, ...]] = {
     "computer_20251124": ACTIONS_20250124 + ("zoom",),
 }
 MAX_DURATION_S = 100.0  # hold_key / wait: the reference agent refuses longer
+# each desktop's screen just before the last input action sent to it: what the oracle's
+# ``wait_for: {screen: changed}`` compares with (agent/tools/wait_for.py)
+BEFORE_LAST_ACTION: "weakref.WeakKeyDictionary[Environment, Image.Image]" = weakref.WeakKeyDictionary()
 
 
 def image_size(screen: tuple[int, int], image_max: list[int] | tuple[int, int] | None) -> tuple[int, int]:
@@ -153,6 +157,7 @@ class ComputerTool(Tool):
             return Observation(image=self._zoom(args))
 
         before = env.screenshot()
+        BEFORE_LAST_ACTION[env] = before
         point = _point(args)
         xy = self.coords.to_screen(*point) if point else None
         if action in ("key", "type"):

@@ -1,7 +1,8 @@
-"""``wait_for``: the oracle's wait for the desktop's state (a window, a process, a saved file), polled through
-the Environment seam, so a replayed solution is as fast as the app and still holds on a busy
-machine. Only the oracle's replay gets it (agent.tools.replay_tools); no model is offered it.
-The vocabulary and its checks are core/waits.py."""
+"""``wait_for``: the oracle's wait for the desktop's state (a window, a process, a saved file, a widget in
+the accessibility tree, words on the screen, the screen redrawn), polled through the Environment seam
+(its shell, accessibility tree and screenshots: env=local, docker and vm alike), so a replayed solution
+is as fast as the app and still holds on a busy machine. Only the oracle's replay gets it
+(agent.tools.replay_tools); no model is offered it. The vocabulary and its checks are core/waits.py."""
 
 from __future__ import annotations
 
@@ -9,14 +10,24 @@ import asyncio
 import re
 import shlex
 import time
+import xml.etree.ElementTree as ET
 from typing import Any
 
+from PIL import Image
+
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
+from mcpworld.agent.tools.computer import BEFORE_LAST_ACTION
 from mcpworld.core.errors import TaskFileError
-from mcpworld.core.waits import DEFAULT_TIMEOUT_S, TOOL, check_wait
+from mcpworld.core.waits import DEFAULT_TIMEOUT_S, TOOL, check_wait, states
+from mcpworld.env.a11y_dump import NAMESPACES
 from mcpworld.env.base import Environment
 
 POLL_S = 0.2
+SCREEN_POLL_S = 0.05  # screenshots are cheap (≈ 1 ms local): a redraw is seen soon after it ends
+HOLD_S = 0.3  # the screen counts as still once unchanged this long (a menu's fade, a list's scroll)
+A11Y_TIMEOUT_S = 20.0  # one read of the accessibility tree (a big document's takes seconds on a busy machine)
+OCR_SCALE = 2  # screen text (≈ 12 px) read at twice its size: Tesseract misreads small glyphs
+_STATE = "{" + NAMESPACES["st"] + "}"
 # every managed window (EWMH's client list): "<title>\t<WM_CLASS>\t<geometry>" per line; xprop and
 # xdotool are in every desktop (x11-utils, xdotool), local or in the container
 LIST_WINDOWS = ("for w in $(xprop -root _NET_CLIENT_LIST 2>/dev/null | grep -o '0x[0-9a-fA-F]*'); do "
@@ -38,6 +49,15 @@ class WaitForTool(Tool):
             "file": {"type": "string", "description": "a path on the desktop (~/x)"},
             "changed": {"type": "boolean", "description": "written since the episode began and since the last wait"},
             "contains": {"type": "string", "description": "text the file must hold"},
+            "widget": {"type": "string", "description": "regex on an accessible's name (AT-SPI tree)"},
+            "role": {"type": "string", "description": "regex on an accessible's role ('menu item', 'push button')"},
+            "state": {"type": ["string", "array"], "items": {"type": "string"},
+                      "description": "states the accessible must have (focused, showing, selected …)"},
+            "text": {"type": "string", "description": "regex on the words OCR reads on the screen"},
+            "region": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
+                       "description": "[x1, y1, x2, y2]: where to read text or watch the screen"},
+            "screen": {"type": "string", "enum": ["changed", "still"],
+                       "description": "changed since the last computer action and then still, or only still"},
             "timeout": {"type": "number", "description": f"seconds (default {DEFAULT_TIMEOUT_S:g})"},
         },
     }
@@ -54,6 +74,15 @@ class WaitForTool(Tool):
             raise ToolError(str(exc)) from None
         timeout = float(args.get("timeout", DEFAULT_TIMEOUT_S))
         self.placed: str | None = None  # the awaited window's geometry at the last look
+        # the screen: the frame (of the region) at the last look, since when it has not changed, and
+        # the frame before the last computer action (changed: it must differ from that first)
+        self.frame: bytes | None = None
+        self.still_since = 0.0
+        self.reference: bytes | None = None
+        if args.get("screen") == "changed":
+            before = BEFORE_LAST_ACTION.get(self.env)
+            self.reference = self._crop(before, args).tobytes() if before is not None else None
+        poll = min(self.poll_s, SCREEN_POLL_S) if "screen" in args else self.poll_s
         start = time.monotonic()
         previous: tuple[float, int] | None = None  # the file's (mtime, size) at the last look
         while True:
@@ -66,7 +95,7 @@ class WaitForTool(Tool):
                 return Observation(text=f"wait_for: {describe(args)} after {waited:.1f}s")
             if waited >= timeout:
                 return Observation(text=f"wait_for timed out after {timeout:g}s: {unmet}", ok=False)
-            await asyncio.sleep(self.poll_s)
+            await asyncio.sleep(poll)
 
     def _unmet(self, args: dict[str, Any], previous: tuple[float, int] | None) -> tuple[str | None, tuple[float, int] | None]:
         """What does not hold yet (None: all does), and the file's (mtime, size) as seen now."""
@@ -106,7 +135,71 @@ class WaitForTool(Tool):
                 return f"a process matching {pattern!r} still runs ({running!r})", stat
             if not running and not args.get("gone"):
                 return f"no process of this desktop matches {pattern!r}", stat
+        if "widget" in args or "role" in args:
+            shown = self._widget(args)
+            if shown and args.get("gone"):
+                return f"the accessible {shown} is still there", stat
+            if not shown and not args.get("gone"):
+                return f"no accessible has {describe_widget(args)}", stat
+        if "text" in args:
+            pattern = str(args["text"])
+            words = self._read(args)
+            read = re.search(pattern, words, re.I)
+            if read and args.get("gone"):
+                return f"the screen still shows {read.group(0)!r}", stat
+            if not read and not args.get("gone"):
+                return f"the screen does not show {pattern!r} (read: {words[:200]!r})", stat
+        if "screen" in args:
+            unsettled = self._screen(args)
+            if unsettled:
+                return unsettled, stat
         return None, stat
+
+    # -- what the app shows ---------------------------------------------------------------------------
+    def _crop(self, image: Image.Image, args: dict[str, Any]) -> Image.Image:
+        region = args.get("region")
+        if not region:
+            return image
+        x1, y1, x2, y2 = (int(v) for v in region)
+        return image.crop((x1, y1, x2, y2))
+
+    def _screen(self, args: dict[str, Any]) -> str | None:
+        """None once the screen (its region) has held still for HOLD_S, after differing from the frame
+        before the last computer action where ``screen: changed`` asks that."""
+        frame = self._crop(self.env.screenshot(), args).tobytes()
+        now = time.monotonic()
+        if frame != self.frame:
+            self.frame, self.still_since = frame, now
+        if self.reference is not None:
+            if frame == self.reference:
+                return "the screen has not changed since the last computer action"
+            self.reference = None  # changed: from now on it only has to hold still
+        if now - self.still_since < HOLD_S:
+            return "the screen is still changing"
+        return None
+
+    def _widget(self, args: dict[str, Any]) -> str | None:
+        """The first accessible (role 'name') in the desktop's AT-SPI tree that matches, or None."""
+        name_rx = re.compile(str(args.get("widget", "")), re.I)
+        role_rx = re.compile(str(args.get("role", "")), re.I)
+        wanted = [_STATE + s.replace(" ", "-") for s in states(args)]
+        try:
+            root = ET.fromstring(self.env.accessibility_tree(timeout_s=A11Y_TIMEOUT_S))
+        except ET.ParseError:
+            return None  # an app went away mid-dump: look again
+        for element in root.iter():
+            role, name = element.tag.replace("-", " "), element.get("name", "")
+            if (name_rx.search(name) and role_rx.search(role)
+                    and all(element.get(state) == "true" for state in wanted)):
+                return f"{role} {name!r}"
+        return None
+
+    def _read(self, args: dict[str, Any]) -> str:
+        """The words OCR reads on the screen (in the region), joined by single spaces."""
+        from mcpworld.evaluation.metrics.ocr import image_text  # Tesseract, as compare_image_text reads
+
+        image = self._crop(self.env.screenshot(), args)
+        return image_text(image.resize((image.width * OCR_SCALE, image.height * OCR_SCALE), Image.Resampling.LANCZOS))
 
     def _process(self, pattern: str) -> str | None:
         """The command line of a process of this desktop (its account, its display) that matches, or None.
@@ -159,4 +252,18 @@ def describe(args: dict[str, Any]) -> str:
     if "file" in args:
         what = " written" if args.get("changed") else ""
         parts.append(f"{args['file']}{what}" + (f" contains {args['contains']!r}" if "contains" in args else ""))
+    if "widget" in args or "role" in args:
+        parts.append(f"accessible {describe_widget(args)} {'gone' if args.get('gone') else 'there'}")
+    if "text" in args:
+        parts.append(f"text {args['text']!r} {'gone' if args.get('gone') else 'shown'}")
+    if "screen" in args:
+        parts.append("screen changed and still" if args["screen"] == "changed" else "screen still")
+    if "region" in args:
+        parts[-1] += f" in {args['region']}"
     return ", ".join(parts)
+
+
+def describe_widget(args: dict[str, Any]) -> str:
+    what = [f"role {args['role']!r}" if "role" in args else "", f"name {args['widget']!r}" if "widget" in args else "",
+            f"state {'+'.join(states(args))}" if "state" in args else ""]
+    return ", ".join(w for w in what if w)
