@@ -80,9 +80,13 @@ def test_the_oracle_suite_of_two_apps_succeeds_in_containers_watched_over_novnc(
     assert json.loads((logs / "desktop.json").read_text())["user"] == "mcpworld-d0"  # copied out of the container
 
 
-def test_doing_nothing_in_containers_scores_zero(tmp_path, client, image):
-    results, _, _ = run_suite(tmp_path, client, "agent.max_steps=0")
+def test_doing_nothing_in_containers_scores_zero_also_on_desktops_staged_ahead(tmp_path, client, image):
+    # env.stage: each of the two workers sets up its next episode in a second container while one runs
+    results, _, _ = run_suite(tmp_path, client, "agent.max_steps=0", "env.stage=true")
     assert len(results) == 7 and all(r["status"] == "failure" and r["score"] == 0.0 for r in results), results
+    staged = [r for r in results if r["staged"]]
+    assert len(staged) == 5, [r["staged"] for r in results]  # all but each worker's first
+    assert all(r["setup_s"] < 0.5 and r["staged"]["stage_s"] > 0 for r in staged)
 
 
 def test_inside_the_agent_is_the_desktop_account_with_sudo_and_no_harness_secret(tmp_path, client, image,
