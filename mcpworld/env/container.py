@@ -36,8 +36,12 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import shutil
+import signal
 import socket
+import subprocess
+import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -54,8 +58,11 @@ from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, docker_network, leftovers
 from mcpworld.env.base import Action, Environment, ShellResult
+from mcpworld.env.cgroup import DesktopCgroup
+from mcpworld.env.confine import Confinement
 from mcpworld.env.context import Goldens, copy_into_home
 from mcpworld.env.local import default_workroot
+from mcpworld.env.processes import scrubbed_env
 from mcpworld.env.relay import PeerGate, Relay, harness_uids, listen_tcp, listen_unix, through_service, to_tcp
 from mcpworld.env.screen import SettlePolicy, to_image
 from mcpworld.env.service import SPEC_VARIABLE, host_paths, program_to_json
@@ -388,8 +395,52 @@ class DockerEnvironment(Environment):
 
     def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
                 env: dict[str, str] | None = None, task_code: bool = False) -> None:
+        if task_code:
+            self._run_task_code(command, shell, timeout_s, env)
+            return
         extra = {"env": env} if env else {}  # (over the service's socket, closed to the desktop account)
         self._call("execute", http_timeout=timeout_s + 60, command=command, shell=shell, timeout_s=timeout_s, **extra)
+
+    def _run_task_code(self, command: list[str] | str, shell: bool, timeout_s: float,
+                       env: dict[str, str] | None) -> None:
+        """A task's own preprocess (Toolathlon's ``cd <checkout> && python -m tasks.….preprocess.main
+        --agent_workspace ~/workspace``), run on the host's side: its code imports from its task folder
+        and runs on an interpreter of this machine, and the container holds neither (it must not see
+        the task folder). The episode's home is the one both sides share (the work folder is mounted at
+        the same path), so it writes where the agent will work: as the desktop account's uid, with
+        that home as HOME, before the agent's first step, in a cgroup of its own that is killed when
+        the command returns (nothing it started outlives it); ``env`` (an episode's Klavis
+        credentials) goes to this command only and never into the container."""
+        text = command if isinstance(command, str) else shlex.join(command)
+        argv = ["bash", "-c", self.map_paths(text)] if shell else \
+            [str(self.resolve(a)) if a.startswith("~") else self.map_paths(a) for a in shlex.split(text)]
+        variables = {**scrubbed_env(self.home, self.runtime_dir), "TMPDIR": str(self.runtime_dir), **(env or {})}
+        cgroup = DesktopCgroup.create(f"{self.workroot.name}-preprocess")
+        started = time.monotonic()
+        # its output to files, not pipes: a process it left behind holding them must not keep the step waiting
+        with tempfile.TemporaryFile() as err:
+            launch, account = Confinement(cgroup=cgroup).command(argv, self.user, self.home)
+            proc = subprocess.Popen(launch, env=variables, cwd=self.home, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, **account)
+            try:
+                returncode = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                returncode = -9
+            finally:  # what it started goes with it: its cgroup (or, without one, its process group)
+                if cgroup is not None:
+                    cgroup.remove()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                proc.wait()
+            err.seek(0)
+            stderr = err.read().decode(errors="replace").strip()
+        logger.info("the task's preprocess ran on the host's side in %.1fs (exit %s)", time.monotonic() - started,
+                    returncode)
+        if returncode != 0:
+            why = f"timed out after {timeout_s:.0f}s" if returncode == -9 else f"exited {returncode}"
+            raise InfraError(f"setup command {command!r} {why}: {stderr[-300:]}")
 
     def open_path(self, path: str, app: str | None = None, window: str | None = None,
                   timeout_s: float | None = None) -> None:
