@@ -1,23 +1,23 @@
-"""Certification wall time with env=local's warm pool (env.pool=2) beside the same run without one
-(env.pool=1), in one run.
+"""Certification wall time before and after staging (env.stage), and with staging under load, in one run.
 
 Why: a certificate replays every task N times in three modes (oracle, doing nothing, the spoiled
-oracle), so its wall time is set by the many short episodes and by what each one waits for
-between them. With env.pool=2 the next episode's desktop (X server, D-Bus, window manager, account,
-cgroup, network namespace) is started while an episode runs, so the reset only restores the home
-and starts the app. Each figure is the wall time of the whole `python -m mcpworld.certify` command
-(start-up, three jobs, the certificate), as a user sees it.
+oracle), so its wall time is set by the many short episodes and by what each waits for between them.
+Before: env.pool=2 (the next desktop's X server, bus and window manager started ahead; the reset still
+restores the home, starts the app and runs the setup). After: env.stage=true (each worker's next
+episode set up whole on its second desktop while one runs: the reset is a hand-over). Each figure is
+the wall time of the whole `python -m mcpworld.certify` command (start-up, three jobs, the
+certificate), as a user sees it. The after runs go at each concurrency given; the best one is run
+again beside a CPU burner (--load busy processes, e.g. 8 on 2 cores: load ≈ 8), where a fixed wait
+would flake. Every run's certificate must hold: no `flaky`, no `infra_error` (a retried one counts).
 
-The default selection is a subset of the built-in suite: the Mousepad, xterm and PCManFM tasks
-(9 tasks, 81 episodes per run at N=3). Add `--tasks 'mousepad/*,xterm/*,pcmanfm/*,libreoffice_*/*'`
-for the LibreOffice tasks too, or `--tasks all` for the whole built-in suite (much longer: its
-spoiled replays wait out their `wait_for` steps). `--rounds 2` runs the pair twice, in alternating
-order, so that a busy neighbour on the machine weighs on both sides alike.
+Perceived reset: from the end of the episode a worker ran before to this episode's first observation
+(benchmarks/handover.py), median over the episodes that followed another.
 
-    python benchmarks/certify_throughput.py [--n 3] [--concurrency 1] [--tasks …] [--rounds 1] [--keep DIR]
+    python benchmarks/certify_throughput.py [--tasks all] [--n 3] [--concurrency 1,2,3] [--load 8] [--keep DIR]
 
-Exits 0 whatever the figures (a flaky task may differ between the certificates: printed); 1 when a
-run failed.
+The default selection is the Mousepad, xterm and PCManFM tasks (9 tasks, 81 episodes per run at N=3);
+`--tasks all` is the whole built-in suite (the issue's figure). Exits 1 when a run failed or a
+certificate did not hold.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import multiprocessing
 import shutil
 import statistics
 import subprocess
@@ -34,48 +35,59 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from handover import handovers
 from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBSET = "mousepad/*,xterm/*,pcmanfm/*"
 MODES = ("oracle", "noop", "spoiled")
+BEFORE = ("env.stage=false", "env.pool=2")
+AFTER = ("env.stage=true",)
 
 
 @dataclass
 class Run:
     """One certify command's figures."""
 
-    pool: int
+    label: str
+    concurrency: int
     wall_s: float
     returncode: int
     episodes: int = 0
-    setup_s: list[float] = field(default_factory=list)  # each episode's reset to ready (result.json)
-    waits_s: list[float] = field(default_factory=list)  # env.pool ≥ 2: each reset's wait for its desktop
+    infra_errors: int = 0
+    perceived_s: list[float] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     error: str = ""
 
+    @property
+    def held(self) -> bool:
+        """No flaky, unsolved or lenient task and no infra error."""
+        return not self.error and self.infra_errors == 0 and bool(self.statuses) and \
+            all(s in ("certified", "excluded") for s in self.statuses.values())
 
-def certify(out: Path, pool: int, args: argparse.Namespace) -> Run:
+
+def burn(until: float) -> None:
+    while time.time() < until:
+        pass
+
+
+def certify(out: Path, label: str, settings: tuple[str, ...], concurrency: int, args: argparse.Namespace) -> Run:
     selection = [] if args.tasks == "all" else [f"task=[{args.tasks}]"]
-    argv = [sys.executable, "-m", "mcpworld.certify", *selection, "env=local", f"env.pool={pool}", "tracking=none",
-            "--n", str(args.n), "--concurrency", str(args.concurrency), "--out", str(out)]
+    argv = [sys.executable, "-m", "mcpworld.certify", *selection, "env=local", *settings, "tracking=none",
+            "--n", str(args.n), "--concurrency", str(concurrency), "--out", str(out)]
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-    run = Run(pool, time.perf_counter() - started, proc.returncode)
+    run = Run(label, concurrency, time.perf_counter() - started, proc.returncode)
     if proc.returncode not in (0, 1):  # 1: a regression against --against, which is not given here
         run.error = proc.stderr.strip()[-400:]
     for mode in MODES:
-        for result in (out / mode / "episodes").rglob("result.json"):
-            if not result.parent.name.isdigit():  # a failed try set aside, run again
-                continue
+        job = out / mode
+        for result in (job / "episodes").rglob("result.json"):
             data = json.loads(result.read_text())
-            run.episodes += 1
-            if data.get("setup_s") is not None:
-                run.setup_s.append(float(data["setup_s"]))
-            desktop = result.parent / "logs" / "desktop.json"
-            if desktop.is_file() and "pool_wait_s" in (log := json.loads(desktop.read_text())):
-                run.waits_s.append(float(log["pool_wait_s"]))
+            run.infra_errors += data.get("status") == "infra_error"  # a set-aside try counts too
+            run.episodes += result.parent.name.isdigit()
+        run.perceived_s += [h.perceived_s for h in handovers(job)]
     if (out / "certificate.csv").is_file():
         with open(out / "certificate.csv", newline="") as f:
             run.statuses = {row["task_id"]: row["status"] for row in csv.DictReader(f)}
@@ -89,44 +101,54 @@ def median(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=3, help="episodes per task and mode (default 3)")
-    parser.add_argument("--concurrency", type=int, default=1, help="desktops at once (default 1)")
+    parser.add_argument("--concurrency", default="1,2", help="concurrencies to try, comma-separated (default 1,2)")
     parser.add_argument("--tasks", default=SUBSET, help=f"task ids or globs, comma-separated, or all (default {SUBSET})")
-    parser.add_argument("--rounds", type=int, default=1, help="pairs of runs, in alternating order (default 1)")
+    parser.add_argument("--load", type=int, default=8, help="busy processes beside the loaded run (0: none; default 8)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the certify folders here (default: removed)")
     args = parser.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",")]
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="certify-throughput-"))
-    runs: dict[int, list[Run]] = {1: [], 2: []}
+    runs: list[Run] = []
+
+    def go(label: str, settings: tuple[str, ...], concurrency: int) -> Run:
+        run = certify(base / f"{label.replace(' ', '-')}-c{concurrency}", label, settings, concurrency, args)
+        runs.append(run)
+        print(f"{label}, concurrency {concurrency}: {run.wall_s:.1f} s, {run.episodes} episodes"
+              + ("" if run.held else f", NOT HELD {run.error or run.statuses}"), flush=True)
+        return run
+
     try:
-        for r in range(args.rounds):
-            for pool in ((1, 2) if r % 2 == 0 else (2, 1)):
-                run = certify(base / f"round{r}-pool{pool}", pool, args)
-                runs[pool].append(run)
-                print(f"round {r + 1}, env.pool={pool}: {run.wall_s:.1f} s, {run.episodes} episodes"
-                      + (f", FAILED: {run.error}" if run.error else ""), flush=True)
+        for concurrency in levels:
+            go("before (env.pool=2)", BEFORE, concurrency)
+            go("after (env.stage)", AFTER, concurrency)
+        best = min((r for r in runs if r.label.startswith("after")), key=lambda r: r.wall_s).concurrency
+        if args.load:
+            burners = [multiprocessing.Process(target=burn, args=(time.time() + 24 * 3600,), daemon=True)
+                       for _ in range(args.load)]
+            for p in burners:
+                p.start()
+            try:
+                go(f"after, {args.load} busy processes", AFTER, best)
+            finally:
+                for p in burners:
+                    p.terminate()
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
 
-    table = Table(title=f"certify, {args.tasks}, N={args.n}, concurrency={args.concurrency} (wall s per round)")
-    for column in ("env.pool", "episodes", "wall s", "episodes/hour", "reset median s", "pool wait median s",
-                   "vs env.pool=1"):
+    table = Table(title=f"certify, {args.tasks}, N={args.n} (one command each)")
+    for column in ("run", "concurrency", "episodes", "wall s", "episodes/hour", "perceived reset median s",
+                   "certified", "not held", "infra errors"):
         table.add_column(column)
-    base_wall = statistics.mean(r.wall_s for r in runs[1])
-    for pool, done in runs.items():
-        wall = statistics.mean(r.wall_s for r in done)
-        episodes = done[0].episodes
-        table.add_row(str(pool), str(episodes), " / ".join(f"{r.wall_s:.1f}" for r in done),
-                      f"{episodes / wall * 3600:.0f}", median([s for r in done for s in r.setup_s]),
-                      median([s for r in done for s in r.waits_s]), f"{base_wall / wall:.2f}x")
-    Console(width=140).print(table)
-    certificates = [r.statuses for pool in runs.values() for r in pool]
-    same = all(c == certificates[0] for c in certificates)
-    print("certificates: " + ("identical" if same else "DIFFER: " + "; ".join(
-        f"{task}: {' / '.join(c.get(task, '-') for c in certificates)}"
-        for task in sorted({t for c in certificates for t in c}) if len({c.get(task) for c in certificates}) > 1)))
-    failed = [r for pool in runs.values() for r in pool if r.error]
-    return 1 if failed else 0
+    for run in runs:
+        bad = [f"{t}: {s}" for t, s in run.statuses.items() if s not in ("certified", "excluded")]
+        table.add_row(run.label, str(run.concurrency), str(run.episodes), f"{run.wall_s:.1f}",
+                      f"{run.episodes / run.wall_s * 3600:.0f}", median(run.perceived_s),
+                      str(sum(s == "certified" for s in run.statuses.values())),
+                      "; ".join(bad) or run.error[-80:] or "–", str(run.infra_errors))
+    Console(width=160).print(table)
+    return 0 if all(r.held for r in runs) else 1
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ class Staged:
     episode_dir: Path
     began: float  # wall clock (time.time()): when its reset began
     ready: float  # … and when its desktop had settled
-    frame: "Image"  # the settled screen: a first observation equal to it needs no settling again
 
     def serves(self, task: "Task", episode_dir: Path, extra_env: dict[str, str]) -> bool:
         # (an episode's own variables, a live hook's sink, reach its setup: such a reset is its own)
@@ -76,7 +75,7 @@ class Environment(abc.ABC):
     # env.stage: this backend can reset one desktop while another runs an episode (a suite's own VM cannot)
     stages: bool = True
     _staged: Staged | None = None  # (see stage / begin)
-    _handed_frame: "Image | None" = None
+    _handed: bool = False  # begin handed a staged desktop over, and the agent has not seen it yet
     # what ``begin`` found: the staged reset it handed over ({began, ready}: wall clock; stage_s: how long
     # it took; ready_ahead_s: how long it waited for its episode), or None: it reset now
     handover: dict[str, float] | None = None
@@ -85,40 +84,37 @@ class Environment(abc.ABC):
         """Reset for an episode that has not begun, while another desktop runs the current one, and let
         the screen settle; ``begin`` hands it over. A failure leaves nothing staged (``begin`` then
         resets as usual, and that reset's failure is the episode's)."""
-        self._staged = self._handed_frame = None
+        self._staged, self._handed = None, False
         began = time.time()
         self.extra_env = {}
         self.reset(task, episode_dir)
-        frame = self.settle(None)
-        self._staged = Staged(task, Path(episode_dir), began, time.time(), frame)
+        self.settle(None)
+        self._staged = Staged(task, Path(episode_dir), began, time.time())
 
     def begin(self, task: "Task", episode_dir: Path) -> None:
         """The desktop ready for this episode: the reset ``stage`` did for it, handed over, or a reset now."""
-        staged, self._staged, self._handed_frame = self._staged, None, None
+        staged, self._staged, self._handed = self._staged, None, False
         if staged is not None and staged.serves(task, episode_dir, self.extra_env):
             self.handover = {"began": round(staged.began, 3), "ready": round(staged.ready, 3),
                              "stage_s": round(staged.ready - staged.began, 4),
                              "ready_ahead_s": round(time.time() - staged.ready, 4)}
-            self._handed_frame = staged.frame
+            self._handed = True
             return
         self.handover = None
         self.reset(task, episode_dir)  # (it ends whatever was staged for another episode first)
 
     def unstage(self) -> Path | None:
         """End what was staged for an episode that will not begin here; its episode folder."""
-        staged, self._staged, self._handed_frame = self._staged, None, None
+        staged, self._staged, self._handed = self._staged, None, False
         self.end_episode()
         return staged.episode_dir if staged else None
 
     def first_observation(self) -> "Image":
-        """The screen the agent first sees: settled (``settle``), or, on a staged desktop whose screen has
-        not changed since it settled, that screen at once."""
-        handed, self._handed_frame = self._handed_frame, None
-        if handed is not None:
-            now = self.screenshot()
-            if now.size == handed.size and now.tobytes() == handed.tobytes():
-                return now
-        return self.settle(None)
+        """The screen the agent first sees: settled after the reset (``settle``), or, on a staged desktop,
+        the screen now: it settled when its staging ended and nothing has acted on it since (what changed
+        meanwhile is the app's own idling, a blinking caret, which waiting would not settle)."""
+        handed, self._handed = self._handed, False
+        return self.screenshot() if handed else self.settle(None)
 
     @abc.abstractmethod
     def reset(self, task: "Task", episode_dir: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import time
 import traceback
 from contextlib import nullcontext
@@ -97,7 +98,9 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
     started = time.monotonic()
     # as the suite wrote it where the desktop has the suite's paths (/home/user, /workspace …), else with its home
     instruction = shown(task.instruction, env.suite_paths)
-    trace.emit("episode_start", task=task.id, attempt=attempt, instruction=instruction, **result.labels)
+    # worker: the pool's thread (episode-N) that ran it, so a reader can follow one worker's episodes in turn
+    trace.emit("episode_start", task=task.id, attempt=attempt, instruction=instruction,
+               worker=threading.current_thread().name, **result.labels)
     sampled = None
     try:
         sampled = gpu.episode(episode_dir / "gpu.csv") if gpu else None  # the job's meter: this episode's share

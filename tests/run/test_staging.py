@@ -76,21 +76,19 @@ def test_a_staged_reset_is_handed_over_to_its_own_episode_only(tmp_path):
         assert desk.handover is None
 
 
-def test_the_first_observation_of_a_staged_desktop_is_its_settled_screen_unless_it_changed(tmp_path):
+def test_the_first_observation_of_a_staged_desktop_is_the_screen_now_as_it_settled_when_staged(tmp_path):
     desk = Desk(tmp_path, "a")
     desk.stage(task("a"), tmp_path / "e")
     settled = desk.settles
+    assert settled == 1  # staging ends once the screen settled
     desk.begin(task("a"), tmp_path / "e")
-    desk.first_observation()
-    assert desk.settles == settled  # the same screen: no settling again
-
-    desk.stage(task("a"), tmp_path / "e")
-    desk.begin(task("a"), tmp_path / "e")
-    desk.screen = Image.new("RGB", (4, 4), "black")  # something drew since it settled
-    settled = desk.settles
-    desk.first_observation()
+    desk.screen = Image.new("RGB", (4, 4), "black")  # (a caret blinked since)
+    assert desk.first_observation().getpixel((0, 0)) == (0, 0, 0)  # the screen as it is now …
+    assert desk.settles == settled  # … without settling again
+    desk.first_observation()  # an episode's later first observation (an unstaged desktop) settles
     assert desk.settles == settled + 1
-    desk.first_observation()  # (an unstaged desktop settles every time)
+    desk.begin(task("a"), tmp_path / "e")  # nothing staged: reset now, and the first observation settles
+    desk.first_observation()
     assert desk.settles == settled + 2
 
 
