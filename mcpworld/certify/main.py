@@ -68,6 +68,18 @@ def compose_config(overrides: list[str]) -> RootConfig:
         raise UserError(f"{exc}" + (f" ({cause})" if cause else "")) from None
 
 
+def staging_default(cfg: RootConfig, overrides: list[str]) -> list[str]:
+    """``env.stage=true`` unless the user set env.stage or the desktops cannot stage: a certificate is many
+    short episodes of the same tasks, each worker's next one set up while one runs (run/staging.py)."""
+    from mcpworld.env import backend_stages
+
+    if any(override_key(o) == "env.stage" for o in overrides):
+        return []
+    if not backend_stages(cfg.env.backend) or cfg.env.mcp_sandbox == "klavis":
+        return []
+    return ["env.stage=true"]
+
+
 def spoil_kind(task: Task, modality: str) -> str:
     solution = task.solution.get(modality, [])
     if declares_spoil(solution):
@@ -91,6 +103,7 @@ def certify(args: argparse.Namespace) -> int:
     before = read_statuses(args.against) if args.against else None  # a bad file fails now, not after the runs
     beside = {label: read_statuses(Path(path), "--beside") for label, path in (b.split("=", 1) for b in args.beside)}
     cfg = compose_config(list(args.overrides))
+    args.overrides = [*args.overrides, *staging_default(cfg, list(args.overrides))]
     chosen = select_tasks(cfg)  # the job's own selection: skip reasons and missing solutions included
     modality = cfg.modality.name
     apps = {t.id: t.app for t in chosen.tasks}

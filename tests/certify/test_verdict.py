@@ -166,3 +166,13 @@ def test_a_missing_certificate_to_compare_with_stops_before_any_episode(tmp_path
 
     assert main(["task=xterm/set_theme", "--out", str(tmp_path / "out"), "--against", str(tmp_path / "no.csv")]) == 2
     assert "no.csv: cannot read it" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_certify_stages_each_workers_next_episode_unless_told_or_unable():
+    from mcpworld.certify.main import compose_config, staging_default
+
+    assert staging_default(compose_config([]), []) == ["env.stage=true"]
+    assert staging_default(compose_config(["env=docker"]), ["env=docker"]) == ["env.stage=true"]
+    assert staging_default(compose_config(["env.stage=false"]), ["env.stage=false"]) == []  # the user's choice
+    assert staging_default(compose_config(["env=vm"]), ["env=vm"]) == []  # one VM per desktop slot
+    assert staging_default(compose_config(["env=klavis"]), ["env=klavis"]) == []  # leases taken per episode
