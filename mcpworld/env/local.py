@@ -139,7 +139,7 @@ class LocalEnvironment(Environment):
             mountns.require()
         self._files = files
         self.suite_paths = files == "hidden"  # the suites' paths (/home/user, /workspace …) are its namespace's views
-        self._hidden, self._handed = tuple(hidden), tuple(handed)
+        self._hidden, self._handed_files = tuple(hidden), tuple(handed)
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.settle_policy = settle_policy or screen.SettlePolicy()
@@ -207,7 +207,7 @@ class LocalEnvironment(Environment):
     def _file_view(self, folder: Path | None) -> mountns.FileView:
         """What this desktop's processes see (env.files=hidden); ``folder``: a pooled desktop's own."""
         own = [self.workroot, *([folder] if folder else [])]
-        return mountns.desktop_view(self.home, own, self._hidden, self._handed)
+        return mountns.desktop_view(self.home, own, self._hidden, self._handed_files)
 
     @property
     def files_effective(self) -> str:
