@@ -26,7 +26,8 @@ POLL_S = 0.2
 SCREEN_POLL_S = 0.05  # screenshots are cheap (≈ 1 ms local): a redraw is seen soon after it ends
 HOLD_S = 0.3  # the screen counts as still once unchanged this long (a menu's fade, a list's scroll)
 A11Y_TIMEOUT_S = 20.0  # one read of the accessibility tree (a big document's takes seconds on a busy machine)
-OCR_SCALE = 2  # screen text (≈ 12 px) read at twice its size: Tesseract misreads small glyphs
+OCR_SCALE = 2  # a region's text (≈ 12 px) read at twice its size: Tesseract misreads small glyphs …
+OCR_MAX_PIXELS = 1_000_000  # … unless that makes the image bigger than this (a whole screen: read as it is)
 _STATE = "{" + NAMESPACES["st"] + "}"
 # every managed window (EWMH's client list): "<title>\t<WM_CLASS>\t<geometry>" per line; xprop and
 # xdotool are in every desktop (x11-utils, xdotool), local or in the container
@@ -79,6 +80,7 @@ class WaitForTool(Tool):
         self.frame: bytes | None = None
         self.still_since = 0.0
         self.reference: bytes | None = None
+        self.read: tuple[bytes, str] = (b"", "")  # the last frame OCR read, and its words
         if args.get("screen") == "changed":
             before = BEFORE_LAST_ACTION.get(self.env)
             self.reference = self._crop(before, args).tobytes() if before is not None else None
@@ -199,7 +201,14 @@ class WaitForTool(Tool):
         from mcpworld.evaluation.metrics.ocr import image_text  # Tesseract, as compare_image_text reads
 
         image = self._crop(self.env.screenshot(), args)
-        return image_text(image.resize((image.width * OCR_SCALE, image.height * OCR_SCALE), Image.Resampling.LANCZOS))
+        pixels = image.tobytes()
+        if pixels == self.read[0]:
+            return self.read[1]  # the same screen reads the same: no second OCR of it
+        scaled = image
+        if image.width * image.height * OCR_SCALE ** 2 <= OCR_MAX_PIXELS:
+            scaled = image.resize((image.width * OCR_SCALE, image.height * OCR_SCALE), Image.Resampling.LANCZOS)
+        self.read = (pixels, image_text(scaled))
+        return self.read[1]
 
     def _process(self, pattern: str) -> str | None:
         """The command line of a process of this desktop (its account, its display) that matches, or None.
