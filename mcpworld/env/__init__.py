@@ -131,7 +131,8 @@ def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]
                              window_manager=s.env.window_manager, settle_policy=settle_policy(s.settle),
                              app_timeout_s=s.env.app_timeout_s, programs=programs, vnc_public=s.env.vnc.public,
                              start_timeout_s=s.env.start_timeout_s, pool=s.env.pool,
-                             read_only=list(s.handed), network=str(s.env.network))
+                             read_only=list(s.handed), network=str(s.env.network),
+                             hidden=(*s.task_roots, *s.hidden))
 
 
 @BACKENDS.register("vm")

@@ -56,7 +56,7 @@ from mcpworld.apps.programs import Program, free_port
 from mcpworld.core import errors
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, docker_network, leftovers
+from mcpworld.env import desktop_user, docker_network, leftovers, mountns
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
@@ -174,7 +174,11 @@ class DockerEnvironment(Environment):
     def __init__(self, width: int, height: int, *, image: str, client: Any, window_manager: str = "openbox",
                  settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
                  programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0,
-                 pool: int = 1, read_only: Sequence[Path] = (), network: str = "isolated"):
+                 pool: int = 1, read_only: Sequence[Path] = (), network: str = "isolated",
+                 hidden: Sequence[Path] = ()):
+        """``read_only``: files a task's setup runs from its folder, mounted alone; ``hidden``: the run's
+        task roots, solutions and outputs, out of the sight of the MCP servers this desktop's episodes
+        start on the host (``confined``)."""
         if network not in ("isolated", "isolated_unfenced", "host"):
             raise ValueError(f"env.network: {network!r} is not one of isolated, isolated_unfenced, host")
         self._isolated = network != "host"
@@ -200,6 +204,8 @@ class DockerEnvironment(Environment):
         self._net_dir.mkdir(mode=0o700)
         self._relays: list[Relay] = []  # the episode's, host side
         self._volumes = volumes(self.workroot, read_only)
+        self._view = mountns.desktop_view(self.home, [self.workroot], hidden, read_only)
+        self._servers_ns: mountns.MountNamespace | None = None  # made at the first server's start
         self._spec = {"workroot": str(self.workroot), "width": width, "height": height,
                       "window_manager": window_manager, "app_timeout_s": app_timeout_s,
                       "settle": (settle_policy or SettlePolicy()).__dict__,
@@ -375,8 +381,20 @@ class DockerEnvironment(Environment):
             except httpx.HTTPError:
                 pass
 
+    def confined(self, argv: list[str]) -> list[str]:
+        """``argv`` as an MCP server of this desktop runs on the host: as the desktop's account, in a mount
+        namespace where it sees what an env=local desktop sees (its home, its work folder, the programs),
+        never the benchmark's files (env/mountns.py); refused in one line where none can be made."""
+        if self._servers_ns is None:
+            mountns.require()
+            self._servers_ns = mountns.MountNamespace.create(self._view)
+        return Confinement(None, None, self._servers_ns).wrap(argv, self.user)
+
     def close(self) -> None:
         self._starter.shutdown(wait=True)  # starts and removals under way end first
+        if self._servers_ns is not None:
+            self._servers_ns.close()
+            self._servers_ns = None
         self._close_relays()
         for spare in self._spares:
             if spare.exception() is None:

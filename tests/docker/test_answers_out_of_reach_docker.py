@@ -109,6 +109,20 @@ def _probe(env: DockerEnvironment, paths: dict[str, Path], root: bool = False) -
     return found
 
 
+def _probe_as_server(env: DockerEnvironment, paths: dict[str, Path]) -> dict[str, str]:
+    """The probe as an MCP server of this desktop would run it (``env.confined``: how mcp/servers.py
+    starts a stdio server as the desktop's account), on the host's side of the container."""
+    found = {}
+    for what, path in paths.items():
+        line = f"cat {path}; grep -rs {SECRET} {path.parent}; ls -A {path.parent}"
+        done = subprocess.run(env.confined(["bash", "-c", f"{{ {line}; }} 2>/dev/null"]), capture_output=True,
+                              text=True, timeout=60)
+        read = [out for out in done.stdout.splitlines() if out.strip() and out != HANDED]
+        if read:
+            found[what] = "\n".join(read)[:200]
+    return found
+
+
 def _search_everywhere(env: DockerEnvironment) -> str:
     """Root's search of the container's whole file tree for the secret (the kernel's trees left out)."""
     line = f"find / \\( -path /proc -o -path /sys \\) -prune -o -type f -print0 | xargs -0 grep -lsI {SECRET}"
@@ -132,8 +146,10 @@ def test_a_container_desktop_reads_none_of_the_answers(suite, client, image, tmp
     assert settings.handed == (base / "suite/tasks/a/pre_process.sh",)
     builtin = BUILTIN_TASKS / "xterm" / "count_errors" / "task.yaml"
     solution = next(p for p in (DATA / "solutions").rglob("*.yaml"))
-    with DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0) as other, \
-            DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0) as env:
+    with DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0,
+                           hidden=settings.hidden) as other, \
+            DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0,
+                              hidden=(*settings.task_roots, *settings.hidden)) as env:
         other.reset(task, tmp_path / "other")
         (other.home / "notes.txt").write_text(f"{SECRET} other desktop\n")
         env.reset(task, tmp_path / "episode")
@@ -160,6 +176,10 @@ def test_a_container_desktop_reads_none_of_the_answers(suite, client, image, tmp
             assert _probe(env, probe) == {}
             assert _probe(env, probe, root=True) == {}
             assert _search_everywhere(env) == ""
+            # the MCP servers this desktop's episodes start run on the host, as its account: in a mount
+            # namespace of its own, they see its home (the positive control) and nothing of the answers
+            served = _probe_as_server(env, {**probe, "planted": env.home / "notes.txt"})
+            assert set(served) == {"planted"}, served
         finally:
             shutil.rmtree(probe["the harness's temp space"].parent, ignore_errors=True)
         assert _answer_files(env) == ""  # no copy of the package's built-in tasks or solutions either
