@@ -31,7 +31,7 @@ import pytest
 
 from mcpworld.core.paths import BUILTIN_TASKS, DATA, PROJECT
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.env import DesktopSettings, docker_image
+from mcpworld.env import DesktopSettings
 from mcpworld.env.container import DockerEnvironment
 from mcpworld.tasks.settings import ToolathlonSettings
 from mcpworld.tasks.toolathlon import load_toolathlon
@@ -40,16 +40,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "ANSWER-d0c4e1"
 SUDO = "echo password | sudo -S -p '' "  # OSWorld's password: root inside the container
-
-
-@pytest.fixture(scope="module")
-def client():
-    return docker_image.engine()
-
-
-@pytest.fixture(scope="module")
-def image(client):
-    return docker_image.desktop_image()
 
 
 def _readable(base: Path) -> None:

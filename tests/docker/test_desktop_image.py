@@ -10,16 +10,11 @@ import time
 import httpx
 import pytest
 
-from mcpworld.env.docker_image import build_desktop, desktop_tag, engine, local_base
+from mcpworld.env.docker_image import build_desktop, desktop_tag, local_base
 
 pytestmark = pytest.mark.docker
 
 LABEL = {"mcpworld.test": "desktop-image"}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return engine()
 
 
 def wait_http(url: str, timeout_s: float = 30.0) -> httpx.Response:

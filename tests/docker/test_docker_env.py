@@ -19,22 +19,11 @@ import pytest
 
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.env import docker_image
 from mcpworld.env.container import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SUITE = "task=[mousepad/*,xterm/*]"  # two apps, seven tasks
-
-
-@pytest.fixture(scope="module")
-def client():
-    return docker_image.engine()
-
-
-@pytest.fixture(scope="module")
-def image(client):
-    return docker_image.desktop_image()
 
 
 def ours(client, pid: int) -> list:

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from mcpworld.core.task import Task
-from mcpworld.env import docker_image, docker_network
+from mcpworld.env import docker_network
 from mcpworld.env.container import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
 from mcpworld.probes.sink import EventSink
 
@@ -54,16 +54,6 @@ for name, host, port in json.loads(sys.argv[1]):
         out[name] = type(exc).__name__
 print(json.dumps(out))
 """
-
-
-@pytest.fixture(scope="module")
-def client():
-    return docker_image.engine()
-
-
-@pytest.fixture(scope="module")
-def image(client):
-    return docker_image.desktop_image()
 
 
 class Secret(BaseHTTPRequestHandler):
