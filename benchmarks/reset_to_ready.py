@@ -23,6 +23,7 @@ episode before to the next episode's first observation (benchmarks/handover.py),
 Target: ≤ 50 ms median for every app whose episode outlasts its staging.
 
     python benchmarks/reset_to_ready.py [--cold 3] [--warm 5] [--staged 5] [--apps vlc,gimp] [--no-docker]
+    python benchmarks/reset_to_ready.py --cold 0 --no-docker   # the staged table only
 """
 
 from __future__ import annotations
@@ -256,7 +257,7 @@ def main() -> None:
         table.add_column(column, justify="left" if column == "app" else "right", no_wrap=column == "app")
     images: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="mcpworld-bench-") as tmp:
-        for app in args.apps.split(","):
+        for app in args.apps.split(",") if args.cold else []:  # (--cold 0: the staged table only)
             m = measure(app, args.cold, args.warm, Path(tmp))
             row = [app, median(m["cold"]), f"{p90(m['cold']):.2f}", median(m["warm"]), f"{p90(m['warm']):.2f}",
                    verdict(APPS[app][2], m["warm"]), f"{m['peak'] / 2**20:.0f}"]
@@ -275,7 +276,8 @@ def main() -> None:
                     print(f"env=docker {app}: not measured: {str(exc)[:300]}")
                     row += ["-"] * 9
             table.add_row(*row)
-    Console(width=max(Console().width, 240)).print(table)
+    if args.cold:
+        Console(width=max(Console().width, 240)).print(table)
     for image, size in images.items():
         print(f"env=docker image {image}: {size / 1e9:.2f} GB ({size} bytes)")
     if args.staged:
