@@ -14,7 +14,7 @@ cores: load ≈ 8), where a fixed wait would flake. Every run's certificate must
 Perceived reset: from the end of the episode a worker ran before to this episode's first observation
 (benchmarks/handover.py), median over the episodes that followed another.
 
-    python benchmarks/certify_throughput.py [--tasks all] [--n 3] [--concurrency 1,2,3] [--load 8] [--keep DIR]
+    python benchmarks/certify_throughput.py [--tasks all] [--n 3] [--concurrency 1,2,3] [--load 8] [--no-before] [--keep DIR]
 
 The default selection is the Mousepad, xterm and PCManFM tasks (9 tasks, 81 episodes per run at N=3);
 `--tasks all` is the whole built-in suite (the issue's figure). Exits 1 when a run failed or a
@@ -105,6 +105,7 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2", help="concurrencies to try, comma-separated (default 1,2)")
     parser.add_argument("--tasks", default=SUBSET, help=f"task ids or globs, comma-separated, or all (default {SUBSET})")
     parser.add_argument("--load", type=int, default=8, help="busy processes beside the loaded run (0: none; default 8)")
+    parser.add_argument("--no-before", action="store_true", help="skip the before run (env.pool=2)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the certify folders here (default: removed)")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -120,7 +121,8 @@ def main() -> int:
         return run
 
     try:
-        go("before (env.pool=2)", BEFORE, max(levels))  # the baseline, at the highest concurrency asked
+        if not args.no_before:
+            go("before (env.pool=2)", BEFORE, max(levels))  # the baseline, at the highest concurrency asked
         for concurrency in levels:
             go("after (env.stage)", AFTER, concurrency)
         best = min((r for r in runs if r.label.startswith("after")), key=lambda r: r.wall_s).concurrency
