@@ -15,6 +15,7 @@ class Handover:
     staged: bool
     perceived_s: float  # previous end → first observation, on one worker
     ready_ahead_s: float | None  # a staged one: how long it waited for its episode (0: the episode waited for it)
+    outlasted: bool = False  # a staged one that was ready before the episode before it ended
 
 
 def _events(trace: Path) -> list[dict]:
@@ -44,6 +45,8 @@ def handovers(job: Path) -> list[Handover]:
     for worker in {r[0] for r in runs}:
         mine = sorted((r for r in runs if r[0] == worker), key=lambda r: r[1])
         for before, after in zip(mine, mine[1:]):
-            out.append(Handover(after[4], after[5] is not None, after[3] - before[2],
-                                after[5]["ready_ahead_s"] if after[5] else None))
+            staged = after[5]
+            out.append(Handover(after[4], staged is not None, after[3] - before[2],
+                                staged["ready_ahead_s"] if staged else None,
+                                bool(staged) and staged["ready"] <= before[2]))
     return out

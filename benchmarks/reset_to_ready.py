@@ -159,7 +159,7 @@ def measure_staged(app: str, episodes: int, episode_s: float, work: Path) -> dic
         print(f"env.stage {app}: the job failed: {proc.stderr.strip()[-300:]}")
     found = [h for h in handovers(root / "job") if h.staged]
     return {"perceived": [h.perceived_s for h in found],
-            "outlasted": bool(found) and all((h.ready_ahead_s or 0) > 0 for h in found)}
+            "outlasted": bool(found) and all(h.outlasted for h in found)}
 
 
 def docker_client() -> object | None:
