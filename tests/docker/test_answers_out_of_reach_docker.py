@@ -35,6 +35,7 @@ from mcpworld.env import DesktopSettings
 from mcpworld.env.container import DockerEnvironment
 from mcpworld.tasks.settings import ToolathlonSettings
 from mcpworld.tasks.toolathlon import load_toolathlon
+from tests.fakes.answer_files import plant_answers, readable
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,27 +43,15 @@ SECRET = "ANSWER-d0c4e1"
 SUDO = "echo password | sudo -S -p '' "  # OSWorld's password: root inside the container
 
 
-def _readable(base: Path) -> None:
-    base.chmod(0o755)
-    for path in base.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-
-
 @pytest.fixture
 def suite():
     """A suite checkout (its task hands a setup script and a context file), solutions and outputs,
     readable by every account (in /var/tmp, not pytest's 0700 tmp)."""
-    base = Path(tempfile.mkdtemp(prefix="mcpworld-probe-", dir="/var/tmp"))
-    files = {"own task": base / "suite/tasks/a/task.yaml", "another task": base / "suite/tasks/b/task.yaml",
-             "solution": base / "solutions/a.yaml", "ground truth": base / "suite/tasks/a/groundtruth_workspace/x.js",
-             "outputs": base / "outputs/2026-01-01/episodes/a/1/result.json"}
-    for path in files.values():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"{SECRET} {path.name}\n")
+    base, files = plant_answers(SECRET)
     (base / "suite/tasks/a" / HANDED).write_text("echo set up > ~/handed.txt\n")
     (base / "suite/tasks/a/files").mkdir()
     (base / "suite/tasks/a/files/notes.txt").write_text("context ok\n")
-    _readable(base)
+    readable(base)
     yield base, files
     shutil.rmtree(base, ignore_errors=True)
 
@@ -161,7 +150,7 @@ def test_a_container_desktop_reads_none_of_the_answers(suite, client, image, tmp
                  "another desktop's home": other.home / "notes.txt",
                  "the harness's temp space": Path(tempfile.mkdtemp(dir="/tmp")) / "x"}
         probe["the harness's temp space"].write_text(f"{SECRET}\n")
-        _readable(probe["the harness's temp space"].parent)
+        readable(probe["the harness's temp space"].parent)
         try:
             assert _probe(env, probe) == {}
             assert _probe(env, probe, root=True) == {}
@@ -204,7 +193,7 @@ def _toolathlon_checkout(base: Path) -> Path:
         "(w / 'made.txt').write_text(f'{WHAT} {os.getuid()} {(w / \"in.txt\").read_text().strip()}\\n')\n"
         "if os.fork() == 0:  # a straggler that outlives the script: it must not outlive the step\n"
         "    os.setsid(); time.sleep(600)\n")
-    _readable(base)
+    readable(base)
     return folder
 
 
@@ -239,7 +228,7 @@ def test_the_cli_runs_a_toolathlon_task_with_a_preprocess_in_a_container(suite, 
         {"tool": "filesystem-read_text_file", "args": {"path": "{workspace}/prepared.txt"}},
         {"tool": "filesystem-write_file", "args": {"path": "{workspace}/answer.txt", "content": "Forty Two"}},
         {"tool": "local-claim_done", "args": {}}]}))
-    _readable(base)
+    readable(base)
     proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=docker", "modality=mcp", "provider=oracle",
                            f"tasks.root={checkout}", "task=[toolathlon/relative-grader]", "tracking=none",
                            "toolathlon.python=/usr/bin/python3", f"hydra.run.dir={tmp_path}/run"],

@@ -20,6 +20,7 @@ from mcpworld.core.paths import BUILTIN_TASKS, DATA
 from mcpworld.core.task import Task
 from mcpworld.env import mountns
 from mcpworld.env.local import LocalEnvironment
+from tests.fakes.answer_files import plant_answers
 
 pytestmark = [pytest.mark.desktop,
               pytest.mark.skipif(mountns.problem() is not None, reason=f"no mount namespace here: {mountns.problem()}")]
@@ -28,17 +29,8 @@ SECRET = "ANSWER-7f3e"
 
 @pytest.fixture
 def suite(tmp_path):
-    """A suite checkout, solutions and outputs, readable by every account (in /var/tmp, not pytest's 0700 tmp)."""
-    base = Path(tempfile.mkdtemp(prefix="mcpworld-probe-", dir="/var/tmp"))
-    base.chmod(0o755)
-    files = {"own task": base / "suite/tasks/a/task.yaml", "another task": base / "suite/tasks/b/task.yaml",
-             "solution": base / "solutions/a.yaml", "ground truth": base / "suite/tasks/a/groundtruth_workspace/x.js",
-             "outputs": base / "outputs/2026-01-01/episodes/a/1/result.json"}
-    for path in files.values():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"{SECRET} {path.name}\n")
-    for folder in base.rglob("*"):
-        folder.chmod(0o755 if folder.is_dir() else 0o644)
+    """A suite checkout, solutions and outputs, readable by every account."""
+    base, files = plant_answers(SECRET)
     yield base, files
     shutil.rmtree(base, ignore_errors=True)
 
