@@ -46,6 +46,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import mss
@@ -333,6 +334,25 @@ def openbox_rc(home: Path) -> Path:
     return rc
 
 
+def start_window_manager(home: Path, env: dict[str, str], tries: int = 5) -> subprocess.Popen:
+    """openbox, running and managing the display (``wmctrl -m`` answers), as a VM's session brings its
+    window manager back after a revert; one that exits at start (the display's last server still
+    going away under a loaded test run) is started again."""
+    log = home.parent / "openbox.log"  # (beside the VM's home, never in it)
+    for _ in range(tries):
+        with log.open("a") as out:
+            wm = subprocess.Popen(["openbox", "--config-file", str(openbox_rc(home))], env=env,
+                                  stdout=out, stderr=out)
+        deadline = time.monotonic() + 20
+        while wm.poll() is None and time.monotonic() < deadline:
+            if subprocess.run(["wmctrl", "-m"], env=env, capture_output=True).returncode == 0:
+                return wm
+            time.sleep(0.2)
+        wm.kill()
+        wm.wait()
+    raise SystemExit(f"openbox did not start on {env['DISPLAY']}: {log.read_text()[-500:]}")
+
+
 def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[list[subprocess.Popen], dict[str, str]]:
     """Xvfb + openbox + a D-Bus session with its AT-SPI bus, the VM's desktop."""
     # -displayfd: Xvfb writes the display's number once it accepts clients (its socket file appears
@@ -359,8 +379,7 @@ def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[li
     if launcher.exists():
         processes.append(subprocess.Popen([str(launcher), "--launch-immediately"], env=env,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    processes.append(subprocess.Popen(["openbox", "--config-file", str(openbox_rc(home))], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    processes.append(start_window_manager(home, env))
     if shutil.which("gnome-terminal") and shutil.which("gdbus"):
         # GNOME Terminal's server started (no window), so ctrl+alt+t opens a terminal within the 0.5 s OSWorld's
         # task waits before typing, as on a VM of its own; a loaded test machine starts it later than that
