@@ -468,9 +468,10 @@ class DockerEnvironment(Environment):
         options = {k: True for k, v in (("strict", strict), ("by_class", by_class)) if v}
         self._call("activate_window", pattern=pattern, timeout_s=timeout_s, **options)
 
-    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
-        options = {k: True for k, v in (("strict", strict), ("by_class", by_class)) if v}
-        self._call("close_window", pattern=pattern, timeout_s=timeout_s, **options)
+    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False,
+                     wait: bool = False) -> None:
+        options = {k: True for k, v in (("strict", strict), ("by_class", by_class), ("wait", wait)) if v}
+        self._call("close_window", http_timeout=timeout_s + 60, pattern=pattern, timeout_s=timeout_s, **options)
 
     def copy_in(self, src: str, dest: str) -> None:
         """Straight into the bind-mounted home, owned by the desktop account inside."""

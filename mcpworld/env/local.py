@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import psutil
 from PIL.Image import Image
 
 from mcpworld.apps.programs import Program, command_name, desktop_values, is_port_forwarder, program_for, wait_http, write_shims
@@ -39,6 +40,14 @@ from mcpworld.env.windows import Windows
 from mcpworld.env.xinput import XInput
 
 logger = logging.getLogger(__name__)
+
+
+def _exited(pid: int) -> bool:
+    """The process is gone or a zombie (it has quit; its parent has not reaped it yet)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
 
 
 def default_workroot() -> Path:
@@ -596,12 +605,22 @@ class LocalEnvironment(Environment):
             raise MissingWindow(f"no window matching {pattern!r} to activate")
         windows.activate(wid)
 
-    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
+    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False,
+                     wait: bool = False) -> None:
+        """``wait``: until the window's process has exited (it wrote what it held back), within timeout_s."""
         windows = self._windows()
+        deadline = time.monotonic() + timeout_s
         wid = windows.wait_named(pattern, timeout_s, strict, by_class)
         if wid is None:
             raise MissingWindow(f"no window matching {pattern!r} to close")
+        pid = windows.pid(wid) if wait else None
         windows.close_window(wid)
+        if not wait:
+            return
+        while not _exited(pid) if pid else windows.find_named(pattern, strict, by_class) is not None:
+            if time.monotonic() > deadline:
+                raise InfraError(f"the app of window {pattern!r} still ran {timeout_s:.0f}s after it was asked to close")
+            time.sleep(0.05)
 
     def copy_in(self, src: str, dest: str) -> None:
         target = self.resolve(dest)

@@ -280,15 +280,18 @@ class VmEnvironment(Environment):
                                  f"its reset (wmctrl -m: {wm.error.strip()[-200:]})")
             time.sleep(0.5)
 
-    def _await_window(self, name: str, timeout_s: float) -> None:
-        """Until a window titled ``name`` is listed (wmctrl, as OSWorld's VM server activates windows)."""
+    def _await_window(self, name: str, timeout_s: float, gone: bool = False) -> None:
+        """Until a window titled ``name`` is listed (wmctrl, as OSWorld's VM server activates windows),
+        or with ``gone`` no longer listed."""
         if self.server.dialect.kind != "osworld":
             return
         deadline = time.monotonic() + timeout_s
         while True:
             listed = self.server.execute(["wmctrl", "-l"])
-            if listed.returncode == 0 and name.lower() in listed.output.lower():
+            if listed.returncode == 0 and (name.lower() in listed.output.lower()) != gone:
                 return
+            if gone and time.monotonic() > deadline:
+                raise InfraError(f"the window titled {name!r} was still open on the VM {timeout_s:.0f}s after it was asked to close")
             if time.monotonic() > deadline:
                 titles = [line.split(None, 3)[-1] for line in listed.output.splitlines() if len(line.split(None, 3)) == 4]
                 seen = f"open: {', '.join(map(repr, titles))}" if listed.returncode == 0 and titles else \
@@ -314,8 +317,11 @@ class VmEnvironment(Environment):
     def activate_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
         self.server.window("activate", pattern, strict, by_class)
 
-    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
+    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False,
+                     wait: bool = False) -> None:
         self.server.window("close", pattern, strict, by_class)
+        if wait:  # the server shows no window's process: its window gone from wmctrl is the nearest sign
+            self._await_window(pattern, timeout_s, gone=True)
 
     def copy_in(self, src: str, dest: str) -> None:
         target = self.vm_path(dest)

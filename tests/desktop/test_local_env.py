@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -212,6 +213,44 @@ def test_copy_and_close_window_steps_and_home_user_commands(tmp_path):
                 break
             env.settle(None)
         assert env.windows.find("closing-term") is None
+
+
+def _slow_quit_app(env: LocalEnvironment, title: str, flushed: Path, seconds: str) -> subprocess.Popen:
+    app = subprocess.Popen([sys.executable, str(Path(__file__).with_name("slow_quit_app.py")), env.display.name,
+                            title, str(flushed), seconds])
+    deadline = time.monotonic() + 20
+    while env.windows.find(title) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert env.windows.find(title) is not None
+    return app
+
+
+def test_close_window_with_wait_returns_once_the_app_has_quit(tmp_path):
+    """A postconfig reads what an app writes when it quits (Chromium's Preferences): `wait: true`
+    holds the step until the window's process is gone; without it the step returns at once."""
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(make_task(tmp_path, []), tmp_path / "ep")
+        waited, unwaited = tmp_path / "waited", tmp_path / "unwaited"
+        app = _slow_quit_app(env, "slow-quit-a", unwaited, "1.5")
+        env.run_steps([{"close_window": {"window_name": "slow-quit-a"}}])
+        assert not unwaited.exists()
+        app.wait(20)
+        app = _slow_quit_app(env, "slow-quit-b", waited, "1.5")
+        env.run_steps([{"close_window": {"window_name": "slow-quit-b", "wait": True, "timeout": 20}}])
+        assert waited.read_text() == "flushed"
+        app.wait(5)
+
+
+def test_close_window_with_wait_fails_as_the_environment_when_the_app_stays(tmp_path):
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(make_task(tmp_path, []), tmp_path / "ep")
+        app = _slow_quit_app(env, "stays-open", tmp_path / "never", "never")
+        try:
+            with pytest.raises(InfraError, match="stays-open.*still ran 1s after it was asked to close"):
+                env.run_steps([{"close_window": {"window_name": "stays-open", "wait": True, "timeout": 1}}])
+        finally:
+            app.kill()
+            app.wait(5)
 
 
 def test_a_launched_command_that_ends_without_a_window_is_done(tmp_path):
