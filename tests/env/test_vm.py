@@ -261,3 +261,17 @@ def test_the_cli_refuses_more_concurrency_than_vms_before_any_episode(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if "concurrency=2 but env=vm has 1 VM(s)" in line]
     assert len(errors) == 1, proc.stderr[-2000:]
     assert not (tmp_path / "episodes").exists()
+
+
+def test_close_window_with_wait_waits_for_the_window_to_leave_the_vms_list(vm):
+    """The VM's server shows no window's process: `wait: true` waits for wmctrl to stop listing it."""
+    env, stand_in = vm
+    stand_in.routes["/setup/close_window"] = lambda r: recorded("close_window", content=b"Window closed successfully")
+    listings = ["0x01 0 vm Team Wiki - Chromium\n", "0x01 0 vm Team Wiki - Chromium\n", "0x02 0 vm Terminal\n"]
+    stand_in.execute_reply = lambda body: recorded("execute ok", {
+        "status": "success", "output": listings.pop(0) if len(listings) > 1 else listings[0], "error": "", "returncode": 0})
+    env.run_steps([{"close_window": {"window_name": "Chromium", "wait": True, "timeout": 30}}])
+    assert listings == ["0x02 0 vm Terminal\n"] and stand_in.sent[-1]["command"] == ["wmctrl", "-l"]
+    listings[:] = ["0x01 0 vm Team Wiki - Chromium\n"]
+    with pytest.raises(InfraError, match="'Chromium' was still open on the VM 0s after it was asked to close"):
+        env.run_steps([{"close_window": {"window_name": "Chromium", "wait": True, "timeout": 0}}])
