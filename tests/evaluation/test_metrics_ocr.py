@@ -61,3 +61,19 @@ def test_no_engine_is_an_infrastructure_error(tmp_path, monkeypatch):
     shot = terminal(tmp_path, "ls.png", [("ls", (255, 255, 255))])
     with pytest.raises(InfraError, match="tesseract-ocr"):
         compare_image_text(shot, {"type": "text", "text": "ls"})
+
+
+@needs_tesseract
+def test_tesseract_runs_on_one_thread(tmp_path, monkeypatch):
+    """Its OpenMP threads spin-wait on a busy machine: a screen's read cost 5x the CPU with them."""
+    seen: dict[str, str] = {}
+    real_run = ocr.subprocess.run
+
+    def run(argv, **kwargs):
+        seen.update(kwargs["env"])
+        return real_run(argv, **kwargs)
+
+    monkeypatch.setattr(ocr.subprocess, "run", run)
+    shot = terminal(tmp_path, "one.png", [("user@vm:~$ echo one", (255, 255, 255))])
+    assert compare_image_text(shot, {"type": "text", "text": "echo"}) == 1.0
+    assert seen["OMP_THREAD_LIMIT"] == "1" and seen["PATH"]
