@@ -19,6 +19,9 @@ Fixed anchor bugs: a getter or metric that raises scores that metric 0 with the 
 ``"getter <type>: <Exc>: msg"`` / ``"metric <name>: <Exc>: msg"`` instead of aborting the task;
 every metric gets fresh getter results (no stale reuse under ``or``); a non-numeric or NaN metric
 value scores 0; scores are clamped to [0, 1].
+Each outcome's ``actual`` and ``expected`` show what the metric compared: a file a getter copied into
+the episode's cache by its content (text, cut with a note) or its name, size and sha256 (``shown``),
+not by the copy's path, which is gone after the episode.
 Postconfig as OSWorld runs it: a step that finds no window to activate or close (the agent may
 have closed the app) is logged and grading goes on, so the getters see what the agent left; any
 other failing step is the environment's (the episode is an infra error, never a score of 0).
@@ -28,15 +31,18 @@ propagate: they are not the agent's failure.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.result import MetricOutcome
+from mcpworld.core.secrets import redact
 from mcpworld.evaluation.registry import get_getter, get_metric, metric_needs_env
 
 if TYPE_CHECKING:
@@ -47,6 +53,7 @@ log = logging.getLogger(__name__)
 INFEASIBLE = "infeasible"
 CONJUNCTIONS = ("and", "or")
 PREVIEW_CHARS = 200
+FILE_TEXT_CHARS = 2000  # a compared text file is shown whole up to this many characters
 REASON_CHARS = 500
 PASSTHROUGH = (UserError, InfraError)
 
@@ -186,6 +193,66 @@ def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def shown(value: Any, cache_dir: Path | str | None) -> str:
+    """A getter's value as an outcome's ``actual``/``expected`` shows it. A file the getter copied into
+    the episode's cache (its value is the copy's path, gone once the episode ends) is shown by what it
+    held: its text when it is text (cut at ``FILE_TEXT_CHARS``, with a note), else its name, size and
+    sha256; a list of them, each in turn. Anything else: ``preview``."""
+    cache = Path(cache_dir).resolve() if cache_dir else None
+    if cache is None:
+        return preview(value)
+    try:
+        if _cached_file(value, cache):
+            return describe_file(Path(value))
+        if isinstance(value, (list, tuple)) and value and any(_cached_file(v, cache) for v in value):
+            limit = max(FILE_TEXT_CHARS // len(value), PREVIEW_CHARS)
+            return "\n".join(f"[{i + 1}/{len(value)}] " + (describe_file(Path(v), limit) if _cached_file(v, cache)
+                                                           else preview(v)) for i, v in enumerate(value))
+    except OSError:  # unreadable: its path, as the metric got it
+        pass
+    return preview(value)
+
+
+def _cached_file(value: Any, cache: Path) -> bool:
+    """Whether ``value`` is the path of a file inside the episode's cache (never another file of this host)."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        return False
+    path = Path(value).resolve()
+    return path.is_relative_to(cache) and path.is_file()
+
+
+def describe_file(path: Path, limit: int = FILE_TEXT_CHARS) -> str:
+    """A file by its content: UTF-8 text up to ``limit`` characters (a note says where it was cut), or
+    ``[name: size, binary, sha256 prefix]``; known secrets redacted."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(limit * 4 + 4)  # enough bytes for ``limit`` characters of any UTF-8 text
+    if not head:
+        return f"[{path.name}: empty file]"
+    text = None
+    if b"\0" not in head:
+        try:
+            text = head.decode("utf-8") if len(head) == size else _decoded_prefix(head)
+        except UnicodeDecodeError:
+            text = None
+    if text is None:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        return f"[{path.name}: {size:,} bytes, binary, sha256 {digest.hexdigest()[:12]}]"
+    if len(text) <= limit and len(head) == size:
+        return redact(text)
+    return redact(text[:limit]) + f"\n… [{path.name}: {size:,} bytes; the first {limit} characters shown]"
+
+
+def _decoded_prefix(head: bytes) -> str:
+    """The first bytes of a longer file as UTF-8 (a character the cut split is dropped)."""
+    import codecs
+
+    return codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+
+
 def _failure(kind: str, name: str, exc: BaseException) -> str:
     reason = f"{kind} {name}: {type(exc).__name__}: {exc}"
     return reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
@@ -207,12 +274,14 @@ def _run_metric(env: "Environment", plan: SpecPlan, i: int, label: str) -> Metri
     """Fetch result and expected for metric ``i`` (fresh, never reused) and score it."""
     func = plan.funcs[i]
     result_cfg, expected_cfg = plan.results[i], plan.expected[i]
+    cache = getattr(env, "cache_dir", None)  # where getters copy the files they read
     try:
         result = get_getter(result_cfg["type"])(env, result_cfg)
     except PASSTHROUGH:
         raise
     except Exception as exc:
         return MetricOutcome(label, 0.0, _failure("getter", result_cfg["type"], exc))
+    actual = shown(result, cache)  # as the metric gets it (a metric may change a file it reads)
     expected: Any = None
     if expected_cfg is not None:
         try:
@@ -220,7 +289,8 @@ def _run_metric(env: "Environment", plan: SpecPlan, i: int, label: str) -> Metri
         except PASSTHROUGH:
             raise
         except Exception as exc:
-            return MetricOutcome(label, 0.0, _failure("getter", expected_cfg["type"], exc), actual=preview(result))
+            return MetricOutcome(label, 0.0, _failure("getter", expected_cfg["type"], exc), actual=actual)
+    wanted = shown(expected, cache)
     args = (result,) if expected_cfg is None else (result, expected)
     fn = get_metric(func)
     options = {**plan.options[i], "env": env} if metric_needs_env(fn) else plan.options[i]
@@ -234,7 +304,7 @@ def _run_metric(env: "Environment", plan: SpecPlan, i: int, label: str) -> Metri
         score, reason = _to_score(raw, func)
     if score == 0.0 and not reason and result is None:
         reason = f"getter {result_cfg['type']} returned None (nothing there: missing file or directory?)"
-    return MetricOutcome(label, score, reason, actual=preview(result), expected=preview(expected))
+    return MetricOutcome(label, score, reason, actual=actual, expected=wanted)
 
 
 def _declared_fail(final_action: str | None) -> bool:

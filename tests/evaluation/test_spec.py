@@ -3,7 +3,7 @@ import pytest
 
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.evaluation import registry
-from mcpworld.evaluation.spec import evaluate_spec, preview, validate_spec
+from mcpworld.evaluation.spec import FILE_TEXT_CHARS, evaluate_spec, preview, validate_spec
 
 TASK = "tasks/demo/task.yaml"
 
@@ -58,7 +58,7 @@ def test_vm_file_paths_reach_the_home(env, path):
     }
     score, outcomes = evaluate_spec(env, spec, None)
     assert score == 1.0
-    assert outcomes[0].actual.endswith("result.txt")
+    assert outcomes[0].actual == "alpha beta\n"  # what the file held, not the cache copy's path
 
 
 def test_missing_file_scores_zero_with_a_reason(env):
@@ -326,3 +326,81 @@ def test_preview_is_short():
     assert preview("x" * 500) == "x" * 199 + "…"
     assert preview({"a": [1, 2]}) == '{"a": [1, 2]}'
     assert len(preview(list(range(1000)))) == 200
+
+
+@pytest.fixture
+def same_bytes(monkeypatch):
+    """A metric comparing two files byte for byte (the shape of compare_table and its kin)."""
+    monkeypatch.setitem(registry.METRICS, "same_bytes",
+                        lambda result, expected: float(open(result, "rb").read() == open(expected, "rb").read()))
+
+
+def test_a_compared_file_is_shown_by_its_content_after_its_cache_copy_is_gone(env, same_bytes):
+    import shutil
+
+    env.write("out/notes.txt", "total: 42\n")
+    (env.cache_dir / "gold").mkdir(parents=True)
+    (env.cache_dir / "gold" / "notes.txt").write_text("total: 41\n")
+    spec = {"func": "same_bytes", "result": {"type": "vm_file", "path": "~/out/notes.txt", "dest": "notes.txt"},
+            "expected": {"type": "cache_file", "path": "gold/notes.txt"}}
+    score, (outcome,) = evaluate_spec(env, spec, "DONE")
+    shutil.rmtree(env.cache_dir)  # as at the episode's end
+    assert score == 0.0
+    assert (outcome.actual, outcome.expected) == ("total: 42\n", "total: 41\n")
+
+
+def test_a_long_text_file_is_cut_with_a_note_and_a_split_character_is_dropped(env, same_bytes):
+    text = "é" * (FILE_TEXT_CHARS + 1500)  # two bytes a character: the read cuts inside the text
+    env.write("big.txt", text)
+    spec = {"func": "same_bytes", "result": {"type": "vm_file", "path": "~/big.txt", "dest": "big.txt"},
+            "expected": {"type": "vm_file", "path": "~/big.txt", "dest": "same.txt"}}
+    score, (outcome,) = evaluate_spec(env, spec, "DONE")
+    assert score == 1.0
+    shown, note = outcome.actual.split("\n", 1)
+    assert shown == "é" * FILE_TEXT_CHARS
+    assert note == f"… [big.txt: {len(text.encode()):,} bytes; the first {FILE_TEXT_CHARS} characters shown]"
+
+
+def test_a_binary_file_is_described_by_name_size_and_sha256(env, same_bytes):
+    import hashlib
+
+    data = b"PK\x03\x04\x00\x00" + bytes(range(256)) * 40  # a zip's start, NUL bytes: an .xlsx's shape
+    target = env.resolve("~/scores.xlsx")
+    target.write_bytes(data)
+    spec = {"func": "same_bytes", "result": {"type": "vm_file", "path": "~/scores.xlsx", "dest": "scores.xlsx"},
+            "expected": {"type": "vm_file", "path": "~/scores.xlsx", "dest": "gold.xlsx"}}
+    _, (outcome,) = evaluate_spec(env, spec, "DONE")
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    assert outcome.actual == f"[scores.xlsx: {len(data):,} bytes, binary, sha256 {digest}]"
+    assert outcome.expected == f"[gold.xlsx: {len(data):,} bytes, binary, sha256 {digest}]"
+
+
+def test_files_of_a_multi_getter_are_shown_each_and_an_empty_one_is_named(env):
+    env.write("a.txt", "first\n")
+    env.write("b.txt", "")
+    spec = {"func": "file_contains",
+            "result": {"type": "vm_file", "multi": True, "path": ["~/a.txt", "~/b.txt", "~/missing.txt"],
+                       "dest": ["a.txt", "b.txt", "c.txt"], "gives": [0, 1, 2]},
+            "expected": rule(expected=["first"])}
+    _, (outcome,) = evaluate_spec(env, spec, "DONE")
+    assert outcome.actual == "[1/3] first\n\n[2/3] [b.txt: empty file]\n[3/3] None"
+
+
+def test_only_files_in_the_episodes_cache_are_read_never_another_path_of_this_host(env, tmp_path):
+    host_file = tmp_path / "host-secret.txt"
+    host_file.write_text("not the agent's")
+    spec = {"func": "exact_match", "result": cmd(f"printf %s {host_file}"), "expected": rule(expected="x")}
+    _, (outcome,) = evaluate_spec(env, spec, "DONE")
+    assert outcome.actual == str(host_file)
+
+
+def test_a_known_secret_in_a_compared_file_is_redacted(env):
+    from mcpworld.core.secrets import register_secrets
+
+    secret = "sk-test-FILE-SECRET-77"
+    register_secrets([secret])
+    env.write("config.txt", f"key = {secret}\n")
+    spec = {"func": "file_contains", "result": {"type": "vm_file", "path": "~/config.txt", "dest": "config.txt"},
+            "expected": rule(expected=["key"])}
+    _, (outcome,) = evaluate_spec(env, spec, "DONE")
+    assert outcome.actual == "key = ***\n"

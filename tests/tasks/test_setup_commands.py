@@ -47,7 +47,8 @@ def test_a_postconfig_commands_stdout_reaches_the_cache_file_getter(home):
     (home / "emails.bak" / "Welcome to Outlook.eml").write_text("x")
     verdict = grade(task, home)
     assert verdict["score"] == 1.0, verdict
-    assert verdict["actual"][0].endswith("/emails.bak.ls")  # the listing, kept in the task's cache
+    # what the listing kept in the task's cache held (not the copy's path, gone after the episode)
+    assert verdict["actual"][0].endswith("emails.bak:\nA Test E-mail.eml\nWelcome to Outlook.eml\n")
 
 
 def test_a_failing_captured_command_is_the_agents_failure_not_the_machines(home):
