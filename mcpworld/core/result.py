@@ -8,6 +8,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from mcpworld.core.waits import TOOL as WAIT_TOOL
+
 
 class Status(StrEnum):
     """How an episode ended. A StrEnum: result.json, MLflow and comparisons see the plain string."""
@@ -25,22 +27,51 @@ class Status(StrEnum):
 NOT_JUDGED = (Status.infra_error, Status.eval_error, Status.interrupted)
 
 
+@dataclass
+class ToolCounts:
+    ok: int = 0
+    error: int = 0
+
+
+# the families tool calls are counted by, in episode and job metrics alike (``tool_calls.<family>``,
+# ``tool_success.<family>``): modality.tools' own, the oracle's ``wait_for`` (core/waits.py), ``unknown``
+# (a tool that does not exist) and ``other`` (a tool of none of these; no tool of mcpworld's today)
+TOOL_FAMILIES = ("computer", "bash", "mcp", "done", "wait_for", "unknown", "other")
+
+
 def tool_family(name: str) -> str:
     """The tool family (``modality.tools``) a counted tool name belongs to: our tools by name, MCP
     tools (``<server>-<tool>``) and Toolathlon's local tools (``local-…``) by the dash; ``unknown``
     counts calls to tools that do not exist (hallucinated or withheld). A profile's own name for the
     computer tool (Qwen3-VL's ``computer_use``) is the computer family."""
-    if name in ("computer", "bash", "done", "unknown"):
+    if name in ("computer", "bash", "done", "unknown", WAIT_TOOL):
         return name
     if name.startswith("computer_"):
         return "computer"
     return "mcp" if "-" in name else "other"
 
 
-@dataclass
-class ToolCounts:
-    ok: int = 0
-    error: int = 0
+def tool_counts_by_family(tool_calls: dict[str, ToolCounts]) -> dict[str, ToolCounts]:
+    """Per-tool counts summed per family (an MCP server's tools are one family, not a column each)."""
+    out: dict[str, ToolCounts] = {}
+    for name, counts in tool_calls.items():
+        family = out.setdefault(tool_family(name), ToolCounts())
+        family.ok += counts.ok
+        family.error += counts.error
+    return out
+
+
+def tool_family_metrics(by_family: dict[str, ToolCounts], episodes: int = 1) -> dict[str, float]:
+    """The one vocabulary of tool metrics, for an episode (``episodes=1``) and a job alike:
+    ``tool_calls.<family>`` (calls per episode) and ``tool_success.<family>`` (ok calls / calls)."""
+    out: dict[str, float] = {}
+    for family in sorted(by_family):
+        counts = by_family[family]
+        calls = counts.ok + counts.error
+        out[f"tool_calls.{family}"] = calls / episodes
+        if calls:
+            out[f"tool_success.{family}"] = counts.ok / calls
+    return out
 
 
 @dataclass
@@ -133,9 +164,7 @@ class EpisodeResult:
                              ("llm_latency_s", self.llm_latency_s)):
             if values:
                 out[f"{name}_mean"] = sum(values) / len(values)
-        for tool, counts in self.tool_calls.items():
-            out[f"tool.{tool}.ok"] = counts.ok
-            out[f"tool.{tool}.error"] = counts.error
+        out.update(tool_family_metrics(tool_counts_by_family(self.tool_calls)))
         if self.key_steps.get("total"):
             for key in ("completed", "ratio", "progress"):
                 out[f"keysteps.{key}"] = float(self.key_steps[key])

@@ -250,18 +250,34 @@ def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, A
     return row
 
 
+def tool_counts(metrics: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """An episode run's (ok calls, calls) per tool family: from ``tool_calls.<family>`` and
+    ``tool_success.<family>``, or, in runs written before that vocabulary, summed from each tool's
+    ``tool.<name>.ok`` / ``tool.<name>.error``."""
+    out: dict[str, tuple[float, float]] = {}
+    for key, value in metrics.items():
+        if key.startswith("tool_calls."):
+            family = key.removeprefix("tool_calls.")
+            out[family] = (round(metrics.get(f"tool_success.{family}", 0.0) * value), value)
+    if out:
+        return out
+    for key, value in metrics.items():
+        if key.startswith("tool.") and key.endswith((".ok", ".error")):
+            name, outcome = key[5:].rsplit(".", 1)
+            ok, calls = out.get(tool_family(name), (0.0, 0.0))
+            out[tool_family(name)] = (ok + (value if outcome == "ok" else 0.0), calls + value)
+    return out
+
+
 def tool_success(judged: list[Episode]) -> dict[str, float]:
-    """``tool_success.<family>``: ok calls / calls per tool family (computer, bash, mcp, done, unknown),
-    from the episodes' ``tool.<name>.ok`` / ``tool.<name>.error`` metrics."""
+    """``tool_success.<family>``: ok calls / calls per tool family (computer, bash, mcp, done, wait_for,
+    unknown) over the group's judged episodes, as the job run's is."""
     ok: dict[str, float] = {}
     calls: dict[str, float] = {}
     for ep in judged:
-        for key, value in ep.metrics.items():
-            if key.startswith("tool.") and key.endswith((".ok", ".error")):
-                name, outcome = key[5:].rsplit(".", 1)
-                family = tool_family(name)
-                calls[family] = calls.get(family, 0.0) + value
-                ok[family] = ok.get(family, 0.0) + (value if outcome == "ok" else 0.0)
+        for family, (good, n) in tool_counts(ep.metrics).items():
+            calls[family] = calls.get(family, 0.0) + n
+            ok[family] = ok.get(family, 0.0) + good
     return {f"tool_success.{f}": ok[f] / calls[f] for f in sorted(calls) if calls[f]}
 
 
@@ -269,7 +285,7 @@ def behaviour(judged: list[Episode]) -> dict[str, float]:
     """Tool success by family; hallucinations per tool call; the fractions of episodes that looped or
     had a reply truncated (where the runs recorded them)."""
     out: dict[str, float] = tool_success(judged)
-    calls = sum(v for e in judged for k, v in e.metrics.items() if k.startswith("tool.") and k.endswith((".ok", ".error")))
+    calls = sum(n for e in judged for _, n in tool_counts(e.metrics).values())
     if calls:
         out["hallucination_rate"] = sum(metric_values(judged, "hallucinations")) / calls
     for metric, column in (("loops", "loop_rate"), ("truncations", "truncation_rate")):

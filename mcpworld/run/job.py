@@ -397,8 +397,8 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
             if gpu is not None:
                 gpu.close(out / "gpu.csv")
             ended = {"status": status, **({"reason": reason} if reason else {}), "skipped": chosen.by_reason()}
-            summary = {**summarize(results, len(runs), len(chosen.skipped)), **model.metrics, "episodes_wall_s": round(wall_s, 3)}
-            summary.update(gpu.job_metrics() if gpu is not None else {})  # the job's integrated energy
+            summary = job_numbers(results, len(runs), len(chosen.skipped), model.metrics, wall_s,
+                                  gpu.job_metrics() if gpu is not None else {})
             write_summary(out, {**ended, **summary})
             artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
             waited = time.perf_counter()
@@ -430,6 +430,13 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
     tmp = out / "summary.json.tmp"
     tmp.write_text(json.dumps({"job": job_name(), **summary}, indent=2))
     tmp.replace(out / "summary.json")
+
+
+def job_numbers(results: list[EpisodeResult], planned: int, skipped: int, model_metrics: dict[str, float],
+                wall_s: float, energy: dict[str, float]) -> dict[str, float]:
+    """What the job run logs as metrics (and summary.json holds): the episodes' summary, the model's
+    own numbers (``ollama.*``), the episodes' wall time and the job's integrated energy."""
+    return {**summarize(results, planned, skipped), **model_metrics, "episodes_wall_s": round(wall_s, 3), **energy}
 
 
 def summarize(results: list[EpisodeResult], planned: int, skipped: int = 0) -> dict[str, float]:

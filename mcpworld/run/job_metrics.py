@@ -7,27 +7,23 @@ infra or eval error says nothing about it); what was spent (cost) is over every 
 
 from __future__ import annotations
 
-from mcpworld.core.result import EpisodeResult, Status, tool_family
+from mcpworld.core.result import EpisodeResult, Status, ToolCounts, tool_counts_by_family, tool_family_metrics
 
 
 def tool_metrics(judged: list[EpisodeResult]) -> dict[str, float]:
-    """``tool_success.<family>`` (ok calls / calls) and ``tool_calls.<family>`` per tool family
-    (computer, bash, mcp, done, unknown), and ``hallucination_rate`` (hallucinations per tool call)."""
-    ok: dict[str, int] = {}
-    calls: dict[str, int] = {}
+    """The episode's tool metrics over the judged episodes: ``tool_calls.<family>`` (calls per episode,
+    as ``actions`` is) and ``tool_success.<family>`` (ok calls / calls, pooled: an episode of 50 calls
+    weighs 50 times one of 1), and ``hallucination_rate`` (hallucinations per tool call)."""
+    pooled: dict[str, ToolCounts] = {}
     for result in judged:
-        for name, counts in result.tool_calls.items():
-            family = tool_family(name)
-            ok[family] = ok.get(family, 0) + counts.ok
-            calls[family] = calls.get(family, 0) + counts.ok + counts.error
-    out: dict[str, float] = {}
-    for family in sorted(calls):
-        out[f"tool_calls.{family}"] = float(calls[family])
-        if calls[family]:
-            out[f"tool_success.{family}"] = ok[family] / calls[family]
-    total = sum(calls.values())
-    if total:
-        out["hallucination_rate"] = sum(r.hallucinations for r in judged) / total
+        for family, counts in tool_counts_by_family(result.tool_calls).items():
+            total = pooled.setdefault(family, ToolCounts())
+            total.ok += counts.ok
+            total.error += counts.error
+    out = tool_family_metrics(pooled, len(judged)) if judged else {}
+    calls = sum(c.ok + c.error for c in pooled.values())
+    if calls:
+        out["hallucination_rate"] = sum(r.hallucinations for r in judged) / calls
     return out
 
 

@@ -76,7 +76,7 @@ def test_oracle_sweep_two_resolutions_logs_to_mlflow(tmp_path):
         (trace,) = client.search_traces(locations=[exp.experiment_id], run_id=child.info.run_id)
         kinds = [span.span_type for span in trace.data.spans]
         assert kinds[0] == "AGENT" and kinds.count("LLM") == child.data.metrics["llm_calls"]
-        waits = sum(v for k, v in child.data.metrics.items() if k.startswith("tool.wait_for."))
+        waits = child.data.metrics.get("tool_calls.wait_for", 0.0)
         assert kinds.count("TOOL") == child.data.metrics["actions"] + waits  # the oracle's waits are no action
     assert {j.data.params["resolution"] for j in jobs} == {"square", "rect"}
 

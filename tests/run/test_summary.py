@@ -89,7 +89,8 @@ def test_job_metrics_take_the_episodes_names_means_and_totals():
     assert out["duration_s"] == 14.0 and out["llm_calls"] == pytest.approx(13 / 3)
     assert (out["llm_calls_total"], out["tokens_in_total"], out["tokens_out_total"]) == (13, 4500, 400)
     assert out["tokens_in"] == 1500.0 and out["tokens_estimated"] == pytest.approx(1 / 3)
-    assert out["tool_success.computer"] == pytest.approx(6 / 9) and out["tool_calls.computer"] == 9  # + computer_use
+    # pooled over the 2 judged episodes' 9 computer calls (computer_use is the computer family); calls per episode
+    assert out["tool_success.computer"] == pytest.approx(6 / 9) and out["tool_calls.computer"] == 4.5
     assert out["tool_success.mcp"] == pytest.approx(2 / 3)  # filesystem-write_file 2/2, local-claim_done 0/1
     assert (out["tool_success.bash"], out["tool_success.done"]) == (0.5, 1.0)
     assert out["hallucination_rate"] == pytest.approx(3 / 15) and out["loop_rate"] == 0.5
@@ -97,6 +98,10 @@ def test_job_metrics_take_the_episodes_names_means_and_totals():
     assert not [k for k in out if "cost" in k]  # no model.price: absent, not 0
     for old in ("success_rate", "mean_score", "mean_steps", "mean_duration_s", "keystep_ratio"):
         assert old not in out
+    first, second = (EpisodeResult(task_id="t", app="a", tool_calls=r.tool_calls).numbers() for r in results[:2])
+    assert {k for k in out if k.startswith("tool_")} == {k for k in {**first, **second} if k.startswith("tool_")}
+    assert (first["tool_success.mcp"], second["tool_calls.mcp"], second["tool_success.computer"]) == (1.0, 1, 0.5)
+    assert not [k for k in {**first, **second} if k.startswith("tool.")]  # no column per tool
 
 
 def test_a_sweep_of_new_and_old_summaries_reads_both_and_shows_skipped_tasks(tmp_path, capsys):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpworld.core.result import EpisodeResult, MetricOutcome
+from mcpworld.core.result import EpisodeResult, MetricOutcome, ToolCounts
 from mcpworld.telemetry.tracking.keys import JOB_DIR
 from mcpworld.telemetry.tracking.vocabulary import (
     MAX_JOB_PARAMS,
@@ -221,7 +221,7 @@ def test_an_episode_run_and_its_trace_read_as_mlflow_shows_them(tmp_path: Path) 
 def test_the_report_reads_runs_from_before_and_after_the_vocabulary_as_one_table(tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
-    from mcpworld.report.tables import group_episodes, load_episodes
+    from mcpworld.report.tables import group_episodes, load_episodes, tool_success
     from mcpworld.telemetry.tracking.logger import MlflowLogger
 
     uri = f"sqlite:///{tmp_path}/m.db"
@@ -230,6 +230,7 @@ def test_the_report_reads_runs_from_before_and_after_the_vocabulary_as_one_table
     folder.mkdir(parents=True)
     (folder / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episode_events(time.time() - 60)))
     result = episode_result()
+    result.tool_calls = {"computer": ToolCounts(ok=1), "filesystem-read_file": ToolCounts(error=1)}
     result.write(folder / "result.json")
     logger = MlflowLogger(uri, str(tmp_path / "art"), "mixed", traces=False)
     logger.start_job("new", job_params(resolved()), {JOB_DIR: str(job_dir)})
@@ -242,7 +243,8 @@ def test_the_report_reads_runs_from_before_and_after_the_vocabulary_as_one_table
     for key, value in {"task_id": "xterm/set_theme", "app": "xterm", "attempt": "0", "termination": "done",
                        **labels()}.items():
         client.log_param(old.info.run_id, key, value)
-    for key, value in {"success": 0.0, "score": 0.0, "steps": 3.0, "tokens_in": 10.0}.items():
+    for key, value in {"success": 0.0, "score": 0.0, "steps": 3.0, "tokens_in": 10.0, "tool.computer.ok": 1.0,
+                       "tool.computer.error": 1.0, "tool.computer_use.ok": 1.0}.items():  # a column per tool then
         client.log_metric(old.info.run_id, key, value)
     client.set_terminated(old.info.run_id)
 
@@ -252,3 +254,6 @@ def test_the_report_reads_runs_from_before_and_after_the_vocabulary_as_one_table
     assert sorted(e.success for e in group) == [0.0, 1.0]
     new = next(e for e in episodes if e.task_id == "mousepad/create_todo")
     assert new.metrics["tokens_in"] == 250.0  # the per-call curve ends on the episode's total
+    assert (new.metrics["tool_calls.computer"], new.metrics["tool_success.mcp"]) == (1.0, 0.0)
+    # tool success per family over both: the new episode's 1 of 1 computer calls, the old one's 2 of 3
+    assert tool_success(group) == {"tool_success.computer": 3 / 4, "tool_success.mcp": 0.0}

@@ -28,7 +28,10 @@ CONFIG_PARAMS: dict[str, str] = {
     "max_tokens": "model.max_tokens", "seed": "seed", "attempts": "attempts", "max_steps": "agent.max_steps",
     "timeout_s": "agent.timeout_s",
 }
-MAX_JOB_PARAMS = 30  # these (≤ 20) and the model's own facts (``served.*``, ``ollama.*``: ≤ 10)
+# a bound that catches the whole config coming back as params (it was ~170): a default job logs 22
+# (these, the profile and its prompt and tools hashes: docs/tracking.md lists them), an Ollama model's
+# facts (``served.*``, ``ollama.*``) add 10
+MAX_JOB_PARAMS = 40
 # the episode's own values under the same names (its labels add model, provider, resolution …)
 EPISODE_ONLY = ("task", "attempt")
 # names the per-step series use; their last point is the episode's total, so they replace the
@@ -65,7 +68,7 @@ def _text(value: Any) -> str:
 
 
 def job_params(resolved: dict[str, Any], model_params: dict[str, str] | None = None) -> dict[str, str]:
-    """The ≤ 20 params that decide a job's results (the same names its episode runs carry): the
+    """The params that decide a job's results (the same names its episode runs carry): the
     screen and tools as one value each, the task selection, the model's own facts (Ollama digest,
     the served revision …) and ``config.sha256``; everything else is in ``config.yaml``."""
     out = {name: _text(dig(resolved, key)) for name, key in CONFIG_PARAMS.items() if dig(resolved, key) is not None}
