@@ -13,7 +13,14 @@ from mcpworld.certify.verdict import TaskCertificate
 from mcpworld.config.schema import TrackingBackend, TrackingConfig
 from mcpworld.core.secrets import mask_secrets
 from mcpworld.telemetry.tracking.keys import LEVEL
-from mcpworld.telemetry.tracking.store import absolute_sqlite_uri, log_batch, mlflow_client, reason
+from mcpworld.telemetry.tracking.store import (
+    absolute_sqlite_uri,
+    check_artifact_folder,
+    create_experiment,
+    log_batch,
+    mlflow_client,
+    reason,
+)
 
 
 def log_certificate(tracking: TrackingConfig, certs: list[TaskCertificate], params: dict[str, str],
@@ -25,10 +32,10 @@ def log_certificate(tracking: TrackingConfig, certs: list[TaskCertificate], para
     try:
         client = mlflow_client(uri)
         exp = client.get_experiment_by_name(tracking.experiment)
-        if exp is None:
-            location = (Path(tracking.artifact_root).absolute() / tracking.experiment).as_uri()
-            experiment_id = client.create_experiment(tracking.experiment, artifact_location=location)
+        if exp is None:  # as a job's logger makes it: artifacts where a moved store finds them
+            experiment_id = create_experiment(client, uri, tracking.artifact_root, tracking.experiment)
         else:
+            check_artifact_folder(uri, exp)
             experiment_id = exp.experiment_id
         run = client.create_run(experiment_id, run_name="certify", tags={LEVEL: "certificate"})
         run_id = run.info.run_id

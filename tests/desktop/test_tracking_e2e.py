@@ -21,9 +21,11 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
 
 def start_mlflow_server(db: Path, port: int) -> subprocess.Popen:
+    """A real server on ``db``; the artifacts jobs send it (``mlflow-artifacts:/``) go next to it."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+         "--port", str(port), "--workers", "1", "--artifacts-destination", str(db.parent / "mlartifacts")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

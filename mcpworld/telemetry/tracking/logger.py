@@ -23,7 +23,15 @@ from mcpworld.telemetry.tracking.keys import (
     mlflow_keys,
 )
 from mcpworld.telemetry.tracking.pending import PENDING_FILE, write_pending
-from mcpworld.telemetry.tracking.store import STORE_LOG, absolute_sqlite_uri, log_batch, mlflow_client, reason
+from mcpworld.telemetry.tracking.store import (
+    STORE_LOG,
+    absolute_sqlite_uri,
+    check_artifact_folder,
+    create_experiment,
+    log_batch,
+    mlflow_client,
+    reason,
+)
 from mcpworld.telemetry.tracking.tracker import Tracker, check_status
 from mcpworld.telemetry.tracking.vocabulary import (
     episode_metrics,
@@ -177,10 +185,10 @@ class MlflowLogger(Tracker):
             return
         client = mlflow_client(self.uri)
         exp = client.get_experiment_by_name(self.experiment)
-        if exp is None:
-            location = (Path(self.artifact_root).absolute() / self.experiment).as_uri()
-            self.experiment_id = client.create_experiment(self.experiment, artifact_location=location)
+        if exp is None:  # its artifacts where a moved store finds them (docs/tracking.md, "Moving results")
+            self.experiment_id = create_experiment(client, self.uri, self.artifact_root, self.experiment)
         else:
+            check_artifact_folder(self.uri, exp)
             self.experiment_id = exp.experiment_id
         if exp is None or EXPERIMENT_KIND[0] not in exp.tags:  # (one a researcher set is kept)
             client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)

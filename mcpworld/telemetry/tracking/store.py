@@ -101,6 +101,64 @@ def log_batch(client: Any, run_id: str, params: dict[str, str] | None = None,
         client.log_batch(run_id, metrics=metric_list[i:i + 1000])
 
 
+# an experiment tag: the sqlite store's path from the folder its relative artifact location starts at
+ARTIFACTS_FROM = "mcpworld.artifacts_from"
+
+
+def create_experiment(client: Any, uri: str, artifact_root: str, name: str) -> str:
+    """A new experiment whose artifact location names no machine's path, so a store moved (or copied to
+    another machine) opens whole. An MLflow server picks it (``mlflow-artifacts:/<id>`` under its
+    ``--artifacts-destination`` by default). A sqlite store inside this folder, with ``artifact_root``
+    inside it too (the default ``outputs/``), keeps it relative to this folder
+    (``outputs/mlartifacts/<name>``): MLflow resolves a relative location against the working folder of
+    whoever reads or writes it, so ``mlflow ui --backend-store-uri sqlite:///outputs/mlflow.db`` run
+    from the folder that holds ``outputs/``, wherever that is now, finds them. Any other store: this
+    machine's absolute ``file://`` URI, as before. Its id."""
+    if uri.startswith(("http://", "https://")):
+        return str(client.create_experiment(name))
+    location, here = Path(artifact_root).absolute() / name, Path.cwd()
+    db = sqlite_file(uri)
+    if db is None or not db.is_relative_to(here) or not location.is_relative_to(here):
+        return str(client.create_experiment(name, artifact_location=location.as_uri()))
+    experiment_id = str(client.create_experiment(name, artifact_location=location.as_uri(),
+                                                 tags={ARTIFACTS_FROM: db.relative_to(here).as_posix()}))
+    # MLflow makes every local location absolute when it creates an experiment: stored relative here
+    import sqlite3
+
+    con = sqlite3.connect(db, timeout=20)
+    try:
+        with con:
+            con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                        (location.relative_to(here).as_posix(), int(experiment_id)))
+    finally:
+        con.close()
+    return experiment_id
+
+
+def check_artifact_folder(uri: str, experiment: Any) -> None:
+    """Raise when this process would put an experiment's artifacts in the wrong place: its location is
+    relative (``create_experiment``) and this folder is not the one it starts at (a job run from
+    elsewhere with the store's absolute URI)."""
+    location, start = experiment.artifact_location, experiment.tags.get(ARTIFACTS_FROM)
+    db = sqlite_file(uri)
+    if start is None or db is None or "://" in location or location.startswith("/"):
+        return
+    here = Path.cwd()
+    if db.is_relative_to(here) and db.relative_to(here).as_posix() == start:
+        return
+    base = db.parents[len(Path(start).parts) - 1] if db.as_posix().endswith("/" + start) else f"the folder that holds {start}"
+    raise RuntimeError(f"experiment {experiment.name!r} keeps its artifacts relative to {base} ({location}): run "
+                       f"from there, not from {here}")
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The file of a ``sqlite:///`` store URI (absolute), or None for another kind of store."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return None
+    return Path(uri[len(prefix):].split("?")[0]).absolute()
+
+
 def absolute_sqlite_uri(uri: str) -> str:
     """``sqlite:///outputs/mlflow.db`` → an absolute path (and its folder created when it can be:
     otherwise the store fails when first used, as a pending item)."""
