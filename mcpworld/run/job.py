@@ -51,9 +51,9 @@ from mcpworld.telemetry.energy.factory import make_energy_meter
 from mcpworld.telemetry.energy.totals import energy_totals
 from mcpworld.telemetry.provenance import run_tags
 from mcpworld.telemetry.tracking.store import unreachable
-from mcpworld.telemetry.tracking.sweep import sweep_parent
+from mcpworld.telemetry.tracking.sweep import sweep_parent, swept_keys
 from mcpworld.telemetry.tracking.tracker import make_tracker
-from mcpworld.telemetry.tracking.vocabulary import job_params, job_run_name, source_tags
+from mcpworld.telemetry.tracking.vocabulary import differs_tag, job_params, job_run_name, source_tags
 
 
 def job_dir() -> Path:
@@ -334,8 +334,10 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     gpu, energy_params = make_energy_meter(cfg.telemetry)  # one sampler for the whole job (GPU, CPU)
     params = job_params(strip_secrets(resolved), model.params)  # the full config: the artifact config.yaml
     provenance = run_tags(resolved, job_name())
-    tracker.start_job(job_run_name(params, job_overrides()), params,  # energy.*: how it was measured, a tag
+    overrides, swept = job_overrides(), swept_keys(out.parent) if in_sweep() else []
+    tracker.start_job(job_run_name(params, overrides, swept), params,  # energy.*: how it was measured, a tag
                       {"mcpworld.job_dir": str(out.absolute()), **provenance, **energy_params,
+                       **differs_tag(overrides, swept),
                        **source_tags(provenance, [mask_secrets(a) for a in sys.argv])},
                       parent_run_id=sweep_parent(out))
     if gpu is not None:

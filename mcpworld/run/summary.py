@@ -98,6 +98,15 @@ def sweep_counts(rows: list[tuple[str, dict[str, Any]]]) -> dict[str, float]:
             "episodes": float(sum(d.get("episodes", 0) for _, d in rows))}
 
 
+def sweep_overrides(config: DictConfig) -> list[str]:
+    """The sweep's command-line overrides, then the values a preset sweeps (``hydra.sweeper.params``,
+    e.g. ``experiment=demo``'s ``resolution=square,rect``) that the command line did not override."""
+    given = [str(o) for o in config.hydra.overrides.task]
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in given}
+    params = config.hydra.sweeper.get("params") or {}
+    return given + [f"{key}={value}" for key, value in params.items() if key not in keys]
+
+
 class SweepSummary(Callback):
     """Checks the output folder before anything runs; a multirun's MLflow parent run (opened first,
     closed last, FAILED when a job failed) and, at the end, one table comparing every job."""
@@ -113,11 +122,11 @@ class SweepSummary(Callback):
         ensure_writable(sweep_dir, "hydra.sweep.dir")
         SWEEP_EXIT_CODE = 0
         _active_sweep = sweep_dir
-        start_sweep_run(config, sweep_dir, list(config.hydra.overrides.task))
+        start_sweep_run(config, sweep_dir, sweep_overrides(config))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _active_sweep, SWEEP_EXIT_CODE
-        from mcpworld.telemetry.tracking.sweep import finish_sweep_run
+        from mcpworld.telemetry.tracking.sweep import finish_sweep_run, runs_link
 
         sweep_dir = Path(config.hydra.sweep.dir)
         _active_sweep = None
@@ -128,6 +137,9 @@ class SweepSummary(Callback):
         if not rows:
             return
         print_sweep_table(sweep_dir, rows)
+        link = runs_link(sweep_dir)
+        if link:
+            print(f"mcpworld: the runs in MLflow: {link}")
         if SWEEP_EXIT_CODE:
             print(f"mcpworld: {counts['jobs_failed']:.0f} of {len(rows)} job(s) failed", file=sys.stderr)
 

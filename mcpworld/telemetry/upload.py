@@ -25,8 +25,17 @@ from mcpworld.telemetry.tracking.keys import JOB_DIR
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.pending import read_pending
 from mcpworld.telemetry.tracking.store import reason
+from mcpworld.telemetry.tracking.sweep import swept_keys
 from mcpworld.telemetry.tracking.tracker import RUN_STATUSES
-from mcpworld.telemetry.tracking.vocabulary import job_params, job_run_name, source_tags
+from mcpworld.telemetry.tracking.vocabulary import differs_tag, job_params, job_run_name, source_tags
+
+
+def hydra_overrides(job_dir: Path) -> list[str]:
+    """The job's overrides as Hydra kept them (``.hydra/overrides.yaml``), secrets masked."""
+    try:
+        return [mask_secrets(str(o)) for o in yaml.safe_load((job_dir / ".hydra" / "overrides.yaml").read_text()) or []]
+    except (OSError, yaml.YAMLError, TypeError):
+        return []
 
 
 def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
@@ -55,8 +64,10 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
                          f"read ({reason(exc)}); nothing was logged") from None
     if job_status is None:
         params, provenance = job_params(resolved), run_tags(resolved, name)
-        tracker.start_job(job_run_name(params), params, {JOB_DIR: str(job_dir), "mcpworld.uploaded": "true",
-                                                         **provenance, **source_tags(provenance)},
+        overrides, swept = hydra_overrides(job_dir), swept_keys(job_dir.parent)  # named as the job would have
+        tracker.start_job(job_run_name(params, overrides, swept), params,
+                          {JOB_DIR: str(job_dir), "mcpworld.uploaded": "true", **provenance,
+                           **differs_tag(overrides, swept), **source_tags(provenance)},
                           start_ms=int(config_file.stat().st_mtime * 1000))  # when the job began, not now
     elif job_status != "RUNNING" and not pending and not tracker.unlogged_episodes(job_dir):
         return []  # everything is in MLflow already

@@ -1,8 +1,9 @@
 """A square/rect sweep read in MLflow's own UI, in a real browser (Playwright driving the system
 Chromium) against a real ``mlflow server``: job and episode rows carry the same ``resolution`` param,
 grouping by it gives one group per resolution holding both the job and its episodes, an episode's
-Duration is its ``duration_s``, job runs have few params; runs, traces and the experiment read as
-docs/tracking.md says (checked with MlflowClient where the UI only renders them)."""
+Duration is its ``duration_s``, its Run Name cell shows its task first, job runs have few params, a
+fresh browser lands on the runs table by the link the sweep prints; runs, traces and the experiment
+read as docs/tracking.md says (checked with MlflowClient where the UI only renders them)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TASKS = "task=[mousepad/create_todo,xterm/set_theme]"
 UNIT_S = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
+RUN_NAME_COLUMN = "attributes.`Run Name`"
 
 
 def seconds(text: str) -> float:
@@ -29,6 +31,66 @@ def seconds(text: str) -> float:
     found = re.fullmatch(r"\s*([\d.]+)\s*(ms|s|min|h)\s*", text)
     assert found, f"not a duration: {text!r}"
     return float(found.group(1)) * UNIT_S[found.group(2)]
+
+
+# the leading characters of a name its Run Name cell shows uncut (the cell, or a box inside it, clips it)
+SHOWN_PREFIX = """(cell, name) => {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let node = walker.nextNode();
+    while (node && !node.textContent.includes(name)) node = walker.nextNode();
+    if (!node) return null;
+    let right = cell.getBoundingClientRect().right;
+    for (let e = node.parentElement; e && e !== cell; e = e.parentElement) {
+        if (getComputedStyle(e).overflowX !== "visible") right = Math.min(right, e.getBoundingClientRect().right);
+    }
+    const at = node.textContent.indexOf(name), range = document.createRange();
+    let shown = 0;
+    while (shown < name.length) {
+        range.setStart(node, at + shown);
+        range.setEnd(node, at + shown + 1);
+        if (range.getBoundingClientRect().right > right + 0.5) break;
+        shown += 1;
+    }
+    return name.slice(0, shown);
+}"""
+
+
+def check_the_task_shows(page: Any, episode: Any) -> None:
+    """An episode's Run Name cell starts with its task: MLflow cuts a name short with an ellipsis
+    (about 21 characters of a grouped row here), and a name that led with the model showed
+    ``oracle · re…`` on every episode."""
+    cell = page.locator(f'[role="row"][row-id$=".{episode.info.run_id}"] [col-id="{RUN_NAME_COLUMN}"]').first
+    shown = cell.evaluate(SHOWN_PREFIX, episode.info.run_name)
+    task = episode.data.tags["task_id"]
+    assert shown is not None, (episode.info.run_name, cell.inner_text())
+    # all that shows is the task (or the whole task shows), and more of it than its app
+    assert (task.startswith(shown) or shown.startswith(task)) and len(shown) > len(task.split("/")[0]) + 1, \
+        (shown, episode.info.run_name)
+
+
+def check_landing(browser: Any, uri: str, experiment_id: str, total: int) -> None:
+    """A new user (a fresh browser profile): the link docs/tracking.md gives (and the sweep prints)
+    lands on the runs table. The experiment's plain link lands on the GenAI overview in MLflow 3.17.2,
+    whatever the server holds (its UI decides by the URL or the browser's own storage alone); should a
+    later MLflow open it on the runs, this fails and the docs can say so."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1800, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{uri}/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
+        expect(page.get_by_text(f"{total} matching runs")).to_be_visible(timeout=60_000)
+        assert re.search(rf"#/experiments/{experiment_id}/runs\b", page.url), page.url
+    finally:
+        context.close()
+    context = browser.new_context(viewport={"width": 1800, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{uri}/#/experiments/{experiment_id}")
+        expect(page.get_by_text("Detect Issues in Your Traces")).to_be_visible(timeout=60_000)  # its pop-up
+        expect(page.get_by_text(f"{total} matching runs")).to_have_count(0)
+    finally:
+        context.close()
 
 
 def check_runs_in_the_ui(uri: str, experiment_id: str, jobs: list[Any], episodes: list[Any], total: int) -> None:
@@ -73,6 +135,8 @@ def check_runs_in_the_ui(uri: str, experiment_id: str, jobs: list[Any], episodes
                 assert abs(shown - episode.data.metrics["duration_s"]) < 1.0, (shown, episode.data.metrics["duration_s"])
                 name = page.locator(f'[role="row"][row-id$=".{episode.info.run_id}"]').get_by_text(episode.info.run_name)
                 expect(name).to_be_visible()
+                check_the_task_shows(page, episode)
+            check_landing(browser, uri, experiment_id, total)
         finally:
             browser.close()
 
@@ -106,7 +170,9 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
                     "config.sha256"} <= set(params)
             assert len(params["config.sha256"]) == 64
             assert "config.yaml" in {a.path for a in client.list_artifacts(job.info.run_id)}
-            assert job.info.run_name == f"oracle · {params['resolution']} · gui · all"
+            # what tells it from its sibling first: the runs table shows only a name's start
+            assert job.info.run_name == f"resolution={params['resolution']} · oracle · gui · all"
+            assert job.data.tags["mcpworld.differs"] == f"resolution={params['resolution']}"
             assert job.data.tags["mlflow.source.git.commit"] == job.data.tags["mcpworld.git.commit"]
             assert "success" in job.data.metrics or "success_rate" in job.data.metrics
             assert not [k for k in job.data.metrics if k.startswith("metric.")]
@@ -116,11 +182,13 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
                 shared = {k: v for k, v in params.items() if k not in ("app", "tasks")}
                 assert shared.items() <= child.data.params.items()
                 assert child.data.params["task"] == child.data.tags["task_id"]
-        assert sweep.info.run_name == f"sweep · resolution=square,rect provider=oracle {TASKS}"
+        assert sweep.info.run_name == f"resolution=square,rect provider=oracle {TASKS} · sweep"
         names = [r.info.run_name for r in jobs + episodes]
         assert len(set(names)) == len(names)
-        assert {e.info.run_name for e in episodes} >= {"oracle · square · mousepad/create_todo #0",
-                                                       "oracle · rect · xterm/set_theme #0"}
+        assert {e.info.run_name for e in episodes} >= {"mousepad/create_todo #0 · oracle · square",
+                                                       "xterm/set_theme #0 · oracle · rect"}
+        link = f"{uri}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning"
+        assert f"mcpworld: the runs in MLflow: {link}" in proc.stdout  # under the sweep table
         assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
         assert "python -m mcpworld -m resolution=square,rect" in exp.tags["mlflow.note.content"].splitlines()[0]
 

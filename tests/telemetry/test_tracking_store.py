@@ -26,7 +26,7 @@ from mcpworld.telemetry.tracking.keys import JOB_DIR, mlflow_key
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.pending import PENDING_FILE
 from mcpworld.telemetry.tracking.process import MlflowTracker
-from mcpworld.telemetry.tracking.sweep import finish_sweep_run, start_sweep_run
+from mcpworld.telemetry.tracking.sweep import finish_sweep_run, runs_link, start_sweep_run
 from mcpworld.telemetry.upload import upload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -278,6 +278,44 @@ def test_a_resumed_sweep_reopens_its_parent_run(tmp_path: Path) -> None:
     finish_sweep_run(tmp_path / "sweep", {"jobs": 2.0}, status="FINISHED")
     (run,) = runs(db, "sweep")
     assert run.info.status == "FINISHED" and run.data.metrics["jobs"] == 2.0
+    assert run.info.run_name == "model=a,b · sweep"  # its overrides first: the part the runs table shows
+    # the link printed under the sweep table opens the runs (MLflow 3.17.2's plain link: the GenAI overview)
+    assert runs_link(tmp_path / "sweep") == (
+        f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs?workflowType=machine_learning "
+        f"(once `mlflow ui --backend-store-uri sqlite:///{db}` serves it)")
+    assert runs_link(tmp_path / "not-a-sweep") is None
+
+
+def test_a_sweep_is_named_by_its_command_line_and_its_presets_swept_values() -> None:
+    from mcpworld.run.summary import sweep_overrides
+
+    config = OmegaConf.create({"hydra": {"overrides": {"task": ["experiment=demo", "resolution=square"]},
+                                         "sweeper": {"params": {"resolution": "square,rect", "seed": "1,2"}}}})
+    assert sweep_overrides(config) == ["experiment=demo", "resolution=square", "seed=1,2"]
+    config.hydra.sweeper.params = None
+    assert sweep_overrides(config) == ["experiment=demo", "resolution=square"]
+
+
+def test_upload_names_a_sweeps_job_as_the_job_would_have(tmp_path: Path) -> None:
+    """A job folder of a sweep (Hydra's ``multirun.yaml`` beside it): its run leads with the swept
+    override, and its episodes end with it."""
+    db, uri = tmp_path / "m.db", f"sqlite:///{tmp_path}/m.db"
+    job_dir = job_folder(tmp_path, uri, "uploaded-sweep")
+    (tmp_path / "multirun.yaml").write_text("hydra:\n  overrides:\n    task:\n    - agent.max_steps=4,8\n"
+                                            "    - provider=oracle\n  sweeper:\n    params: null\n")
+    (job_dir / ".hydra").mkdir()
+    (job_dir / ".hydra" / "overrides.yaml").write_text("- agent.max_steps=8\n- provider=oracle\n")
+    config = OmegaConf.load(job_dir / "resolved_config.yaml")
+    config.merge_with({"resolution": {"name": "square"}, "modality": {"name": "gui"}, "app": {"name": "all"}})
+    (job_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(config))
+    write_episode(job_dir, "app/x")
+    assert upload(job_dir) == []
+    found = runs(db, "uploaded-sweep")
+    (job,) = by_level(found, "job")
+    (episode,) = by_level(found, "episode")
+    assert job.info.run_name == "agent.max_steps=8 · oracle · square · gui · all"
+    assert episode.info.run_name == "app/x #0 · oracle · agent.max_steps=8"  # (its labels name no resolution)
+    assert job.data.tags["mcpworld.differs"] == episode.data.tags["mcpworld.differs"] == "agent.max_steps=8"
 
 
 # --------------------------------------------------------------------------- failures

@@ -6,6 +6,8 @@ evaluation spans, key steps as events, tool spans named by action) — against a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,11 @@ import pytest
 
 from mcpworld.core.result import EpisodeResult, MetricOutcome, ToolCounts
 from mcpworld.telemetry.tracking.keys import JOB_DIR
+from mcpworld.telemetry.tracking.sweep import swept_keys
 from mcpworld.telemetry.tracking.vocabulary import (
     MAX_JOB_PARAMS,
+    MAX_RUN_NAME,
+    differs_tag,
     episode_metrics,
     episode_params,
     episode_run_name,
@@ -69,20 +74,74 @@ def test_an_episode_carries_the_jobs_names_with_its_own_task_app_and_attempt() -
 
 
 def test_runs_are_named_so_a_researcher_tells_them_apart() -> None:
+    """MLflow's runs table cuts the Run Name column short: what differs between siblings comes first."""
     result = EpisodeResult(task_id="chromium/open_link_in_new_tab", app="chromium", labels=labels())
-    assert episode_run_name(result) == "oracle · square · chromium/open_link_in_new_tab #0"
+    assert episode_run_name(result) == "chromium/open_link_in_new_tab #0 · oracle · square"
+    assert episode_run_name(result, "resolution=square") == "chromium/open_link_in_new_tab #0 · oracle · square"
+    assert episode_run_name(result, "agent.max_steps=4 · model=oracle") == \
+        "chromium/open_link_in_new_tab #0 · oracle · square · agent.max_steps=4"
     params = job_params(resolved("rect", 1024, 768))
     overrides = ["resolution=rect", "provider=oracle", "task=[a,b]", "tracking.uri=sqlite:///x", "hydra.job.chdir=false",
                  "agent.max_steps=4"]
+    assert job_run_name(params, overrides, ["resolution"]) == "resolution=rect · oracle · gui · all · agent.max_steps=4"
+    assert job_run_name(params, overrides, ["agent.max_steps", "+model"]) == "agent.max_steps=4 · oracle · rect · gui · all"
+    assert differs_tag(overrides, ["resolution", "agent.max_steps"]) == \
+        {"mcpworld.differs": "resolution=rect · agent.max_steps=4"}
+    assert differs_tag(overrides, []) == {}
+    # not a sweep: model · resolution · modality · app, then what else was overridden
     assert job_run_name(params, overrides) == "oracle · rect · gui · all · agent.max_steps=4"
     assert job_run_name(params) == "oracle · rect · gui · all"
     assert sweep_run_name(["resolution=square,rect", "tracking.experiment=x"], "/o/sweep") == \
-        "sweep · resolution=square,rect"
-    assert sweep_run_name([], "/o/multirun/2026-11-25/10-00-00") == "sweep · 10-00-00"
+        "resolution=square,rect · sweep"
+    assert sweep_run_name([], "/o/multirun/2026-11-25/10-00-00") == "10-00-00 · sweep"
     tags = source_tags({"mcpworld.git.commit": "a" * 40}, ["/x/mcpworld/__main__.py", "-m", "task=[a, b]"])
     assert tags["mlflow.source.git.commit"] == "a" * 40 and tags["mlflow.source.name"] == "python -m mcpworld"
     assert tags["mlflow.note.content"] == "python -m mcpworld -m 'task=[a, b]'"
     assert "mlflow.source.git.commit" not in source_tags({"mcpworld.git.commit": "unknown"})
+
+
+def test_names_in_a_sweep_are_unique_and_fit_mlflow() -> None:
+    """Every job and episode of a 2 × 2 sweep (resolution × max_steps, two tasks, two attempts) has a
+    name of its own, the task first on episodes; a sweep over long values stays unique within 250."""
+    swept, names = ["resolution", "agent.max_steps"], []
+    for res in ("square", "rect"):
+        for steps in ("4", "8"):
+            overrides = [f"resolution={res}", f"agent.max_steps={steps}", "provider=oracle"]
+            job = job_params(resolved(res))
+            names.append(job_run_name(job, overrides, swept))
+            assert names[-1].startswith(f"resolution={res} · agent.max_steps={steps} · ")
+            differs = differs_tag(overrides, swept)["mcpworld.differs"]
+            for task in ("mousepad/create_todo", "xterm/set_theme"):
+                for attempt in (0, 1):
+                    result = EpisodeResult(task_id=task, app=task.split("/")[0], attempt=attempt, labels=labels(res))
+                    names.append(episode_run_name(result, differs))
+                    assert names[-1].startswith(f"{task} #{attempt} · oracle · {res}")
+    assert len(set(names)) == len(names) == 4 + 4 * 4
+    long = [f"task=[{','.join(f'suite/t{i}_{side}' for i in range(60))}]" for side in ("a", "b")]
+    cut = {job_run_name(job_params(resolved()), [value], ["task"]) for value in long}
+    assert len(cut) == 2 and all(len(name) <= MAX_RUN_NAME for name in cut)
+
+
+def test_the_swept_keys_are_read_from_the_folder_hydras_sweeper_wrote(tmp_path: Path) -> None:
+    """A real Hydra multirun (command-line sweeps, a preset's ``hydra.sweeper.params``, a list that is
+    no sweep): each job finds what its sweep sweeps in ``multirun.yaml`` beside it."""
+    (tmp_path / "c.yaml").write_text("a: 1\nb: 2\nc: [1]\nhydra:\n  sweep:\n    dir: out\n  sweeper:\n    params:\n"
+                                     "      a: 1,2\n")
+    (tmp_path / "app.py").write_text(
+        "import hydra\nfrom pathlib import Path\nfrom hydra.core.hydra_config import HydraConfig\n"
+        "from mcpworld.telemetry.tracking.sweep import swept_keys\n"
+        "@hydra.main(version_base=None, config_path='.', config_name='c')\n"
+        "def main(cfg):\n    hc = HydraConfig.get()\n"
+        "    print('SWEPT', sorted(swept_keys(Path(hc.runtime.output_dir).parent)), list(hc.overrides.task))\n"
+        "main()\n")
+    proc = subprocess.run([sys.executable, "app.py", "-m", "b=3,4", "c=[1,2]", "+d=range(1,2)"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("SWEPT")]
+    assert len(lines) == 4 and all(line.startswith("SWEPT ['a', 'b', 'd']") for line in lines), lines
+    assert swept_keys(tmp_path) == [] and swept_keys(tmp_path / "nowhere") == []  # no sweep here
+    (tmp_path / "multirun.yaml").write_text("hydra: [")  # broken: named as a single run is
+    assert swept_keys(tmp_path) == []
 
 
 def test_tool_spans_are_named_by_what_they_did() -> None:
@@ -172,8 +231,10 @@ def test_an_episode_run_and_its_trace_read_as_mlflow_shows_them(tmp_path: Path) 
     logger = MlflowLogger(uri, str(tmp_path / "art"), "vocab")
     params = job_params(resolved())
     commit = {"mcpworld.git.commit": "c" * 40}
-    logger.start_job(job_run_name(params), params,
-                     {JOB_DIR: str(job_dir), **commit, **source_tags(commit, ["mcpworld", "-m", "resolution=square,rect"])},
+    overrides, swept = ["resolution=square", "agent.max_steps=4"], ["resolution", "agent.max_steps"]  # a sweep's job
+    logger.start_job(job_run_name(params, overrides, swept), params,
+                     {JOB_DIR: str(job_dir), **commit, **differs_tag(overrides, swept),
+                      **source_tags(commit, ["mcpworld", "-m", "resolution=square,rect"])},
                      start_ms=int((start - 5) * 1000))
     logger.log_episode(result, folder)
     assert logger.finish_job({"success": 1.0, "episodes": 1.0, "note": "text"}, [], job_dir=job_dir,  # type: ignore[dict-item]
@@ -185,10 +246,12 @@ def test_an_episode_run_and_its_trace_read_as_mlflow_shows_them(tmp_path: Path) 
     assert exp.tags[NOTE].splitlines()[0] == "`python -m mcpworld -m resolution=square,rect`"
     runs = {r.data.tags["mcpworld.level"]: r for r in client.search_runs([exp.experiment_id])}
     job, episode = runs["job"], runs["episode"]
-    assert job.info.run_name == "oracle · square · gui · all" and job.data.params == params
+    assert job.info.run_name == "resolution=square · agent.max_steps=4 · oracle · gui · all"
+    assert job.data.params == params
     assert (job.info.start_time, job.info.end_time) == (int((start - 5) * 1000), int((start + 20) * 1000))
     assert job.data.metrics == {"success": 1.0, "episodes": 1.0}  # whatever the summary's numbers are, by their names
-    assert episode.info.run_name == "oracle · square · mousepad/create_todo #0"
+    assert episode.info.run_name == "mousepad/create_todo #0 · oracle · square · agent.max_steps=4"
+    assert episode.data.tags["mcpworld.differs"] == "resolution=square · agent.max_steps=4"
     assert (episode.info.start_time, episode.info.end_time) == (int(start * 1000), int(start * 1000) + 13_080)
     assert episode.data.params == episode_params(params, result)
     assert episode.data.tags["mlflow.source.git.commit"] == "c" * 40 and episode.data.tags["task_id"] == result.task_id

@@ -16,6 +16,9 @@ MAX_TAG_LEN = 8000
 KEY_UNSAFE = re.compile(r"[^\w.\- :/]")
 LEVEL = "mcpworld.level"
 JOB_DIR, EPISODE_DIR, EPISODE_KEY = "mcpworld.job_dir", "mcpworld.episode_dir", "mcpworld.episode_key"
+# what tells a job from its sweep siblings (its overrides of the swept keys, `` · ``-joined): a tag on
+# the job run and its episode runs, whose names it completes
+DIFFERS = "mcpworld.differs"
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from mcpworld.core.result import EpisodeResult
 from mcpworld.core.secrets import mask_secrets
 from mcpworld.telemetry.tracking.keys import (
+    DIFFERS,
     EPISODE_DIR,
     EPISODE_KEY,
     JOB_DIR,
@@ -44,15 +45,17 @@ from mcpworld.telemetry.tracking.vocabulary import (
 EPISODE_ARTIFACTS = ("screens", "logs", "mcp", "overlong")
 # an episode run's status by the episode's; any other episode status: FINISHED
 EPISODE_RUN_STATUS = {"interrupted": "KILLED", "infra_error": "FAILED", "eval_error": "FAILED"}
-# MLflow 3.17's UI opens an experiment on its GenAI trace overview unless its kind is ML; the UI's
-# sidebar switch (``?workflowType=machine_learning``) decides it in 3.17 itself, this tag in the
-# versions that read it (mlflow/server/js: "mlflow.experimentKind")
+# The experiment's kind: MLflow's UI opens an experiment of this kind on its runs where its "GenAI |
+# Model training" switch is off (a build flag of the UI). 3.17.2 builds it on and ignores the tag: the
+# landing tab follows the switch alone (the URL's ``workflowType``, else the browser's localStorage
+# ``mlflow.workflowType_v1``, else GenAI), so no experiment tag can; docs/tracking.md gives the link.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 NOTE = "mlflow.note.content"
 NOTE_TAIL = "Runs written by mcpworld: sweep → job → episode (see its docs/tracking.md)."
 NOTE_COMMANDS = 20
-# a job run's tags its episode runs carry too (MLflow's Source and Version columns)
-SHARED_TAGS = ("mlflow.source.type", "mlflow.source.name", "mlflow.source.git.commit")
+# a job run's tags its episode runs carry too (MLflow's Source and Version columns; what tells the
+# job from its sweep siblings, which ends the episodes' names)
+SHARED_TAGS = ("mlflow.source.type", "mlflow.source.name", "mlflow.source.git.commit", DIFFERS)
 
 
 class MlflowLogger(Tracker):
@@ -297,7 +300,7 @@ class MlflowLogger(Tracker):
         tags = {LEVEL: "episode", "mlflow.parentRunId": self.job_run_id, "task_id": result.task_id,
                 "status": result.status, "termination": result.termination,
                 EPISODE_DIR: str(episode_dir.absolute()), EPISODE_KEY: key, **self._shared_tags}
-        name = episode_run_name(result)
+        name = episode_run_name(result, self._shared_tags.get(DIFFERS, ""))
         run_id = self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name,
                                         tags=mlflow_keys(tags)).info.run_id
         runs.append(run_id)

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from mcpworld.core.secrets import mask_secrets
 from mcpworld.telemetry.tracking.keys import LEVEL, mlflow_keys
@@ -17,6 +18,8 @@ from mcpworld.telemetry.tracking.tracker import check_status
 from mcpworld.telemetry.tracking.vocabulary import command_line, source_tags, sweep_run_name
 
 SWEEP_FILE = ".mcpworld_sweep.json"
+UI_DEFAULT = "http://127.0.0.1:5000"  # where `mlflow ui` serves unless told
+MULTIRUN_FILE = "multirun.yaml"  # the sweep's config, which Hydra's sweeper writes before any job
 
 
 def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | None:
@@ -47,8 +50,35 @@ def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | No
               "without one", file=sys.stderr)
         return None
     Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps({"run_id": run.info.run_id, "uri": tracker.uri}))
+    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps({"run_id": run.info.run_id, "uri": tracker.uri,
+                                                          "experiment_id": tracker.experiment_id}))
     return run.info.run_id
+
+
+def swept_keys(sweep_dir: Path) -> list[str]:
+    """The keys a multirun sweeps (``resolution=square,rect``, ``range(…)``, a preset's
+    ``hydra.sweeper.params``), read from the ``multirun.yaml`` Hydra's sweeper left in the sweep
+    folder; none for a folder that holds no sweep (a single run)."""
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    try:
+        hydra = OmegaConf.load(Path(sweep_dir) / MULTIRUN_FILE).hydra
+        params = hydra.sweeper.get("params") or {}
+        lines = [str(o) for o in hydra.overrides.task] + [f"{k}={v}" for k, v in params.items()]
+    except (OSError, ValueError, AttributeError, yaml.YAMLError):
+        return []
+    parser, keys = OverridesParser.create(), []
+    for line in lines:
+        try:
+            (override,) = parser.parse_overrides([line])
+        except HydraException:  # not Hydra's grammar: no job could have come of it
+            continue
+        if override.is_sweep_override() and override.key_or_group not in keys:
+            keys.append(override.key_or_group)
+    return keys
 
 
 def sweep_parent(job_dir: Path) -> str | None:
@@ -58,6 +88,23 @@ def sweep_parent(job_dir: Path) -> str | None:
         return json.loads(path.read_text())["run_id"]
     except (OSError, ValueError, KeyError):
         return None
+
+
+def runs_link(sweep_dir: Path) -> str | None:
+    """Where the sweep's runs open in MLflow's UI: the runs table, since MLflow 3.17.2 opens an
+    experiment's plain link on its GenAI overview in a browser that never chose "Model training"
+    (docs/tracking.md). A sqlite store's is where ``mlflow ui`` serves by default."""
+    try:
+        info = json.loads((Path(sweep_dir) / SWEEP_FILE).read_text())
+        uri, experiment_id = str(info["uri"]), str(info["experiment_id"])
+    except (OSError, ValueError, KeyError):
+        return None
+    served = uri.startswith(("http://", "https://"))
+    if served:  # a password in the store's URI stays out of a printed link
+        parts = urlsplit(uri)
+        uri = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
+    link = f"{uri if served else UI_DEFAULT}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    return mask_secrets(link if served else f"{link} (once `mlflow ui --backend-store-uri {uri}` serves it)")
 
 
 def finish_sweep_run(sweep_dir: Path, metrics: dict[str, float], status: str = "FINISHED") -> None:

@@ -14,11 +14,14 @@ import hashlib
 import json
 import re
 import shlex
+from collections.abc import Iterable
 from typing import Any
 
 from mcpworld.core.result import EpisodeResult
+from mcpworld.telemetry.tracking.keys import DIFFERS
 
 SEP = " · "
+MAX_RUN_NAME = 250  # MLflow keeps a run's name in a 250-character column
 # flat param name → the resolved config's dotted key; a missing or null key is left out
 CONFIG_PARAMS: dict[str, str] = {
     "model": "model.name", "model_id": "model.id", "provider": "provider.name", "resolution": "resolution.name",
@@ -92,25 +95,59 @@ def episode_params(job: dict[str, str], result: EpisodeResult) -> dict[str, str]
             "attempt": str(result.attempt)}
 
 
-def episode_run_name(result: EpisodeResult) -> str:
-    """``oracle · square · chromium/open_link_in_new_tab #0``: unique inside an experiment's sweep."""
-    lead = [result.labels.get(k) for k in ("model", "resolution")]
-    return SEP.join([str(x) for x in lead if x] + [f"{result.task_id} #{result.attempt}"])
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
 
 
-def job_run_name(params: dict[str, str], overrides: list[str] | None = None) -> str:
-    """``oracle · square · gui · mousepad``, plus any other override that tells this job from its
-    sweep siblings (``agent.max_steps=4``): never the raw override string cut short."""
-    base = [params.get(k, "?") for k in ("model", "resolution", "modality", "app")]
-    return SEP.join(base + _naming(overrides))[:250]
+def _fit(name: str) -> str:
+    """A name within MLflow's limit; one cut short ends in a digest of the whole, so it stays unique."""
+    if len(name) <= MAX_RUN_NAME:
+        return name
+    return f"{name[:MAX_RUN_NAME - 10]}…{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def differing(overrides: list[str] | None, swept: Iterable[str]) -> list[str]:
+    """This job's overrides of the keys its sweep sweeps (``resolution=rect``): what tells it from
+    its sibling jobs."""
+    keys = {key.lstrip("+~") for key in swept}
+    return [o for o in overrides or [] if _key(o) in keys]
+
+
+def differs_tag(overrides: list[str] | None, swept: Iterable[str]) -> dict[str, str]:
+    """The job run's ``mcpworld.differs`` tag (none outside a sweep): its episode runs carry it too,
+    and their names end with it."""
+    lead = differing(overrides, swept)
+    return {DIFFERS: SEP.join(lead)} if lead else {}
+
+
+def episode_run_name(result: EpisodeResult, differs: str = "") -> str:
+    """``chromium/open_link_in_new_tab #0 · oracle · square``: the task first, since MLflow's runs
+    table shows only a name's start, then model · resolution and what else tells its job from the
+    sweep's other jobs (``differs``, the job's ``mcpworld.differs`` tag: ``agent.max_steps=4``), so
+    names stay unique in a sweep."""
+    lead = [str(result.labels[k]) for k in ("model", "resolution") if result.labels.get(k)]
+    extra = [part for part in differs.split(SEP) if part and _key(part) not in ("model", "resolution")]
+    return _fit(SEP.join([f"{result.task_id} #{result.attempt}", *lead, *extra]))
+
+
+def job_run_name(params: dict[str, str], overrides: list[str] | None = None, swept: Iterable[str] = ()) -> str:
+    """``resolution=rect · oracle · gui · all``: first the overrides that tell this job from its sweep
+    siblings (of the ``swept`` keys; MLflow's runs table shows only a name's start), then model ·
+    resolution · modality · app (less what the lead already says) and any other override
+    (``agent.max_steps=4``): never the raw override string cut short."""
+    lead = differing(overrides, swept)
+    shown = {_key(o) for o in lead}
+    base = [params.get(k, "?") for k in ("model", "resolution", "modality", "app") if k not in shown]
+    rest = [o for o in _naming(overrides) if o not in lead]
+    return _fit(SEP.join(lead + base + rest))
 
 
 def sweep_run_name(overrides: list[str], sweep_dir: str) -> str:
-    """``sweep · resolution=square,rect model=a,b`` (where results go left out; the folder's name
-    when nothing else is left)."""
+    """``resolution=square,rect model=a,b · sweep`` (its overrides first; where results go left out;
+    the folder's name when nothing else is left)."""
     kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] not in ("tracking", "hydra")]
     what = " ".join(kept) or sweep_dir.rstrip("/").rsplit("/", 1)[-1]
-    return f"sweep{SEP}{what}"[:250]
+    return _fit(f"{what}{SEP}sweep")
 
 
 def source_tags(provenance: dict[str, str], argv: list[str] | None = None) -> dict[str, str]:
