@@ -138,14 +138,16 @@ class AgentLoop:
         self.withheld = withheld
         self.messages: list[dict[str, Any]] = []  # the conversation, for trajectory logs
         self.after_step = after_step  # the episode's watch on the desktop (apps that exited …)
+        self.turns = 0  # model turns taken (each a `turn` event)
 
     async def run(self, system: str, instruction: str, first_screen: Image | None) -> None:
         r = self.result
         content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
         if first_screen is not None:
+            began = time.perf_counter()
             saved = self._observe(self._encode(first_screen), content)
             if saved:
-                self.trace.emit("observation", screenshot=saved)
+                self.trace.emit("observation", screenshot=saved, seconds=round(time.perf_counter() - began, 4))
         messages = self.messages
         messages += [{"role": "system", "content": system}, {"role": "user", "content": content}]
         deadline = time.monotonic() + self.limits.timeout_s
@@ -167,7 +169,7 @@ class AgentLoop:
     async def _steps(self, messages: list[dict[str, Any]], deadline: float) -> None:
         """One model turn per pass, each a step of ``max_steps`` (OSWorld's runner counts its turns,
         whatever number of actions one holds, and a turn without one too); every call of a turn runs."""
-        r, lim, rules = self.result, self.limits, self.rules
+        r, lim = self.result, self.limits
         while True:
             if r.steps >= lim.max_steps:
                 r.termination = "max_steps"
@@ -179,31 +181,42 @@ class AgentLoop:
             if remaining <= 0:
                 r.termination = "timeout"
                 return
-            reply = await self._turn(messages, deadline)
-            if reply is None:
-                r.termination = "timeout"
-                return
-            if not reply.tool_calls or any(c.name not in self.replay for c in reply.tool_calls):
-                r.steps += 1  # (a turn of the oracle's waits for app state alone acts on nothing: no step)
-            messages.append(self._assistant_message(reply))
-            cut = truncation(reply)  # cut off by the output limit: said as such, never nudged away (agent/truncation.py)
-            if cut is not None:
-                r.truncations += 1
-                self.trace.emit("truncation", **cut)
-            calls = self._shown(reply)
-            if not calls:
-                if rules.no_call == NoCall.end:  # Claude's sampling loop returns on a reply without tool_use
-                    r.termination, r.final_action = rules.end_as
+            began, asked = time.perf_counter(), r.llm_calls
+            try:
+                if await self._one_turn(messages, deadline):
                     return
-                if rules.no_call == NoCall.nudge:
-                    messages.append({"role": "user", "content": notice(reply) if cut else NUDGE})
-                continue  # NoCall.skip: the next turn starts from the same screen, as OSWorld's runner does
-            if rules.last_turn_fails and r.steps >= lim.max_steps and not finishing(calls):
-                r.termination, r.final_action = "max_steps", "FAIL"  # the reference's last turn (LoopRules)
-                self.trace.emit("budget_fail", step=r.steps, tools=[c.name for c in calls])
-                return
-            if await self._act(reply, calls, cut, messages, deadline):
-                return
+            finally:  # the turn's span holds its model calls, tool calls and what followed them
+                if r.llm_calls > asked:
+                    self.turns += 1
+                    self.trace.emit("turn", n=self.turns, step=r.steps, seconds=round(time.perf_counter() - began, 4))
+
+    async def _one_turn(self, messages: list[dict[str, Any]], deadline: float) -> bool:
+        """The model asked and its calls run; True when the episode ended."""
+        r, lim, rules = self.result, self.limits, self.rules
+        reply = await self._turn(messages, deadline)
+        if reply is None:
+            r.termination = "timeout"
+            return True
+        if not reply.tool_calls or any(c.name not in self.replay for c in reply.tool_calls):
+            r.steps += 1  # (a turn of the oracle's waits for app state alone acts on nothing: no step)
+        messages.append(self._assistant_message(reply))
+        cut = truncation(reply)  # cut off by the output limit: said as such, never nudged away (agent/truncation.py)
+        if cut is not None:
+            r.truncations += 1
+            self.trace.emit("truncation", **cut)
+        calls = self._shown(reply)
+        if not calls:
+            if rules.no_call == NoCall.end:  # Claude's sampling loop returns on a reply without tool_use
+                r.termination, r.final_action = rules.end_as
+                return True
+            if rules.no_call == NoCall.nudge:
+                messages.append({"role": "user", "content": notice(reply) if cut else NUDGE})
+            return False  # NoCall.skip: the next turn starts from the same screen, as OSWorld's runner does
+        if rules.last_turn_fails and r.steps >= lim.max_steps and not finishing(calls):
+            r.termination, r.final_action = "max_steps", "FAIL"  # the reference's last turn (LoopRules)
+            self.trace.emit("budget_fail", step=r.steps, tools=[c.name for c in calls])
+            return True
+        return await self._act(reply, calls, cut, messages, deadline)
 
     def _shown(self, reply: Reply) -> list[ToolCall]:
         """The turn's calls that run or are answered; an unreadable one the family's reference skips is
@@ -253,22 +266,28 @@ class AgentLoop:
             if cut is not None and is_cut(call):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": notice(reply)})
                 continue
+            action = r.actions + 1  # (as its tool_call event numbers it)
             obs = await self._call_tool(call.name, call.arguments, deadline)
             if call.name not in self.replay:
                 r.actions += 1
-            if self.after_step:
+            if self.after_step:  # timed: key-step checks can take seconds, and the trace accounts for them
+                began = time.perf_counter()
                 self.after_step()
+                self.trace.emit("after_step", step=r.steps, action=action, seconds=round(time.perf_counter() - began, 4))
             answer: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}
             if not obs.ok:
                 answer[IS_ERROR] = True
             messages.append(answer)
+            began = time.perf_counter()
             data = self._encode(obs.image) if obs.image is not None else None
             shown = [(data, lim.image_format)] if data is not None else []
             sent = len(images)
             for picture, fmt in shown + obs.images:
                 saved = self._observe(picture, images, fmt)
-                if saved:
-                    self.trace.emit("observation", screenshot=saved, step=r.steps, action=r.actions)
+                if saved:  # seconds: this image's encoding (the first only: the others come encoded) and saving
+                    self.trace.emit("observation", screenshot=saved, step=r.steps, action=r.actions,
+                                    seconds=round(time.perf_counter() - began, 4))
+                began = time.perf_counter()
             if len(images) > sent:  # which of the images that follow the tool messages are this call's
                 answer[IMAGES] = len(images) - sent
             loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",

@@ -127,16 +127,18 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
             trace.emit("error", kind="infra" if isinstance(exc, InfraError) else "harness", message=result.reason,
                        traceback=traceback.format_exc()[-4000:])
     finally:
+        teardown = time.monotonic()
         try:
             env.end_episode()
         except Exception as exc:
             trace.emit("error", kind="teardown", message=str(exc))
+        teardown_s = round(time.monotonic() - teardown, 4)
         result.duration_s = round(time.monotonic() - started, 4)
         if sampled is not None:
             sampled.finish(result)  # (after teardown: the span includes it)
         price_episode(result, cfg.model.price, cfg.telemetry.kwh_price)
         trace.emit("episode_end", status=result.status, score=result.score, reason=result.reason,
-                   duration_s=result.duration_s)
+                   duration_s=result.duration_s, teardown_s=teardown_s)
         trace.close()
         result.write(episode_dir / "result.json")
     return result
@@ -316,7 +318,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
     except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
         result.status, result.reason = Status.eval_error, str(exc)
         result.eval_s = round(time.monotonic() - t2, 4)
-        trace.emit("evaluation", score=None, error=result.reason)
+        trace.emit("evaluation", score=None, error=result.reason, seconds=result.eval_s)
         return
     result.metrics, result.key_steps = verdict.metrics, verdict.key_steps
     score = verdict.score
@@ -326,7 +328,7 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
     result.score = round(float(score), 4)
     result.eval_s = round(time.monotonic() - t2, 4)
     trace.emit("evaluation", score=result.score, metrics=[m.__dict__ for m in result.metrics],
-               key_steps=result.key_steps or None)
+               key_steps=result.key_steps or None, seconds=result.eval_s)
     if result.score >= threshold:
         result.status = Status.success
     elif killed:  # the app the agent worked in died by a signal: a failed verdict is not the agent's

@@ -269,10 +269,10 @@ def test_an_episode_run_and_its_trace_read_as_mlflow_shows_them(tmp_path: Path) 
     spans = trace.data.spans
     root = spans[0]
     assert root.span_type == "AGENT" and root.name == episode.info.run_name
-    assert [(s.name, s.span_type) for s in spans[1:]] == [
-        ("setup", "TASK"), ("llm call 1", "LLM"), ("computer.left_click", "TOOL"), ("llm call 2", "LLM"),
-        ("bash", "TOOL"), ("evaluation", "EVALUATOR")]
-    setup, click, bash, evaluation = spans[1], spans[3], spans[5], spans[6]
+    assert [(s.name, s.span_type) for s in spans[1:]] == [  # (the phases between measured spans: spans.PHASES)
+        ("setup", "TASK"), ("agent start", "TASK"), ("llm call 1", "LLM"), ("computer.left_click", "TOOL"),
+        ("llm call 2", "LLM"), ("bash", "TOOL"), ("agent end", "TASK"), ("evaluation", "EVALUATOR"), ("end", "TASK")]
+    setup, click, bash, evaluation = spans[1], spans[4], spans[6], spans[8]
     assert (setup.start_time_ns, setup.end_time_ns) == (int(start * 1e9), int((start + 2.0) * 1e9))
     assert click.outputs == {"screenshot": "screens/001.jpg", "output": None} and bash.status.status_code == "ERROR"
     assert evaluation.outputs["metrics"] == [{"name": "exact_match#0", "score": 1.0}]

@@ -320,7 +320,8 @@ class MlflowLogger(Tracker):
 
                     log_trace(self.client, self.experiment_id, run_id, events, result, name=name,
                               tags={**{k: str(v) for k, v in result.labels.items()}, "mcpworld.job_run_id": self.job_run_id,
-                                    "mcpworld.run_id": run_id})
+                                    "mcpworld.run_id": run_id},  # screenshots attached only when they are logged
+                              episode_dir=episode_dir if self.log_screenshots else None)
                     STORE_LOG.check()  # MLflow logs a trace it could not write instead of raising
             self.client.set_terminated(run_id, EPISODE_RUN_STATUS.get(result.status, "FINISHED"), end_time=end_ms)
         except Exception:
