@@ -291,7 +291,8 @@ class VmEnvironment(Environment):
             if listed.returncode == 0 and (name.lower() in listed.output.lower()) != gone:
                 return
             if gone and time.monotonic() > deadline:
-                raise InfraError(f"the window titled {name!r} was still open on the VM {timeout_s:.0f}s after it was asked to close")
+                raise InfraError(f"the window titled {name!r} was still open on the VM {timeout_s:.0f}s "
+                                 "after it was asked to close")
             if time.monotonic() > deadline:
                 titles = [line.split(None, 3)[-1] for line in listed.output.splitlines() if len(line.split(None, 3)) == 4]
                 seen = f"open: {', '.join(map(repr, titles))}" if listed.returncode == 0 and titles else \
