@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
@@ -93,7 +94,8 @@ def pattern(name: str) -> str:
     return name
 
 
-def names(values: Any) -> list[str]:
+def names(values: Iterable[object]) -> list[str]:
+    """The name patterns of logged keys (a dict iterates its keys)."""
     return sorted({pattern(str(n)) for n in values})
 
 
