@@ -27,6 +27,11 @@ def start_mlflow_server(db: Path, port: int) -> subprocess.Popen:
          "--port", str(port), "--workers", "1", "--artifacts-destination", str(db.parent / "mlartifacts")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+    return answering(proc, port)
+
+
+def answering(proc: subprocess.Popen, port: int) -> subprocess.Popen:
+    """``proc``, an MLflow server started on ``port``, once it answers /health (the test fails after 90 s)."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:

@@ -13,8 +13,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +21,7 @@ import pytest
 
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.store import ARTIFACTS_FROM, create_experiment
+from tests.desktop.test_tracking_e2e import answering
 from tests.fakes.scripted_server import free_port
 from tests.telemetry.test_tracking_store import write_episode
 
@@ -152,15 +151,7 @@ def start_server(folder: Path, port: int, serves_artifacts: bool) -> subprocess.
         [sys.executable, "-m", "mlflow", "ui" if not serves_artifacts else "server", "--backend-store-uri", STORE,
          *destination, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], cwd=folder,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    pytest.fail("mlflow server did not answer /health within 90 s")
+    return answering(proc, port)
 
 
 def stop(proc: subprocess.Popen) -> None:
