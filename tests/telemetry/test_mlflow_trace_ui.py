@@ -4,7 +4,6 @@ it produced as an image that loaded (docs/tracking.md, issue 39)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,13 @@ import pytest
 from tests.desktop.test_cli_e2e import run_cli
 from tests.desktop.test_tracking_e2e import start_mlflow_server
 from tests.fakes.scripted_server import free_port
+from tests.telemetry.browser import CHROMIUM, require_browser
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def test_a_tool_spans_screenshot_shows_in_mlflows_trace_view(tmp_path: Path) -> None:
-    pytest.importorskip("playwright")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no system Chromium for Playwright")
+    require_browser()
     from mlflow.tracking import MlflowClient
     from playwright.sync_api import expect, sync_playwright
 

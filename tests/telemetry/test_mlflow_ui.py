@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,9 @@ import pytest
 from tests.desktop.test_cli_e2e import run_cli
 from tests.desktop.test_tracking_e2e import start_mlflow_server
 from tests.fakes.scripted_server import free_port
+from tests.telemetry.browser import CHROMIUM, require_browser
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TASKS = "task=[mousepad/create_todo,xterm/set_theme]"
 UNIT_S = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
 RUN_NAME_COLUMN = "attributes.`Run Name`"
@@ -142,9 +141,7 @@ def check_runs_in_the_ui(uri: str, experiment_id: str, jobs: list[Any], episodes
 
 
 def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
-    pytest.importorskip("playwright")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no system Chromium for Playwright")
+    require_browser()
     from mlflow.tracking import MlflowClient
 
     port = free_port()

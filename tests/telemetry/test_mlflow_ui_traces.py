@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,10 @@ import pytest
 
 from tests.desktop.test_tracking_e2e import start_mlflow_server
 from tests.fakes.scripted_server import free_port
+from tests.telemetry.browser import CHROMIUM
 from tests.telemetry.test_trace_filter import log_two_episodes
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SEARCH_BOX = "Search traces by id, input, or output"  # MLflow 3.17.2's placeholder
 
 

@@ -23,10 +23,10 @@ from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.store import ARTIFACTS_FROM, create_experiment
 from tests.desktop.test_tracking_e2e import answering
 from tests.fakes.scripted_server import free_port
+from tests.telemetry.browser import CHROMIUM, require_browser
 from tests.telemetry.test_tracking_store import write_episode
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 STORE = "sqlite:///outputs/mlflow.db"  # the defaults, as a researcher runs from the project folder
 ARTIFACT_ROOT = "outputs/mlartifacts"
 
@@ -213,9 +213,7 @@ def open_moved(folder: Path, experiment: str, result: dict[str, Any], tmp_path: 
 @pytest.mark.desktop
 @pytest.mark.slow
 def test_moved_outputs_open_whole_in_mlflows_ui(tmp_path: Path, monkeypatch) -> None:
-    pytest.importorskip("playwright")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no system Chromium for Playwright")
+    require_browser()
 
     # the default local store: a job from its project folder, the folder moved, the UI run from its new place
     local = tmp_path / "local"
