@@ -76,6 +76,7 @@ run: setup
 
 # The static gate: ruff (correctness, import order, line length) and mypy (reads [tool.mypy] in pyproject.toml).
 lint: venv
+	$(PY) -m ruff format --check mcpworld tests benchmarks
 	$(PY) -m ruff check mcpworld tests benchmarks
 	$(PY) -m mypy
 

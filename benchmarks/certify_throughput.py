@@ -66,8 +66,12 @@ class Run:
     @property
     def held(self) -> bool:
         """No flaky, unsolved or lenient task and no infra error."""
-        return not self.error and self.infra_errors == 0 and bool(self.statuses) and \
-            all(s in ("certified", "excluded") for s in self.statuses.values())
+        return (
+            not self.error
+            and self.infra_errors == 0
+            and bool(self.statuses)
+            and all(s in ("certified", "excluded") for s in self.statuses.values())
+        )
 
 
 def burn(until: float) -> None:
@@ -77,8 +81,21 @@ def burn(until: float) -> None:
 
 def certify(out: Path, label: str, settings: tuple[str, ...], concurrency: int, args: argparse.Namespace) -> Run:
     selection = [] if args.tasks == "all" else [f"task=[{args.tasks}]"]
-    argv = [sys.executable, "-m", "mcpworld.certify", *selection, "env=local", *settings, "tracking=none",
-            "--n", str(args.n), "--concurrency", str(concurrency), "--out", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpworld.certify",
+        *selection,
+        "env=local",
+        *settings,
+        "tracking=none",
+        "--n",
+        str(args.n),
+        "--concurrency",
+        str(concurrency),
+        "--out",
+        str(out),
+    ]
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
     run = Run(label, concurrency, time.perf_counter() - started, proc.returncode)
@@ -120,8 +137,11 @@ def main() -> int:
     def go(label: str, settings: tuple[str, ...], concurrency: int) -> Run:
         run = certify(base / f"{label.replace(' ', '-')}-c{concurrency}", label, settings, concurrency, args)
         runs.append(run)
-        print(f"{label}, concurrency {concurrency}: {run.wall_s:.1f} s, {run.episodes} episodes"
-              + ("" if run.held else f", NOT HELD {run.error or run.statuses}"), flush=True)
+        print(
+            f"{label}, concurrency {concurrency}: {run.wall_s:.1f} s, {run.episodes} episodes"
+            + ("" if run.held else f", NOT HELD {run.error or run.statuses}"),
+            flush=True,
+        )
         return run
 
     try:
@@ -131,8 +151,9 @@ def main() -> int:
             go("after (env.stage)", AFTER, concurrency)
         best = min((r for r in runs if r.label.startswith("after")), key=lambda r: r.wall_s).concurrency
         if args.load:
-            burners = [multiprocessing.Process(target=burn, args=(time.time() + 24 * 3600,), daemon=True)
-                       for _ in range(args.load)]
+            burners = [
+                multiprocessing.Process(target=burn, args=(time.time() + 24 * 3600,), daemon=True) for _ in range(args.load)
+            ]
             for p in burners:
                 p.start()
             try:
@@ -145,16 +166,33 @@ def main() -> int:
             shutil.rmtree(base, ignore_errors=True)
 
     table = Table(title=f"certify, {args.tasks}, N={args.n} (one command each)")
-    for column in ("run", "concurrency", "episodes", "wall s", "episodes/hour", "perceived reset median s",
-                   "… when staged in time (n)", "certified", "not held", "infra errors"):
+    for column in (
+        "run",
+        "concurrency",
+        "episodes",
+        "wall s",
+        "episodes/hour",
+        "perceived reset median s",
+        "… when staged in time (n)",
+        "certified",
+        "not held",
+        "infra errors",
+    ):
         table.add_column(column)
     for run in runs:
         bad = [f"{t}: {s}" for t, s in run.statuses.items() if s not in ("certified", "excluded")]
-        table.add_row(run.label, str(run.concurrency), str(run.episodes), f"{run.wall_s:.1f}",
-                      f"{run.episodes / run.wall_s * 3600:.0f}", median(run.perceived_s),
-                      f"{median(run.outlasted_s)} ({len(run.outlasted_s)})",
-                      str(sum(s == "certified" for s in run.statuses.values())),
-                      "; ".join(bad) or run.error[-80:] or "–", str(run.infra_errors))
+        table.add_row(
+            run.label,
+            str(run.concurrency),
+            str(run.episodes),
+            f"{run.wall_s:.1f}",
+            f"{run.episodes / run.wall_s * 3600:.0f}",
+            median(run.perceived_s),
+            f"{median(run.outlasted_s)} ({len(run.outlasted_s)})",
+            str(sum(s == "certified" for s in run.statuses.values())),
+            "; ".join(bad) or run.error[-80:] or "–",
+            str(run.infra_errors),
+        )
     Console(width=160).print(table)
     return 0 if all(r.held for r in runs) else 1
 

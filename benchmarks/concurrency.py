@@ -26,9 +26,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run(level: int, attempts: int, work: Path) -> dict:
     out = work / f"c{level}"
-    args = [sys.executable, "-m", "mcpworld", "modality=gui", "tracking=none", f"concurrency={level}",
-            "task=[mousepad/*,xterm/*,pcmanfm/*]",
-            f"attempts={attempts}", f"hydra.run.dir={out}"]
+    args = [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        "modality=gui",
+        "tracking=none",
+        f"concurrency={level}",
+        "task=[mousepad/*,xterm/*,pcmanfm/*]",
+        f"attempts={attempts}",
+        f"hydra.run.dir={out}",
+    ]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(proc.stderr[-2000:])
@@ -51,8 +59,9 @@ def main() -> None:
     for level, row in rows.items():
         rate = row["episodes"] / row["wall_s"] * 3600
         speedup = (base["wall_s"] / base["episodes"]) / (row["wall_s"] / row["episodes"])
-        table.add_row(str(level), str(row["episodes"]), str(row["successes"]), f"{row['wall_s']:.1f}",
-                      f"{rate:.0f}", f"{speedup:.2f}x")
+        table.add_row(
+            str(level), str(row["episodes"]), str(row["successes"]), f"{row['wall_s']:.1f}", f"{rate:.0f}", f"{speedup:.2f}x"
+        )
     Console().print(table)
 
 

@@ -54,8 +54,10 @@ def gpu_work(seconds: float) -> None:
 def driver_mj() -> int:
     import pynvml
 
-    return sum(pynvml.nvmlDeviceGetTotalEnergyConsumption(pynvml.nvmlDeviceGetHandleByIndex(i))
-               for i in range(pynvml.nvmlDeviceGetCount()))
+    return sum(
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(pynvml.nvmlDeviceGetHandleByIndex(i))
+        for i in range(pynvml.nvmlDeviceGetCount())
+    )
 
 
 def synthetic(args: argparse.Namespace) -> int:
@@ -75,12 +77,14 @@ def synthetic(args: argparse.Namespace) -> int:
         result = EpisodeResult(task_id=f"synthetic/{item}", app="none")
         energy = meter.episode()
         with energy:
+
             async def agent() -> None:
                 for _ in range(args.calls):
                     with energy.call():
                         await asyncio.to_thread(gpu_work, rng.uniform(0.5, 2.0))
                     result.llm_calls += 1
                     await asyncio.sleep(rng.uniform(0.2, 1.0))  # a tool runs
+
             asyncio.run(agent())
         energy.finish(result)
         return result
@@ -94,8 +98,13 @@ def synthetic(args: argparse.Namespace) -> int:
     end_mj = driver_mj()
     job = meter.job_metrics()
     episodes_j = sum(r.gpu.get("gpu.energy_j", 0.0) for r in results)
-    report(episodes_j, job["gpu.job_energy_j"], job["gpu.energy_outside_episodes_j"], (end_mj - start_mj) / 1000,
-           job.get("gpu.power_w_idle"))
+    report(
+        episodes_j,
+        job["gpu.job_energy_j"],
+        job["gpu.energy_outside_episodes_j"],
+        (end_mj - start_mj) / 1000,
+        job.get("gpu.power_w_idle"),
+    )
     return 0
 
 
@@ -106,8 +115,10 @@ def report(episodes_j: float, job_j: float, outside_j: float, driver_j: float | 
         print(f"{name:<44} {a:>12.1f} J  vs {b:>12.1f} J   {100 * diff:6.2f} %  {verdict}")
 
     line("sum of episodes vs job integrated", episodes_j, job_j)
-    print(f"{'  (outside any episode; sum + outside = job)':<44} {outside_j:>12.1f} J   "
-          f"(sum + outside - job = {episodes_j + outside_j - job_j:.2e} J)")
+    print(
+        f"{'  (outside any episode; sum + outside = job)':<44} {outside_j:>12.1f} J   "
+        f"(sum + outside - job = {episodes_j + outside_j - job_j:.2e} J)"
+    )
     if driver_j is not None:
         line("job integrated vs driver counter", job_j, driver_j)
     if idle_w is not None:
@@ -119,8 +130,13 @@ def from_job(job_dir: Path) -> int:
     if "gpu.job_energy_j" not in summary:
         print(f"{job_dir}: no gpu.job_energy_j in summary.json (no GPU metered)", file=sys.stderr)
         return 2
-    report(summary.get("gpu.energy_j", 0.0), summary["gpu.job_energy_j"],
-           summary.get("gpu.energy_outside_episodes_j", 0.0), None, summary.get("gpu.power_w_idle"))
+    report(
+        summary.get("gpu.energy_j", 0.0),
+        summary["gpu.job_energy_j"],
+        summary.get("gpu.energy_outside_episodes_j", 0.0),
+        None,
+        summary.get("gpu.power_w_idle"),
+    )
     return 0
 
 

@@ -46,7 +46,13 @@ def handovers(job: Path) -> list[Handover]:
         mine = sorted((r for r in runs if r[0] == worker), key=lambda r: r[1])
         for before, after in zip(mine, mine[1:]):
             staged = after[5]
-            out.append(Handover(after[4], staged is not None, after[3] - before[2],
-                                staged["ready_ahead_s"] if staged else None,
-                                bool(staged) and staged["ready"] <= before[2]))
+            out.append(
+                Handover(
+                    after[4],
+                    staged is not None,
+                    after[3] - before[2],
+                    staged["ready_ahead_s"] if staged else None,
+                    bool(staged) and staged["ready"] <= before[2],
+                )
+            )
     return out

@@ -40,17 +40,38 @@ def free_port() -> int:
 
 
 def routes(work: Path) -> dict[str, ServerSpec]:
-    fs = ServerSpec(name="fs", command=str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"),
-                    args=[str(work)])
+    fs = ServerSpec(name="fs", command=str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"), args=[str(work)])
     port, token = free_port(), secrets.token_urlsafe(32)  # the proxy's token (docs/security.md)
-    http = ServerSpec(name="fs", transport="http", url=f"http://127.0.0.1:{port}/mcp?token={token}",
-                      command=sys.executable, env={"MCPWORLD_PROXY_TOKEN": token},
-                      args=["-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(work / "http.jsonl"),
-                            "--serve", "http", "--port", str(port), "--name", "fs", "--", fs.command, *fs.args])
-    return {"direct stdio": fs,
-            "proxy record (stdio)": proxied(fs, "record", work / "rec" / "fs.jsonl"),
-            "proxy replay (stdio)": proxied(fs, "replay", work / "rec" / "fs.jsonl"),
-            "proxy record (HTTP)": http}
+    http = ServerSpec(
+        name="fs",
+        transport="http",
+        url=f"http://127.0.0.1:{port}/mcp?token={token}",
+        command=sys.executable,
+        env={"MCPWORLD_PROXY_TOKEN": token},
+        args=[
+            "-m",
+            "mcpworld.mcp.proxy",
+            "--mode",
+            "record",
+            "--cassette",
+            str(work / "http.jsonl"),
+            "--serve",
+            "http",
+            "--port",
+            str(port),
+            "--name",
+            "fs",
+            "--",
+            fs.command,
+            *fs.args,
+        ],
+    )
+    return {
+        "direct stdio": fs,
+        "proxy record (stdio)": proxied(fs, "record", work / "rec" / "fs.jsonl"),
+        "proxy replay (stdio)": proxied(fs, "replay", work / "rec" / "fs.jsonl"),
+        "proxy record (HTTP)": http,
+    }
 
 
 async def measure(n: int) -> list[tuple[str, float, float, float]]:

@@ -112,8 +112,14 @@ def reset_once(env: Environment, task: Task, work: Path, n: int) -> tuple[float,
 
 def app_task(app: str, work: Path) -> Task:
     command, window, _ = APPS[app]
-    return Task(id=f"bench/{app}", app=app, instruction="-", dir=work, source=work / "task.yaml",
-                setup=[{"launch": {"command": command, "window": window, "timeout": 90}}])
+    return Task(
+        id=f"bench/{app}",
+        app=app,
+        instruction="-",
+        dir=work,
+        source=work / "task.yaml",
+        setup=[{"launch": {"command": command, "window": window, "timeout": 90}}],
+    )
 
 
 def measure(app: str, cold: int, warm: int, work: Path) -> dict:
@@ -140,26 +146,49 @@ def staged_task(app: str, folder: Path, episode_s: float) -> None:
     """A task that starts ``app`` as the suites do and whose oracle only waits ``episode_s``."""
     command, window, _ = APPS[app]
     folder.mkdir(parents=True)
-    (folder / "task.yaml").write_text(json.dumps({
-        "app": app, "instruction": "-", "setup": [{"launch": {"command": command, "window": window, "timeout": 90}}],
-        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "echo ok"},
-                      "expected": {"type": "rule", "rules": {"expected": "ok"}}},
-        "solution": {"gui": [{"computer": {"action": "wait", "duration": episode_s}}]}}))
+    (folder / "task.yaml").write_text(
+        json.dumps(
+            {
+                "app": app,
+                "instruction": "-",
+                "setup": [{"launch": {"command": command, "window": window, "timeout": 90}}],
+                "evaluator": {
+                    "func": "exact_match",
+                    "result": {"type": "vm_command_line", "command": "echo ok"},
+                    "expected": {"type": "rule", "rules": {"expected": "ok"}},
+                },
+                "solution": {"gui": [{"computer": {"action": "wait", "duration": episode_s}}]},
+            }
+        )
+    )
 
 
 def measure_staged(app: str, episodes: int, episode_s: float, work: Path) -> dict:
     """The perceived resets of ``episodes`` episodes of one worker with env.stage=true."""
     root = work / f"staged-{app}"
     staged_task(app, root / "tasks" / app / "hold", episode_s)
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=local", "env.stage=true", "provider=oracle",
-                           f"tasks.root={root / 'tasks'}", f"attempts={episodes}", "tracking=none",
-                           f"hydra.run.dir={root / 'job'}"], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=local",
+            "env.stage=true",
+            "provider=oracle",
+            f"tasks.root={root / 'tasks'}",
+            f"attempts={episodes}",
+            "tracking=none",
+            f"hydra.run.dir={root / 'job'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
     if proc.returncode != 0:
         print(f"env.stage {app}: the job failed: {proc.stderr.strip()[-300:]}")
     found = [h for h in handovers(root / "job") if h.staged]
-    return {"perceived": [h.perceived_s for h in found],
-            "outlasted": bool(found) and all(h.outlasted for h in found)}
+    return {"perceived": [h.perceived_s for h in found], "outlasted": bool(found) and all(h.outlasted for h in found)}
 
 
 def docker_client() -> object | None:
@@ -245,33 +274,53 @@ def main() -> None:
         print("env=docker skipped: --no-docker")
     else:
         client = docker_client()
-    table = Table(title="reset-to-ready (restore + desktop + launch + takes input), seconds, env=local | env=docker; "
-                        "OSWorld waits 60 s")
-    columns = ["app", "local cold med", "cold p90", "local warm med", "warm p90", "target (local warm)",
-               "local peak PSS MiB"]
+    table = Table(
+        title="reset-to-ready (restore + desktop + launch + takes input), seconds, env=local | env=docker; OSWorld waits 60 s"
+    )
+    columns = ["app", "local cold med", "cold p90", "local warm med", "warm p90", "target (local warm)", "local peak PSS MiB"]
     if client is not None:
-        columns += ["docker cold med", "cold p90", "docker warm med", "warm p90", "target (docker warm)",
-                    "docker peak PSS MiB", f"start→ready med (≤ {START_TARGET_S:g})", "pool wait med (warm)",
-                    "image GB"]
+        columns += [
+            "docker cold med",
+            "cold p90",
+            "docker warm med",
+            "warm p90",
+            "target (docker warm)",
+            "docker peak PSS MiB",
+            f"start→ready med (≤ {START_TARGET_S:g})",
+            "pool wait med (warm)",
+            "image GB",
+        ]
     for column in columns:
         table.add_column(column, justify="left" if column == "app" else "right", no_wrap=column == "app")
     images: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="mcpworld-bench-") as tmp:
         for app in args.apps.split(",") if args.cold else []:  # (--cold 0: the staged table only)
             m = measure(app, args.cold, args.warm, Path(tmp))
-            row = [app, median(m["cold"]), f"{p90(m['cold']):.2f}", median(m["warm"]), f"{p90(m['warm']):.2f}",
-                   verdict(APPS[app][2], m["warm"]), f"{m['peak'] / 2**20:.0f}"]
+            row = [
+                app,
+                median(m["cold"]),
+                f"{p90(m['cold']):.2f}",
+                median(m["warm"]),
+                f"{p90(m['warm']):.2f}",
+                verdict(APPS[app][2], m["warm"]),
+                f"{m['peak'] / 2**20:.0f}",
+            ]
             if client is not None:
                 try:
                     image = docker_image_for(app)
                     images[image] = client.images.get(image).attrs["Size"]
                     d = measure_docker(app, args.cold, args.warm, Path(tmp), client, image)
-                    row += [median(d["cold"]), f"{p90(d['cold']):.2f}", median(d["warm"]),
-                            f"{p90(d['warm']):.2f}" if d["warm"] else "-",
-                            verdict(DOCKER_WARM_TARGET_S.get(app), d["warm"]),
-                            f"{d['peak'] / 2**20:.0f}" if d["peak"] else "-",
-                            f"{median(d['start'])} {'met' if statistics.median(d['start']) <= START_TARGET_S else 'MISSED'}",
-                            median(d["wait"]), f"{images[image] / 1e9:.2f}"]
+                    row += [
+                        median(d["cold"]),
+                        f"{p90(d['cold']):.2f}",
+                        median(d["warm"]),
+                        f"{p90(d['warm']):.2f}" if d["warm"] else "-",
+                        verdict(DOCKER_WARM_TARGET_S.get(app), d["warm"]),
+                        f"{d['peak'] / 2**20:.0f}" if d["peak"] else "-",
+                        f"{median(d['start'])} {'met' if statistics.median(d['start']) <= START_TARGET_S else 'MISSED'}",
+                        median(d["wait"]),
+                        f"{images[image] / 1e9:.2f}",
+                    ]
                 except (InfraError, UserError) as exc:  # no image for it, or its container fails
                     print(f"env=docker {app}: not measured: {str(exc)[:300]}")
                     row += ["-"] * 9
@@ -281,17 +330,24 @@ def main() -> None:
     for image, size in images.items():
         print(f"env=docker image {image}: {size / 1e9:.2f} GB ({size} bytes)")
     if args.staged:
-        staged = Table(title=f"perceived reset with env.stage (previous end → first observation), env=local, "
-                             f"episodes of {args.episode_s:g} s, seconds")
-        for column in ("app", "handovers", "median", "p90", f"target ≤ {HANDOVER_TARGET_S:g}",
-                       "episode outlasted staging"):
+        staged = Table(
+            title=f"perceived reset with env.stage (previous end → first observation), env=local, "
+            f"episodes of {args.episode_s:g} s, seconds"
+        )
+        for column in ("app", "handovers", "median", "p90", f"target ≤ {HANDOVER_TARGET_S:g}", "episode outlasted staging"):
             staged.add_column(column, justify="left" if column == "app" else "right")
         with tempfile.TemporaryDirectory(prefix="mcpworld-bench-") as tmp:
             for app in args.apps.split(","):
                 m = measure_staged(app, args.staged, args.episode_s, Path(tmp))
                 seen = m["perceived"]
-                staged.add_row(app, str(len(seen)), median(seen, 3), f"{p90(seen):.3f}" if seen else "-",
-                               verdict(HANDOVER_TARGET_S, seen) if seen else "-", "yes" if m["outlasted"] else "no")
+                staged.add_row(
+                    app,
+                    str(len(seen)),
+                    median(seen, 3),
+                    f"{p90(seen):.3f}" if seen else "-",
+                    verdict(HANDOVER_TARGET_S, seen) if seen else "-",
+                    "yes" if m["outlasted"] else "no",
+                )
         Console(width=max(Console().width, 160)).print(staged)
 
 

@@ -75,8 +75,9 @@ class HarnessRun:
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path):
         self.log_path = log_path
         self._log = log_path.open("a")
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         self.pid = self.proc.pid
         LIVE.append(self)
         self.done = 0
@@ -132,7 +133,6 @@ class HarnessRun:
         return code
 
 
-
 LIVE: list[HarnessRun] = []  # every harness run started: stopped if the soak itself is stopped
 
 
@@ -149,15 +149,29 @@ class Soak:
     figures: dict[str, Any] = field(default_factory=dict)
 
     def save(self) -> None:
-        data = {"folder": str(self.folder), "work_base": str(self.work_base), "tmp": str(self.tmp),
-                "mlflow_db": str(self.mlflow_db), "runs": self.runs, "faults": self.faults, "figures": self.figures}
+        data = {
+            "folder": str(self.folder),
+            "work_base": str(self.work_base),
+            "tmp": str(self.tmp),
+            "mlflow_db": str(self.mlflow_db),
+            "runs": self.runs,
+            "faults": self.faults,
+            "figures": self.figures,
+        }
         (self.folder / "soak.json").write_text(json.dumps(data, indent=2))
 
     @classmethod
     def load(cls, folder: Path) -> Soak:
         data = json.loads((folder / "soak.json").read_text())
-        return cls(Path(data["folder"]), Path(data["work_base"]), Path(data["tmp"]), Path(data["mlflow_db"]),
-                   data["runs"], data["faults"], data["figures"])
+        return cls(
+            Path(data["folder"]),
+            Path(data["work_base"]),
+            Path(data["tmp"]),
+            Path(data["mlflow_db"]),
+            data["runs"],
+            data["faults"],
+            data["figures"],
+        )
 
     def pids(self) -> set[int]:
         return {pid for run in self.runs for pid in run["pids"]}
@@ -174,9 +188,20 @@ class MlflowServer:
 
         self.port = free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
-        self.argv = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1",
-                     "--port", str(self.port), "--workers", "1", "--backend-store-uri", f"sqlite:///{db}",
-                     "--artifacts-destination", str(artifacts)]
+        self.argv = [
+            str(Path(sys.executable).with_name("mlflow")),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{db}",
+            "--artifacts-destination",
+            str(artifacts),
+        ]
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -280,8 +305,13 @@ class Injector:
     def __init__(self, soak: Soak, server: OracleReplayServer, job: Path, run: HarnessRun):
         self.soak, self.server, self.job, self.run = soak, server, job, run
 
-    def _frozen(self, act: Callable[[dict[str, Path]], tuple[str, Path] | None], kind: str,
-                timeout_s: float = 120, before_first_action: bool = False) -> None:
+    def _frozen(
+        self,
+        act: Callable[[dict[str, Path]], tuple[str, Path] | None],
+        kind: str,
+        timeout_s: float = 120,
+        before_first_action: bool = False,
+    ) -> None:
         """Hold the model's replies (every episode in its agent's turn waits), let ``act`` pick one
         and break something under it, then let the replies go."""
         deadline = time.monotonic() + timeout_s
@@ -333,8 +363,11 @@ class Injector:
         client = docker.from_env()
 
         def act(running: dict[str, Path]) -> tuple[str, Path] | None:
-            ours = [c for c in client.containers.list(filters={"label": "mcpworld.owner"})
-                    if _owner_pid(c.labels.get("mcpworld.owner", "")) in self.soak.pids()]
+            ours = [
+                c
+                for c in client.containers.list(filters={"label": "mcpworld.owner"})
+                if _owner_pid(c.labels.get("mcpworld.owner", "")) in self.soak.pids()
+            ]
             for folder in running.values():  # the episode's container: the one its viewer's port leads to
                 port = viewer_port(folder)
                 mine = [c for c in ours if port and port in _host_ports(c)]
@@ -345,8 +378,9 @@ class Injector:
 
         self._frozen(act, "container_kill")
 
-    def window(self, kind: str, start: Callable[[], object], end: Callable[[], object],
-               hold: Callable[[], object], **details: Any) -> None:
+    def window(
+        self, kind: str, start: Callable[[], object], end: Callable[[], object], hold: Callable[[], object], **details: Any
+    ) -> None:
         """A fault with a duration: everything that ran inside [start, end] is its episodes."""
         t0 = time.time()
         start()
@@ -398,13 +432,34 @@ def fill_disk(base: Path, leave_bytes: int) -> Path:
 # ------------------------------------------------------------------------ the soak
 
 
-def harness_argv(server: OracleReplayServer, tracking_uri: str, job: Path, artifacts: Path, tasks: str,
-                 attempts: int, concurrency: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mcpworld", "model=oracle", "provider=openai_compat",
-            f"provider.base_url={server.base_url}", "provider.max_retries=3", f"task=[{tasks}]",
-            f"attempts={attempts}", f"concurrency={concurrency}", "infra_retries=1",
-            f"tracking.uri={tracking_uri}", f"tracking.artifact_root={artifacts}", f"tracking.experiment={EXPERIMENT}",
-            f"hydra.run.dir={job}", *extra]
+def harness_argv(
+    server: OracleReplayServer,
+    tracking_uri: str,
+    job: Path,
+    artifacts: Path,
+    tasks: str,
+    attempts: int,
+    concurrency: int,
+    *extra: str,
+) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        "model=oracle",
+        "provider=openai_compat",
+        f"provider.base_url={server.base_url}",
+        "provider.max_retries=3",
+        f"task=[{tasks}]",
+        f"attempts={attempts}",
+        f"concurrency={concurrency}",
+        "infra_retries=1",
+        f"tracking.uri={tracking_uri}",
+        f"tracking.artifact_root={artifacts}",
+        f"tracking.experiment={EXPERIMENT}",
+        f"hydra.run.dir={job}",
+        *extra,
+    ]
 
 
 def expected_keys(tasks: str, attempts: int) -> list[str]:
@@ -448,18 +503,19 @@ def run_soak(args: argparse.Namespace) -> Soak:
     unknown = sorted(set(faults) - set(ALL_FAULTS))
     if unknown:
         raise SystemExit(f"--faults: unknown {', '.join(unknown)}; choose from {', '.join(ALL_FAULTS)}")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.work_mb}m,mode=1777", "soak-work", str(work_base)],
-                   check=True)
-    server = OracleReplayServer(solutions(args.tasks), wait_s=args.wait_s,
-                                error_every=41 if "provider_errors" in faults else 0,
-                                cut_every=67 if "provider_errors" in faults else 0).start()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.work_mb}m,mode=1777", "soak-work", str(work_base)], check=True)
+    server = OracleReplayServer(
+        solutions(args.tasks),
+        wait_s=args.wait_s,
+        error_every=41 if "provider_errors" in faults else 0,
+        cut_every=67 if "provider_errors" in faults else 0,
+    ).start()
     mlflow = MlflowServer(soak.mlflow_db, folder / "mlartifacts", folder / "mlflow-server.log")
     env = {**os.environ, leftovers.WORK_BASE_VARIABLE: str(work_base), "TMPDIR": str(tmp)}
     began = time.time()
     try:
         mlflow.start()
-        log(f"folder {folder}; model {server.base_url}; tracking {mlflow.uri}; work base {work_base} "
-            f"({args.work_mb} MiB tmpfs)")
+        log(f"folder {folder}; model {server.base_url}; tracking {mlflow.uri}; work base {work_base} ({args.work_mb} MiB tmpfs)")
         local_job(soak, args, faults, server, mlflow, env)
         if "container_kill" in faults and args.docker != "off":
             docker_job(soak, args, server, mlflow, env)
@@ -478,12 +534,12 @@ def run_soak(args: argparse.Namespace) -> Soak:
     return soak
 
 
-def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: OracleReplayServer,
-              mlflow: MlflowServer, env: dict[str, str]) -> None:
+def local_job(
+    soak: Soak, args: argparse.Namespace, faults: list[str], server: OracleReplayServer, mlflow: MlflowServer, env: dict[str, str]
+) -> None:
     job = soak.folder / "local"
     keys = expected_keys(args.tasks, args.attempts)
-    argv = harness_argv(server, mlflow.uri, job, soak.folder / "mlartifacts", args.tasks, args.attempts,
-                        args.concurrency)
+    argv = harness_argv(server, mlflow.uri, job, soak.folder / "mlartifacts", args.tasks, args.attempts, args.concurrency)
     record: dict[str, Any] = {"job": str(job), "keys": keys, "pids": [], "exit": [], "argv": argv[1:]}
     soak.runs.append(record)
     plan = schedule(len(keys), faults)
@@ -518,11 +574,17 @@ def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: O
         elif kind == "x_kill":
             inject.kill_in_desktop("x_kill", {"Xvfb"})
         elif kind == "provider_outage":
-            inject.window("provider_outage", lambda: server.outage(args.outage_s), lambda: None,
-                          lambda: time.sleep(args.outage_s), seconds=args.outage_s)
+            inject.window(
+                "provider_outage",
+                lambda: server.outage(args.outage_s),
+                lambda: None,
+                lambda: time.sleep(args.outage_s),
+                seconds=args.outage_s,
+            )
         elif kind == "tracking_down":
-            inject.window("tracking_down", mlflow.stop, mlflow.start, lambda: time.sleep(args.tracking_down_s),
-                          seconds=args.tracking_down_s)
+            inject.window(
+                "tracking_down", mlflow.stop, mlflow.start, lambda: time.sleep(args.tracking_down_s), seconds=args.tracking_down_s
+            )
         elif kind == "disk_full":
             filler: list[Path] = []
 
@@ -530,9 +592,13 @@ def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: O
                 for f in filler:
                     f.unlink(missing_ok=True)
 
-            inject.window("disk_full", lambda: filler.append(fill_disk(soak.work_base, 64 << 10)), free_disk,
-                          lambda: run.wait_done(run.done + args.concurrency + 2, timeout_s=args.disk_full_s),
-                          free_bytes=64 << 10)
+            inject.window(
+                "disk_full",
+                lambda: filler.append(fill_disk(soak.work_base, 64 << 10)),
+                free_disk,
+                lambda: run.wait_done(run.done + args.concurrency + 2, timeout_s=args.disk_full_s),
+                free_bytes=64 << 10,
+            )
         elif kind == "sigterm":
             settle_hit_episodes(soak, job)  # an earlier kill's episode judged on its own, not stopped
             server.hold()  # the SIGTERM finds episodes in their agent's turn
@@ -541,8 +607,12 @@ def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: O
                 while not running_episodes(job) and run.proc.poll() is None and time.monotonic() < deadline:
                     time.sleep(0.3)
                 if run.proc.poll() is not None or not running_episodes(job):
-                    soak.faults.append({"kind": "sigterm", "error": "no episode was running any more to stop "
-                                        "(give the run more episodes: --attempts)"})
+                    soak.faults.append(
+                        {
+                            "kind": "sigterm",
+                            "error": "no episode was running any more to stop (give the run more episodes: --attempts)",
+                        }
+                    )
                     continue
                 t0, before = time.time(), run.done
                 os.killpg(run.pid, signal.SIGTERM)
@@ -551,8 +621,16 @@ def local_job(soak: Soak, args: argparse.Namespace, faults: list[str], server: O
             code = run.wait(timeout_s=600)
             record["exit"].append(code)
             soak.figures.setdefault("rss", []).append({"pid": run.pid, "stopped_at": t0, "samples": run.rss})
-            soak.faults.append({"kind": "sigterm", "at": t0, "job": str(job), "exit": code,
-                                "episodes_before": before, "exit_after_s": round(time.time() - t0, 1)})
+            soak.faults.append(
+                {
+                    "kind": "sigterm",
+                    "at": t0,
+                    "job": str(job),
+                    "exit": code,
+                    "episodes_before": before,
+                    "exit_after_s": round(time.time() - t0, 1),
+                }
+            )
             log(f"fault sigterm: the run exited {code} ({before} episodes done before it); the same command again")
             run = HarnessRun(argv, env, soak.folder / "harness.log")
             record["pids"].append(run.pid)
@@ -578,8 +656,9 @@ def settle_hit_episodes(soak: Soak, job: Path, timeout_s: float = 180) -> None:
     log(f"the episodes hit by {[f['kind'] for f in hits]} had no result within {timeout_s:.0f}s; SIGTERM anyway")
 
 
-def docker_job(soak: Soak, args: argparse.Namespace, server: OracleReplayServer, mlflow: MlflowServer,
-               env: dict[str, str]) -> None:
+def docker_job(
+    soak: Soak, args: argparse.Namespace, server: OracleReplayServer, mlflow: MlflowServer, env: dict[str, str]
+) -> None:
     from mcpworld.env import docker_image
 
     client, why = docker_image.answering()
@@ -589,8 +668,9 @@ def docker_job(soak: Soak, args: argparse.Namespace, server: OracleReplayServer,
         return
     job = soak.folder / "docker"
     keys = expected_keys(args.docker_tasks, args.docker_attempts)
-    argv = harness_argv(server, mlflow.uri, job, soak.folder / "mlartifacts", args.docker_tasks,
-                        args.docker_attempts, 1, "env=docker")
+    argv = harness_argv(
+        server, mlflow.uri, job, soak.folder / "mlartifacts", args.docker_tasks, args.docker_attempts, 1, "env=docker"
+    )
     record: dict[str, Any] = {"job": str(job), "keys": keys, "pids": [], "exit": [], "argv": argv[1:]}
     soak.runs.append(record)
     log(f"docker job: {len(keys)} episodes, one desktop")
@@ -626,8 +706,18 @@ def tries(job: Path) -> list[Try]:
         events = trace_events(folder)
         stamps = [e["ts"] for e in events if "ts" in e]
         key = f"{folder.parent.relative_to(job / 'episodes')}/{folder.name.split('.')[0]}"
-        out.append(Try(str(job), key, folder, str(data["status"]), str(data.get("reason") or ""),
-                       min(stamps, default=0.0), max(stamps, default=0.0), {str(e.get("type")) for e in events}))
+        out.append(
+            Try(
+                str(job),
+                key,
+                folder,
+                str(data["status"]),
+                str(data.get("reason") or ""),
+                min(stamps, default=0.0),
+                max(stamps, default=0.0),
+                {str(e.get("type")) for e in events},
+            )
+        )
     return out
 
 
@@ -649,19 +739,26 @@ def check(soak: Soak) -> list[str]:
             failed.append(f"{job.name}: results missing for {missing[:5]} ({len(missing)}), unexpected {extra[:5]}")
         unfinished = sorted(t.key for t in finals if t.status != "success")
         if unfinished:
-            failed.append(f"{job.name}: {len(unfinished)} episode(s) did not end in success after the faults and "
-                          f"resume: {unfinished[:5]}")
+            failed.append(
+                f"{job.name}: {len(unfinished)} episode(s) did not end in success after the faults and resume: {unfinished[:5]}"
+            )
         if run["exit"] and run["exit"][-1] != 0:
             failed.append(f"{job.name}: the last run exited {run['exit'][-1]}, not 0")
         by_status: dict[str, int] = {}
         for t in found:
             by_status[t.status] = by_status.get(t.status, 0) + 1
         soak.figures.setdefault("jobs", {})[job.name] = {
-            "episodes": len(run["keys"]), "results": len(finals), "tries": len(found), "tries_by_status": by_status}
+            "episodes": len(run["keys"]),
+            "results": len(finals),
+            "tries": len(found),
+            "tries_by_status": by_status,
+        }
     blamed = [t for t in all_tries if t.status in AGENT_BLAMED]
     for t in blamed:
-        failed.append(f"{Path(t.job).name} {t.folder.name} of {t.key}: {t.status} ({t.reason[:120]}) — an agent's "
-                      "status where the oracle's replay cannot fail: a fault was blamed on the agent")
+        failed.append(
+            f"{Path(t.job).name} {t.folder.name} of {t.key}: {t.status} ({t.reason[:120]}) — an agent's "
+            "status where the oracle's replay cannot fail: a fault was blamed on the agent"
+        )
     failed += check_faults(soak, all_tries)
     failed += check_mlflow(soak)
     failed += check_leftovers(soak)
@@ -688,8 +785,7 @@ def check_faults(soak: Soak, all_tries: list[Try]) -> list[str]:
             t = hit[0]
             fault["status"] = t.status
             if t.status != "infra_error":
-                failed.append(f"{kind} hit {t.key} ({t.folder.name}), which ended {t.status}, not infra_error: "
-                              f"{t.reason[:160]}")
+                failed.append(f"{kind} hit {t.key} ({t.folder.name}), which ended {t.status}, not infra_error: {t.reason[:160]}")
             if kind == "app_kill" and "app_exit" not in t.events:
                 failed.append(f"app_kill hit {t.key} ({t.folder.name}): no app_exit event in its trace")
         elif kind in ("provider_outage", "disk_full", "tracking_down"):
@@ -699,15 +795,16 @@ def check_faults(soak: Soak, all_tries: list[Try]) -> list[str]:
                 if any(t.status != "success" for t in during):
                     failed.append(f"tracking_down: episodes during the outage did not succeed: {fault['tries_during']}")
             elif not any(t.status == "infra_error" for t in during):
-                failed.append(f"{kind}: no episode during it ended infra_error ({fault['tries_during']}): the fault "
-                              "touched nothing, or was not seen")
+                failed.append(
+                    f"{kind}: no episode during it ended infra_error ({fault['tries_during']}): the fault "
+                    "touched nothing, or was not seen"
+                )
         elif kind == "sigterm":
             hit = [t for t in all_tries if t.job == fault["job"] and _at(t, fault["at"])]
             fault["tries_at"] = {s: sum(t.status == s for t in hit) for s in {t.status for t in hit}}
             if fault["exit"] != 128 + signal.SIGTERM:
                 failed.append(f"sigterm: the run exited {fault['exit']}, not {128 + signal.SIGTERM}")
-            if not any(t.status == "interrupted" for t in hit) or any(t.status not in ("interrupted", "success")
-                                                                     for t in hit):
+            if not any(t.status == "interrupted" for t in hit) or any(t.status not in ("interrupted", "success") for t in hit):
                 failed.append(f"sigterm: the episodes it stopped ended {fault['tries_at']}, not interrupted")
     served = soak.figures.get("model_answers", {})
     if any(f["kind"] == "provider_outage" for f in soak.faults) and not served.get("outage_500"):
@@ -737,8 +834,11 @@ def check_mlflow(soak: Soak) -> list[str]:
         if job_run is None:
             failed.append(f"MLflow: no job run for {run['job']}")
             continue
-        episodes = [r for r in runs if r.data.tags.get("mcpworld.level") == "episode"
-                    and r.data.tags.get("mlflow.parentRunId") == job_run.info.run_id]
+        episodes = [
+            r
+            for r in runs
+            if r.data.tags.get("mcpworld.level") == "episode" and r.data.tags.get("mlflow.parentRunId") == job_run.info.run_id
+        ]
         keys: dict[str, int] = {}
         for r in episodes:
             key = r.data.tags.get("mcpworld.episode_key", "?")
@@ -746,12 +846,13 @@ def check_mlflow(soak: Soak) -> list[str]:
         twice = sorted(k for k, n in keys.items() if n > 1)
         missing = sorted(set(run["keys"]) - set(keys))
         if twice or missing:
-            failed.append(f"MLflow {Path(run['job']).name}: {len(missing)} episode(s) missing {missing[:5]}, "
-                          f"{len(twice)} logged more than once {twice[:5]}")
+            failed.append(
+                f"MLflow {Path(run['job']).name}: {len(missing)} episode(s) missing {missing[:5]}, "
+                f"{len(twice)} logged more than once {twice[:5]}"
+            )
         if job_run.info.status != "FINISHED":
             failed.append(f"MLflow {Path(run['job']).name}: the job run is {job_run.info.status}, not FINISHED")
-        soak.figures.setdefault("mlflow", {})[Path(run["job"]).name] = {"episode_runs": len(episodes),
-                                                                       "distinct": len(keys)}
+        soak.figures.setdefault("mlflow", {})[Path(run["job"]).name] = {"episode_runs": len(episodes), "distinct": len(keys)}
     running = [r.info.run_id for r in runs if r.info.status == "RUNNING"]
     if running:
         failed.append(f"MLflow: {len(running)} run(s) still RUNNING")
@@ -768,8 +869,7 @@ def check_leftovers(soak: Soak) -> list[str]:
     procs = []
     for proc in psutil.process_iter(["name"]):
         env = _environ(proc)
-        if proc.pid in pids or env.get(MARKER, "").startswith(base + "/") or \
-                env.get(leftovers.WORK_BASE_VARIABLE) == base:
+        if proc.pid in pids or env.get(MARKER, "").startswith(base + "/") or env.get(leftovers.WORK_BASE_VARIABLE) == base:
             procs.append(f"{_name(proc)}[{proc.pid}]")
     if procs:
         failed.append(f"leftover processes: {', '.join(procs[:10])}")
@@ -782,16 +882,25 @@ def check_leftovers(soak: Soak) -> list[str]:
             if _owner_pid_file(workroot) in pids:
                 failed.append(f"leftover work folder {workroot}")
     parent = cgroup.parent_dir()
-    groups = [g.name for g in (parent.iterdir() if parent and parent.is_dir() else [])
-              if g.is_dir() and _leading_pid(g.name, ".") in pids]
+    groups = [
+        g.name
+        for g in (parent.iterdir() if parent and parent.is_dir() else [])
+        if g.is_dir() and _leading_pid(g.name, ".") in pids
+    ]
     if groups:
         failed.append(f"leftover cgroups: {', '.join(groups[:10])}")
-    spaces = [p.name for p in (NETNS_DIR.glob("mcpworld-*") if NETNS_DIR.is_dir() else [])
-              if _leading_pid(p.name.removeprefix("mcpworld-"), "-") in pids]
+    spaces = [
+        p.name
+        for p in (NETNS_DIR.glob("mcpworld-*") if NETNS_DIR.is_dir() else [])
+        if _leading_pid(p.name.removeprefix("mcpworld-"), "-") in pids
+    ]
     if spaces:
         failed.append(f"leftover network namespaces: {', '.join(spaces)}")
-    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
-              if line.split()[1].startswith(base) or any(f"/mcpworld-{pid}-" in line.split()[1] for pid in pids)]
+    mounts = [
+        line.split()[1]
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if line.split()[1].startswith(base) or any(f"/mcpworld-{pid}-" in line.split()[1] for pid in pids)
+    ]
     if mounts:
         failed.append(f"leftover mounts: {', '.join(mounts[:10])}")
     failed += _docker_leftovers(pids)
@@ -820,10 +929,14 @@ def _docker_leftovers(pids: set[int]) -> list[str]:
     if client is None:
         return []
     label = "mcpworld.owner"
-    containers = [c.name for c in client.containers.list(all=True, filters={"label": label})
-                  if _owner_pid(c.labels.get(label, "")) in pids]
-    networks = [n.name for n in client.networks.list(filters={"label": label})
-                if _owner_pid((n.attrs.get("Labels") or {}).get(label, "")) in pids]
+    containers = [
+        c.name for c in client.containers.list(all=True, filters={"label": label}) if _owner_pid(c.labels.get(label, "")) in pids
+    ]
+    networks = [
+        n.name
+        for n in client.networks.list(filters={"label": label})
+        if _owner_pid((n.attrs.get("Labels") or {}).get(label, "")) in pids
+    ]
     failed = []
     if containers:
         failed.append(f"leftover containers: {', '.join(containers)}")
@@ -842,8 +955,9 @@ def _x_leftovers(soak: Soak) -> list[str]:
             except (OSError, ValueError):
                 pass
     # another run's X server may hold the number by now (then it answers, or its socket is newer than our runs)
-    ended = soak.figures.get("ended_at") or max((p.stat().st_mtime for p in soak.folder.glob("harness*.log")),
-                                                default=time.time())
+    ended = soak.figures.get("ended_at") or max(
+        (p.stat().st_mtime for p in soak.folder.glob("harness*.log")), default=time.time()
+    )
     stale = []
     for n in sorted(numbers):
         lock, sock = Path(f"/tmp/.X{n}-lock"), Path(f"/tmp/.X11-unix/X{n}")
@@ -879,21 +993,31 @@ def check_memory(soak: Soak) -> list[str]:
     failed = []
     memory = soak.figures["memory"] = []
     for process in soak.figures.get("rss", []):
-        samples = [(t, done, rss) for t, done, rss in process["samples"]
-                   if process["stopped_at"] is None or t < process["stopped_at"]]
+        samples = [
+            (t, done, rss) for t, done, rss in process["samples"] if process["stopped_at"] is None or t < process["stopped_at"]
+        ]
         last = max((done for _, done, _ in samples), default=0)
         if last < RSS_BASELINE_AFTER + 20:
             continue  # too short to say
         base = statistics.median(rss for _, done, rss in samples if RSS_BASELINE_AFTER <= done < RSS_BASELINE_AFTER + 10)
         end = statistics.median(rss for _, done, rss in samples if done >= last - 10)
         growth = end / base - 1
-        memory.append({"pid": process["pid"], "episodes": last, "after_20_mib": round(base / 2**20, 1),
-                       "end_mib": round(end / 2**20, 1), "growth": round(growth, 4),
-                       "max_mib": round(max(rss for _, _, rss in samples) / 2**20, 1)})
+        memory.append(
+            {
+                "pid": process["pid"],
+                "episodes": last,
+                "after_20_mib": round(base / 2**20, 1),
+                "end_mib": round(end / 2**20, 1),
+                "growth": round(growth, 4),
+                "max_mib": round(max(rss for _, _, rss in samples) / 2**20, 1),
+            }
+        )
         if growth > MEMORY_TOLERANCE:
-            failed.append(f"memory: run process {process['pid']} grew {growth:+.1%}, from {base / 2**20:.0f} MiB "
-                          f"after {RSS_BASELINE_AFTER} episodes to {end / 2**20:.0f} MiB after {last} "
-                          f"(limit {MEMORY_TOLERANCE:.0%})")
+            failed.append(
+                f"memory: run process {process['pid']} grew {growth:+.1%}, from {base / 2**20:.0f} MiB "
+                f"after {RSS_BASELINE_AFTER} episodes to {end / 2**20:.0f} MiB after {last} "
+                f"(limit {MEMORY_TOLERANCE:.0%})"
+            )
     return failed
 
 
@@ -907,8 +1031,10 @@ def report(soak: Soak, failed: list[str]) -> None:
     for line in failed:
         print(f"FAIL {line}")
     if not failed:
-        print("PASS every episode once in the results and in MLflow; every fault's episode infra_error or "
-              "interrupted, none blamed on the agent; nothing of ours left; memory flat")
+        print(
+            "PASS every episode once in the results and in MLflow; every fault's episode infra_error or "
+            "interrupted, none blamed on the agent; nothing of ours left; memory flat"
+        )
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -921,8 +1047,9 @@ def main() -> int:
     parser.add_argument("--attempts", type=int, default=34)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--faults", default="all", help=f"comma-separated, of: {', '.join(ALL_FAULTS)}")
-    parser.add_argument("--docker", choices=("auto", "off"), default="auto",
-                        help="the container_kill segment (env=docker) when an engine answers")
+    parser.add_argument(
+        "--docker", choices=("auto", "off"), default="auto", help="the container_kill segment (env=docker) when an engine answers"
+    )
     parser.add_argument("--docker-tasks", default="mousepad/*")
     parser.add_argument("--docker-attempts", type=int, default=2)
     parser.add_argument("--work-mb", type=int, default=256, help="size of the tmpfs the desktops' work folders go on")

@@ -42,8 +42,7 @@ from mcpworld.env.local import LocalEnvironment, scrubbed_env
 from mcpworld.env.windows import Windows
 from mcpworld.env.xinput import XInput
 
-TOOLS = {"Xvfb": "xvfb", "dbus-daemon": "dbus", "openbox": "openbox", "xterm": "xterm",
-         "xdotool": "xdotool", "scrot": "scrot"}
+TOOLS = {"Xvfb": "xvfb", "dbus-daemon": "dbus", "openbox": "openbox", "xterm": "xterm", "xdotool": "xdotool", "scrot": "scrot"}
 TARGET_MS = 10.0
 DOCKER_TARGET_MS = 20.0  # and at most DOCKER_TARGET_RATIO × env=local's median
 DOCKER_TARGET_RATIO = 2.0
@@ -67,8 +66,14 @@ def in_process_step(inp: XInput, scr: screen.Screen, x: int, y: int) -> dict[str
     t = time.perf_counter()
     screen.encode(image, "png")
     png = ms(t)
-    return {"action": action, "grab": grab, "png": png, "jpeg": jpeg,
-            "step": action + grab + jpeg, "step_png": action + grab + png}
+    return {
+        "action": action,
+        "grab": grab,
+        "png": png,
+        "jpeg": jpeg,
+        "step": action + grab + jpeg,
+        "step_png": action + grab + png,
+    }
 
 
 def subprocess_step(env: dict[str, str], shot: Path, x: int, y: int) -> dict[str, float]:
@@ -110,9 +115,14 @@ def docker_client() -> object | None:
 def environment_steps(width: int, height: int, n: int, use_docker: bool) -> dict[str, list[dict[str, float]]]:
     """env=local and (when it can) env=docker, both reset with an xterm, steps alternated A/B."""
     work = Path(tempfile.mkdtemp(prefix="mcpworld-bench-"))
-    task = Task(id="bench/step-overhead", app="xterm", instruction="-", dir=work, source=work / "task.yaml",
-                setup=[{"launch": {"command": ["xterm", "-geometry", "120x50+0+0"], "window": "xterm",
-                                   "timeout": 30}}])
+    task = Task(
+        id="bench/step-overhead",
+        app="xterm",
+        instruction="-",
+        dir=work,
+        source=work / "task.yaml",
+        setup=[{"launch": {"command": ["xterm", "-geometry", "120x50+0+0"], "window": "xterm", "timeout": 30}}],
+    )
     envs: dict[str, Environment] = {}
     samples: dict[str, list[dict[str, float]]] = {}
     with contextlib.ExitStack() as stack:
@@ -125,7 +135,8 @@ def environment_steps(width: int, height: int, n: int, use_docker: bool) -> dict
             try:
                 image = docker_image.desktop_image()  # the image without apps: xterm is in it
                 envs["docker"] = stack.enter_context(
-                    DockerEnvironment(width, height, image=image, client=client, programs=programs()))
+                    DockerEnvironment(width, height, image=image, client=client, programs=programs())
+                )
                 size = client.images.get(image).attrs["Size"]
                 print(f"env=docker image {image}: {size / 1e9:.2f} GB")
             except InfraError as exc:  # the image does not build, the container does not answer
@@ -197,16 +208,19 @@ def main() -> int:
         display.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    table = Table(title=f"step = action + screenshot + encode, {width}x{height}, n={args.n} "
-                        f"(+{WARMUP} warm-up), A/B alternated; ms")
+    table = Table(
+        title=f"step = action + screenshot + encode, {width}x{height}, n={args.n} (+{WARMUP} warm-up), A/B alternated; ms"
+    )
     for column in ("part", "in-proc med", "p90", "subproc med", "p90"):
         table.add_column(column, justify="left" if column == "part" else "right")
-    rows = [("action: move + click", "action", "action"),
-            ("grab (XShm / scrot)", "grab", "grab"),
-            ("encode JPEG q85 / read file", "jpeg", "read"),
-            ("encode PNG", "png", None),
-            ("STEP (JPEG, the default)", "step", "step"),
-            ("STEP with PNG", "step_png", None)]
+    rows = [
+        ("action: move + click", "action", "action"),
+        ("grab (XShm / scrot)", "grab", "grab"),
+        ("encode JPEG q85 / read file", "jpeg", "read"),
+        ("encode PNG", "png", None),
+        ("STEP (JPEG, the default)", "step", "step"),
+        ("STEP with PNG", "step_png", None),
+    ]
     for label, a_key, b_key in rows:
         cells = [f"{v:.2f}" for v in stats(ours, a_key)]
         cells += [f"{v:.2f}" for v in stats(theirs, b_key)] if b_key else ["-", "-"]
@@ -216,21 +230,24 @@ def main() -> int:
     a_med, b_med = stats(ours, "step")[0], stats(theirs, "step")[0]
     p_med = stats(ours, "step_png")[0]
     verdict = "PASS" if a_med <= TARGET_MS else "FAIL"
-    print(f"in-process median {a_med:.1f} ms vs subprocess {b_med:.1f} ms ({b_med / a_med:.1f}x faster); "
-          f"target in-process <= {TARGET_MS:.0f} ms: {verdict}  "
-          f"[PNG variant {p_med:.1f} ms]")
+    print(
+        f"in-process median {a_med:.1f} ms vs subprocess {b_med:.1f} ms ({b_med / a_med:.1f}x faster); "
+        f"target in-process <= {TARGET_MS:.0f} ms: {verdict}  "
+        f"[PNG variant {p_med:.1f} ms]"
+    )
 
     if args.no_docker:
         print("env=docker skipped: --no-docker")
     by_env = environment_steps(width, height, args.n, use_docker=not args.no_docker)
-    table = Table(title=f"step through the Environment API = env.act(click) + env.screenshot() + JPEG encode, "
-                        f"{width}x{height}, n={args.n} (+{WARMUP} warm-up), A/B alternated; ms")
+    table = Table(
+        title=f"step through the Environment API = env.act(click) + env.screenshot() + JPEG encode, "
+        f"{width}x{height}, n={args.n} (+{WARMUP} warm-up), A/B alternated; ms"
+    )
     table.add_column("part")
     for name in by_env:
         table.add_column(f"env={name} med", justify="right")
         table.add_column("p90", justify="right")
-    for label, key in (("act: move + click", "action"), ("screenshot", "grab"), ("encode JPEG q85", "jpeg"),
-                       ("STEP", "step")):
+    for label, key in (("act: move + click", "action"), ("screenshot", "grab"), ("encode JPEG q85", "jpeg"), ("STEP", "step")):
         table.add_row(label, *(f"{v:.2f}" for name in by_env for v in stats(by_env[name], key)))
     Console().print(table)
     local_med = stats(by_env["local"], "step")[0]
@@ -238,9 +255,11 @@ def main() -> int:
         docker_med = stats(by_env["docker"], "step")[0]
         bound = min(DOCKER_TARGET_MS, DOCKER_TARGET_RATIO * local_med)
         verdict = "PASS" if docker_med <= bound else "FAIL"
-        print(f"env=docker median {docker_med:.1f} ms vs env=local {local_med:.1f} ms "
-              f"({docker_med / local_med:.1f}x); target docker <= {DOCKER_TARGET_RATIO:g}x local and "
-              f"<= {DOCKER_TARGET_MS:.0f} ms (here <= {bound:.1f} ms): {verdict}")
+        print(
+            f"env=docker median {docker_med:.1f} ms vs env=local {local_med:.1f} ms "
+            f"({docker_med / local_med:.1f}x); target docker <= {DOCKER_TARGET_RATIO:g}x local and "
+            f"<= {DOCKER_TARGET_MS:.0f} ms (here <= {bound:.1f} ms): {verdict}"
+        )
     else:
         print(f"env=local median {local_med:.1f} ms (no env=docker column)")
     return 0

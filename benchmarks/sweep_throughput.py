@@ -89,8 +89,9 @@ def main() -> int:
                 chosen.append("hydra.launcher.cpus_per_task=1")
             ok, wall, _ = run(Path(tmp) / launcher, "resolution=square,rect", "concurrency=2", *chosen, multirun=True)
             rate = ok / wall * 3600
-            table.add_row(f"2 jobs x conc. 2, {launcher}", str(ok), f"{wall:.1f}", f"{rate:.0f}",
-                          f"{rate / base:.2f}x" if base else "-")
+            table.add_row(
+                f"2 jobs x conc. 2, {launcher}", str(ok), f"{wall:.1f}", f"{rate:.0f}", f"{rate / base:.2f}x" if base else "-"
+            )
     Console().print(table)
     return 0
 

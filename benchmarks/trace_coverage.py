@@ -22,8 +22,9 @@ GAP_LIMIT_S = 0.1  # issue 39: no stretch over 100 ms outside a span
 
 def episodes(folders: list[Path]) -> list[Path]:
     """Every episode folder (one with a trace.jsonl) under the folders, set-aside tries included."""
-    return sorted({trace.parent.resolve() for folder in folders for trace in folder.rglob("trace.jsonl")
-                   if "episodes" in trace.parts})
+    return sorted(
+        {trace.parent.resolve() for folder in folders for trace in folder.rglob("trace.jsonl") if "episodes" in trace.parts}
+    )
 
 
 def measure(folder: Path) -> tuple[Coverage, str] | None:
@@ -52,12 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     fractions = [c.fraction for _, c, _ in rows]
     gaps = [c.largest_gap_s for _, c, _ in rows]
     over = sum(gap > GAP_LIMIT_S for gap in gaps)
-    print(f"{len(rows)} episodes: coverage min {min(fractions):.2%}, median {statistics.median(fractions):.2%}; "
-          f"largest gap {max(gaps) * 1000:.0f} ms (median of each episode's largest {statistics.median(gaps) * 1000:.0f} ms); "
-          f"{over} episodes with a gap over {GAP_LIMIT_S * 1000:.0f} ms")
-    for folder, found, after in sorted(rows, key=lambda row: -row[1].largest_gap_s)[:args.worst]:
-        print(f"  {found.fraction:7.2%}  gap {found.largest_gap_s * 1000:6.0f} ms at {found.largest_gap_at:7.2f} s "
-              f"after {after!r}: {folder}")
+    print(
+        f"{len(rows)} episodes: coverage min {min(fractions):.2%}, median {statistics.median(fractions):.2%}; "
+        f"largest gap {max(gaps) * 1000:.0f} ms (median of each episode's largest {statistics.median(gaps) * 1000:.0f} ms); "
+        f"{over} episodes with a gap over {GAP_LIMIT_S * 1000:.0f} ms"
+    )
+    for folder, found, after in sorted(rows, key=lambda row: -row[1].largest_gap_s)[: args.worst]:
+        print(
+            f"  {found.fraction:7.2%}  gap {found.largest_gap_s * 1000:6.0f} ms at {found.largest_gap_at:7.2f} s "
+            f"after {after!r}: {folder}"
+        )
     return 0
 
 

@@ -30,16 +30,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run(tracking: str, work: Path) -> dict:
     out = work / f"{tracking}-{len(list(work.glob(tracking + '-*')))}"
-    args = [sys.executable, "-m", "mcpworld", "modality=gui", f"hydra.run.dir={out}",
-            f"tracking.uri=sqlite:///{work}/mlflow.db", f"tracking.artifact_root={work}/artifacts"]
+    args = [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        "modality=gui",
+        f"hydra.run.dir={out}",
+        f"tracking.uri=sqlite:///{work}/mlflow.db",
+        f"tracking.artifact_root={work}/artifacts",
+    ]
     args.append("tracking=none" if tracking == "none" else "tracking.experiment=overhead")
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     if proc.returncode != 0:
         raise SystemExit(proc.stderr[-2000:])
     durations = [json.loads(p.read_text())["duration_s"] for p in out.rglob("result.json")]
     summary = json.loads((out / "summary.json").read_text())
-    return {"episodes": len(durations), "episode_s": sum(durations), "busy_s": summary.get("tracking_busy_s", 0.0),
-            "wait_s": summary.get("tracking_wait_s", 0.0), "mean_episode_s": statistics.fmean(durations)}
+    return {
+        "episodes": len(durations),
+        "episode_s": sum(durations),
+        "busy_s": summary.get("tracking_busy_s", 0.0),
+        "wait_s": summary.get("tracking_wait_s", 0.0),
+        "mean_episode_s": statistics.fmean(durations),
+    }
 
 
 def main() -> None:
@@ -50,7 +62,7 @@ def main() -> None:
     runs: dict[str, list[dict]] = {"mlflow": [], "none": []}
     run("mlflow", work)  # warm-up: creates the store's schema (≈ 1 s, once per store)
     for i in range(args.rounds):
-        for tracking in (("mlflow", "none") if i % 2 == 0 else ("none", "mlflow")):
+        for tracking in ("mlflow", "none") if i % 2 == 0 else ("none", "mlflow"):
             runs[tracking].append(run(tracking, work))
     tracked, untracked = runs["mlflow"], runs["none"]
     episode_s = sum(r["episode_s"] for r in tracked)

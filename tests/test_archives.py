@@ -36,6 +36,7 @@ def files_under(root: Path) -> set[str]:
 
 # --- safe_extract ------------------------------------------------------------------------------------
 
+
 def test_extracts_bytes(tmp_path: Path):
     names = safe_extract(make_tar({"a.txt": "alpha", "sub/b.txt": "beta"}), tmp_path / "out")
     assert sorted(names) == ["a.txt", "sub/b.txt"]
@@ -99,6 +100,7 @@ def test_a_corrupt_gzip_tar_is_a_user_error(tmp_path: Path):
 
 # --- pack --------------------------------------------------------------------------------------------
 
+
 def test_pack_round_trip(tmp_path: Path):
     src = tmp_path / "src"
     (src / "a" / "b").mkdir(parents=True)
@@ -116,6 +118,7 @@ def test_pack_round_trip(tmp_path: Path):
 
 
 # --- build_golden with extract_archives ---------------------------------------------------------------
+
 
 def test_build_golden_unpacks_archives_in_place(tmp_path: Path):
     src = tmp_path / "task" / "initial_workspace"

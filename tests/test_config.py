@@ -24,8 +24,15 @@ def make(*overrides: str, hydra_cfg: bool = False):
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OLLAMA_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                 "VLLM_BASE_URL", "LMSTUDIO_BASE_URL"):
+    for name in (
+        "OLLAMA_BASE_URL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "VLLM_BASE_URL",
+        "LMSTUDIO_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -48,8 +55,9 @@ def test_resolution_rect() -> None:
     assert (cfg.resolution.name, cfg.resolution.width, cfg.resolution.height) == ("rect", 1024, 768)
 
 
-@pytest.mark.parametrize("name, size", [("square", (1000, 1000)), ("rect", (1024, 768)), ("wxga", (1280, 800)),
-                                        ("fhd", (1920, 1080))])
+@pytest.mark.parametrize(
+    "name, size", [("square", (1000, 1000)), ("rect", (1024, 768)), ("wxga", (1280, 800)), ("fhd", (1920, 1080))]
+)
 def test_resolutions(name: str, size: tuple[int, int]) -> None:
     cfg = make(f"resolution={name}")
     assert (cfg.resolution.width, cfg.resolution.height) == size
@@ -59,9 +67,22 @@ MODELS = sorted(p.stem for p in (Path(CONF) / "model").glob("*.yaml"))
 
 
 def test_every_seed_model_family_has_a_file() -> None:
-    for name in ("qwen3vl_2b", "qwen3vl_4b", "qwen3vl_8b", "qwen3vl_32b", "qwen3vl_30b_a3b", "qwen3vl_235b_a22b",
-                 "gemma3_tools_12b", "gemma3_tools_27b", "llama4_scout", "ministral_8b", "devstral",
-                 "claude_3_5_sonnet", "claude_3_7_sonnet", "claude_sonnet_4_5"):
+    for name in (
+        "qwen3vl_2b",
+        "qwen3vl_4b",
+        "qwen3vl_8b",
+        "qwen3vl_32b",
+        "qwen3vl_30b_a3b",
+        "qwen3vl_235b_a22b",
+        "gemma3_tools_12b",
+        "gemma3_tools_27b",
+        "llama4_scout",
+        "ministral_8b",
+        "devstral",
+        "claude_3_5_sonnet",
+        "claude_3_7_sonnet",
+        "claude_sonnet_4_5",
+    ):
         assert name in MODELS
 
 
@@ -83,8 +104,15 @@ def test_every_model_composes_with_its_provider(model: str) -> None:
     OmegaConf.to_container(cfg, resolve=True)
 
 
-@pytest.mark.parametrize("provider, url", [("vllm", "localhost:8000/v1"), ("lmstudio", "localhost:1234/v1"),
-                                           ("openai", "api.openai.com/v1"), ("anthropic", "api.anthropic.com/v1")])
+@pytest.mark.parametrize(
+    "provider, url",
+    [
+        ("vllm", "localhost:8000/v1"),
+        ("lmstudio", "localhost:1234/v1"),
+        ("openai", "api.openai.com/v1"),
+        ("anthropic", "api.anthropic.com/v1"),
+    ],
+)
 def test_provider_presets(provider: str, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
@@ -126,8 +154,12 @@ def test_provider_env_var_override(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     "override, name",
-    [("resolutoin=square", "resolutoin"), ("agent.max_step=3", "agent.max_step"),
-     ("agent.max_steps=abc", "agent.max_steps"), ("resolution=huge", "huge")],
+    [
+        ("resolutoin=square", "resolutoin"),
+        ("agent.max_step=3", "agent.max_step"),
+        ("agent.max_steps=abc", "agent.max_steps"),
+        ("resolution=huge", "huge"),
+    ],
 )
 def test_bad_overrides_name_the_key(override: str, name: str) -> None:
     with pytest.raises(HydraException) as info:
@@ -199,11 +231,15 @@ def test_every_choice_of_the_schema_has_its_implementation_and_no_more() -> None
     assert TRACKERS.names() == sorted(TrackingBackend)
 
 
-@pytest.mark.parametrize("override, choices", [
-    ("provider.kind=nope", "oracle, openai_compat, ollama, anthropic, bedrock, vertex"),
-                                              ("env.backend=kvm", "local, docker, vm"),
-                                              ("model.coordinates=relative", "pixels, normalized_1000"),
-                                              ("modality.tools=[computer,mouse]", "computer, bash, done, mcp")])
+@pytest.mark.parametrize(
+    "override, choices",
+    [
+        ("provider.kind=nope", "oracle, openai_compat, ollama, anthropic, bedrock, vertex"),
+        ("env.backend=kvm", "local, docker, vm"),
+        ("model.coordinates=relative", "pixels, normalized_1000"),
+        ("modality.tools=[computer,mouse]", "computer, bash, done, mcp"),
+    ],
+)
 def test_a_choice_outside_the_schema_fails_at_composition_naming_key_and_choices(override: str, choices: str) -> None:
     from hydra.errors import ConfigCompositionException
 

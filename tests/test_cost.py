@@ -36,8 +36,7 @@ async def run_loop(provider, tmp_path: Path) -> EpisodeResult:
 
 
 async def test_anthropic_cache_reads_are_counted_and_priced_apart(tmp_path):
-    usage = {"input_tokens": 1000, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 20_000,
-             "output_tokens": 200}
+    usage = {"input_tokens": 1000, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 20_000, "output_tokens": 200}
     done = {"id": "toolu_1", "name": "done", "input": {"status": "DONE"}}
     with FakeAnthropicServer([{"tool_uses": [done], "usage": usage}]) as server:
         result = await run_loop(anthropic(server), tmp_path)

@@ -122,8 +122,7 @@ def test_rewrite_maps_a_prefix_to_a_folder_or_another_host(tmp_path, host):
     folder = tmp_path / "files"
     folder.mkdir()
     (folder / "x.txt").write_text("from a folder")
-    cache = cache_of(tmp_path, rewrite={"https://example.org/": str(folder),
-                                        "https://example.org/hosted/": host.url + "/a/"})
+    cache = cache_of(tmp_path, rewrite={"https://example.org/": str(folder), "https://example.org/hosted/": host.url + "/a/"})
     assert cache.fetch("https://example.org/x.txt").read_text() == "from a folder"
     assert cache.fetch("https://example.org/hosted/report.xlsx").read_bytes() == b"sheet"  # longest prefix wins
     with pytest.raises(DownloadError, match="does not exist .rewritten from https://example.org/y.txt"):

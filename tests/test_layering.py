@@ -29,11 +29,13 @@ DATA = {"conf", "data"}  # folders of data shipped in the package, not code (tas
 
 
 def test_tracking_none_runs_without_importing_mlflow():
-    code = ("import sys; from omegaconf import OmegaConf; import mcpworld.run.job, mcpworld.run.episode; "
-            "from mcpworld.telemetry.tracking.tracker import make_tracker; "
-            "t = make_tracker(OmegaConf.create({'backend': 'none'})); "
-            "t.start_job('x', {}, {}); t.finish_job({}, []); "
-            "print('mlflow' in sys.modules)")
+    code = (
+        "import sys; from omegaconf import OmegaConf; import mcpworld.run.job, mcpworld.run.episode; "
+        "from mcpworld.telemetry.tracking.tracker import make_tracker; "
+        "t = make_tracker(OmegaConf.create({'backend': 'none'})); "
+        "t.start_job('x', {}, {}); t.finish_job({}, []); "
+        "print('mlflow' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -46,8 +48,10 @@ def test_gui_episodes_never_import_the_mcp_sdk():
 
 def test_the_desktop_service_imports_only_what_its_image_holds():
     """python -m mcpworld.env.service runs in the desktop image, with mcpworld/data/docker/service-requirements.txt only."""
-    code = ("import sys, mcpworld.env.service; "
-            "print(sorted(m for m in ('hydra', 'omegaconf', 'mlflow', 'mcp', 'jinja2') if m in sys.modules))")
+    code = (
+        "import sys, mcpworld.env.service; "
+        "print(sorted(m for m in ('hydra', 'omegaconf', 'mlflow', 'mcp', 'jinja2') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -97,10 +101,12 @@ def test_every_package_imports_only_the_layers_below_it():
 
 def test_the_cycles_that_were_broken_would_be_caught(tmp_path: Path):
     """env <-> tasks and env <-> apps were cycles once: the check must fail on either again."""
-    for package, line in [("env", "from mcpworld.tasks.select import discover"),
-                          ("tasks", "from mcpworld.env.steps import run_steps"),
-                          ("apps", "from mcpworld.env.local import LocalEnvironment"),
-                          ("core", "import mcpworld.run.job")]:
+    for package, line in [
+        ("env", "from mcpworld.tasks.select import discover"),
+        ("tasks", "from mcpworld.env.steps import run_steps"),
+        ("apps", "from mcpworld.env.local import LocalEnvironment"),
+        ("core", "import mcpworld.run.job"),
+    ]:
         (tmp_path / package).mkdir(exist_ok=True)
         (tmp_path / package / "bad.py").write_text(line + "\n")
     (tmp_path / "loose.py").write_text("")

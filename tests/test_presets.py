@@ -21,18 +21,22 @@ register()
 
 
 def preview(*args: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", *args, "-m", "--cfg", "job"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", *args, "-m", "--cfg", "job"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return re.findall(r"^# job \d+: (.*)$", proc.stdout, re.M)
 
 
-@pytest.mark.parametrize("preset, jobs, swept", [
-    ("resolution_study", 6, {"model=qwen3vl_8b", "model=claude_sonnet_4_5", "resolution=square", "resolution=rect"}),
-    ("modality_study", 3, {"modality=gui", "modality=mcp", "modality=hybrid"}),
-    ("size_scaling", 4, {"model=qwen3vl_2b", "model=qwen3vl_4b", "model=qwen3vl_8b", "model=qwen3vl_32b"}),
-    ("osworld_verified", 3, {"agent.max_steps=15", "agent.max_steps=50", "agent.max_steps=100"}),
-])
+@pytest.mark.parametrize(
+    "preset, jobs, swept",
+    [
+        ("resolution_study", 6, {"model=qwen3vl_8b", "model=claude_sonnet_4_5", "resolution=square", "resolution=rect"}),
+        ("modality_study", 3, {"modality=gui", "modality=mcp", "modality=hybrid"}),
+        ("size_scaling", 4, {"model=qwen3vl_2b", "model=qwen3vl_4b", "model=qwen3vl_8b", "model=qwen3vl_32b"}),
+        ("osworld_verified", 3, {"agent.max_steps=15", "agent.max_steps=50", "agent.max_steps=100"}),
+    ],
+)
 def test_each_preset_is_a_whole_study(preset: str, jobs: int, swept: set[str]) -> None:
     lines = preview(f"experiment={preset}")
     assert len(lines) == jobs
@@ -40,16 +44,22 @@ def test_each_preset_is_a_whole_study(preset: str, jobs: int, swept: set[str]) -
 
 
 def test_a_preset_names_its_mlflow_experiment_and_keeps_its_fixed_choices() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "experiment=modality_study", "-m", "--cfg", "job"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", "experiment=modality_study", "-m", "--cfg", "job"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.stdout.count("experiment: modality_study") == 3
     assert proc.stdout.count("name: qwen3vl_32b") == 3 and proc.stdout.count("- mousepad") == 3
 
 
 def test_a_command_line_sweep_previews_every_combination() -> None:
     lines = preview("model=qwen3vl_32b,claude_3_7_sonnet", "resolution=square,rect")
-    assert sorted(lines) == sorted(f"model={m} resolution={r}" for m in ("qwen3vl_32b", "claude_3_7_sonnet")
-                                   for r in ("square", "rect"))
+    assert sorted(lines) == sorted(
+        f"model={m} resolution={r}" for m in ("qwen3vl_32b", "claude_3_7_sonnet") for r in ("square", "rect")
+    )
 
 
 def test_osworld_verified_composes_the_leaderboards_settings() -> None:
@@ -57,9 +67,15 @@ def test_osworld_verified_composes_the_leaderboards_settings() -> None:
     the evaluator's float score kept (success at 1.0), the first step budget, one attempt, and the sweep
     of the three budgets; a model's own preferred screen does not win over the suite's."""
     with initialize_config_dir(config_dir=str(ROOT / "mcpworld" / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=["experiment=osworld_verified", "model=qwen3vl_8b",
-                                           "tasks.root=/data/OSWorld/evaluation_examples/examples"],
-                      return_hydra_config=True)
+        cfg = compose(
+            "config",
+            overrides=[
+                "experiment=osworld_verified",
+                "model=qwen3vl_8b",
+                "tasks.root=/data/OSWorld/evaluation_examples/examples",
+            ],
+            return_hydra_config=True,
+        )
     assert (cfg.resolution.name, cfg.resolution.width, cfg.resolution.height) == ("fhd", 1920, 1080)
     assert cfg.modality.name == "gui" and list(cfg.modality.tools) == ["computer", "done"]
     assert (cfg.evaluator.partial_credit, cfg.evaluator.success_threshold) == (True, 1.0)
@@ -75,8 +91,13 @@ def test_osworld_verified_composes_the_leaderboards_settings() -> None:
 def test_osworld_verified_cfg_job_shows_the_settings(tmp_path: Path) -> None:
     """`python -m mcpworld experiment=osworld_verified tasks.root=… --cfg job`: what a user checks first."""
     osworld = tmp_path / "OSWorld" / "evaluation_examples" / "examples"
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "experiment=osworld_verified", f"tasks.root={osworld}",
-                           "--cfg", "job"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", "experiment=osworld_verified", f"tasks.root={osworld}", "--cfg", "job"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     cfg = yaml.safe_load(proc.stdout)
     assert cfg["resolution"] == {"name": "fhd", "width": 1920, "height": 1080}

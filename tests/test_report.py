@@ -45,21 +45,40 @@ def _log(client, run_id, params=None, metrics=None):
     from mlflow.entities import Metric, Param
 
     now = int(time.time() * 1000)
-    client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()],
-                     params=[Param(k, str(v)) for k, v in (params or {}).items()])
+    client.log_batch(
+        run_id,
+        metrics=[Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()],
+        params=[Param(k, str(v)) for k, v in (params or {}).items()],
+    )
 
 
-def _episode(client, exp_id, parent, model, resolution, task, app, attempt, status, energy=None, ttft=None,
-             seed=True):
+def _episode(client, exp_id, parent, model, resolution, task, app, attempt, status, energy=None, ttft=None, seed=True):
     labels = {"model": model, "provider": "vllm", "resolution": resolution, "modality": "gui", "env": "desktop"}
     if seed:
         labels["seed"] = "0"
-    run = client.create_run(exp_id, run_name=f"{task}#{attempt}", tags={
-        "mlflow.parentRunId": parent, "mcpworld.level": "episode", "task_id": task, "app": app,
-        "modality": "gui", "status": status})
+    run = client.create_run(
+        exp_id,
+        run_name=f"{task}#{attempt}",
+        tags={
+            "mlflow.parentRunId": parent,
+            "mcpworld.level": "episode",
+            "task_id": task,
+            "app": app,
+            "modality": "gui",
+            "status": status,
+        },
+    )
     success = status == "success"
-    metrics = {"success": float(success), "score": float(success), "steps": 4 + attempt, "actions": 6 + attempt, "llm_calls": 4,
-               "tokens_in": 1000, "tokens_out": 100, "duration_s": 12.5}
+    metrics = {
+        "success": float(success),
+        "score": float(success),
+        "steps": 4 + attempt,
+        "actions": 6 + attempt,
+        "llm_calls": 4,
+        "tokens_in": 1000,
+        "tokens_out": 100,
+        "duration_s": 12.5,
+    }
     if status in ("infra_error", "eval_error"):  # huge numbers: they must not leak into the statistics
         metrics.update(steps=1000, actions=2000, tokens_in=10**7)
     else:
@@ -68,8 +87,12 @@ def _episode(client, exp_id, parent, model, resolution, task, app, attempt, stat
         metrics["gpu.energy_j"] = energy
     if ttft is not None:
         metrics["ttft_s_mean"] = ttft
-    _log(client, run.info.run_id, {"task_id": task, "app": app, "attempt": attempt,
-                                   "termination": "done" if success else "max_steps", **labels}, metrics)
+    _log(
+        client,
+        run.info.run_id,
+        {"task_id": task, "app": app, "attempt": attempt, "termination": "done" if success else "max_steps", **labels},
+        metrics,
+    )
     client.set_terminated(run.info.run_id, "FAILED" if status in ("infra_error", "eval_error") else "FINISHED")
 
 
@@ -90,9 +113,17 @@ def store(tmp_path_factory):
     client = MlflowClient(tracking_uri=uri)
     exp_id = client.create_experiment(EXP, artifact_location=(root / "artifacts").as_uri())
     sweep = _summary_run(client, exp_id, "sweep", "sweep")
-    jobs = {res: _summary_run(client, exp_id, "job", f"job-{res}", sweep,
-                              {"model": "qwen3vl_8b", "resolution": res, "modality": "gui", "app": "calc"})
-            for res in ("square", "rect")}
+    jobs = {
+        res: _summary_run(
+            client,
+            exp_id,
+            "job",
+            f"job-{res}",
+            sweep,
+            {"model": "qwen3vl_8b", "resolution": res, "modality": "gui", "app": "calc"},
+        )
+        for res in ("square", "rect")
+    }
     for res, task, app, attempt, status, energy, ttft in EPISODES:
         _episode(client, exp_id, jobs[res], "qwen3vl_8b", res, task, app, attempt, status, energy, ttft)
     other = client.create_experiment("other", artifact_location=(root / "artifacts").as_uri())
@@ -229,12 +260,14 @@ def test_group_by_model_merges_groups(store, tmp_path):
 
 
 def test_runs_filter_narrows_within_and_across_experiments(store, tmp_path, monkeypatch):
-    rows = run_report(store, tmp_path / "a", f"experiment={EXP}", "--runs",
-                      "params.resolution = 'square' AND params.app = 'writer'")
+    rows = run_report(
+        store, tmp_path / "a", f"experiment={EXP}", "--runs", "params.resolution = 'square' AND params.app = 'writer'"
+    )
     assert list(rows) == [("square", "writer")]
     monkeypatch.chdir(tmp_path)  # no experiment: all experiments, default out outputs/reports/runs
-    assert main(["--runs", "params.app = 'calc' AND params.attempt = '0'", "--tracking-uri", store,
-                 "--group-by", "model,seed"]) == 0
+    assert (
+        main(["--runs", "params.app = 'calc' AND params.attempt = '0'", "--tracking-uri", store, "--group-by", "model,seed"]) == 0
+    )
     with (tmp_path / "outputs/reports/runs/summary.csv").open() as f:
         across = [(r["model"], r["seed"], r["episodes"], r["success_rate"]) for r in csv.DictReader(f)]
     assert across == [("claude", "(none)", "2", "0.5"), ("qwen3vl_8b", "0", "4", "0.75")]  # claude's runs lack seed
@@ -268,8 +301,9 @@ def test_bad_inputs_are_user_errors(store, tmp_path):
         report(parse_args([f"experiment={EXP}", "--tracking-uri", f"sqlite:///{missing}"]))
     assert not missing.exists()  # reporting never creates an empty store
     with pytest.raises(UserError, match="not a valid MLflow filter"):
-        report(parse_args([f"experiment={EXP}", "--tracking-uri", store, "--out", str(tmp_path),
-                           "--runs", "params.model === 'x'"]))
+        report(
+            parse_args([f"experiment={EXP}", "--tracking-uri", store, "--out", str(tmp_path), "--runs", "params.model === 'x'"])
+        )
     with pytest.raises(UserError, match="experiment=NAME"):
         parse_args(["model=x"])
     with pytest.raises(UserError, match="experiment=NAME and/or --runs"):
@@ -279,44 +313,98 @@ def test_bad_inputs_are_user_errors(store, tmp_path):
 @pytest.mark.slow  # two fresh interpreters, each importing MLflow and reading the store (main() in-process is the fast tier's)
 def test_cli_entry_point(store, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "mcpworld.report", f"experiment={EXP}", "--tracking-uri", store,
-                           "--out", str(tmp_path), "--resamples", "200", "--seed", "3"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.report",
+            f"experiment={EXP}",
+            "--tracking-uri",
+            store,
+            "--out",
+            str(tmp_path),
+            "--resamples",
+            "200",
+            "--seed",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "| model | resolution | modality | app |" in done.stdout
     assert f"wrote {tmp_path / 'summary.csv'}" in done.stdout
     assert len(read_csv(tmp_path / "summary.csv")) == 4
-    bad = subprocess.run([sys.executable, "-m", "mcpworld.report", "experiment=nope", "--tracking-uri", store],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "mcpworld.report", "experiment=nope", "--tracking-uri", store],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "experiment 'nope' does not exist" in bad.stderr
 
 
 # ---------------------------------------------------------------- a sweep folder (no MLflow)
 
+
 def _result(res, task, status, tools, hallucinations=0, loops=0, cost=None, energy=None, attempt=0):
     from mcpworld.core.result import EpisodeResult, ToolCounts
 
-    labels = {"model": "qwen3vl_32b", "provider": "ollama", "resolution": res, "modality": "hybrid", "env": "local",
-              "seed": "0"}
-    return EpisodeResult(task_id=task, app="calc", attempt=attempt, status=status,
-                         score=float(status == "success"), steps=5, tokens_in=1000, tokens_out=100, llm_calls=5,
-                         tool_calls={n: ToolCounts(ok, err) for n, (ok, err) in tools.items()},
-                         hallucinations=hallucinations, loops=loops, cost_usd=cost,
-                         gpu={"gpu.energy_j": energy} if energy is not None else {}, labels=labels)
+    labels = {"model": "qwen3vl_32b", "provider": "ollama", "resolution": res, "modality": "hybrid", "env": "local", "seed": "0"}
+    return EpisodeResult(
+        task_id=task,
+        app="calc",
+        attempt=attempt,
+        status=status,
+        score=float(status == "success"),
+        steps=5,
+        tokens_in=1000,
+        tokens_out=100,
+        llm_calls=5,
+        tool_calls={n: ToolCounts(ok, err) for n, (ok, err) in tools.items()},
+        hallucinations=hallucinations,
+        loops=loops,
+        cost_usd=cost,
+        gpu={"gpu.energy_j": energy} if energy is not None else {},
+        labels=labels,
+    )
 
 
 SWEEP = {  # job folder -> episodes, as `python -m mcpworld -m resolution=square,rect` writes them
-    "0": [_result("square", "t1", "success", {"computer": (3, 1), "filesystem-read_text_file": (2, 0), "done": (1, 0)},
-                  hallucinations=1, cost=0.05, energy=900.0),
-          _result("square", "t2", "success", {"computer": (4, 0), "done": (1, 0)}, loops=1, cost=0.03, energy=600.0),
-          _result("square", "suite/t3", "failure", {"computer": (5, 5), "local-claim_done": (1, 0), "bash": (2, 2)},
-                  hallucinations=3, loops=2, cost=0.02, energy=500.0),
-          # not the agent's: its calls, cost and energy must not reach any number
-          _result("square", "t4", "infra_error", {"computer": (100, 100)}, hallucinations=50, loops=9, cost=9.0,
-                  energy=99999.0)],
-    "1": [_result("rect", "t1", "success", {"computer": (2, 0), "done": (1, 0)}),
-          _result("rect", "t2", "failure", {"computer": (1, 1)}, hallucinations=1),
-          _result("rect", "suite/t3", "failure", {"computer": (0, 0)})],
+    "0": [
+        _result(
+            "square",
+            "t1",
+            "success",
+            {"computer": (3, 1), "filesystem-read_text_file": (2, 0), "done": (1, 0)},
+            hallucinations=1,
+            cost=0.05,
+            energy=900.0,
+        ),
+        _result("square", "t2", "success", {"computer": (4, 0), "done": (1, 0)}, loops=1, cost=0.03, energy=600.0),
+        _result(
+            "square",
+            "suite/t3",
+            "failure",
+            {"computer": (5, 5), "local-claim_done": (1, 0), "bash": (2, 2)},
+            hallucinations=3,
+            loops=2,
+            cost=0.02,
+            energy=500.0,
+        ),
+        # not the agent's: its calls, cost and energy must not reach any number
+        _result("square", "t4", "infra_error", {"computer": (100, 100)}, hallucinations=50, loops=9, cost=9.0, energy=99999.0),
+    ],
+    "1": [
+        _result("rect", "t1", "success", {"computer": (2, 0), "done": (1, 0)}),
+        _result("rect", "t2", "failure", {"computer": (1, 1)}, hallucinations=1),
+        _result("rect", "suite/t3", "failure", {"computer": (0, 0)}),
+    ],
 }
 
 

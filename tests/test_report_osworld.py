@@ -17,28 +17,41 @@ from mcpworld.core.result import EpisodeResult, Status
 from mcpworld.report.tables import main
 
 # the suite's task list, as OSWorld's evaluation_examples/test_all.json lays it out: {domain: [ids]}
-TEST_ALL = {"chrome": ["c1", "c2"], "gimp": ["g1"], "libreoffice_calc": ["lc1"], "libreoffice_impress": ["li1"],
-            "libreoffice_writer": ["lw1"], "multi_apps": ["m1"], "os": ["o1", "o2"]}
+TEST_ALL = {
+    "chrome": ["c1", "c2"],
+    "gimp": ["g1"],
+    "libreoffice_calc": ["lc1"],
+    "libreoffice_impress": ["li1"],
+    "libreoffice_writer": ["lw1"],
+    "multi_apps": ["m1"],
+    "os": ["o1", "o2"],
+}
 
 # job -> (max_steps, [(task, attempt, status, score, final_action)])
 JOBS = {
-    "0": (15, [
-        ("c1", 0, "success", 1.0, "DONE"),
-        ("c2", 0, "failure", 0.0, "DONE"),
-        ("o1", 0, "success", 1.0, "FAIL"),     # an infeasible task answered FAIL: scores 1, counted as any task
-        ("o2", 0, "failure", 0.5, "DONE"),     # partial credit: OSWorld counts 0.5, we count no success
-        ("m1", 0, "infra_error", 0.0, None),   # never judged: no result.txt in OSWorld, in neither rate
-        ("lc1", 0, "success", 1.0, "DONE"),
-        ("li1", 0, "failure", 0.25, "DONE"),
-        ("lw1", 0, "timeout", 0.0, None),
-        ("x9", 0, "success", 1.0, "DONE"),     # not in test_all.json: left out of OSWorld's table
-        # g1 never ran (e.g. skipped as unavailable here)
-    ]),
-    "1": (50, [
-        ("c1", 0, "success", 1.0, "DONE"),
-        ("c1", 1, "interrupted", 0.0, None),
-        ("c2", 0, "eval_error", 0.0, "DONE"),
-    ]),
+    "0": (
+        15,
+        [
+            ("c1", 0, "success", 1.0, "DONE"),
+            ("c2", 0, "failure", 0.0, "DONE"),
+            ("o1", 0, "success", 1.0, "FAIL"),  # an infeasible task answered FAIL: scores 1, counted as any task
+            ("o2", 0, "failure", 0.5, "DONE"),  # partial credit: OSWorld counts 0.5, we count no success
+            ("m1", 0, "infra_error", 0.0, None),  # never judged: no result.txt in OSWorld, in neither rate
+            ("lc1", 0, "success", 1.0, "DONE"),
+            ("li1", 0, "failure", 0.25, "DONE"),
+            ("lw1", 0, "timeout", 0.0, None),
+            ("x9", 0, "success", 1.0, "DONE"),  # not in test_all.json: left out of OSWorld's table
+            # g1 never ran (e.g. skipped as unavailable here)
+        ],
+    ),
+    "1": (
+        50,
+        [
+            ("c1", 0, "success", 1.0, "DONE"),
+            ("c1", 1, "interrupted", 0.0, None),
+            ("c2", 0, "eval_error", 0.0, "DONE"),
+        ],
+    ),
 }
 
 
@@ -54,17 +67,28 @@ def _write_suite(root: Path) -> Path:
 
 
 def _config(max_steps: int, root: str) -> dict:
-    return {"model": {"name": "qwen3vl_8b", "id": "Qwen/Qwen3-VL-8B-Instruct"}, "resolution": {"name": "fhd",
-            "width": 1920, "height": 1080}, "modality": {"name": "gui", "tools": ["computer", "done"]},
-            "agent": {"max_steps": max_steps}, "tasks": {"root": root}, "tracking": {"experiment": "osworld_verified"}}
+    return {
+        "model": {"name": "qwen3vl_8b", "id": "Qwen/Qwen3-VL-8B-Instruct"},
+        "resolution": {"name": "fhd", "width": 1920, "height": 1080},
+        "modality": {"name": "gui", "tools": ["computer", "done"]},
+        "agent": {"max_steps": max_steps},
+        "tasks": {"root": root},
+        "tracking": {"experiment": "osworld_verified"},
+    }
 
 
 def _result(task, attempt, status, score, final_action):
-    return EpisodeResult(task_id=task, app="chrome" if task.startswith("c") else "os", attempt=attempt,
-                         status=Status(status), score=score, final_action=final_action, steps=5,
-                         termination="infra_error" if status == "infra_error" else "done",
-                         labels={"model": "qwen3vl_8b", "provider": "vllm", "resolution": "fhd", "modality": "gui",
-                                 "env": "local"})
+    return EpisodeResult(
+        task_id=task,
+        app="chrome" if task.startswith("c") else "os",
+        attempt=attempt,
+        status=Status(status),
+        score=score,
+        final_action=final_action,
+        steps=5,
+        termination="infra_error" if status == "infra_error" else "done",
+        labels={"model": "qwen3vl_8b", "provider": "vllm", "resolution": "fhd", "modality": "gui", "env": "local"},
+    )
 
 
 @pytest.fixture
@@ -159,7 +183,8 @@ def test_a_task_list_given_and_a_list_not_found(sweep, tmp_path, capsys):
     rows = _rows(out / "osworld.csv")
     assert list(rows) == [("15", "overall"), ("50", "overall")]
     assert tuple(_num(rows["15", "overall"][f]) for f in FIELDS) == pytest.approx(
-        (None, 8, 4.75, 4.75 / 8, 4, 0.5, 1, None, None))  # x9 counts: without a list every task is the suite's
+        (None, 8, 4.75, 4.75 / 8, 4, 0.5, 1, None, None)
+    )  # x9 counts: without a list every task is the suite's
 
 
 def test_the_table_is_asked_for_or_turned_off(sweep, tmp_path):
@@ -198,12 +223,25 @@ def test_mlflow_runs_of_the_preset_get_the_table_by_the_job_config(tmp_path):
         client.set_terminated(run.info.run_id)
         for task, attempt, status, score, final in episodes:
             result = _result(task, attempt, status, score, final)
-            ep = client.create_run(exp, run_name=f"{task}#{attempt}", tags={
-                "mlflow.parentRunId": run.info.run_id, "mcpworld.level": "episode", "task_id": task, "status": status})
-            params = {"model": "qwen3vl_8b", "max_steps": str(max_steps), "task": task, "attempt": str(attempt),
-                      "app": result.app, "resolution": "fhd", "modality": "gui"}
-            client.log_batch(ep.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in result.numbers().items()],
-                             params=[Param(k, v) for k, v in params.items()])
+            ep = client.create_run(
+                exp,
+                run_name=f"{task}#{attempt}",
+                tags={"mlflow.parentRunId": run.info.run_id, "mcpworld.level": "episode", "task_id": task, "status": status},
+            )
+            params = {
+                "model": "qwen3vl_8b",
+                "max_steps": str(max_steps),
+                "task": task,
+                "attempt": str(attempt),
+                "app": result.app,
+                "resolution": "fhd",
+                "modality": "gui",
+            }
+            client.log_batch(
+                ep.info.run_id,
+                metrics=[Metric(k, float(v), now, 0) for k, v in result.numbers().items()],
+                params=[Param(k, v) for k, v in params.items()],
+            )
             client.set_terminated(ep.info.run_id)
     out = tmp_path / "report"
     assert main(["experiment=osworld_verified", "--tracking-uri", uri, "--out", str(out)]) == 0

@@ -35,8 +35,9 @@ def toolathlon_task(root: Path, name: str, servers: list[str], local: list[str] 
     folder = root / "toolathlon" / name
     (folder / "docs").mkdir(parents=True)
     (folder / "evaluation").mkdir()
-    (folder / "task_config.json").write_text(json.dumps({"needed_mcp_servers": servers,
-                                                         "needed_local_tools": local or ["claim_done"]}))
+    (folder / "task_config.json").write_text(
+        json.dumps({"needed_mcp_servers": servers, "needed_local_tools": local or ["claim_done"]})
+    )
     (folder / "docs" / "task.md").write_text(f"do {name}")
     (folder / "evaluation" / "main.py").write_text("raise SystemExit(0)\n")
     (folder / "solution.json").write_text(json.dumps({"mcp": [{"tool": "local-claim_done", "args": {}}]}))
@@ -75,8 +76,9 @@ def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, installed, monkey
         choose_tasks(cfg)
     assert "has no MCP servers, and modality=mcp offers no other tools" in capsys.readouterr().err
     monkeypatch.setattr(job, "missing_program", lambda *_: None)  # xterm itself need not be installed here
-    assert [t.id for t in choose_tasks(make("modality=hybrid", "provider=openai_compat",
-                                            "task=xterm/count_errors"))] == ["xterm/count_errors"]
+    assert [t.id for t in choose_tasks(make("modality=hybrid", "provider=openai_compat", "task=xterm/count_errors"))] == [
+        "xterm/count_errors"
+    ]
 
 
 def test_a_native_task_with_a_bad_server_entry_is_a_user_error(tmp_path):
@@ -84,7 +86,8 @@ def test_a_native_task_with_a_bad_server_entry_is_a_user_error(tmp_path):
     folder.mkdir(parents=True)
     (folder / "task.yaml").write_text(
         "app: notes\ninstruction: x\nevaluator: {func: infeasible}\nmcp_servers: [{name: 'bad name', command: x}]\n"
-        "solution: {mcp: [{done: {status: DONE}}]}\n")
+        "solution: {mcp: [{done: {status: DONE}}]}\n"
+    )
     with pytest.raises(UserError, match="task.yaml.*'bad name'"):
         choose_tasks(make("modality=mcp", f"tasks.root={tmp_path}"))
 

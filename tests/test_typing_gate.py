@@ -23,8 +23,9 @@ DATA_OF_ANY_SHAPE = {
 
 
 def bare_any(annotation: ast.expr | None) -> bool:
-    return (isinstance(annotation, ast.Name) and annotation.id == "Any") or \
-        (isinstance(annotation, ast.Constant) and annotation.value == "Any")
+    return (isinstance(annotation, ast.Name) and annotation.id == "Any") or (
+        isinstance(annotation, ast.Constant) and annotation.value == "Any"
+    )
 
 
 def untyped_functions(root: Path) -> set[str]:

@@ -68,7 +68,6 @@ def prune_images(messages: list[dict[str, Any]], keep: int) -> None:
                     content[i] = {"type": "text", "text": IMAGE_PLACEHOLDER}
 
 
-
 def readable(call: ToolCall) -> bool:
     """A call whose arguments could be read (the providers and profiles mark others with ``_raw``)."""
     return "_raw" not in call.arguments
@@ -107,7 +106,7 @@ class LoopDetector:
         h = self.history
         h.append((action, observation))
         kind = None
-        if len(h) >= self.repeats and len(set(h[-self.repeats:])) == 1:
+        if len(h) >= self.repeats and len(set(h[-self.repeats :])) == 1:
             kind = "repeat"
         elif len(h) >= 4 and h[-1] == h[-3] and h[-2] == h[-4] and h[-1] != h[-2]:
             kind = "cycle"
@@ -117,11 +116,20 @@ class LoopDetector:
 
 
 class AgentLoop:
-    def __init__(self, provider: Provider, tools: dict[str, Tool], limits: Limits, trace: Trace,
-                 result: EpisodeResult, save_image: Callable[[bytes, str], str] | None = None,
-                 send_images: bool = True, withheld: frozenset[str] = frozenset(),
-                 after_step: Callable[[], None] | None = None, profile: "Profile | None" = None,
-                 replay: dict[str, Tool] | None = None):
+    def __init__(
+        self,
+        provider: Provider,
+        tools: dict[str, Tool],
+        limits: Limits,
+        trace: Trace,
+        result: EpisodeResult,
+        save_image: Callable[[bytes, str], str] | None = None,
+        send_images: bool = True,
+        withheld: frozenset[str] = frozenset(),
+        after_step: Callable[[], None] | None = None,
+        profile: "Profile | None" = None,
+        replay: dict[str, Tool] | None = None,
+    ):
         self.provider, self.tools, self.limits = provider, tools, limits
         # tools the oracle's replay may call but no model is offered (agent.tools.replay_tools)
         self.replay = replay or {}
@@ -247,15 +255,21 @@ class AgentLoop:
                 return None
             reply = self.profile.parse(reply) if self.profile else reply
             self._account(reply)
-            if any(readable(c) for c in reply.tool_calls) or tries >= rules.unreadable_tries \
-                    or r.llm_calls >= lim.max_llm_calls:
+            if any(readable(c) for c in reply.tool_calls) or tries >= rules.unreadable_tries or r.llm_calls >= lim.max_llm_calls:
                 return reply
             r.hallucinations += 1  # a reply the reference asks again for, at its retry temperature
-            self.trace.emit("hallucination", kind="no_action", tool=None, args={}, step=r.steps + 1,
-                            error=f"no readable action (try {tries} of {rules.unreadable_tries}): {reply.text[:300]}")
+            self.trace.emit(
+                "hallucination",
+                kind="no_action",
+                tool=None,
+                args={},
+                step=r.steps + 1,
+                error=f"no readable action (try {tries} of {rules.unreadable_tries}): {reply.text[:300]}",
+            )
 
-    async def _act(self, reply: Reply, calls: list[ToolCall], cut: dict[str, Any] | None,
-                   messages: list[dict[str, Any]], deadline: float) -> bool:
+    async def _act(
+        self, reply: Reply, calls: list[ToolCall], cut: dict[str, Any] | None, messages: list[dict[str, Any]], deadline: float
+    ) -> bool:
         """Run the turn's calls in order; True when the episode ended (a final action, a loop)."""
         r, lim = self.result, self.limits
         images: list[dict[str, Any]] = []
@@ -285,13 +299,19 @@ class AgentLoop:
             for picture, fmt in shown + obs.images:
                 saved = self._observe(picture, images, fmt)
                 if saved:  # seconds: this image's encoding (the first only: the others come encoded) and saving
-                    self.trace.emit("observation", screenshot=saved, step=r.steps, action=r.actions,
-                                    seconds=round(time.perf_counter() - began, 4))
+                    self.trace.emit(
+                        "observation",
+                        screenshot=saved,
+                        step=r.steps,
+                        action=r.actions,
+                        seconds=round(time.perf_counter() - began, 4),
+                    )
                 began = time.perf_counter()
             if len(images) > sent:  # which of the images that follow the tool messages are this call's
                 answer[IMAGES] = len(images) - sent
-            loop = self.loops.see(f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}",
-                                  fingerprint(obs.text, data))
+            loop = self.loops.see(
+                f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}", fingerprint(obs.text, data)
+            )
             if obs.final:
                 r.final_action, r.answer = obs.final, obs.answer
                 r.termination = "done" if obs.final == "DONE" else "infeasible"
@@ -317,12 +337,20 @@ class AgentLoop:
             r.ttft_s.append(round(reply.ttft_s, 4))
             r.generation_s.append(round(max(0.0, reply.latency_s - reply.ttft_s), 4))
         r.llm_latency_s.append(round(reply.latency_s, 4))
-        self.trace.emit("llm_call", n=r.llm_calls, ttft_s=reply.ttft_s, latency_s=reply.latency_s,
-                        tokens_in=reply.usage.input_tokens, tokens_out=reply.usage.output_tokens,
-                        tokens_estimated=reply.usage.estimated, finish_reason=reply.finish_reason,
-                        text=reply.text[:500], tool_calls=[c.name for c in reply.tool_calls],
-                        **({"reasoning": reply.reasoning[:2000]} if reply.reasoning else {}),
-                        **({"refusal": reply.refusal[:500]} if reply.refusal else {}))
+        self.trace.emit(
+            "llm_call",
+            n=r.llm_calls,
+            ttft_s=reply.ttft_s,
+            latency_s=reply.latency_s,
+            tokens_in=reply.usage.input_tokens,
+            tokens_out=reply.usage.output_tokens,
+            tokens_estimated=reply.usage.estimated,
+            finish_reason=reply.finish_reason,
+            text=reply.text[:500],
+            tool_calls=[c.name for c in reply.tool_calls],
+            **({"reasoning": reply.reasoning[:2000]} if reply.reasoning else {}),
+            **({"refusal": reply.refusal[:500]} if reply.refusal else {}),
+        )
 
     @staticmethod
     def _assistant_message(reply: Reply) -> dict[str, Any]:
@@ -331,9 +359,13 @@ class AgentLoop:
             message[REASONING_BLOCKS] = reply.reasoning_blocks
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                for c in reply.tool_calls]
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+                }
+                for c in reply.tool_calls
+            ]
         return message
 
     async def _call_tool(self, written: str, raw_args: dict[str, Any], deadline: float | None = None) -> Observation:
@@ -366,8 +398,14 @@ class AgentLoop:
             self._hallucination(kind or "", name, args, error)
         latency = time.perf_counter() - start
         self.result.count_tool(name if tool else "unknown", obs.ok)
-        event: dict[str, Any] = {"tool": name, "args": preview(args), "ok": obs.ok, "latency_s": round(latency, 4),
-                                 "step": self.result.steps, "action": self.result.actions + 1}
+        event: dict[str, Any] = {
+            "tool": name,
+            "args": preview(args),
+            "ok": obs.ok,
+            "latency_s": round(latency, 4),
+            "step": self.result.steps,
+            "action": self.result.actions + 1,
+        }
         if (written, raw_args) != (name, args):
             event["as_written"] = {"tool": written, "args": preview(raw_args)}
         if error:

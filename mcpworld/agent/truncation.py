@@ -29,12 +29,19 @@ def truncation(reply: Reply) -> dict[str, Any] | None:
     cut = [c.name for c in reply.tool_calls if is_cut(c)]
     if reply.tool_calls and not cut:
         return None  # every call is whole: only what came after them was lost
-    return {"finish_reason": reply.finish_reason, "tokens_out": reply.usage.output_tokens,
-            "cut_calls": cut, "text": reply.text[-300:], "reasoning_chars": len(reply.reasoning)}
+    return {
+        "finish_reason": reply.finish_reason,
+        "tokens_out": reply.usage.output_tokens,
+        "cut_calls": cut,
+        "text": reply.text[-300:],
+        "reasoning_chars": len(reply.reasoning),
+    }
 
 
 def notice(reply: Reply) -> str:
     """What the model is told instead of the nudge (and as the result of a call it did not finish)."""
-    return (f"Your last reply was cut off: it reached the output token limit ({reply.usage.output_tokens} tokens, "
-            f"finish_reason {reply.finish_reason}) before it was complete, so nothing cut off in it was run. "
-            "Reply more briefly: keep any reasoning short and make one tool call.")
+    return (
+        f"Your last reply was cut off: it reached the output token limit ({reply.usage.output_tokens} tokens, "
+        f"finish_reason {reply.finish_reason}) before it was complete, so nothing cut off in it was run. "
+        "Reply more briefly: keep any reasoning short and make one tool call."
+    )

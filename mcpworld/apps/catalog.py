@@ -64,20 +64,35 @@ def _program(path: Path, spec: dict[str, Any]) -> Program:
     unknown = set(packages) - {"apt", "script"}
     if unknown:
         raise UserError(f"{where}: packages: unknown kind(s) {', '.join(sorted(unknown))}; use apt and script")
-    install = (f"make apps APPS={path.stem}" if packages.get("script")
-               else f"apt-get install -y {' '.join(packages['apt'])}" if packages.get("apt") else "")
+    install = (
+        f"make apps APPS={path.stem}"
+        if packages.get("script")
+        else f"apt-get install -y {' '.join(packages['apt'])}"
+        if packages.get("apt")
+        else ""
+    )
     profile = project_path(str(spec["profile"])) if spec.get("profile") else None
     binary, launcher = (_in_project(str(spec[k])) if spec.get(k) else "" for k in ("binary", "launcher"))
     if profile is not None and not profile.is_dir():
         raise UserError(f"{where}: profile folder {spec['profile']!r} does not exist (relative to {DATA})")
-    return Program(app=path.stem, binary=binary, names=tuple(spec.get("names") or [spec["binary"]]),
-                   args=tuple(str(a) for a in spec.get("args") or ()), drop=tuple(spec.get("drop") or ()),
-                   ports=tuple(spec.get("ports") or ()), env={k: str(v) for k, v in (spec.get("env") or {}).items()},
-                   profile=profile, install=install or f"install {spec['binary']}", ready=dict(spec.get("ready") or {}),
-                   packages={k: [v] if isinstance(v, str) else list(v) for k, v in packages.items()},
-                   maximized=bool(spec.get("maximized")), window=str(spec.get("window") or ""),
-                   warm=tuple(str(w) for w in spec.get("warm") or ()), launcher=launcher,
-                   sockets=tuple(str(s) for s in spec.get("sockets") or ()))
+    return Program(
+        app=path.stem,
+        binary=binary,
+        names=tuple(spec.get("names") or [spec["binary"]]),
+        args=tuple(str(a) for a in spec.get("args") or ()),
+        drop=tuple(spec.get("drop") or ()),
+        ports=tuple(spec.get("ports") or ()),
+        env={k: str(v) for k, v in (spec.get("env") or {}).items()},
+        profile=profile,
+        install=install or f"install {spec['binary']}",
+        ready=dict(spec.get("ready") or {}),
+        packages={k: [v] if isinstance(v, str) else list(v) for k, v in packages.items()},
+        maximized=bool(spec.get("maximized")),
+        window=str(spec.get("window") or ""),
+        warm=tuple(str(w) for w in spec.get("warm") or ()),
+        launcher=launcher,
+        sockets=tuple(str(s) for s in spec.get("sockets") or ()),
+    )
 
 
 def _in_project(path: str) -> str:
@@ -86,8 +101,22 @@ def _in_project(path: str) -> str:
     return str(project_path(path)) if "/" in path and not path.startswith("/") else path
 
 
-PROGRAM_KEYS = {"binary", "names", "args", "drop", "ports", "env", "profile", "packages", "ready", "maximized", "window", "warm",
-                "launcher", "sockets"}
+PROGRAM_KEYS = {
+    "binary",
+    "names",
+    "args",
+    "drop",
+    "ports",
+    "env",
+    "profile",
+    "packages",
+    "ready",
+    "maximized",
+    "window",
+    "warm",
+    "launcher",
+    "sockets",
+}
 
 
 def missing_packages(names: list[str] | None = None) -> dict[str, list[str]]:
@@ -95,12 +124,16 @@ def missing_packages(names: list[str] | None = None) -> dict[str, list[str]]:
     chosen = [p for p in programs() if not names or p.app in names]
     unknown = sorted(set(names or []) - {p.app for p in programs()})
     if unknown:
-        raise UserError(f"no app config with a program is named {', '.join(unknown)}; "
-                        f"known: {', '.join(p.app for p in programs())}")
+        raise UserError(
+            f"no app config with a program is named {', '.join(unknown)}; known: {', '.join(p.app for p in programs())}"
+        )
     missing: dict[str, list[str]] = {}
     for program in chosen:
-        lacking = [pkg for pkg in program.packages.get("apt", [])
-                   if subprocess.run(["dpkg", "-s", pkg], capture_output=True).returncode != 0]
+        lacking = [
+            pkg
+            for pkg in program.packages.get("apt", [])
+            if subprocess.run(["dpkg", "-s", pkg], capture_output=True).returncode != 0
+        ]
         if lacking:
             missing[program.app] = lacking
     return missing

@@ -104,9 +104,7 @@ def _shim(program: Program, values: dict[str, Any]) -> str:
     ours = " ".join(shlex.quote(a.format(**values)) for a in program.args)
     if program.drop:
         cases = "|".join(f"{shlex.quote(d)}*" for d in program.drop)
-        lines.append('args=()\nfor a in "$@"; do\n'
-                     f'  case "$a" in {cases}) ;; *) args+=("$a") ;; esac\n'
-                     "done\n")
+        lines.append(f'args=()\nfor a in "$@"; do\n  case "$a" in {cases}) ;; *) args+=("$a") ;; esac\ndone\n')
         lines.append(f'exec {shlex.quote(real)} {ours} "${{args[@]}}"\n')
     else:
         lines.append(f'exec {shlex.quote(real)} {ours} "$@"\n')

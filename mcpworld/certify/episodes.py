@@ -21,8 +21,7 @@ TRIES = 2  # the job, then once more for the episodes without a verdict
 JOB_STOP_S = 180.0  # a stopping job's episodes end within their own bound; this is its outer one
 
 
-def run_mode(mode: Mode, user: list[str], task_ids: list[str], n: int, concurrency: int,
-             out: Path) -> dict[str, ModeOutcome]:
+def run_mode(mode: Mode, user: list[str], task_ids: list[str], n: int, concurrency: int, out: Path) -> dict[str, ModeOutcome]:
     """{task id: outcome} of N episodes per task in ``mode``; the job's folder is ``out / mode.name``."""
     folder = out / mode.name
     outcomes: dict[str, ModeOutcome] = {}
@@ -32,8 +31,11 @@ def run_mode(mode: Mode, user: list[str], task_ids: list[str], n: int, concurren
         if not any(o.unjudged for o in outcomes.values()):
             break
         if attempt + 1 < TRIES:
-            print(f"certify: {mode.name}: {sum(len(o.unjudged) for o in outcomes.values())} episode(s) gave no "
-                  "verdict; running them once more", file=sys.stderr)
+            print(
+                f"certify: {mode.name}: {sum(len(o.unjudged) for o in outcomes.values())} episode(s) gave no "
+                "verdict; running them once more",
+                file=sys.stderr,
+            )
     return outcomes
 
 

@@ -34,21 +34,31 @@ from mcpworld.run.job import select_tasks
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.certify", description=__doc__.split("\n\n")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpworld.certify",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides selecting the tasks, as for python -m mcpworld")
     parser.add_argument("--n", type=int, default=2, help="episodes per task and mode (default 2)")
     parser.add_argument("--concurrency", type=int, default=1, help="desktops at once (default 1)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for the certificate and the jobs (default outputs/certify/<date>_<time>)")
-    parser.add_argument("--against", type=Path, default=None,
-                        help="a committed certificate.csv: exit 1 when a task certified there is not now")
-    parser.add_argument("--beside", action="append", default=[], metavar="LABEL=CSV",
-                        help="another certificate's statuses as a column of the Markdown table, e.g. "
-                             "\"on the authors' VM=vm/certificate.csv\" (made with env=vm); repeatable")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for the certificate and the jobs (default outputs/certify/<date>_<time>)"
+    )
+    parser.add_argument(
+        "--against", type=Path, default=None, help="a committed certificate.csv: exit 1 when a task certified there is not now"
+    )
+    parser.add_argument(
+        "--beside",
+        action="append",
+        default=[],
+        metavar="LABEL=CSV",
+        help="another certificate's statuses as a column of the Markdown table, e.g. "
+        '"on the authors\' VM=vm/certificate.csv" (made with env=vm); repeatable',
+    )
     args = parser.parse_intermixed_args(argv)
     if any("=" not in b for b in args.beside):
-        parser.error("--beside takes LABEL=CSV, e.g. --beside \"on the authors' VM=vm/certificate.csv\"")
+        parser.error('--beside takes LABEL=CSV, e.g. --beside "on the authors\' VM=vm/certificate.csv"')
     if args.n < 1 or args.concurrency < 1:
         parser.error("--n and --concurrency must be at least 1")
     for override in args.overrides:
@@ -87,8 +97,7 @@ def spoil_kind(task: Task, modality: str) -> str:
     return "generic" if spoiled(solution) is not None else "none"
 
 
-def run_modes(args: argparse.Namespace, ids: list[str], spoils: dict[str, str],
-              out: Path) -> dict[str, dict[str, ModeOutcome]]:
+def run_modes(args: argparse.Namespace, ids: list[str], spoils: dict[str, str], out: Path) -> dict[str, dict[str, ModeOutcome]]:
     """{mode: {task id: outcome}}: one job per mode, in order (the spoiled one only for tasks with a spoil)."""
     runs: dict[str, dict[str, ModeOutcome]] = {}
     for mode in MODES:
@@ -111,22 +120,37 @@ def certify(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     ids = [t.id for t in chosen.tasks]
     spoils = {t.id: spoil_kind(t, modality) for t in chosen.tasks}
-    print(f"certify: {len(ids)} task(s), {args.n} episode(s) per mode, {len(chosen.skipped)} excluded; "
-          f"jobs under {out}", file=sys.stderr)
+    print(
+        f"certify: {len(ids)} task(s), {args.n} episode(s) per mode, {len(chosen.skipped)} excluded; jobs under {out}",
+        file=sys.stderr,
+    )
     runs = run_modes(args, ids, spoils, out)
-    certs = [judge(i, apps[i], spoils[i], runs[ORACLE.name][i], runs[NOOP.name][i],
-                   runs.get(SPOILED.name, {}).get(i) or ModeOutcome()) for i in ids]
-    certs += [excluded(task_id, chosen.apps.get(task_id, task_id.split("/")[0]), f"{kind}: {why}")
-              for task_id, kind, why in chosen.skipped]
+    certs = [
+        judge(i, apps[i], spoils[i], runs[ORACLE.name][i], runs[NOOP.name][i], runs.get(SPOILED.name, {}).get(i) or ModeOutcome())
+        for i in ids
+    ]
+    certs += [
+        excluded(task_id, chosen.apps.get(task_id, task_id.split("/")[0]), f"{kind}: {why}")
+        for task_id, kind, why in chosen.skipped
+    ]
     certs.sort(key=lambda c: c.task_id)
     csv_path, md_path = out / "certificate.csv", out / "certificate.md"
     write_csv(certs, csv_path)
     md_path.write_text(to_markdown(certs, args.n, beside), encoding="utf-8")
     failed, warned = regressions(before, certs) if before is not None else ([], [])
-    log_certificate(cfg.tracking, certs, {"n": str(args.n), "concurrency": str(args.concurrency),
-                                          "modality": modality, "overrides": " ".join(args.overrides),
-                                          "against": str(args.against or "")},
-                    len(failed), [csv_path, md_path])
+    log_certificate(
+        cfg.tracking,
+        certs,
+        {
+            "n": str(args.n),
+            "concurrency": str(args.concurrency),
+            "modality": modality,
+            "overrides": " ".join(args.overrides),
+            "against": str(args.against or ""),
+        },
+        len(failed),
+        [csv_path, md_path],
+    )
     print(md_path.read_text(encoding="utf-8"))
     print(f"certify: {summary_line(certs)}; written to {csv_path} and {md_path.name}", file=sys.stderr)
     for line in warned:

@@ -18,10 +18,16 @@ SPOILED = Mode("spoiled", ("provider=oracle", "provider.replay=spoiled"), must_p
 MODES = (ORACLE, NOOP, SPOILED)
 
 # what certify sets itself, and where a user's override of it belongs instead
-REFUSED = {"attempts": "--n", "concurrency": "--concurrency", "hydra.run.dir": "--out",
-           "provider": "nothing: certify replays the oracle", "provider.kind": "nothing: certify replays the oracle",
-           "provider.replay": "nothing: certify runs both replays", "-m": "nothing: one certificate is one run",
-           "--multirun": "nothing: one certificate is one run"}
+REFUSED = {
+    "attempts": "--n",
+    "concurrency": "--concurrency",
+    "hydra.run.dir": "--out",
+    "provider": "nothing: certify replays the oracle",
+    "provider.kind": "nothing: certify replays the oracle",
+    "provider.replay": "nothing: certify runs both replays",
+    "-m": "nothing: one certificate is one run",
+    "--multirun": "nothing: one certificate is one run",
+}
 
 
 def override_key(override: str) -> str:
@@ -34,8 +40,15 @@ def job_overrides(user: list[str], mode: Mode, task_ids: list[str], n: int, conc
     its own (the certificate's MLflow run holds the result), the mode's keys in place of the user's."""
     own = {override_key(o) for o in mode.overrides} | {"task"}
     kept = [o for o in user if override_key(o) not in own and not override_key(o).startswith("tracking")]
-    return [*kept, *mode.overrides, f"task=[{','.join(hydra_quoted(t) for t in task_ids)}]", f"attempts={n}",
-            f"concurrency={concurrency}", "tracking=none", f"hydra.run.dir={hydra_quoted(out)}"]
+    return [
+        *kept,
+        *mode.overrides,
+        f"task=[{','.join(hydra_quoted(t) for t in task_ids)}]",
+        f"attempts={n}",
+        f"concurrency={concurrency}",
+        "tracking=none",
+        f"hydra.run.dir={hydra_quoted(out)}",
+    ]
 
 
 def hydra_quoted(text: str) -> str:

@@ -38,8 +38,7 @@ def to_markdown(paths: Sequence[Path]) -> str:
     """One line per suite and app, and a total line per suite."""
     counted = tally(paths)
     statuses = [str(v) for v in Verdict]
-    lines = ["| suite | app | tasks | " + " | ".join(statuses) + " |",
-             "|:---|:---|---:|" + "---:|" * len(statuses)]
+    lines = ["| suite | app | tasks | " + " | ".join(statuses) + " |", "|:---|:---|---:|" + "---:|" * len(statuses)]
 
     def line(suite: str, app: str, c: Counter[str]) -> str:
         return f"| {suite} | {app} | {sum(c.values())} | " + " | ".join(str(c.get(s, 0)) for s in statuses) + " |"
@@ -65,10 +64,10 @@ def rewrite_block(readme: Path, table: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.certify.table",
-                                     description="Tasks per status for each suite and app of certificate CSVs.")
-    parser.add_argument("csv", nargs="*", type=Path,
-                        help=f"certificate files (default: every *.csv in {CERTIFICATES})")
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpworld.certify.table", description="Tasks per status for each suite and app of certificate CSVs."
+    )
+    parser.add_argument("csv", nargs="*", type=Path, help=f"certificate files (default: every *.csv in {CERTIFICATES})")
     parser.add_argument("--readme", type=Path, help="rewrite this file's certificates-table block instead of printing")
     args = parser.parse_args(argv)
     try:

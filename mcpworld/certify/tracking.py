@@ -23,8 +23,9 @@ from mcpworld.telemetry.tracking.store import (
 )
 
 
-def log_certificate(tracking: TrackingConfig, certs: list[TaskCertificate], params: dict[str, str],
-                    regressions: int, files: list[Path]) -> str | None:
+def log_certificate(
+    tracking: TrackingConfig, certs: list[TaskCertificate], params: dict[str, str], regressions: int, files: list[Path]
+) -> str | None:
     """The run's id, or None (tracking=none, or the store failed: one warning line)."""
     if tracking.backend == TrackingBackend.none:
         return None
@@ -40,15 +41,16 @@ def log_certificate(tracking: TrackingConfig, certs: list[TaskCertificate], para
         run = client.create_run(experiment_id, run_name="certify", tags={LEVEL: "certificate"})
         run_id = run.info.run_id
         metrics: dict[str, float] = {k: float(v) for k, v in counts(certs).items()}
-        metrics |= {"tasks": float(len(certs)), "regressions": float(regressions),
-                    "episodes": float(sum(m.judged + len(m.unjudged) for c in certs
-                                          for m in (c.oracle, c.noop, c.spoiled)))}
+        metrics |= {
+            "tasks": float(len(certs)),
+            "regressions": float(regressions),
+            "episodes": float(sum(m.judged + len(m.unjudged) for c in certs for m in (c.oracle, c.noop, c.spoiled))),
+        }
         log_batch(client, run_id, params={k: mask_secrets(v) for k, v in params.items()}, metrics=metrics)
         for path in files:
             client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, "FINISHED")
         return str(run_id)
     except Exception as exc:  # noqa: BLE001 - any store failure: the certificate on disk stands
-        print(f"certify: warning: the certificate was not logged to MLflow ({mask_secrets(uri)}): {reason(exc)}",
-              file=sys.stderr)
+        print(f"certify: warning: the certificate was not logged to MLflow ({mask_secrets(uri)}): {reason(exc)}", file=sys.stderr)
         return None

@@ -80,14 +80,14 @@ def excluded(task_id: str, app: str, cause: str) -> TaskCertificate:
     return TaskCertificate(task_id, app, Verdict.excluded, spoil="", note=cause)
 
 
-def judge(task_id: str, app: str, spoil: str, oracle: ModeOutcome, noop: ModeOutcome,
-          spoiled: ModeOutcome) -> TaskCertificate:
+def judge(task_id: str, app: str, spoil: str, oracle: ModeOutcome, noop: ModeOutcome, spoiled: ModeOutcome) -> TaskCertificate:
     """The status, worst first: no oracle verdict at all (excluded), the oracle never passes (unsolved),
     a run that must fail passes every repeat (lenient), any outcome that differs between repeats or any
     episode left without a verdict (flaky), else certified."""
     cert = TaskCertificate(task_id, app, Verdict.certified, spoil, oracle, noop, spoiled)
-    unjudged = grouped([f"{name}: {why}" for name, mode in (("oracle", oracle), ("noop", noop), ("spoiled", spoiled))
-                        for why in mode.unjudged])
+    unjudged = grouped(
+        [f"{name}: {why}" for name, mode in (("oracle", oracle), ("noop", noop), ("spoiled", spoiled)) for why in mode.unjudged]
+    )
     if oracle.judged == 0:
         cert.status = Verdict.excluded
         cert.note = "no oracle episode gave a verdict, even when run again: " + "; ".join(unjudged)
@@ -96,14 +96,16 @@ def judge(task_id: str, app: str, spoil: str, oracle: ModeOutcome, noop: ModeOut
         cert.note = "the oracle never passes"
     elif noop.always_passed or spoiled.always_passed:
         cert.status = Verdict.lenient
-        cert.note = " and ".join(f"{what} passes" for what, mode in (("doing nothing", noop),
-                                                                     ("the spoiled oracle", spoiled))
-                                 if mode.always_passed)
+        cert.note = " and ".join(
+            f"{what} passes" for what, mode in (("doing nothing", noop), ("the spoiled oracle", spoiled)) if mode.always_passed
+        )
     elif oracle.mixed or noop.mixed or spoiled.mixed or unjudged:
         cert.status = Verdict.flaky
         differs = [name for name, mode in (("oracle", oracle), ("noop", noop), ("spoiled", spoiled)) if mode.mixed]
-        cert.note = "; ".join(([f"outcomes differ between repeats ({', '.join(differs)})"] if differs else [])
-                              + ([f"no verdict, even when run again: {'; '.join(unjudged)}"] if unjudged else []))
+        cert.note = "; ".join(
+            ([f"outcomes differ between repeats ({', '.join(differs)})"] if differs else [])
+            + ([f"no verdict, even when run again: {'; '.join(unjudged)}"] if unjudged else [])
+        )
     if spoil == "none" and cert.status != Verdict.excluded:
         extra = "no spoiled run: the solution has no state-changing step and declares no spoil"
         cert.note = f"{cert.note}; {extra}" if cert.note else extra

@@ -39,8 +39,11 @@ def prefetch(overrides: list[str], workers: int = 4) -> int:
     with DownloadProgress() as progress:
         cache = file_cache(cfg.files, progress=progress.update)
         had = {url for url in needed if cache.cached(url)}
-        print(f"prefetch: {len(tasks)} task(s) under {root} name {len(needed)} file(s) by URL; "
-              f"{len(had)} already in the cache or mirror ({cache.root})", file=sys.stderr)
+        print(
+            f"prefetch: {len(tasks)} task(s) under {root} name {len(needed)} file(s) by URL; "
+            f"{len(had)} already in the cache or mirror ({cache.root})",
+            file=sys.stderr,
+        )
 
         def fetch(url: str) -> str | None:
             try:
@@ -54,11 +57,17 @@ def prefetch(overrides: list[str], workers: int = 4) -> int:
             failures = {u: why for u, why in zip(todo, pool.map(fetch, todo)) if why}
     for url, why in failures.items():
         tasks_of = needed[url]
-        print(f"  FAILED {url}: {why} (needed by {', '.join(tasks_of[:3])}"
-              f"{f' and {len(tasks_of) - 3} more' if len(tasks_of) > 3 else ''})", file=sys.stderr)
+        print(
+            f"  FAILED {url}: {why} (needed by {', '.join(tasks_of[:3])}"
+            f"{f' and {len(tasks_of) - 3} more' if len(tasks_of) > 3 else ''})",
+            file=sys.stderr,
+        )
     blocked = {t for url in failures for t in needed[url]}
-    print(f"prefetch: {len(todo) - len(failures)} downloaded, {len(failures)} failed; "
-          f"{len(blocked)} task(s) would be skipped for a missing file", file=sys.stderr)
+    print(
+        f"prefetch: {len(todo) - len(failures)} downloaded, {len(failures)} failed; "
+        f"{len(blocked)} task(s) would be skipped for a missing file",
+        file=sys.stderr,
+    )
     return 1 if failures else 0
 
 

@@ -32,19 +32,47 @@ from mcpworld.tasks.toolathlon import IGNORED_LOCAL_TOOLS, LOCAL_TOOLS, UNAVAILA
 from mcpworld.tasks.toolathlon_accounts import Accounts, Use, accounts_of
 
 # the 13 tasks whose verdicts match upstream's here (docs/mcp.md: 26 of 26 workspaces)
-MEASURED = {"arrange-workspace", "courses-ta-hws", "detect-revised-terms", "excel-data-transformation",
-            "excel-market-research", "imagenet", "interview-report", "paper-checker", "ppt-analysis",
-            "privacy-desensitization", "reimbursement-form-filler", "sales-accounting",
-            "university-course-selection"}
+MEASURED = {
+    "arrange-workspace",
+    "courses-ta-hws",
+    "detect-revised-terms",
+    "excel-data-transformation",
+    "excel-market-research",
+    "imagenet",
+    "interview-report",
+    "paper-checker",
+    "ppt-analysis",
+    "privacy-desensitization",
+    "reimbursement-form-filler",
+    "sales-accounting",
+    "university-course-selection",
+}
 # outside accounts, by MCP server (the task's own code: tasks.toolathlon_accounts)
 SERVER_ACCOUNTS = {
-    "github": "GitHub", "notion": "Notion", "google_sheet": "Google", "google_calendar": "Google",
-    "google_forms": "Google", "google-cloud": "Google Cloud", "snowflake": "Snowflake", "wandb": "W&B",
-    "huggingface": "Hugging Face", "google_map": "Google API key", "youtube": "Google API key",
-    "emails": "Poste.io mail", "canvas": "Canvas", "woocommerce": "WooCommerce", "k8s": "kind cluster"}
+    "github": "GitHub",
+    "notion": "Notion",
+    "google_sheet": "Google",
+    "google_calendar": "Google",
+    "google_forms": "Google",
+    "google-cloud": "Google Cloud",
+    "snowflake": "Snowflake",
+    "wandb": "W&B",
+    "huggingface": "Hugging Face",
+    "google_map": "Google API key",
+    "youtube": "Google API key",
+    "emails": "Poste.io mail",
+    "canvas": "Canvas",
+    "woocommerce": "WooCommerce",
+    "k8s": "kind cluster",
+}
 # accounts a Klavis sandbox hands over (its credentials reach the task's scripts; mail lives in the local sandbox)
-KLAVIS_ACCOUNTS = {"GitHub": "github", "Notion": "notion", "Snowflake": "snowflake", "WooCommerce": "woocommerce",
-                   "Poste.io mail": "emails"}
+KLAVIS_ACCOUNTS = {
+    "GitHub": "github",
+    "Notion": "notion",
+    "Snowflake": "snowflake",
+    "WooCommerce": "woocommerce",
+    "Poste.io mail": "emails",
+}
 SHOWN_USES = 3  # code places named per account in the table (the rest counted)
 
 
@@ -83,8 +111,13 @@ def catalog_status() -> dict[str, str | None]:
     return {spec.name: spec.filled(values).unavailable() for spec in parse_servers(list(catalog), catalog, "catalog")}
 
 
-def census(folder: Path, installed: dict[str, str | None], klavis_key: bool, code: Accounts | None = None,
-           classification: Classification = RUNNER) -> Census:
+def census(
+    folder: Path,
+    installed: dict[str, str | None],
+    klavis_key: bool,
+    code: Accounts | None = None,
+    classification: Classification = RUNNER,
+) -> Census:
     data = json.loads((folder / "task_config.json").read_text(encoding="utf-8"))
     servers = [str(s) for s in data.get("needed_mcp_servers") or []]
     tools = [str(t) for t in data.get("needed_local_tools") or []]
@@ -94,7 +127,8 @@ def census(folder: Path, installed: dict[str, str | None], klavis_key: bool, cod
             c.catalog.append(name)
         place = classification.placement(name)
         {"local": c.klavis_local, "individual": c.individual}.get(place.kind, c.unhosted).append(
-            place.name if place.kind == "individual" else name)
+            place.name if place.kind == "individual" else name
+        )
     c.as_runner = not classification.differs_from_runner(servers)
     needed: dict[str, list[str]] = {}
     for s in servers:
@@ -136,13 +170,13 @@ def census(folder: Path, installed: dict[str, str | None], klavis_key: bool, cod
         why.append(f"local tool {', '.join(tool_gap)}")
     if c.unhosted:
         why.append(f"no Klavis sandbox for {', '.join(c.unhosted)} on this account")
-    files = sorted({p.name for s in servers if (p := classification.placement(s)).kind == "individual"
-                    and p.name in CREDENTIAL_FILES})
+    files = sorted(
+        {p.name for s in servers if (p := classification.placement(s)).kind == "individual" and p.name in CREDENTIAL_FILES}
+    )
     if files:
         why.append(f"{', '.join(files)}: credential files not handed over yet")
     handed = {KLAVIS_ACCOUNTS[a] for a in accounts if a in KLAVIS_ACCOUNTS}
-    uncovered = sorted(a for a in accounts - {"Serper"} if a not in KLAVIS_ACCOUNTS
-                       and not (a.startswith("Google") and files))
+    uncovered = sorted(a for a in accounts - {"Serper"} if a not in KLAVIS_ACCOUNTS and not (a.startswith("Google") and files))
     if uncovered:
         why.append(f"accounts Klavis does not hand over: {', '.join(uncovered)}")
     needed_sandboxes = {s for s in handed if s != "emails"}
@@ -175,33 +209,55 @@ def markdown(rows: list[Census], source: str, classification: Classification = R
     undocumented = sorted(s for s in individual if s not in DOCUMENTED_INDIVIDUAL)
     keyed = "KLAVIS_API_KEY set" if any("KLAVIS_API_KEY unset" not in r.klavis for r in rows) else "KLAVIS_API_KEY unset"
     local_names = ", ".join(sorted(classification.local))
-    placed = ("the seed runner's: its 13 local-sandbox servers, every other server an individual sandbox"
-              if classification.is_runners() and not classification.names else
-              f"local sandbox {local_names}; no sandbox for {', '.join(sorted(classification.unhosted)) or '-'}")
-    lines = [f"Census of {len(rows)} Toolathlon tasks ({source}), made by `python -m mcpworld.cli.toolathlon_census`; "
-             f"Klavis placement: {placed}.", "",
-             "| needs | tasks |", "|---|---:|", *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
-             f"| runnable here with env=local | {local_ok} |", f"| runnable with env=klavis ({keyed}) | {klavis_ok} |",
-             f"| servers placed as the seed runner places them | {sum(r.as_runner for r in rows)} of {len(rows)} |",
-             f"| upstream's verdicts measured (13 local-only) | {sum(r.name in MEASURED for r in rows)} |", "",
-             "Individual sandboxes: " + ", ".join(f"{k} {v}" for k, v in individual.most_common()), ""]
+    placed = (
+        "the seed runner's: its 13 local-sandbox servers, every other server an individual sandbox"
+        if classification.is_runners() and not classification.names
+        else f"local sandbox {local_names}; no sandbox for {', '.join(sorted(classification.unhosted)) or '-'}"
+    )
+    lines = [
+        f"Census of {len(rows)} Toolathlon tasks ({source}), made by `python -m mcpworld.cli.toolathlon_census`; "
+        f"Klavis placement: {placed}.",
+        "",
+        "| needs | tasks |",
+        "|---|---:|",
+        *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
+        f"| runnable here with env=local | {local_ok} |",
+        f"| runnable with env=klavis ({keyed}) | {klavis_ok} |",
+        f"| servers placed as the seed runner places them | {sum(r.as_runner for r in rows)} of {len(rows)} |",
+        f"| upstream's verdicts measured (13 local-only) | {sum(r.name in MEASURED for r in rows)} |",
+        "",
+        "Individual sandboxes: " + ", ".join(f"{k} {v}" for k, v in individual.most_common()),
+        "",
+    ]
     if undocumented:
-        lines += [f"Asked for as the runner asks, though Klavis's API reference does not list them as individual "
-                  f"sandboxes: {', '.join(undocumented)}.", ""]
+        lines += [
+            f"Asked for as the runner asks, though Klavis's API reference does not list them as individual "
+            f"sandboxes: {', '.join(undocumented)}.",
+            "",
+        ]
     lines += ["| task | MCP servers | Klavis individual | accounts | env=local | env=klavis |", "|---|---|---|---|---|---|"]
     for r in rows:
         name = f"{r.name} ✓" if r.name in MEASURED else r.name
-        lines.append(f"| {name} | {', '.join(r.servers)} | {', '.join(r.individual) or '-'} | "
-                     f"{', '.join(r.accounts) or '-'} | {r.local} | {r.klavis} |")
-    lines += ["", "Each account, and what needs it: the task's server, or the first place in each file of its live "
-              "preprocess/grader code (file:line, relative to the task folder).", "",
-              "| task | account | needed by |", "|---|---|---|"]
+        lines.append(
+            f"| {name} | {', '.join(r.servers)} | {', '.join(r.individual) or '-'} | "
+            f"{', '.join(r.accounts) or '-'} | {r.local} | {r.klavis} |"
+        )
+    lines += [
+        "",
+        "Each account, and what needs it: the task's server, or the first place in each file of its live "
+        "preprocess/grader code (file:line, relative to the task folder).",
+        "",
+        "| task | account | needed by |",
+        "|---|---|---|",
+    ]
     for r in rows:
         lines += [f"| {r.name} | {account} | {'; '.join(where)} |" for account, where in r.needed_by.items()]
     text = sorted({f"{r.name}/{f}" for r in rows for f in r.read_as_text})
     if text:
-        lines += ["", f"Read as text (this Python cannot parse them; install a python3.12 for an exact reading): "
-                      f"{', '.join(text)}."]
+        lines += [
+            "",
+            f"Read as text (this Python cannot parse them; install a python3.12 for an exact reading): {', '.join(text)}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -209,11 +265,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpworld.cli.toolathlon_census", description=__doc__)
     parser.add_argument("root", type=Path, help="a Toolathlon checkout (or its tasks/finalpool)")
     parser.add_argument("--markdown", type=Path, help="write the table here")
-    parser.add_argument("--local-sandbox", metavar="NAMES",
-                        help="the account's local-sandbox servers, comma-separated Klavis names (env.klavis.local_sandbox; "
-                             f"default: the runner's {len(RUNNER_LOCAL_SANDBOX)})")
-    parser.add_argument("--no-sandbox", metavar="NAMES", default="",
-                        help="task servers the account has no sandbox for, comma-separated (env.klavis.no_sandbox)")
+    parser.add_argument(
+        "--local-sandbox",
+        metavar="NAMES",
+        help="the account's local-sandbox servers, comma-separated Klavis names (env.klavis.local_sandbox; "
+        f"default: the runner's {len(RUNNER_LOCAL_SANDBOX)})",
+    )
+    parser.add_argument(
+        "--no-sandbox",
+        metavar="NAMES",
+        default="",
+        help="task servers the account has no sandbox for, comma-separated (env.klavis.no_sandbox)",
+    )
     args = parser.parse_args(argv)
     local = frozenset(filter(None, args.local_sandbox.split(","))) if args.local_sandbox else RUNNER_LOCAL_SANDBOX
     classification = Classification(local=local, unhosted=frozenset(filter(None, args.no_sandbox.split(","))))

@@ -13,10 +13,12 @@ from omegaconf import DictConfig
 
 from mcpworld.core.secrets import mask_secrets
 
-LAUNCHER_LOGGERS = ("hydra._internal.core_plugins.basic_launcher",
-                    "hydra_plugins.hydra_joblib_launcher.joblib_launcher",
-                    "hydra_plugins.hydra_submitit_launcher.submitit_launcher",
-                    "hydra_plugins.hydra_ray_launcher.ray_launcher")
+LAUNCHER_LOGGERS = (
+    "hydra._internal.core_plugins.basic_launcher",
+    "hydra_plugins.hydra_joblib_launcher.joblib_launcher",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher",
+    "hydra_plugins.hydra_ray_launcher.ray_launcher",
+)
 
 
 class MaskFilter(logging.Filter):

@@ -27,13 +27,16 @@ def missing_plugin(argv: list[str]) -> str | None:
         module, extra = PLUGINS[name]
         if importlib.util.find_spec(module) is None:
             fix = f"pip install -e '.[{extra}]'" if extra else "pip install -e ."
-            return (f"hydra/launcher={name} needs its Hydra plugin ({module.split('.')[-1]}), which is not "
-                    f"installed: {fix} (the `{extra or 'core'}` extra)")
+            return (
+                f"hydra/launcher={name} needs its Hydra plugin ({module.split('.')[-1]}), which is not "
+                f"installed: {fix} (the `{extra or 'core'}` extra)"
+            )
     return None
 
 
 def quiet_schema_matching() -> None:
     """Our presets carry the plugins' own names, so Hydra checks them against the plugin's schema
     and fills in what they leave out; that is what we want, but Hydra warns about it each run."""
-    warnings.filterwarnings("ignore", message=r"(?s).*is validated against ConfigStore schema with the same name",
-                            category=UserWarning)
+    warnings.filterwarnings(
+        "ignore", message=r"(?s).*is validated against ConfigStore schema with the same name", category=UserWarning
+    )

@@ -24,10 +24,12 @@ def check_preference(model: str, preferred: str | None, chosen: str, explicit: b
     """Raise when the model prefers a screen that nothing explicit overrode and its file did not pick."""
     if not preferred or explicit or chosen == preferred:
         return
-    raise UserError(f"model={model} prefers resolution={preferred} (model.preferred_resolution), but the run would "
-                    f"use resolution={chosen}: add `- override /resolution: {preferred}` under `defaults:` in its model "
-                    f"file (conf/model/{model}.yaml; a resolution= on the command line still wins), or run with "
-                    f"resolution={preferred}.")
+    raise UserError(
+        f"model={model} prefers resolution={preferred} (model.preferred_resolution), but the run would "
+        f"use resolution={chosen}: add `- override /resolution: {preferred}` under `defaults:` in its model "
+        f"file (conf/model/{model}.yaml; a resolution= on the command line still wins), or run with "
+        f"resolution={preferred}."
+    )
 
 
 def explicitly_chosen(overrides: list[str], experiment: str | None) -> bool:

@@ -117,7 +117,6 @@ class Lang(StrEnum):
     cn = "cn"  # Toolathlon's *_cn variants
 
 
-
 @dataclass
 class PriceConfig:
     """USD per 1M tokens, as the provider bills them (None: no cost is computed)."""
@@ -267,6 +266,7 @@ class VncConfig:
 @dataclass
 class VmConfig:
     """env=vm: the suite's own machine, reached through its server (no desktop of ours)."""
+
     url: Optional[str] = None  # e.g. http://192.168.122.10:5000 (OSWorld) or :5000 (WAA)
     # a pool of VMs, one per concurrent episode (concurrency ≤ their number); instead of url
     urls: Optional[List[str]] = None

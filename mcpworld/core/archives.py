@@ -23,8 +23,11 @@ def safe_extract(archive: Path | bytes, dest: Path, label: str | None = None) ->
     dest.mkdir(parents=True, exist_ok=True)
     name = label or (str(archive) if isinstance(archive, Path) else "archive")
     try:
-        opened = (tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") if isinstance(archive, bytes)
-                  else tarfile.open(archive, mode="r:*"))
+        opened = (
+            tarfile.open(fileobj=io.BytesIO(archive), mode="r:*")
+            if isinstance(archive, bytes)
+            else tarfile.open(archive, mode="r:*")
+        )
         with opened as tar:
             members = tar.getmembers()
             for member in members:

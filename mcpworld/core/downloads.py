@@ -63,7 +63,7 @@ def mirror_path(url: str) -> str:
     for root in MIRROR_ROOTS:
         at = whole.find(root)
         if at >= 0:
-            return whole[at + len(root):]
+            return whole[at + len(root) :]
     return whole
 
 
@@ -129,7 +129,7 @@ class FileCache:
         if not prefixes:
             return url
         target = str(self.rewrite[prefixes[0]])
-        rest = url[len(prefixes[0]):]
+        rest = url[len(prefixes[0]) :]
         if is_remote(target) or target.startswith("file://"):
             return target + rest
         return str(Path(target).expanduser() / unquote(rest))

@@ -89,9 +89,11 @@ def listen_token(host: str, variable: str, port: int | None = None) -> str:
     if is_loopback(host):
         return new_token()
     tunnel = f"ssh -L {port}:127.0.0.1:{port} THIS-HOST" if port else "ssh -L"
-    raise UserError(f"--host {host} would serve other machines without a token you chose; set {variable} "
-                    "to a long random secret (python -c 'import secrets; print(secrets.token_urlsafe(32))') "
-                    f"on both sides, or keep --host 127.0.0.1 and reach it through `{tunnel}`")
+    raise UserError(
+        f"--host {host} would serve other machines without a token you chose; set {variable} "
+        "to a long random secret (python -c 'import secrets; print(secrets.token_urlsafe(32))') "
+        f"on both sides, or keep --host 127.0.0.1 and reach it through `{tunnel}`"
+    )
 
 
 def write_token(path: Path, token: str) -> Path:
@@ -205,8 +207,11 @@ class Guard:
         if refusal is not None:
             return refusal
         if not self._token_given(target, headers):
-            return Refusal(401, "wrong or missing token (send Authorization: Bearer …; the token is in the "
-                                "0600 file this service wrote, see docs/security.md)")
+            return Refusal(
+                401,
+                "wrong or missing token (send Authorization: Bearer …; the token is in the "
+                "0600 file this service wrote, see docs/security.md)",
+            )
         content_type = headers.get("content-type")
         has_body = (headers.get("content-length") or "0").strip() not in ("", "0") or headers.get("transfer-encoding")
         media = (content_type or "").split(";")[0].strip().lower()

@@ -19,8 +19,21 @@ from mcpworld.core.actions import Action
 
 PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "primary": 1, "secondary": 3}
-SUPPORTED = ("hotkey", "press", "typewrite", "write", "click", "doubleClick", "tripleClick", "rightClick",
-             "moveTo", "scroll", "sleep", "mouseDown", "mouseUp")
+SUPPORTED = (
+    "hotkey",
+    "press",
+    "typewrite",
+    "write",
+    "click",
+    "doubleClick",
+    "tripleClick",
+    "rightClick",
+    "moveTo",
+    "scroll",
+    "sleep",
+    "mouseDown",
+    "mouseUp",
+)
 
 
 @dataclass(frozen=True)
@@ -96,8 +109,11 @@ def _translate(name: str, args: list[Any], kw: dict[str, Any]) -> list[Step]:
         clicks = int(args[0] if args else kw.get("clicks", 0))
         point = _point(list(args[1:]), kw)
         return [dict(kind="scroll", direction="up" if clicks > 0 else "down", amount=abs(clicks), **point)]
-    button = "right" if name == "rightClick" else str(args[2] if name in ("mouseDown", "mouseUp") and len(args) > 2
-                                                        else kw.get("button", "left"))
+    button = (
+        "right"
+        if name == "rightClick"
+        else str(args[2] if name in ("mouseDown", "mouseUp") and len(args) > 2 else kw.get("button", "left"))
+    )
     if button not in BUTTONS:
         raise Unsupported(f"{name}() with button {button!r}")
     if name in ("mouseDown", "mouseUp"):  # press or release where the pointer is, or after moving to x, y
@@ -121,8 +137,12 @@ def parse(source: str) -> list[Step]:
             modules.update({a.asname or a.name: a.name for a in statement.names})
             continue
         call = statement.value if isinstance(statement, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name) and call.func.value.id in modules):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id in modules
+        ):
             raise Unsupported(f"the statement {ast.unparse(statement)!r}")
         module, name = modules[call.func.value.id], call.func.attr
         if (module == "time") != (name == "sleep") or name not in SUPPORTED:

@@ -25,6 +25,7 @@ class Registry(Generic[T]):
                     raise ValueError(f"{self.key}: {name!r} is registered twice")
                 self._entries[name] = entry
             return entry
+
         return add
 
     def get(self, name: str) -> T:

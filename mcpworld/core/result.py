@@ -160,8 +160,7 @@ class EpisodeResult:
         out["hallucinations"] = self.hallucinations
         out["loops"] = self.loops
         out["truncations"] = self.truncations
-        for name, values in (("ttft_s", self.ttft_s), ("generation_s", self.generation_s),
-                             ("llm_latency_s", self.llm_latency_s)):
+        for name, values in (("ttft_s", self.ttft_s), ("generation_s", self.generation_s), ("llm_latency_s", self.llm_latency_s)):
             if values:
                 out[f"{name}_mean"] = sum(values) / len(values)
         out.update(tool_family_metrics(tool_counts_by_family(self.tool_calls)))

@@ -30,6 +30,7 @@ def strip_secrets(data: Any) -> Any:
 def mask_secrets(text: str) -> str:
     """``provider.api_key=sk-…`` (an override, a YAML line) with its value hidden; ``max_tokens``
     and the like are not secrets."""
+
     def hide(m: re.Match) -> str:  # a value may itself hold an assignment: key: a.api_key=…
         return m.group(1) + m.group(2) + ("'***'" if SECRET_KEY.search(m.group(1)) else mask_secrets(m.group(3)))
 

@@ -17,19 +17,27 @@ from pathlib import Path
 
 LIST_OPERATORS = ("&&", "||", ";;", ";", "&", "\n")
 # words that start no program: bash's keywords and builtins (and what test/[ are as builtins)
-KEYWORDS = frozenset("if then else elif fi do done while until for in case esac function select time ! { } "
-                     "[[ ]] coproc".split())
-BUILTINS = frozenset("echo printf cd export set unset read test [ true false : source . eval exit return local "
-                     "declare typeset shift wait trap type alias unalias pushd popd dirs let ulimit umask hash "
-                     "kill pwd readonly getopts builtin enable help history jobs fg bg disown suspend logout "
-                     "mapfile readarray shopt caller compgen complete exec command".split())
+KEYWORDS = frozenset("if then else elif fi do done while until for in case esac function select time ! { } [[ ]] coproc".split())
+BUILTINS = frozenset(
+    "echo printf cd export set unset read test [ true false : source . eval exit return local "
+    "declare typeset shift wait trap type alias unalias pushd popd dirs let ulimit umask hash "
+    "kill pwd readonly getopts builtin enable help history jobs fg bg disown suspend logout "
+    "mapfile readarray shopt caller compgen complete exec command".split()
+)
 # programs that run the program named after their options: each one's options that take a value,
 # and how many plain arguments come before the program (timeout's duration)
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset("-u -g -h -p -C -D -r -t -U".split()), 0), "timeout": (frozenset("-s -k".split()), 1),
-    "nice": (frozenset({"-n"}), 0), "env": (frozenset("-u -C -S".split()), 0), "nohup": (frozenset(), 0),
-    "stdbuf": (frozenset("-i -o -e".split()), 0), "xargs": (frozenset("-I -n -d -E -L -P -s -a".split()), 0),
-    "exec": (frozenset({"-a"}), 0), "command": (frozenset(), 0), "time": (frozenset("-f -o".split()), 0)}
+    "sudo": (frozenset("-u -g -h -p -C -D -r -t -U".split()), 0),
+    "timeout": (frozenset("-s -k".split()), 1),
+    "nice": (frozenset({"-n"}), 0),
+    "env": (frozenset("-u -C -S".split()), 0),
+    "nohup": (frozenset(), 0),
+    "stdbuf": (frozenset("-i -o -e".split()), 0),
+    "xargs": (frozenset("-I -n -d -E -L -P -s -a".split()), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "command": (frozenset(), 0),
+    "time": (frozenset("-f -o".split()), 0),
+}
 SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 REDIRECTION = re.compile(r"^\d*(>>|>&|<&|&>>|&>|<<<|<<-|<<|<>|>\||>|<)")
@@ -81,7 +89,7 @@ def _past_double(text: str, i: int) -> int:
             continue
         if c == '"':
             return i + 1
-        if c == "$" and text[i + 1:i + 2] == "(":
+        if c == "$" and text[i + 1 : i + 2] == "(":
             i = _close(text, i + 1)
             continue
         i += 1
@@ -94,7 +102,7 @@ def tokens(text: str) -> list[Token]:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
-        if c in " \t\r" or (c == "\\" and text[i + 1:i + 2] == "\n"):
+        if c in " \t\r" or (c == "\\" and text[i + 1 : i + 2] == "\n"):
             i += 1 if c != "\\" else 2
             continue
         if c == "#":  # a comment, to the end of the line
@@ -102,13 +110,13 @@ def tokens(text: str) -> list[Token]:
             i = n if end < 0 else end
             continue
         op = next((o for o in ("&&", "||", ";;") if text.startswith(o, i)), None) or (c if c in ";&|\n" else None)
-        if op and not (c == "&" and text[i + 1:i + 2] == ">"):
+        if op and not (c == "&" and text[i + 1 : i + 2] == ">"):
             out.append(Token("op", op, i, i + len(op)))
             i += len(op)
             continue
         if c == "(":
             end = _close(text, i)
-            out.append(Token("group", text[i + 1:max(i + 1, end - 1)], i, end))
+            out.append(Token("group", text[i + 1 : max(i + 1, end - 1)], i, end))
             i = end
             continue
         if c == ")":
@@ -123,12 +131,12 @@ def tokens(text: str) -> list[Token]:
                 i = _past_single(text, i)
             elif c == '"':
                 i = _past_double(text, i)
-            elif c == "$" and text[i + 1:i + 2] == "(":
+            elif c == "$" and text[i + 1 : i + 2] == "(":
                 i = _close(text, i + 1)
             elif c == "`":
                 end = text.find("`", i + 1)
                 i = n if end < 0 else end + 1
-            elif c == "&" and (text[i - 1:i] in (">", "<") or text[i + 1:i + 2] == ">"):
+            elif c == "&" and (text[i - 1 : i] in (">", "<") or text[i + 1 : i + 2] == ">"):
                 i += 1  # 2>&1, &>file: part of a redirection
             elif c in " \t\r\n;&|()":
                 break
@@ -197,14 +205,14 @@ def _substitutions(word: str) -> list[str]:
             i += 2
         elif c == "'" and not _in_double(word, i):
             i = _past_single(word, i)
-        elif c == "$" and word[i + 1:i + 2] == "(" and word[i + 2:i + 3] != "(":
+        elif c == "$" and word[i + 1 : i + 2] == "(" and word[i + 2 : i + 3] != "(":
             end = _close(word, i + 1)
-            found.append(word[i + 2:end - 1])
+            found.append(word[i + 2 : end - 1])
             i = end
         elif c == "`":
             end = word.find("`", i + 1)
             end = len(word) if end < 0 else end
-            found.append(word[i + 1:end])
+            found.append(word[i + 1 : end])
             i = end + 1
         else:
             i += 1
@@ -269,6 +277,6 @@ def _program_of(words: list[str]) -> list[str]:
         return []
     found = [name]
     if Path(name).name in SHELLS and "-c" in words[1:]:
-        script = words[words.index("-c") + 1:words.index("-c") + 2]
+        script = words[words.index("-c") + 1 : words.index("-c") + 2]
         found += programs(script[0], True) if script else []
     return found

@@ -21,10 +21,17 @@ def normalize_step(step: Any, where: str = "task") -> tuple[str, dict[str, Any]]
         return str(step["type"]), dict(step.get("parameters") or {})
     if len(step) != 1:
         raise TaskFileError(f"{where}: step {step!r} must have exactly one key (its type) or 'type'+'parameters'")
-    (kind, params), = step.items()
+    ((kind, params),) = step.items()
     if isinstance(params, (list, str)):
-        params = {"command": params} if kind in ("launch", "execute", "command") else {"path": params} \
-            if kind == "open" else {"seconds": params} if kind == "sleep" else {"window_name": params}
+        params = (
+            {"command": params}
+            if kind in ("launch", "execute", "command")
+            else {"path": params}
+            if kind == "open"
+            else {"seconds": params}
+            if kind == "sleep"
+            else {"window_name": params}
+        )
     elif isinstance(params, (int, float)) and kind == "sleep":
         params = {"seconds": params}
     return kind, dict(params or {})
@@ -39,10 +46,13 @@ def fill_screen(command: Any, width: int, height: int) -> Any:
     """OSWorld's ``{SCREEN_WIDTH}``/``{SCREEN_HEIGHT}`` (and ``_HALF``) in a command, as its setup
     controller fills them from the screen size (e.g. a click in the middle of the screen), and its
     ``{CLIENT_PASSWORD}`` (``echo {CLIENT_PASSWORD} | sudo -S …``), filled with its VMs' password."""
+
     def fill(text: str) -> str:
         text = text.replace("{CLIENT_PASSWORD}", CLIENT_PASSWORD)
         return SCREEN_PLACEHOLDERS.sub(
-            lambda m: str((width if m.group(1) == "WIDTH" else height) // (2 if m.group(2) else 1)), text)
+            lambda m: str((width if m.group(1) == "WIDTH" else height) // (2 if m.group(2) else 1)), text
+        )
+
     return fill(command) if isinstance(command, str) else [fill(str(c)) for c in command]
 
 
@@ -61,10 +71,19 @@ def unreplayable(kind: str, params: dict[str, Any]) -> str | None:
 
 # the parameters each step kind needs; its keys are every kind a desktop runs
 REQUIRED: dict[str, tuple[str, ...]] = {
-    "launch": ("command",), "execute": ("command",), "command": ("command",), "open": ("path",),
-    "activate_window": ("window_name",), "close_window": ("window_name",), "copy": ("src", "dest"),
-    "download": ("url", "dest"), "chrome_open_tabs": ("urls_to_open",), "chrome_close_tabs": ("urls_to_close",),
-    "update_browse_history": ("history",), "sleep": ()}
+    "launch": ("command",),
+    "execute": ("command",),
+    "command": ("command",),
+    "open": ("path",),
+    "activate_window": ("window_name",),
+    "close_window": ("window_name",),
+    "copy": ("src", "dest"),
+    "download": ("url", "dest"),
+    "chrome_open_tabs": ("urls_to_open",),
+    "chrome_close_tabs": ("urls_to_close",),
+    "update_browse_history": ("history",),
+    "sleep": (),
+}
 
 
 def validate_steps(steps: list[Any], where: str) -> None:
@@ -118,6 +137,8 @@ def sudo_needs(steps: list[Any], satisfied: Satisfied = satisfied_here) -> tuple
         item = missing[0]
         if item.kind == "root":
             return text, f"it runs sudo ({item.text[:80]!r}), which env=local never grants: it would be root on this host"
-        return text, (f"a step installs {', '.join(item.packages)} as root ({item.text[:80]!r}), which env=local "
-                      f"never grants; {item.install_hint()}")
+        return text, (
+            f"a step installs {', '.join(item.packages)} as root ({item.text[:80]!r}), which env=local "
+            f"never grants; {item.install_hint()}"
+        )
     return None

@@ -54,12 +54,15 @@ class SudoItem:
         """A bash script that exits 0 where this item is satisfied; None when nothing needs checking."""
         if self.kind == "apt":
             names = " ".join(shlex.quote(p) for p in self.packages)
-            return (f"for p in {names}; do dpkg-query -W -f='${{db:Status-Status}}' \"$p\" 2>/dev/null "
-                    "| grep -qx installed || exit 1; done")
+            return (
+                f"for p in {names}; do dpkg-query -W -f='${{db:Status-Status}}' \"$p\" 2>/dev/null "
+                "| grep -qx installed || exit 1; done"
+            )
         if self.kind == "pip":
             names = " ".join(shlex.quote(p) for p in self.packages)
-            return ("python3 -c 'import importlib.metadata as m, sys; [m.distribution(n) for n in sys.argv[1:]]' "
-                    f"{names} 2>/dev/null")
+            return (
+                f"python3 -c 'import importlib.metadata as m, sys; [m.distribution(n) for n in sys.argv[1:]]' {names} 2>/dev/null"
+            )
         return None
 
     def install_hint(self) -> str:
@@ -84,7 +87,7 @@ def sudo_items(command: str) -> list[SudoItem]:
             if words and words[0] == "sudo":
                 after = _after_sudo(words[1:])
                 kind, packages = classify(after)
-                written = " ".join(element[len(element) - len(after):]) if kind == "home" else ""
+                written = " ".join(element[len(element) - len(after) :]) if kind == "home" else ""
                 found.append(SudoItem(text, start, end, kind, packages, written))
                 break
     return found
@@ -129,11 +132,18 @@ def classify(argv: list[str]) -> tuple[str, tuple[str, ...]]:
         if not args[1:] or set(rest) & flags_with_files or not all(names) or any("/" in a for a in args[1:]):
             return "root", ()
         return ("apt" if program in APT else "pip"), tuple(m.group(0) for m in names if m)
-    if program == "mkdir" and args and all(a in ("-p", "--parents", "-v") for a in rest if a.startswith("-")) \
-            and all(a.startswith(("~/", "$HOME/")) and ".." not in a.split("/") for a in args):
+    if (
+        program == "mkdir"
+        and args
+        and all(a in ("-p", "--parents", "-v") for a in rest if a.startswith("-"))
+        and all(a.startswith(("~/", "$HOME/")) and ".." not in a.split("/") for a in args)
+    ):
         return "home", ()
-    if program == "su" and all(a in ("-", "-l", "--login") or not a.startswith("-") for a in rest) \
-            and len([a for a in rest if not a.startswith("-")]) <= 1:
+    if (
+        program == "su"
+        and all(a in ("-", "-l", "--login") or not a.startswith("-") for a in rest)
+        and len([a for a in rest if not a.startswith("-")]) <= 1
+    ):
         return "noop", ()
     return "root", ()
 
@@ -152,7 +162,7 @@ def without_satisfied(command: str, satisfied: Satisfied) -> str:
     out, last = [], 0
     for item in sudo_items(command):
         if item.kind != "root" and satisfied(item):
-            out += [command[last:item.start], item.unprivileged or "true"]
+            out += [command[last : item.start], item.unprivileged or "true"]
             last = item.end
     return "".join(out) + command[last:]
 
@@ -161,8 +171,12 @@ def without_satisfied(command: str, satisfied: Satisfied) -> str:
 def _passes_here(script: str) -> bool:
     path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Debian's python3, as the desktop's
     try:
-        return subprocess.run(["bash", "-c", script], env={"PATH": path, "LANG": "C.UTF-8"}, timeout=60,
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run(
+                ["bash", "-c", script], env={"PATH": path, "LANG": "C.UTF-8"}, timeout=60, capture_output=True
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 

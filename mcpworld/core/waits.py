@@ -34,19 +34,67 @@ DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 600.0
 SCREEN = ("changed", "still")
 # AT-SPI's state names as pyatspi.stateToString writes them (the a11y dump's st:* attributes)
-STATES = frozenset({
-    "active", "armed", "busy", "checked", "collapsed", "defunct", "editable", "enabled", "expandable",
-    "expanded", "focusable", "focused", "horizontal", "iconified", "modal", "multi line", "multiselectable",
-    "opaque", "pressed", "resizable", "selectable", "selected", "sensitive", "showing", "single line",
-    "stale", "transient", "vertical", "visible", "manages descendants", "indeterminate", "required",
-    "truncated", "animated", "invalid entry", "supports autocompletion", "selectable text", "is default",
-    "visited", "checkable", "has popup", "read only"})
+STATES = frozenset(
+    {
+        "active",
+        "armed",
+        "busy",
+        "checked",
+        "collapsed",
+        "defunct",
+        "editable",
+        "enabled",
+        "expandable",
+        "expanded",
+        "focusable",
+        "focused",
+        "horizontal",
+        "iconified",
+        "modal",
+        "multi line",
+        "multiselectable",
+        "opaque",
+        "pressed",
+        "resizable",
+        "selectable",
+        "selected",
+        "sensitive",
+        "showing",
+        "single line",
+        "stale",
+        "transient",
+        "vertical",
+        "visible",
+        "manages descendants",
+        "indeterminate",
+        "required",
+        "truncated",
+        "animated",
+        "invalid entry",
+        "supports autocompletion",
+        "selectable text",
+        "is default",
+        "visited",
+        "checkable",
+        "has popup",
+        "read only",
+    }
+)
 KEYS: dict[str, type | tuple[type, ...]] = {
-    "window": str, "process": str, "gone": bool,
-    "file": str, "changed": bool, "contains": str,
-    "widget": str, "role": str, "state": (str, list),
-    "text": str, "region": list, "screen": str,
-    "timeout": (int, float)}
+    "window": str,
+    "process": str,
+    "gone": bool,
+    "file": str,
+    "changed": bool,
+    "contains": str,
+    "widget": str,
+    "role": str,
+    "state": (str, list),
+    "text": str,
+    "region": list,
+    "screen": str,
+    "timeout": (int, float),
+}
 REGEXES = ("window", "process", "widget", "role", "text")
 GOES = ("window", "process", "widget", "role", "text")  # what 'gone' can wait to disappear
 WAITS_FOR = ("window", "process", "file", "widget", "role", "text", "screen")
@@ -68,15 +116,20 @@ def check_wait(args: dict[str, object], where: str) -> None:
     for key, value in args.items():
         kind = KEYS[key]
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-            raise TaskFileError(f"{where}: wait_for {key}={value!r} has the wrong type "
-                                "(window/process/file/contains/widget/role/text/screen: text, gone/changed: true or "
-                                "false, state: a state or a list of them, region: [x1, y1, x2, y2], timeout: seconds)")
+            raise TaskFileError(
+                f"{where}: wait_for {key}={value!r} has the wrong type "
+                "(window/process/file/contains/widget/role/text/screen: text, gone/changed: true or "
+                "false, state: a state or a list of them, region: [x1, y1, x2, y2], timeout: seconds)"
+            )
     if not set(WAITS_FOR) & set(args):
-        raise TaskFileError(f"{where}: wait_for {args!r} waits for nothing; give 'window: REGEX', 'process: REGEX', "
-                            "'file: PATH', 'widget: REGEX' / 'role: REGEX', 'text: REGEX' and/or 'screen: changed'")
+        raise TaskFileError(
+            f"{where}: wait_for {args!r} waits for nothing; give 'window: REGEX', 'process: REGEX', "
+            "'file: PATH', 'widget: REGEX' / 'role: REGEX', 'text: REGEX' and/or 'screen: changed'"
+        )
     if "gone" in args and not set(GOES) & set(args):
-        raise TaskFileError(f"{where}: wait_for 'gone' needs 'window', 'process', 'widget'/'role' or 'text' "
-                            "(what should disappear)")
+        raise TaskFileError(
+            f"{where}: wait_for 'gone' needs 'window', 'process', 'widget'/'role' or 'text' (what should disappear)"
+        )
     for key in ("changed", "contains"):
         if key in args and "file" not in args:
             raise TaskFileError(f"{where}: wait_for {key!r} needs 'file' (the file to watch)")
@@ -85,20 +138,29 @@ def check_wait(args: dict[str, object], where: str) -> None:
             raise TaskFileError(f"{where}: wait_for 'state' needs 'widget' or 'role' (the accessible that has it)")
         bad = [s for s in states(args) if s not in STATES]
         if bad or not states(args):
-            raise TaskFileError(f"{where}: wait_for state={args['state']!r}: {', '.join(map(repr, bad)) or 'empty'} "
-                                f"is not an AT-SPI state; known: {', '.join(sorted(STATES))}")
+            raise TaskFileError(
+                f"{where}: wait_for state={args['state']!r}: {', '.join(map(repr, bad)) or 'empty'} "
+                f"is not an AT-SPI state; known: {', '.join(sorted(STATES))}"
+            )
     if "screen" in args and args["screen"] not in SCREEN:
-        raise TaskFileError(f"{where}: wait_for screen={args['screen']!r} must be 'changed' (since the last computer "
-                            "action, then still) or 'still'")
+        raise TaskFileError(
+            f"{where}: wait_for screen={args['screen']!r} must be 'changed' (since the last computer "
+            "action, then still) or 'still'"
+        )
     if "region" in args:
         region = args["region"]
         assert isinstance(region, list)
         if "text" not in args and "screen" not in args:
             raise TaskFileError(f"{where}: wait_for 'region' needs 'text' or 'screen' (what to look for in it)")
-        if (len(region) != 4 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in region)
-                or not 0 <= region[0] < region[2] or not 0 <= region[1] < region[3]):
-            raise TaskFileError(f"{where}: wait_for region={region!r} must be [x1, y1, x2, y2] in screen pixels "
-                                "with x1 < x2 and y1 < y2")
+        if (
+            len(region) != 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in region)
+            or not 0 <= region[0] < region[2]
+            or not 0 <= region[1] < region[3]
+        ):
+            raise TaskFileError(
+                f"{where}: wait_for region={region!r} must be [x1, y1, x2, y2] in screen pixels with x1 < x2 and y1 < y2"
+            )
     for key in REGEXES:
         try:
             re.compile(str(args.get(key, "")))

@@ -42,18 +42,24 @@ class DesktopSettings:
         """The pieces of a run config (the one place that reads the root config)."""
         roots = tuple(Path(r).expanduser().resolve() for r in (cfg.tasks.root, cfg.pccanary.root) if r)
         toolathlon = getattr(cfg, "toolathlon", None)
-        hidden = tuple(Path(r).expanduser().resolve() for r in (cfg.tasks.solutions, toolathlon and toolathlon.root)
-                       if r)
-        return cls(env=cfg.env, width=int(cfg.resolution.width), height=int(cfg.resolution.height),
-                   settle=cfg.agent.settle, task_roots=roots, hidden=hidden)
+        hidden = tuple(Path(r).expanduser().resolve() for r in (cfg.tasks.solutions, toolathlon and toolathlon.root) if r)
+        return cls(
+            env=cfg.env,
+            width=int(cfg.resolution.width),
+            height=int(cfg.resolution.height),
+            settle=cfg.agent.settle,
+            task_roots=roots,
+            hidden=hidden,
+        )
 
     def for_run(self, tasks: Sequence[Task], out: Path) -> DesktopSettings:
         """These settings with the job's output folder hidden too, and the files the tasks' setups run
         from the hidden folders handed (env.files=hidden)."""
         from dataclasses import replace
 
-        return replace(self, hidden=(*self.hidden, Path(out).resolve()),
-                       handed=handed_files(tasks, (*self.task_roots, *self.hidden)))
+        return replace(
+            self, hidden=(*self.hidden, Path(out).resolve()), handed=handed_files(tasks, (*self.task_roots, *self.hidden))
+        )
 
 
 def handed_files(tasks: Sequence[Task], folders: Sequence[Path]) -> tuple[Path, ...]:
@@ -79,8 +85,9 @@ def settle_policy(settle: SettleConfig) -> SettlePolicy:
     """The config's settle section (a DictConfig at run time, or the dataclass) as the screen's policy."""
     from mcpworld.env.screen import SettlePolicy
 
-    return SettlePolicy(interval_s=settle.interval_s, stable_frames=settle.stable_frames, idle_s=settle.idle_s,
-                        max_s=settle.max_s)
+    return SettlePolicy(
+        interval_s=settle.interval_s, stable_frames=settle.stable_frames, idle_s=settle.idle_s, max_s=settle.max_s
+    )
 
 
 def check_network(settings: DesktopSettings) -> None:
@@ -112,11 +119,19 @@ BACKENDS: Registry[Backend] = Registry("env.backend")
 def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
     from mcpworld.env.local import LocalEnvironment
 
-    return LocalEnvironment(s.width, s.height, window_manager=s.env.window_manager,
-                            settle_policy=settle_policy(s.settle),
-                            app_timeout_s=s.env.app_timeout_s, programs=programs, network=str(s.env.network),
-                            pool=s.env.pool, files=str(getattr(s.env, "files", "hidden")),
-                            hidden=(*s.task_roots, *s.hidden), handed=s.handed)
+    return LocalEnvironment(
+        s.width,
+        s.height,
+        window_manager=s.env.window_manager,
+        settle_policy=settle_policy(s.settle),
+        app_timeout_s=s.env.app_timeout_s,
+        programs=programs,
+        network=str(s.env.network),
+        pool=s.env.pool,
+        files=str(getattr(s.env, "files", "hidden")),
+        hidden=(*s.task_roots, *s.hidden),
+        handed=s.handed,
+    )
 
 
 @BACKENDS.register("docker")
@@ -125,14 +140,25 @@ def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]
     from mcpworld.env.container import DockerEnvironment
 
     chosen = list(s.env.apps or apps)
-    image = docker_image.desktop_image(s.env.base_image, docker_image.app_packages(programs, chosen),
-                                       docker_image.built_apps(programs, chosen))
-    return DockerEnvironment(s.width, s.height, image=image, client=docker_image.engine(),
-                             window_manager=s.env.window_manager, settle_policy=settle_policy(s.settle),
-                             app_timeout_s=s.env.app_timeout_s, programs=programs, vnc_public=s.env.vnc.public,
-                             start_timeout_s=s.env.start_timeout_s, pool=s.env.pool,
-                             read_only=list(s.handed), network=str(s.env.network),
-                             hidden=(*s.task_roots, *s.hidden))
+    image = docker_image.desktop_image(
+        s.env.base_image, docker_image.app_packages(programs, chosen), docker_image.built_apps(programs, chosen)
+    )
+    return DockerEnvironment(
+        s.width,
+        s.height,
+        image=image,
+        client=docker_image.engine(),
+        window_manager=s.env.window_manager,
+        settle_policy=settle_policy(s.settle),
+        app_timeout_s=s.env.app_timeout_s,
+        programs=programs,
+        vnc_public=s.env.vnc.public,
+        start_timeout_s=s.env.start_timeout_s,
+        pool=s.env.pool,
+        read_only=list(s.handed),
+        network=str(s.env.network),
+        hidden=(*s.task_roots, *s.hidden),
+    )
 
 
 @BACKENDS.register("vm")
@@ -145,13 +171,22 @@ def _vm(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) ->
     vm = s.env.vm
     slots = vm_slots(vm)  # one VM per desktop of the run
     if s.slot >= len(slots):
-        raise UserError(f"desktop {s.slot + 1} of the run has no VM: env=vm has {len(slots)} VM(s); set concurrency="
-                        f"{len(slots)} or name more VMs in env.vm.urls=[URL,…]")
+        raise UserError(
+            f"desktop {s.slot + 1} of the run has no VM: env=vm has {len(slots)} VM(s); set concurrency="
+            f"{len(slots)} or name more VMs in env.vm.urls=[URL,…]"
+        )
     policy = settle_policy(s.settle)  # each frame is an HTTP round trip: poll it less often
     policy = replace(policy, interval_s=max(policy.interval_s, 0.2), stable_frames=min(policy.stable_frames, 2))
-    return VmEnvironment(s.width, s.height, url=slots[s.slot].url, kind=str(vm.kind),
-                         reset_command=slots[s.slot].reset_command, ready_timeout_s=vm.ready_timeout_s,
-                         request_timeout_s=vm.request_timeout_s, settle_policy=policy)
+    return VmEnvironment(
+        s.width,
+        s.height,
+        url=slots[s.slot].url,
+        kind=str(vm.kind),
+        reset_command=slots[s.slot].reset_command,
+        ready_timeout_s=vm.ready_timeout_s,
+        request_timeout_s=vm.request_timeout_s,
+        settle_policy=policy,
+    )
 
 
 def backend_stages(backend: str) -> bool:
@@ -163,15 +198,15 @@ def backend_stages(backend: str) -> bool:
     return True
 
 
-def make_environment(settings: DesktopSettings, programs: Sequence[Program] = (),
-                     apps: Sequence[str] = ()) -> Environment:
+def make_environment(settings: DesktopSettings, programs: Sequence[Program] = (), apps: Sequence[str] = ()) -> Environment:
     """A desktop of the configured backend that can start ``programs`` (the app configs' ones);
     ``apps``: the app configs the run's tasks start (what a docker image must hold)."""
     return BACKENDS.get(settings.env.backend)(settings, programs, apps)
 
 
-def make_environments(settings: DesktopSettings, programs: Sequence[Program], n: int,
-                      apps: Sequence[str] = ()) -> list[Environment]:
+def make_environments(
+    settings: DesktopSettings, programs: Sequence[Program], n: int, apps: Sequence[str] = ()
+) -> list[Environment]:
     """``n`` desktops, started side by side (containers take a moment each); all or none. Each gets
     its slot (0 … n-1): env=vm gives each its own VM."""
     from dataclasses import replace

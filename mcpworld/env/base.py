@@ -95,9 +95,12 @@ class Environment(abc.ABC):
         """The desktop ready for this episode: the reset ``stage`` did for it, handed over, or a reset now."""
         staged, self._staged, self._handed = self._staged, None, False
         if staged is not None and staged.serves(task, episode_dir, self.extra_env):
-            self.handover = {"began": round(staged.began, 3), "ready": round(staged.ready, 3),
-                             "stage_s": round(staged.ready - staged.began, 4),
-                             "ready_ahead_s": round(time.time() - staged.ready, 4)}
+            self.handover = {
+                "began": round(staged.began, 3),
+                "ready": round(staged.ready, 3),
+                "stage_s": round(staged.ready - staged.began, 4),
+                "ready_ahead_s": round(time.time() - staged.ready, 4),
+            }
             self._handed = True
             return
         self.handover = None
@@ -187,13 +190,14 @@ class Environment(abc.ABC):
         from mcpworld.core.errors import InfraError
         from mcpworld.env.a11y_dump import NO_PYATSPI, dump_command
 
-        result = self.shell(dump_command(budget_s=max(1.0, timeout_s - 5)), timeout=timeout_s,
-                            max_output=64 * 1024 * 1024)
+        result = self.shell(dump_command(budget_s=max(1.0, timeout_s - 5)), timeout=timeout_s, max_output=64 * 1024 * 1024)
         if result.returncode == 0:
             return result.stdout
         if NO_PYATSPI in result.stderr or result.returncode == 127:
-            raise InfraError("the accessibility tree needs Debian's python3-pyatspi in the environment: "
-                             "apt-get install -y python3-pyatspi at-spi2-core libatk-adaptor")
+            raise InfraError(
+                "the accessibility tree needs Debian's python3-pyatspi in the environment: "
+                "apt-get install -y python3-pyatspi at-spi2-core libatk-adaptor"
+            )
         why = "timed out" if result.timed_out else f"exited {result.returncode}: {result.stderr.strip()[-300:]}"
         raise InfraError(f"reading the accessibility tree {why}")
 
@@ -203,7 +207,7 @@ class Environment(abc.ABC):
             return self.home / path[2:]
         for prefix in ("/home/user/", "/root/"):
             if path.startswith(prefix):
-                return self.home / path[len(prefix):]
+                return self.home / path[len(prefix) :]
         if path in ("/home/user", "/root"):
             return self.home
         p = Path(path)

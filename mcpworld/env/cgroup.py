@@ -41,8 +41,9 @@ def v2_mount(mounts: str | None = None) -> Path | None:
             mounts = Path("/proc/mounts").read_text()
         except OSError:
             return None
-    found = [Path(fields[1]) for fields in (line.split() for line in mounts.splitlines())
-             if len(fields) > 2 and fields[2] == "cgroup2"]
+    found = [
+        Path(fields[1]) for fields in (line.split() for line in mounts.splitlines()) if len(fields) > 2 and fields[2] == "cgroup2"
+    ]
     return next((p for p in found if p == Path("/sys/fs/cgroup")), found[0] if found else None)
 
 
@@ -84,9 +85,12 @@ class DesktopCgroup:
                     pass
         if not _warned.is_set():
             _warned.set()
-            logger.warning("desktop processes get no cgroup (%s): teardown falls back to the environment "
-                           "marker, which a process that rewrites its environment (Chromium) escapes; "
-                           "run as root on a host with cgroup v2 for a teardown nothing escapes", why)
+            logger.warning(
+                "desktop processes get no cgroup (%s): teardown falls back to the environment "
+                "marker, which a process that rewrites its environment (Chromium) escapes; "
+                "run as root on a host with cgroup v2 for a teardown nothing escapes",
+                why,
+            )
         return None
 
     def wrap(self, argv: list[str]) -> list[str]:

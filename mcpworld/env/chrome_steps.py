@@ -37,8 +37,10 @@ GOTO_TIMEOUT_MS = 60_000
 
 def _with_context(port: int | None, step: str, work: Callable[[Any], None]) -> None:
     if port is None:
-        raise InfraError(f"{step}: this desktop starts no Chromium with a DevTools port "
-                         "(mcpworld/conf/app/chromium.yaml's program has ports: [cdp])")
+        raise InfraError(
+            f"{step}: this desktop starts no Chromium with a DevTools port "
+            "(mcpworld/conf/app/chromium.yaml's program has ports: [cdp])"
+        )
     endpoint = f"http://127.0.0.1:{port}"
 
     def run() -> None:
@@ -52,8 +54,10 @@ def _with_context(port: int | None, step: str, work: Callable[[Any], None]) -> N
                     break
                 except PlaywrightError as exc:
                     if attempt == CONNECT_TRIES - 1:
-                        raise InfraError(f"{step}: no Chromium answers at {endpoint} (was google-chrome "
-                                         f"launched first?): {str(exc).splitlines()[0]}") from None
+                        raise InfraError(
+                            f"{step}: no Chromium answers at {endpoint} (was google-chrome "
+                            f"launched first?): {str(exc).splitlines()[0]}"
+                        ) from None
                     time.sleep(CONNECT_PAUSE_S)
             if not browser.contexts:
                 raise InfraError(f"{step}: the Chromium at {endpoint} has no browser context")
@@ -132,7 +136,7 @@ def close_tabs(port: int | None, urls: list[str]) -> None:
 # update_browse_history: Chromium's own History database (made by starting the desktop's Chromium
 # headless once when the profile has none, as OSWorld ships one Chrome made), then OSWorld's rows:
 # one url and one visit per entry, visit_time_from_now_in_seconds before now, transition 805306368.
-HISTORY_SCRIPT = r'''
+HISTORY_SCRIPT = r"""
 set -e
 profile="$HOME/.config/google-chrome"
 history="$profile/Default/History"
@@ -156,13 +160,14 @@ for entry in entries:
                "VALUES (?, ?, 0, 805306368, 0, 0)", (row, stamp))
 db.commit()
 PY
-'''
+"""
 
 
 def history_command(entries: list[dict], chromium: str) -> list[str]:
     """The shell command (run as the desktop's account) that adds ``entries`` to the History."""
     for entry in entries:
         if not isinstance(entry, dict) or not {"url", "title", "visit_time_from_now_in_seconds"} <= set(entry):
-            raise TaskFileError(f"update_browse_history: each history entry needs url, title and "
-                             f"visit_time_from_now_in_seconds, got {entry!r}")
+            raise TaskFileError(
+                f"update_browse_history: each history entry needs url, title and visit_time_from_now_in_seconds, got {entry!r}"
+            )
     return ["bash", "-c", f"CHROMIUM={shlex.quote(chromium)} ENTRIES={shlex.quote(json.dumps(entries))}\n{HISTORY_SCRIPT}"]

@@ -38,8 +38,9 @@ class Confinement:
     netns: NetNamespace | None = None
     mountns: MountNamespace | None = None
 
-    def command(self, argv: Sequence[str], user: DesktopUser | None,
-                cwd: str | os.PathLike[str] | None = None) -> tuple[list[str], PopenAccount]:
+    def command(
+        self, argv: Sequence[str], user: DesktopUser | None, cwd: str | os.PathLike[str] | None = None
+    ) -> tuple[list[str], PopenAccount]:
         """``argv`` and the ``Popen`` account arguments that start it confined, as ``user`` (and in
         the namespaces only then: the harness's own processes keep the host's network and files);
         ``cwd``: where it starts (Popen's ``cwd`` too), which a mount namespace needs said again."""

@@ -76,9 +76,10 @@ SERVICE_PYTHON = "/opt/mcpworld/.venv/bin/python"
 VNC_PORTS = {"port": 5900, "novnc_port": 6080}  # inside a container on its own network (published on the host)
 LOOPBACK_URL = re.compile(r"^https?://(?:127\.0\.0\.1|localhost):(\d+)(?:/|$)")
 ERRORS: dict[str, type[BaseException]] = {
-    **{name: getattr(errors, name) for name in ("InfraError", "MissingWindow", "Unwatchable", "UserError",
-                                                  "TaskFileError")},
-    "ValueError": ValueError, "FileNotFoundError": FileNotFoundError, "TimeoutError": TimeoutError,
+    **{name: getattr(errors, name) for name in ("InfraError", "MissingWindow", "Unwatchable", "UserError", "TaskFileError")},
+    "ValueError": ValueError,
+    "FileNotFoundError": FileNotFoundError,
+    "TimeoutError": TimeoutError,
 }
 
 
@@ -123,8 +124,10 @@ def _await_service(container: Any, http: httpx.Client, timeout_s: float) -> dict
         container.reload()
         if container.status in ("exited", "dead") or time.monotonic() > deadline:
             tail = container.logs(tail=20).decode(errors="replace").strip()[-800:]
-            raise InfraError(f"the desktop container {container.name} ({container.status}) did not answer within "
-                             f"{timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
+            raise InfraError(
+                f"the desktop container {container.name} ({container.status}) did not answer within "
+                f"{timeout_s:.0f}s" + (f"; its output: {tail}" if tail else "")
+            )
         time.sleep(0.05)
 
 
@@ -162,8 +165,10 @@ def volumes(workroot: Path, handed: Sequence[Path]) -> dict[str, dict[str, str]]
     """The container's bind mounts, at the same paths: the work folder (rw), and read-only the files
     a task's setup runs from its folder (``DesktopSettings.handed``), each file alone: never a task
     root, whose task files, handlers and solutions the agent must not read (docs/isolation.md)."""
-    return {str(workroot): {"bind": str(workroot), "mode": "rw"},
-            **{str(p): {"bind": str(p), "mode": "ro"} for p in handed if Path(p).is_file()}}
+    return {
+        str(workroot): {"bind": str(workroot), "mode": "rw"},
+        **{str(p): {"bind": str(p), "mode": "ro"} for p in handed if Path(p).is_file()},
+    }
 
 
 class DockerEnvironment(Environment):
@@ -171,11 +176,24 @@ class DockerEnvironment(Environment):
     inside, so nothing it changed outside the home may reach the next episode); ``pool`` containers
     are started ahead in the background, so a reset does not wait for one (about 0.3 s each here)."""
 
-    def __init__(self, width: int, height: int, *, image: str, client: Any, window_manager: str = "openbox",
-                 settle_policy: SettlePolicy | None = None, app_timeout_s: float = 20.0,
-                 programs: Sequence[Program] = (), vnc_public: bool = False, start_timeout_s: float = 60.0,
-                 pool: int = 1, read_only: Sequence[Path] = (), network: str = "isolated",
-                 hidden: Sequence[Path] = ()):
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        *,
+        image: str,
+        client: Any,
+        window_manager: str = "openbox",
+        settle_policy: SettlePolicy | None = None,
+        app_timeout_s: float = 20.0,
+        programs: Sequence[Program] = (),
+        vnc_public: bool = False,
+        start_timeout_s: float = 60.0,
+        pool: int = 1,
+        read_only: Sequence[Path] = (),
+        network: str = "isolated",
+        hidden: Sequence[Path] = (),
+    ):
         """``read_only``: files a task's setup runs from its folder, mounted alone; ``hidden``: the run's
         task roots, solutions and outputs, out of the sight of the MCP servers this desktop's episodes
         start on the host (``confined``)."""
@@ -184,8 +202,13 @@ class DockerEnvironment(Environment):
         self._isolated = network != "host"
         self._unfenced_ok = network == "isolated_unfenced"
         # what the desktops get: the bridge's firewall rules are added once, here, before any container
-        self.network_effective = "host" if not self._isolated else \
-            "isolated" if docker_network.ensure_firewall(self._unfenced_ok) else "isolated_unfenced"
+        self.network_effective = (
+            "host"
+            if not self._isolated
+            else "isolated"
+            if docker_network.ensure_firewall(self._unfenced_ok)
+            else "isolated_unfenced"
+        )
         self.width, self.height = width, height
         self.programs = list(programs)
         self.workroot = default_workroot()
@@ -194,8 +217,9 @@ class DockerEnvironment(Environment):
         self.cache_dir = self.workroot / "cache"
         self.runtime_dir = self.workroot / "run"
         self.log_dir = self.workroot / "logs"  # the service's; copied into the episode's folder
-        self.goldens = Goldens(self.workroot / "golden",
-                               lambda: list(dict.fromkeys(p.profile for p in self.programs if p.profile)))
+        self.goldens = Goldens(
+            self.workroot / "golden", lambda: list(dict.fromkeys(p.profile for p in self.programs if p.profile))
+        )
         self.task: Task | None = None
         self._episode_logs: Path | None = None
         self._client, self._image = client, image
@@ -206,11 +230,16 @@ class DockerEnvironment(Environment):
         self._volumes = volumes(self.workroot, read_only)
         self._view = mountns.desktop_view(self.home, [self.workroot], hidden, read_only)
         self._servers_ns: mountns.MountNamespace | None = None  # made at the first server's start
-        self._spec = {"workroot": str(self.workroot), "width": width, "height": height,
-                      "window_manager": window_manager, "app_timeout_s": app_timeout_s,
-                      "settle": (settle_policy or SettlePolicy()).__dict__,
-                      "host_paths": host_paths(),
-                      "programs": [program_to_json(p) for p in self.programs]}
+        self._spec = {
+            "workroot": str(self.workroot),
+            "width": width,
+            "height": height,
+            "window_manager": window_manager,
+            "app_timeout_s": app_timeout_s,
+            "settle": (settle_policy or SettlePolicy()).__dict__,
+            "host_paths": host_paths(),
+            "programs": [program_to_json(p) for p in self.programs],
+        }
         self.container: Any = None
         self._current: Started | None = None
         self.http: httpx.Client | None = None
@@ -235,19 +264,36 @@ class DockerEnvironment(Environment):
         if self._isolated:  # VNC on the container's interface, published on the host's loopback (or all)
             vnc: dict[str, Any] = {**VNC_PORTS, "listen": "0.0.0.0", "password": password}
             network = docker_network.create(self._client, labels, self._unfenced_ok)
-            where: dict[str, Any] = {"network": network.name, "sysctls": docker_network.CONTAINER_SYSCTLS,
-                                     "ports": {f"{p}/tcp": (listen, None) for p in VNC_PORTS.values()}}
+            where: dict[str, Any] = {
+                "network": network.name,
+                "sysctls": docker_network.CONTAINER_SYSCTLS,
+                "ports": {f"{p}/tcp": (listen, None) for p in VNC_PORTS.values()},
+            }
         else:
             vnc = {"port": free_port(), "novnc_port": free_port(), "listen": listen, "password": password}
             where = {"network_mode": "host"}
         spec = {**self._spec, "socket": str(service_socket), "token": token, "vnc": vnc}
-        http = httpx.Client(base_url="http://desktop", transport=httpx.HTTPTransport(uds=str(service_socket)),
-                            headers={"Authorization": f"Bearer {token}"}, timeout=httpx.Timeout(300.0, connect=5.0))
+        http = httpx.Client(
+            base_url="http://desktop",
+            transport=httpx.HTTPTransport(uds=str(service_socket)),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(300.0, connect=5.0),
+        )
         try:
             container = self._client.containers.run(
-                self._image, [SERVICE_PYTHON, "-m", "mcpworld.env.service"], user="0", detach=True, init=True,
-                name=name, shm_size="1g", cap_drop=["NET_RAW"], labels=labels,
-                environment={SPEC_VARIABLE: json.dumps(spec)}, volumes=self._volumes, **where)
+                self._image,
+                [SERVICE_PYTHON, "-m", "mcpworld.env.service"],
+                user="0",
+                detach=True,
+                init=True,
+                name=name,
+                shm_size="1g",
+                cap_drop=["NET_RAW"],
+                labels=labels,
+                environment={SPEC_VARIABLE: json.dumps(spec)},
+                volumes=self._volumes,
+                **where,
+            )
         except BaseException:
             if network is not None:
                 docker_network.remove(network)
@@ -304,8 +350,9 @@ class DockerEnvironment(Environment):
         for name, port in ports.items():
             # the harness, and the desktop account that runs the MCP servers using them (playwright on cdp)
             gate = PeerGate(harness_uids(self.user.uid), f"the desktop container's {name} port")
-            relay = Relay(listen_tcp(prefer=port), through_service(self._current.socket, self._current.token, port),
-                          f"{name}-{port}", gate)
+            relay = Relay(
+                listen_tcp(prefer=port), through_service(self._current.socket, self._current.token, port), f"{name}-{port}", gate
+            )
             self._relays.append(relay)
             mapped[name] = relay.port
         return mapped
@@ -350,9 +397,15 @@ class DockerEnvironment(Environment):
         self.cache_dir.mkdir(parents=True, mode=0o700)
         shutil.rmtree(self.log_dir, ignore_errors=True)
         self._episode_logs = episode_dir / "logs"
-        started = self._post("/start", {"log_dir": str(self.log_dir), "extra_env": self.extra_env,
-                                        "task": {"id": task.id, "app": task.app, "source": str(task.source)},
-                                        "relays": self._sink_relays() if self._isolated else {}})
+        started = self._post(
+            "/start",
+            {
+                "log_dir": str(self.log_dir),
+                "extra_env": self.extra_env,
+                "task": {"id": task.id, "app": task.app, "source": str(task.source)},
+                "relays": self._sink_relays() if self._isolated else {},
+            },
+        )
         self.ports, self.app_password = started.json()["result"]["ports"], started.json()["result"]["password"]
         if self._isolated:
             self.ports = self._app_port_relays(self.ports)
@@ -406,21 +459,28 @@ class DockerEnvironment(Environment):
         shutil.rmtree(self.workroot, ignore_errors=True)
 
     # --- step host ---------------------------------------------------------------------------
-    def launch(self, command: list[str] | str, shell: bool = False, window: str | None = None,
-               timeout_s: float | None = None) -> None:
-        self._call("launch", http_timeout=(timeout_s or 60) + 60, command=command, shell=shell, window=window,
-                   timeout_s=timeout_s)
+    def launch(
+        self, command: list[str] | str, shell: bool = False, window: str | None = None, timeout_s: float | None = None
+    ) -> None:
+        self._call(
+            "launch", http_timeout=(timeout_s or 60) + 60, command=command, shell=shell, window=window, timeout_s=timeout_s
+        )
 
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None, task_code: bool = False) -> None:
+    def execute(
+        self,
+        command: list[str] | str,
+        shell: bool = False,
+        timeout_s: float = 60,
+        env: dict[str, str] | None = None,
+        task_code: bool = False,
+    ) -> None:
         if task_code:
             self._run_task_code(command, shell, timeout_s, env)
             return
         extra = {"env": env} if env else {}  # (over the service's socket, closed to the desktop account)
         self._call("execute", http_timeout=timeout_s + 60, command=command, shell=shell, timeout_s=timeout_s, **extra)
 
-    def _run_task_code(self, command: list[str] | str, shell: bool, timeout_s: float,
-                       env: dict[str, str] | None) -> None:
+    def _run_task_code(self, command: list[str] | str, shell: bool, timeout_s: float, env: dict[str, str] | None) -> None:
         """A task's own preprocess (Toolathlon's ``cd <checkout> && python -m tasks.….preprocess.main
         --agent_workspace ~/workspace``), run on the host's side: its code imports from its task folder
         and runs on an interpreter of this machine, and the container holds neither (it must not see
@@ -430,16 +490,27 @@ class DockerEnvironment(Environment):
         the command returns (nothing it started outlives it); ``env`` (an episode's Klavis
         credentials) goes to this command only and never into the container."""
         text = command if isinstance(command, str) else shlex.join(command)
-        argv = ["bash", "-c", self.map_paths(text)] if shell else \
-            [str(self.resolve(a)) if a.startswith("~") else self.map_paths(a) for a in shlex.split(text)]
+        argv = (
+            ["bash", "-c", self.map_paths(text)]
+            if shell
+            else [str(self.resolve(a)) if a.startswith("~") else self.map_paths(a) for a in shlex.split(text)]
+        )
         variables = {**scrubbed_env(self.home, self.runtime_dir), "TMPDIR": str(self.runtime_dir), **(env or {})}
         cgroup = DesktopCgroup.create(f"{self.workroot.name}-preprocess")
         started = time.monotonic()
         # its output to files, not pipes: a process it left behind holding them must not keep the step waiting
         with tempfile.TemporaryFile() as err:
             launch, account = Confinement(cgroup=cgroup).command(argv, self.user, self.home)
-            proc = subprocess.Popen(launch, env=variables, cwd=self.home, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, **account)
+            proc = subprocess.Popen(
+                launch,
+                env=variables,
+                cwd=self.home,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+                **account,
+            )
             try:
                 returncode = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -454,22 +525,21 @@ class DockerEnvironment(Environment):
                 proc.wait()
             err.seek(0)
             stderr = err.read().decode(errors="replace").strip()
-        logger.info("the task's preprocess ran on the host's side in %.1fs (exit %s)", time.monotonic() - started,
-                    returncode)
+        logger.info("the task's preprocess ran on the host's side in %.1fs (exit %s)", time.monotonic() - started, returncode)
         if returncode != 0:
             why = f"timed out after {timeout_s:.0f}s" if returncode == -9 else f"exited {returncode}"
             raise InfraError(f"setup command {command!r} {why}: {stderr[-300:]}")
 
-    def open_path(self, path: str, app: str | None = None, window: str | None = None,
-                  timeout_s: float | None = None) -> None:
+    def open_path(self, path: str, app: str | None = None, window: str | None = None, timeout_s: float | None = None) -> None:
         self._call("open_path", http_timeout=(timeout_s or 60) + 60, path=path, app=app, window=window, timeout_s=timeout_s)
 
     def activate_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
         options = {k: True for k, v in (("strict", strict), ("by_class", by_class)) if v}
         self._call("activate_window", pattern=pattern, timeout_s=timeout_s, **options)
 
-    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False,
-                     wait: bool = False) -> None:
+    def close_window(
+        self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False, wait: bool = False
+    ) -> None:
         options = {k: True for k, v in (("strict", strict), ("by_class", by_class), ("wait", wait)) if v}
         self._call("close_window", http_timeout=timeout_s + 60, pattern=pattern, timeout_s=timeout_s, **options)
 
@@ -505,8 +575,9 @@ class DockerEnvironment(Environment):
         return x, y
 
     def shell(self, command: str, timeout: float = 30.0, max_output: int = 20_000) -> ShellResult:
-        return ShellResult(**self._call("shell", http_timeout=timeout + 30, command=command, timeout=timeout,
-                                        max_output=max_output))
+        return ShellResult(
+            **self._call("shell", http_timeout=timeout + 30, command=command, timeout=timeout, max_output=max_output)
+        )
 
     def read_file(self, path: str) -> bytes:
         return self.resolve(path).read_bytes()

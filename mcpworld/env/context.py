@@ -20,7 +20,7 @@ from mcpworld.env.display import require_binary
 def home_relative(dest: str) -> str:
     for prefix in ("~/", "/home/user/", "/root/"):
         if dest.startswith(prefix):
-            return dest[len(prefix):]
+            return dest[len(prefix) :]
     if dest.startswith("/"):
         raise TaskFileError(f"context destination {dest!r} must be inside the home (~/... or /home/user/...)")
     return dest
@@ -74,8 +74,12 @@ def restore(golden: Path, home: Path, owner: tuple[int, int] | None = None) -> N
     require_binary("rsync")
     home.mkdir(parents=True, exist_ok=True)
     chown = [f"--chown={owner[0]}:{owner[1]}"] if owner else []
-    proc = subprocess.run(["rsync", "-a", "--delete", "--chmod=u+w", *chown, f"{golden}/", f"{home}/"],
-                          capture_output=True, text=True, start_new_session=True)  # (a terminal's Ctrl-C is the job's to act on)
+    proc = subprocess.run(
+        ["rsync", "-a", "--delete", "--chmod=u+w", *chown, f"{golden}/", f"{home}/"],
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+    )  # (a terminal's Ctrl-C is the job's to act on)
     if proc.returncode != 0:
         raise InfraError(f"context restore failed: rsync exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 

@@ -139,14 +139,27 @@ def ensure_account(name: str) -> DesktopUser:
             entry = pwd.getpwnam(name)
         except KeyError:
             for _ in range(50):  # another process may hold /etc/passwd's lock (exit 10) for a moment
-                proc = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
-                                       "--home-dir", "/nonexistent", "--shell", "/bin/bash", name],
-                                      capture_output=True, text=True)
+                proc = subprocess.run(
+                    [
+                        "useradd",
+                        "--system",
+                        "--user-group",
+                        "--no-create-home",
+                        "--home-dir",
+                        "/nonexistent",
+                        "--shell",
+                        "/bin/bash",
+                        name,
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
                 if proc.returncode != 10:
                     break
                 time.sleep(0.1)
             if proc.returncode not in (0, 9):  # 9: made meanwhile by another process
-                raise InfraError(f"could not create the desktop account {name}: useradd exited "
-                                 f"{proc.returncode}: {proc.stderr.strip()[-300:]}")
+                raise InfraError(
+                    f"could not create the desktop account {name}: useradd exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+                )
             entry = pwd.getpwnam(name)
     return DesktopUser(name, entry.pw_uid, entry.pw_gid)

@@ -50,13 +50,17 @@ TERMINAL_COMMAND = """sh -c 'cd "$HOME" && exec xterm -T Terminal -xrm "XTerm*al
 def openbox_config(system_rc: Path = OPENBOX_SYSTEM_RC) -> str:
     """The system's openbox configuration (its window keys: alt+tab, alt+F4 …) with the terminal key
     added; only the terminal key where the system has no configuration."""
-    bind = (f'<keybind key="{TERMINAL_KEY}"><action name="Execute"><command>{xml_escape(TERMINAL_COMMAND)}'
-            "</command></action></keybind>\n")
+    bind = (
+        f'<keybind key="{TERMINAL_KEY}"><action name="Execute"><command>{xml_escape(TERMINAL_COMMAND)}'
+        "</command></action></keybind>\n"
+    )
     text = system_rc.read_text() if system_rc.is_file() else ""
     at = text.rfind("</keyboard>")
     if at < 0:
-        return ('<?xml version="1.0" encoding="UTF-8"?>\n<openbox_config xmlns="http://openbox.org/3.4/rc">'
-                f"<keyboard>{bind}</keyboard></openbox_config>\n")
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<openbox_config xmlns="http://openbox.org/3.4/rc">'
+            f"<keyboard>{bind}</keyboard></openbox_config>\n"
+        )
     return text[:at] + bind + text[at:]
 
 
@@ -65,16 +69,22 @@ def require_binary(name: str, package: str | None = None, search: str | None = N
     to install it."""
     path = shutil.which(name, path=search)
     if not path:
-        raise UserError(f"'{name}' is not installed: run `apt-get install -y {package or name}` "
-                        f"(or `make setup`)")
+        raise UserError(f"'{name}' is not installed: run `apt-get install -y {package or name}` (or `make setup`)")
     return path
 
 
 class VirtualDisplay:
     """Xvfb + dbus-daemon + window manager, all stopped by ``stop``."""
 
-    def __init__(self, width: int, height: int, window_manager: str = "openbox",
-                 start_timeout_s: float = 10.0, desktop_id: str = "", confinement: Confinement | None = None):
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        window_manager: str = "openbox",
+        start_timeout_s: float = 10.0,
+        desktop_id: str = "",
+        confinement: Confinement | None = None,
+    ):
         self.width, self.height = width, height
         self.window_manager = window_manager
         self.start_timeout_s = start_timeout_s
@@ -108,8 +118,13 @@ class VirtualDisplay:
         self.env = dict(base_env, DISPLAY=self.name, XAUTHORITY=str(authority), **A11Y_ENV)
         # the bus socket in the desktop's own runtime folder: a killed daemon leaves nothing in /tmp
         where = [f"--address=unix:dir={base_env['XDG_RUNTIME_DIR']}"] if base_env.get("XDG_RUNTIME_DIR") else []
-        bus = procs.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", *where],
-                          env=self.env, stdout=subprocess.PIPE, text=True, user=user)
+        bus = procs.spawn(
+            ["dbus-daemon", "--session", "--nofork", "--print-address=1", *where],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            text=True,
+            user=user,
+        )
         assert bus.stdout is not None  # stdout=PIPE
         address = bus.stdout.readline().strip()
         if not address:
@@ -143,10 +158,25 @@ class VirtualDisplay:
         read_end, write_end = os.pipe()
         try:
             self._xvfb = xvfb = procs.spawn(
-                ["Xvfb", "-displayfd", str(write_end), "-auth", str(authority), "-screen", "0",
-                 f"{self.width}x{self.height}x24", "-noreset", "-nolisten", "tcp", "-dpi", "96"], env=env,
+                [
+                    "Xvfb",
+                    "-displayfd",
+                    str(write_end),
+                    "-auth",
+                    str(authority),
+                    "-screen",
+                    "0",
+                    f"{self.width}x{self.height}x24",
+                    "-noreset",
+                    "-nolisten",
+                    "tcp",
+                    "-dpi",
+                    "96",
+                ],
+                env=env,
                 pass_fds=(write_end,),
-                stderr=subprocess.PIPE)
+                stderr=subprocess.PIPE,
+            )
             os.close(write_end)
             write_end = -1
             text = b""

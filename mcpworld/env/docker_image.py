@@ -139,8 +139,9 @@ def build_context(into: Path, built: Sequence[str] = ()) -> Path:
     (into / "host-ca.crt").write_bytes(bundle.read_bytes() if bundle.is_file() else b"")
     (into / ".apps").mkdir()
     if built:
-        shutil.copytree(APPS_DIR, into / ".apps", symlinks=True, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("warm"))  # first-start files are made per desktop
+        shutil.copytree(
+            APPS_DIR, into / ".apps", symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns("warm")
+        )  # first-start files are made per desktop
         node = shutil.which("node")
         if node is None:
             raise UserError(f"the image's {', '.join(built)} runs on Node.js, which this machine lacks: `make servers`")
@@ -161,9 +162,15 @@ def build_desktop(client: Any, base: str, packages: Sequence[str] = (), built: S
         previous = None
     with tempfile.TemporaryDirectory(prefix="mcpworld-image-") as context:
         try:
-            image, _ = client.images.build(path=str(build_context(Path(context), built)), dockerfile=DOCKERFILE, tag=tag,
-                                           rm=True, forcerm=True, network_mode="host",
-                                           buildargs={"BASE": base, "APT_PACKAGES": " ".join(sorted(packages))})
+            image, _ = client.images.build(
+                path=str(build_context(Path(context), built)),
+                dockerfile=DOCKERFILE,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                network_mode="host",
+                buildargs={"BASE": base, "APT_PACKAGES": " ".join(sorted(packages))},
+            )
         except docker.errors.BuildError as exc:
             tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)[-800:]
             raise InfraError(f"building {tag} on {base} failed: {exc}\n{tail}") from None
@@ -186,16 +193,19 @@ def built_apps(programs: Sequence[Program], apps: Sequence[str]) -> list[str]:
     scripted = [p for p in _chosen(programs, apps) if p.packages.get("script")]
     missing = [p for p in scripted if not p.installed()]
     if missing and "all" not in apps:
-        raise UserError(f"env.apps: the image takes {', '.join(p.app for p in missing)} from this machine, where "
-                        f"it is not installed: {'; '.join(p.install for p in missing)}")
+        raise UserError(
+            f"env.apps: the image takes {', '.join(p.app for p in missing)} from this machine, where "
+            f"it is not installed: {'; '.join(p.install for p in missing)}"
+        )
     return sorted(p.app for p in scripted if p.installed())
 
 
 def _chosen(programs: Sequence[Program], apps: Sequence[str]) -> list[Program]:
     unknown = sorted(set(apps) - {p.app for p in programs} - {"all"})
     if unknown:
-        raise UserError(f"env.apps: no app config with a program is named {', '.join(unknown)}; "
-                        f"known: {', '.join(p.app for p in programs)}")
+        raise UserError(
+            f"env.apps: no app config with a program is named {', '.join(unknown)}; known: {', '.join(p.app for p in programs)}"
+        )
     return [p for p in programs if "all" in apps or p.app in apps]
 
 

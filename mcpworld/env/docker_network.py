@@ -45,9 +45,11 @@ BRIDGE_PREFIX = "mcpw"  # + 11 hex characters: Linux allows interface names of 1
 NETWORK_PREFIX = "mcpworld-net-"
 CHAIN = "MCPWORLD-ISOLATION"
 # what a container on one of our bridges may send to the host itself: replies only
-CHAIN_RULES = (["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"],
-               ["-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"],  # refused at once, not timed out
-               ["-j", "REJECT"])
+CHAIN_RULES = (
+    ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"],
+    ["-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"],  # refused at once, not timed out
+    ["-j", "REJECT"],
+)
 JUMP = ["-i", BRIDGE_PREFIX + "+", "-j", CHAIN]
 # the container's side: no IPv6 (a link-local address would reach the host's services bound to ::)
 SUBNETS = ipaddress.IPv4Network("172.16.0.0/16")
@@ -76,16 +78,20 @@ def ensure_firewall(unfenced_ok: bool = False) -> bool:
             return True
         try:
             if os.geteuid() != 0:
-                raise InfraError("env.network=isolated adds firewall rules (iptables) that keep desktop containers "
-                                 "off the host's own services, which needs root; run as root, or set "
-                                 "env.network=isolated_unfenced (a bridge of its own, without those rules) or "
-                                 "env.network=host to share the host's network (its loopback services included)")
+                raise InfraError(
+                    "env.network=isolated adds firewall rules (iptables) that keep desktop containers "
+                    "off the host's own services, which needs root; run as root, or set "
+                    "env.network=isolated_unfenced (a bridge of its own, without those rules) or "
+                    "env.network=host to share the host's network (its loopback services included)"
+                )
             for binary in ("iptables", "ip6tables"):
                 path = shutil.which(binary)
                 if path is None:
                     if binary == "iptables":
-                        raise InfraError("env.network=isolated needs iptables (Debian: apt-get install iptables, or "
-                                         "`make apt`), or set env.network=isolated_unfenced or env.network=host")
+                        raise InfraError(
+                            "env.network=isolated needs iptables (Debian: apt-get install iptables, or "
+                            "`make apt`), or set env.network=isolated_unfenced or env.network=host"
+                        )
                     continue  # no IPv6 firewall: the containers have IPv6 switched off anyway
                 _install(path)
         except InfraError as exc:
@@ -93,8 +99,11 @@ def ensure_firewall(unfenced_ok: bool = False) -> bool:
                 raise
             if not _warned_unfenced:
                 _warned_unfenced.append(True)
-                log.warning("env.network=isolated_unfenced: %s; desktop containers reach services bound to the "
-                            "host's own addresses (network_effective=isolated_unfenced)", exc)
+                log.warning(
+                    "env.network=isolated_unfenced: %s; desktop containers reach services bound to the "
+                    "host's own addresses (network_effective=isolated_unfenced)",
+                    exc,
+                )
             return False
         _firewall_ready = True
         return True
@@ -111,8 +120,10 @@ def _install(binary: str) -> None:
 
 def _check(binary: str, done: subprocess.CompletedProcess[str]) -> None:
     if done.returncode != 0:
-        raise InfraError(f"{binary} {' '.join(done.args[2:])} failed: {done.stderr.strip()[-300:]}; "
-                         "env.network=isolated_unfenced runs without these rules")
+        raise InfraError(
+            f"{binary} {' '.join(done.args[2:])} failed: {done.stderr.strip()[-300:]}; "
+            "env.network=isolated_unfenced runs without these rules"
+        )
 
 
 def host_routes(route_table: Path = Path("/proc/net/route")) -> list[ipaddress.IPv4Network]:
@@ -159,15 +170,18 @@ def create(client: Any, labels: dict[str, str], unfenced_ok: bool = False) -> An
         suffix = secrets.token_hex(6)[:11]
         try:
             return client.networks.create(
-                NETWORK_PREFIX + suffix, driver="bridge", labels=labels, check_duplicate=True,
+                NETWORK_PREFIX + suffix,
+                driver="bridge",
+                labels=labels,
+                check_duplicate=True,
                 ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet))]),
-                options={"com.docker.network.bridge.name": BRIDGE_PREFIX + suffix})
+                options={"com.docker.network.bridge.name": BRIDGE_PREFIX + suffix},
+            )
         except Exception as exc:  # docker.errors.APIError: another network holds it (made since we looked)
             last = str(exc)
             if "overlap" not in last:
                 break
-    raise InfraError(f"creating a desktop network in 172.16.0.0/16 failed: {last}; env.network=host runs "
-                     "without one")
+    raise InfraError(f"creating a desktop network in 172.16.0.0/16 failed: {last}; env.network=host runs without one")
 
 
 def remove(network: Any) -> None:

@@ -31,8 +31,7 @@ class HomeEnvironment(Environment):
 
     # --- what evaluation uses ---------------------------------------------------------------
     def shell(self, command: str, timeout: float = 30.0, max_output: int = 20_000) -> ShellResult:
-        return run_bounded(["bash", "-c", command], scrubbed_env(self.home, self.runtime_dir), self.home,
-                           timeout, max_output)
+        return run_bounded(["bash", "-c", command], scrubbed_env(self.home, self.runtime_dir), self.home, timeout, max_output)
 
     def read_file(self, path: str) -> bytes:
         return self.resolve(path).read_bytes()
@@ -44,8 +43,14 @@ class HomeEnvironment(Environment):
         run_steps(self, steps, where="postconfig")
 
     # --- step host: only steps that need no desktop -------------------------------------------
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None, task_code: bool = False) -> None:
+    def execute(
+        self,
+        command: list[str] | str,
+        shell: bool = False,
+        timeout_s: float = 60,
+        env: dict[str, str] | None = None,
+        task_code: bool = False,
+    ) -> None:
         import shlex
 
         if env:  # (only an episode's preprocess has variables of its own; grading a folder runs none)

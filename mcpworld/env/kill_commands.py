@@ -19,8 +19,25 @@ from pathlib import Path
 import psutil
 
 NOT_ENDING = {"0", "STOP", "CONT", "TSTP"}
-PKILL_OPTIONS_WITH_VALUE = {"-g", "-G", "-P", "-s", "-t", "-u", "-U", "--signal", "--pgroup", "--group",
-                            "--parent", "--session", "--terminal", "--euid", "--uid", "--ns", "--nslist"}
+PKILL_OPTIONS_WITH_VALUE = {
+    "-g",
+    "-G",
+    "-P",
+    "-s",
+    "-t",
+    "-u",
+    "-U",
+    "--signal",
+    "--pgroup",
+    "--group",
+    "--parent",
+    "--session",
+    "--terminal",
+    "--euid",
+    "--uid",
+    "--ns",
+    "--nslist",
+}
 
 
 @dataclass(frozen=True)

@@ -66,9 +66,11 @@ def require_open_to_desktops(workroot: Path) -> None:
     for folder in reversed(workroot.parents):
         mode = folder.stat().st_mode
         if not mode & 0o001:
-            raise UserError(f"the desktop work folder {workroot} is under {folder} (mode {mode & 0o7777:o}), "
-                            "which the unprivileged desktop accounts cannot enter: set "
-                            f"{leftovers.WORK_BASE_VARIABLE} (or TMPDIR) to a folder others may enter, e.g. /tmp")
+            raise UserError(
+                f"the desktop work folder {workroot} is under {folder} (mode {mode & 0o7777:o}), "
+                "which the unprivileged desktop accounts cannot enter: set "
+                f"{leftovers.WORK_BASE_VARIABLE} (or TMPDIR) to a folder others may enter, e.g. /tmp"
+            )
 
 
 WARM_ROOT = APPS / "warm"
@@ -92,12 +94,18 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
     target = root / f"{program.app}-{real.stat().st_size}-{real.stat().st_mtime_ns}"
     if target.is_dir():
         return target
-    task = Task(id=f"warm/{program.app}", app=program.app, instruction="-", dir=root, source=root,
-                setup=[{"launch": {"command": [program.names[0]], "window": program.window or program.names[0],
-                                   "timeout": 120}}])
+    task = Task(
+        id=f"warm/{program.app}",
+        app=program.app,
+        instruction="-",
+        dir=root,
+        source=root,
+        setup=[{"launch": {"command": [program.names[0]], "window": program.window or program.names[0], "timeout": 120}}],
+    )
     with LocalEnvironment(1000, 1000, programs=programs) as scratch:
-        scratch.goldens = Goldens(scratch.workroot / "golden",
-                                  lambda: [p.profile for p in programs if p.profile and p.app == program.app])
+        scratch.goldens = Goldens(
+            scratch.workroot / "golden", lambda: [p.profile for p in programs if p.profile and p.app == program.app]
+        )
         scratch.reset(task, scratch.workroot / "warm-episode")
         time.sleep(1.0)  # let it finish writing what it writes at start
         scratch.end_episode()
@@ -126,18 +134,32 @@ class Launched:
 
 
 class LocalEnvironment(Environment):
-    def __init__(self, width: int, height: int, *, window_manager: str = "openbox",
-                 settle_policy: screen.SettlePolicy | None = None, workroot: Path | None = None,
-                 app_timeout_s: float = 20.0, programs: Sequence[Program] = (), network: str = "host",
-                 pool: int = 1, files: str = "open", hidden: Sequence[Path] = (), handed: Sequence[Path] = ()):
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        *,
+        window_manager: str = "openbox",
+        settle_policy: screen.SettlePolicy | None = None,
+        workroot: Path | None = None,
+        app_timeout_s: float = 20.0,
+        programs: Sequence[Program] = (),
+        network: str = "host",
+        pool: int = 1,
+        files: str = "open",
+        hidden: Sequence[Path] = (),
+        handed: Sequence[Path] = (),
+    ):
         """``files``: ``hidden`` gives the desktop's processes a mount namespace in which the
         benchmark's files (the built-in tasks and solutions, and ``hidden``: the run's task roots,
         solutions, outputs) are not there, and the suites' paths (/home/user, /workspace …) are
         views of its home (env/mountns.py); ``handed``: files a task's setup runs from its folder,
         kept in view. ``open``: the host's files as the account's permissions allow."""
         if pool < 1:
-            raise UserError(f"env.pool={pool}: must be 1 or more (1: each reset starts its desktop; "
-                            "2: the next desktop is prepared while an episode runs)")
+            raise UserError(
+                f"env.pool={pool}: must be 1 or more (1: each reset starts its desktop; "
+                "2: the next desktop is prepared while an episode runs)"
+            )
         if network not in NETWORKS:
             raise UserError(f"env.network={network}: must be one of {', '.join(NETWORKS)}")
         if network == "isolated":  # refused before any desktop starts when it cannot be fenced (pooled ones too)
@@ -176,7 +198,7 @@ class LocalEnvironment(Environment):
         self.values = desktop_values(self.programs, self.home)
         write_shims(self.programs, self.bin_dir, self.values)
         # per-desktop ports of the apps' control interfaces (Chromium's DevTools, VLC's HTTP …), for getters
-        self.ports = {k[len("port_"):]: v for k, v in self.values.items() if k.startswith("port_")}
+        self.ports = {k[len("port_") :]: v for k, v in self.values.items() if k.startswith("port_")}
         self.app_password = self.values["password"]
         # every process the desktop starts lands in its cgroup (killed whole at teardown) and, with
         # env.network=isolated, in a network namespace of its own (see docs/isolation.md)
@@ -184,8 +206,9 @@ class LocalEnvironment(Environment):
         self.netns: NetNamespace | None = None
         files_ns: mountns.MountNamespace | None = None
         try:
-            self.netns = NetNamespace.create(unfenced_ok=network == "isolated_unfenced") \
-                if network != "host" and pool == 1 else None
+            self.netns = (
+                NetNamespace.create(unfenced_ok=network == "isolated_unfenced") if network != "host" and pool == 1 else None
+            )
             files_ns = mountns.MountNamespace.create(self._file_view(None)) if files == "hidden" and pool == 1 else None
         except BaseException:
             if self.netns:
@@ -195,8 +218,7 @@ class LocalEnvironment(Environment):
                 shutil.rmtree(self.workroot, ignore_errors=True)
             raise
         self._note_network()
-        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns,
-                                       files_ns)
+        self.confinement = Confinement(DesktopCgroup.create(self.workroot.name) if pool == 1 else None, self.netns, files_ns)
         if pool == 1:
             self._bind_ports()
         self._exposed: set[int] = set()
@@ -221,15 +243,15 @@ class LocalEnvironment(Environment):
     @property
     def files_effective(self) -> str:
         """``hidden`` when this desktop's processes see only what it hands them (env/mountns.py)."""
-        return "hidden" if self.confinement.mountns or (self._pool is not None and self._files == "hidden") \
-            else "open"
+        return "hidden" if self.confinement.mountns or (self._pool is not None and self._files == "hidden") else "open"
 
     def _note_network(self) -> None:
         self.network_effective = self.netns.effective if self.netns else "host"
         self.notes = []
         if self._network != "host" and self.network_effective != "isolated":  # each result says what it got
-            self.notes = [f"env.network={self._network} was asked; this desktop's network: {self.network_effective} "
-                          "(docs/isolation.md)"]
+            self.notes = [
+                f"env.network={self._network} was asked; this desktop's network: {self.network_effective} (docs/isolation.md)"
+            ]
 
     # --- lifecycle ---------------------------------------------------------------------------
     def reset(self, task: Task, episode_dir: Path) -> None:
@@ -250,9 +272,14 @@ class LocalEnvironment(Environment):
 
     # --- env.pool ≥ 2 ------------------------------------------------------------------------------
     def _prepare_desktop(self, extra_env: dict[str, str] | None = None) -> PreparedDesktop:
-        return PreparedDesktop.start(self.width, self.height, self.window_manager, self._network,
-                                     lambda runtime_dir: self._desktop_env(runtime_dir, extra_env or {}),
-                                     self._file_view if self._files == "hidden" else None)
+        return PreparedDesktop.start(
+            self.width,
+            self.height,
+            self.window_manager,
+            self._network,
+            lambda runtime_dir: self._desktop_env(runtime_dir, extra_env or {}),
+            self._file_view if self._files == "hidden" else None,
+        )
 
     def _take_desktop(self) -> PreparedDesktop:
         assert self._pool is not None
@@ -278,18 +305,21 @@ class LocalEnvironment(Environment):
                 logger.info("a drawn port was taken before its forward (%s); drawing the ports again", exc)
                 self.values = desktop_values(self.programs, self.home)
                 write_shims(self.programs, self.bin_dir, self.values)
-                self.ports = {k[len("port_"):]: v for k, v in self.values.items() if k.startswith("port_")}
+                self.ports = {k[len("port_") :]: v for k, v in self.values.items() if k.startswith("port_")}
                 self.app_password = self.values["password"]
 
     def _socket_paths(self) -> dict[str, Path]:
         """The app ports served on a unix socket (``Program.sockets``: code-server's), each at
         ``$XDG_RUNTIME_DIR/<port name>.sock``, in the desktop's runtime folder (0700, its account's)."""
-        paths = {name: self.runtime_dir / f"{name}.sock"
-                 for program in self.programs for name in program.sockets if name in self.ports}
+        paths = {
+            name: self.runtime_dir / f"{name}.sock" for program in self.programs for name in program.sockets if name in self.ports
+        }
         for path in paths.values():
             if len(os.fsencode(path)) > UNIX_PATH_MAX:
-                raise UserError(f"the desktop's socket {path} is longer than a unix socket's path may be "
-                                f"({UNIX_PATH_MAX} bytes): set {leftovers.WORK_BASE_VARIABLE} to a shorter folder")
+                raise UserError(
+                    f"the desktop's socket {path} is longer than a unix socket's path may be "
+                    f"({UNIX_PATH_MAX} bytes): set {leftovers.WORK_BASE_VARIABLE} to a shorter folder"
+                )
         return paths
 
     def _serve_ports(self) -> None:
@@ -378,18 +408,28 @@ class LocalEnvironment(Environment):
             self.runtime_dir.mkdir(parents=True, mode=0o700)
             if self.user:
                 self.user.own(self.runtime_dir)
-            self.display = VirtualDisplay(self.width, self.height, self.window_manager,
-                                          desktop_id=str(self.workroot), confinement=self.confinement)
+            self.display = VirtualDisplay(
+                self.width, self.height, self.window_manager, desktop_id=str(self.workroot), confinement=self.confinement
+            )
             self._expose_named_sites(json.dumps(self.extra_env))
             self.display.start(self._base_env(), user=self.user)
             if self._own_workroot:
                 leftovers.record_display(self.workroot, self.display.number)
         pooled = {"pool_wait_s": round(self._pool_wait_s, 4)} if self._pool is not None else {}
-        (self.log_dir / "desktop.json").write_text(json.dumps(
-            {"display": self.display.name, "xauthority": self.display.env.get("XAUTHORITY"),
-             "user": self.user.name if self.user else None, "ports": self.ports,
-             "network": self.network_effective, "files": self.files_effective,
-             "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None, **pooled}))
+        (self.log_dir / "desktop.json").write_text(
+            json.dumps(
+                {
+                    "display": self.display.name,
+                    "xauthority": self.display.env.get("XAUTHORITY"),
+                    "user": self.user.name if self.user else None,
+                    "ports": self.ports,
+                    "network": self.network_effective,
+                    "files": self.files_effective,
+                    "cgroup": str(self.confinement.cgroup.path) if self.confinement.cgroup else None,
+                    **pooled,
+                }
+            )
+        )
         self.input = XInput(self.display.name)
         self.windows = Windows(self.display.name)
         self.screen = screen.Screen(self.display.name)
@@ -476,8 +516,9 @@ class LocalEnvironment(Environment):
         argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
         return [str(self.resolve(a)) if a.startswith("~") else self.map_paths(a) for a in argv]
 
-    def launch(self, command: list[str] | str, shell: bool = False, window: str | None = None,
-               timeout_s: float | None = None) -> None:
+    def launch(
+        self, command: list[str] | str, shell: bool = False, window: str | None = None, timeout_s: float | None = None
+    ) -> None:
         argv = self._argv(command, shell)
         if is_port_forwarder(shlex.split(argv[-1]) if shell else argv):
             logger.info("not starting %s: this desktop serves its apps' ports itself", shlex.join(argv)[:200])
@@ -502,8 +543,12 @@ class LocalEnvironment(Environment):
         is_command = window is None and program is None
         closed: set[int] = set()  # matching windows that closed while awaited: an old instance's, going
         while True:
-            wid = windows.wait(pattern, max(0.0, deadline - time.monotonic()),
-                               give_up=(lambda: proc.poll() is not None) if is_command else None, ignore=closed)
+            wid = windows.wait(
+                pattern,
+                max(0.0, deadline - time.monotonic()),
+                give_up=(lambda: proc.poll() is not None) if is_command else None,
+                ignore=closed,
+            )
             if wid is None and is_command and proc.poll() is not None:
                 logger.info("launch of %s ended (exit %s) without a window: a command", name, proc.returncode)
                 self._await_killed(shlex.split(argv[-1]) if shell else argv, deadline)
@@ -511,8 +556,10 @@ class LocalEnvironment(Environment):
             if wid is None:
                 tail = (log_dir / Path(log.name).name).read_text(errors="replace")[-400:].strip()
                 state = f"exited with {proc.returncode}" if proc.poll() is not None else "is running"
-                raise InfraError(f"{argv[0]} {state} but no window matching {pattern!r} appeared within "
-                                 f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else ""))
+                raise InfraError(
+                    f"{argv[0]} {state} but no window matching {pattern!r} appeared within "
+                    f"{timeout_s or self.app_timeout_s:.0f}s" + (f"; its output: {tail}" if tail else "")
+                )
             windows.activate(wid)
             if self._await_ready(Path(name).name, program, wid, deadline):
                 break
@@ -572,15 +619,28 @@ class LocalEnvironment(Environment):
             if app.window in open_windows:  # the launcher handed over to a process that still runs
                 continue
             app.reported = True
-            exits.append({"app": Path(app.argv[0]).name, "command": shlex.join(app.argv)[:300],
-                          "returncode": app.proc.returncode, "window": app.pattern, "argv": app.argv})
+            exits.append(
+                {
+                    "app": Path(app.argv[0]).name,
+                    "command": shlex.join(app.argv)[:300],
+                    "returncode": app.proc.returncode,
+                    "window": app.pattern,
+                    "argv": app.argv,
+                }
+            )
         return exits
 
     def relaunch(self, exited: dict[str, Any]) -> None:
         self.launch(exited["argv"], window=exited["window"])
 
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None, task_code: bool = False) -> None:
+    def execute(
+        self,
+        command: list[str] | str,
+        shell: bool = False,
+        timeout_s: float = 60,
+        env: dict[str, str] | None = None,
+        task_code: bool = False,
+    ) -> None:
         """``env``: variables for this command only (a task's preprocess), never the desktop's.
         ``task_code``: the task's own preprocess, run (before the agent's first step) with the host's
         files in view, as its code imports from its task folder (env.files=hidden hides that folder)."""
@@ -588,8 +648,7 @@ class LocalEnvironment(Environment):
         if result.returncode != 0:
             raise InfraError(f"setup command {command!r} exited {result.returncode}: {result.stderr.strip()[-300:]}")
 
-    def open_path(self, path: str, app: str | None = None, window: str | None = None,
-                  timeout_s: float | None = None) -> None:
+    def open_path(self, path: str, app: str | None = None, window: str | None = None, timeout_s: float | None = None) -> None:
         app = app or (self.task.app if self.task else None)
         if app is None:
             raise InfraError(f"no app to open {path!r} with: the step names none and no task is set (reset() first)")
@@ -605,8 +664,9 @@ class LocalEnvironment(Environment):
             raise MissingWindow(f"no window matching {pattern!r} to activate")
         windows.activate(wid)
 
-    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False,
-                     wait: bool = False) -> None:
+    def close_window(
+        self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False, wait: bool = False
+    ) -> None:
         """``wait``: until the window's process has exited (it wrote what it held back), within timeout_s."""
         windows = self._windows()
         deadline = time.monotonic() + timeout_s
@@ -679,16 +739,24 @@ class LocalEnvironment(Environment):
             inp.move(self._x(action["x"]), self._y(action["y"]))
         elif kind == "click":
             x, y = action.get("x"), action.get("y")
-            inp.click(None if x is None else self._x(x), None if y is None else self._y(y),
-                      int(action.get("button", 1)), int(action.get("count", 1)))
+            inp.click(
+                None if x is None else self._x(x),
+                None if y is None else self._y(y),
+                int(action.get("button", 1)),
+                int(action.get("count", 1)),
+            )
         elif kind in ("down", "up"):
             inp.button(int(action.get("button", 1)), kind == "down")
         elif kind == "drag":
             inp.drag(self._x(action["x0"]), self._y(action["y0"]), self._x(action["x"]), self._y(action["y"]))
         elif kind == "scroll":
             x, y = action.get("x"), action.get("y")
-            inp.scroll(action["direction"], int(action.get("amount", 3)),
-                       None if x is None else self._x(x), None if y is None else self._y(y))
+            inp.scroll(
+                action["direction"],
+                int(action.get("amount", 3)),
+                None if x is None else self._x(x),
+                None if y is None else self._y(y),
+            )
         elif kind == "key":
             inp.key(action["keys"])
         elif kind == "type":
@@ -721,8 +789,9 @@ class LocalEnvironment(Environment):
         env.update(extra_env)
         return env
 
-    def _run(self, argv: list[str], timeout: float, max_output: int,
-             extra: dict[str, str] | None = None, task_code: bool = False) -> ShellResult:
+    def _run(
+        self, argv: list[str], timeout: float, max_output: int, extra: dict[str, str] | None = None, task_code: bool = False
+    ) -> ShellResult:
         if self._pool is not None and self._prepared is None:  # its account may be another desktop's by now
             raise InfraError("the desktop is not running (reset() first)")
         env = self.display.env if self.display else self._base_env()

@@ -34,6 +34,7 @@ from mcpworld.env.netns import NetNamespace
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass
 class PreparedDesktop:
     """A started display (X server, bus, window manager) with the account, cgroup, network and
@@ -57,9 +58,15 @@ class PreparedDesktop:
         return self.folder / "run"
 
     @classmethod
-    def start(cls, width: int, height: int, window_manager: str, network: str,
-              env_for: Callable[[Path], dict[str, str]],
-              view_for: Callable[[Path], FileView] | None = None) -> PreparedDesktop:
+    def start(
+        cls,
+        width: int,
+        height: int,
+        window_manager: str,
+        network: str,
+        env_for: Callable[[Path], dict[str, str]],
+        view_for: Callable[[Path], FileView] | None = None,
+    ) -> PreparedDesktop:
         """A new desktop; ``env_for(runtime_dir)``: the environment its processes start with;
         ``view_for(folder)``: the files they see (env.files=hidden), None: the host's."""
         folder = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX, dir=leftovers.work_bases()[0]))
@@ -204,4 +211,3 @@ class DesktopPool:
                 future.result().discard()
             except Exception as exc:  # one spare's teardown must not keep the others alive
                 logger.warning("could not discard a prepared desktop: %s", exc)
-

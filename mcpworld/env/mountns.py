@@ -64,9 +64,11 @@ _lock = threading.Lock()
 
 def refusal(problem: str) -> str:
     """The one line an ``env.files=hidden`` desktop fails with when it cannot be given its own view."""
-    return (f"env.files=hidden: {problem}, so the desktop's processes (the agent's shell, its apps, MCP "
-            "servers) would see the benchmark's task files, oracle solutions and earlier results "
-            "(docs/isolation.md): run as root, or set env.files=open to run with them in reach")
+    return (
+        f"env.files=hidden: {problem}, so the desktop's processes (the agent's shell, its apps, MCP "
+        "servers) would see the benchmark's task files, oracle solutions and earlier results "
+        "(docs/isolation.md): run as root, or set env.files=open to run with them in reach"
+    )
 
 
 def problem() -> str | None:
@@ -143,8 +145,10 @@ def setup_script(view: FileView, root: str, top: Iterable[str]) -> str:
             if os.path.isdir(inside):
                 mode = "1777" if kind == "fresh" else "0755"
                 size = "50%" if kind == "fresh" else "64k"
-                lines.append(f"if [ -d {target} ]; then mount -t tmpfs -o mode={mode},size={size},nosuid,nodev "
-                             f"mcpworld-hidden {target}; fi")
+                lines.append(
+                    f"if [ -d {target} ]; then mount -t tmpfs -o mode={mode},size={size},nosuid,nodev "
+                    f"mcpworld-hidden {target}; fi"
+                )
             else:  # a file: an empty one in its place
                 lines.append(f"if [ -f {target} ]; then mount --bind /dev/null {target}; fi")
         elif kind in ("keep", "bind"):
@@ -154,8 +158,14 @@ def setup_script(view: FileView, root: str, top: Iterable[str]) -> str:
                 lines.append(f'mkdir -p "$(dirname {target})" && touch {target} && mount --bind {q(source)} {target}')
         else:
             lines.append(f'mkdir -p "$(dirname {target})" && ln -sfn {q(source)} {target}')
-    lines += ['cd "$R"', "mkdir .old", "pivot_root . .old", "umount -l /.old", "rmdir /.old",
-              "mount -o remount,ro,bind /"]  # nothing new at the top (root's tmpfs; the account cannot anyway)
+    lines += [
+        'cd "$R"',
+        "mkdir .old",
+        "pivot_root . .old",
+        "umount -l /.old",
+        "rmdir /.old",
+        "mount -o remount,ro,bind /",
+    ]  # nothing new at the top (root's tmpfs; the account cannot anyway)
     return "\n".join(lines) + "\n"
 
 
@@ -167,16 +177,35 @@ def desktop_view(home: Path, own: Sequence[Path], hidden: Sequence[Path] = (), h
     from mcpworld.core import paths
     from mcpworld.env import leftovers
 
-    hide = [paths.BUILTIN_TASKS, paths.DATA / "solutions", Path("/home"), PIN_DIR,
-            Path.cwd() / "outputs", Path.cwd() / "multirun", *hidden]
+    hide = [
+        paths.BUILTIN_TASKS,
+        paths.DATA / "solutions",
+        Path("/home"),
+        PIN_DIR,
+        Path.cwd() / "outputs",
+        Path.cwd() / "multirun",
+        *hidden,
+    ]
     if not paths.INSTALLED:  # the checkout: its tests, outputs, leases … (its code and venv are kept below)
         hide.append(paths.PROJECT)
     fresh = [Path("/tmp"), Path(tempfile.gettempdir()), *leftovers.work_bases()]
-    keep = [*own, X_SOCKETS, Path(sys.prefix), paths.PACKAGE, paths.APPS, paths.HOME / ".mcp-servers",
-            paths.HOME / ".toolathlon-python", *handed]
-    return FileView(hide=tuple(hide), fresh=tuple(fresh), keep=tuple(keep),
-                    binds=(("/home/user", home), ("/home/agent", home)),
-                    links=(("/workspace", "/home/user/workspace"), ("/FreeCAD", "/home/user/FreeCAD")))
+    keep = [
+        *own,
+        X_SOCKETS,
+        Path(sys.prefix),
+        paths.PACKAGE,
+        paths.APPS,
+        paths.HOME / ".mcp-servers",
+        paths.HOME / ".toolathlon-python",
+        *handed,
+    ]
+    return FileView(
+        hide=tuple(hide),
+        fresh=tuple(fresh),
+        keep=tuple(keep),
+        binds=(("/home/user", home), ("/home/agent", home)),
+        links=(("/workspace", "/home/user/workspace"), ("/FreeCAD", "/home/user/FreeCAD")),
+    )
 
 
 def _pin_dir() -> Path:
@@ -188,12 +217,17 @@ def _pin_dir() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         mounted = any(line.split()[4] == str(PIN_DIR) for line in Path("/proc/self/mountinfo").read_text().splitlines())
         if not mounted:
-            for args in (["--bind", str(PIN_DIR), str(PIN_DIR)], ["--make-private", str(PIN_DIR)],
-                         ["--make-unbindable", str(PIN_DIR)]):
+            for args in (
+                ["--bind", str(PIN_DIR), str(PIN_DIR)],
+                ["--make-private", str(PIN_DIR)],
+                ["--make-unbindable", str(PIN_DIR)],
+            ):
                 done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=10, start_new_session=True)
                 if done.returncode != 0:
-                    raise InfraError(f"could not prepare {PIN_DIR} for the desktops' mount namespaces: "
-                                     f"mount {' '.join(args)}: {done.stderr.strip()[-200:]}")
+                    raise InfraError(
+                        f"could not prepare {PIN_DIR} for the desktops' mount namespaces: "
+                        f"mount {' '.join(args)}: {done.stderr.strip()[-200:]}"
+                    )
     return PIN_DIR
 
 
@@ -217,8 +251,13 @@ class MountNamespace:
         ns.pin.touch(mode=0o600)
         ns.root.mkdir(mode=0o700)
         script = setup_script(view, str(ns.root), os.listdir("/"))
-        done = subprocess.run(["unshare", f"--mount={ns.pin}", "--propagation", "private", "--", "/bin/sh", "-c", script],
-                              capture_output=True, text=True, timeout=60, start_new_session=True)
+        done = subprocess.run(
+            ["unshare", f"--mount={ns.pin}", "--propagation", "private", "--", "/bin/sh", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            start_new_session=True,
+        )
         if done.returncode != 0:
             ns.close()
             raise InfraError(f"the desktop's mount namespace could not be set up: {done.stderr.strip()[-400:]}")

@@ -108,9 +108,11 @@ def _make(name: str) -> str | None:
 
 def refusal(problem: str) -> str:
     """The one line an ``env.network=isolated`` job fails with when its desktops cannot be fenced."""
-    return (f"env.network=isolated: {problem}, so the desktop's network cannot be fenced off the host "
-            "(docs/isolation.md): run as root with iptables installed (`make apt`), or set "
-            "env.network=isolated_unfenced to run without the fence (warned), or env.network=host")
+    return (
+        f"env.network=isolated: {problem}, so the desktop's network cannot be fenced off the host "
+        "(docs/isolation.md): run as root with iptables installed (`make apt`), or set "
+        "env.network=isolated_unfenced to run without the fence (warned), or env.network=host"
+    )
 
 
 def fence_tools() -> list[str]:
@@ -136,13 +138,19 @@ def fence(path: Path, targets: list[tuple[str, int]] | None = None) -> tuple[str
     failed = ""
     for tool in tools:
         for target, _ in targets:  # (IPv4 only: slirp4netns gives the namespace no IPv6)
-            done = subprocess.run([*enter, tool, "-w", "-A", "OUTPUT", "-d", target, "-j", "REJECT"],
-                                  capture_output=True, text=True, timeout=10, start_new_session=True)
+            done = subprocess.run(
+                [*enter, tool, "-w", "-A", "OUTPUT", "-d", target, "-j", "REJECT"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                start_new_session=True,
+            )
             if done.returncode != 0:
-                failed = f"`{os.path.basename(tool)} -A OUTPUT -d {target} -j REJECT` failed in the namespace: " \
-                         f"{' '.join(done.stderr.split())[-200:]}"
-                subprocess.run([*enter, tool, "-w", "-F", "OUTPUT"], capture_output=True, timeout=10,
-                               start_new_session=True)
+                failed = (
+                    f"`{os.path.basename(tool)} -A OUTPUT -d {target} -j REJECT` failed in the namespace: "
+                    f"{' '.join(done.stderr.split())[-200:]}"
+                )
+                subprocess.run([*enter, tool, "-w", "-F", "OUTPUT"], capture_output=True, timeout=10, start_new_session=True)
                 break
         else:
             return tool, None
@@ -212,8 +220,12 @@ class NetNamespace:
         if why:
             if not unfenced_ok:
                 raise UserError(refusal(f"no network namespace can be made for the desktop ({why})"))
-            _warn_once("create", "env.network=isolated_unfenced: no network namespace for the desktop (%s); its "
-                       "apps share the host's network, host loopback services included (network_effective=host)", why)
+            _warn_once(
+                "create",
+                "env.network=isolated_unfenced: no network namespace for the desktop (%s); its "
+                "apps share the host's network, host loopback services included (network_effective=host)",
+                why,
+            )
             return None
         ns = cls(name)
         if outbound:
@@ -227,26 +239,46 @@ class NetNamespace:
     def _start_outbound(self, unfenced_ok: bool) -> None:
         slirp = shutil.which("slirp4netns")
         if slirp is None:
-            _warn_once("slirp", "env.network=isolated: slirp4netns is not installed, so desktops have no outside "
-                       "network (web sites fail); `apt-get install slirp4netns` gives them one")
+            _warn_once(
+                "slirp",
+                "env.network=isolated: slirp4netns is not installed, so desktops have no outside "
+                "network (web sites fail); `apt-get install slirp4netns` gives them one",
+            )
             return
         # the fence first: nothing may leave the namespace before it holds
         self.fence_tool, problem = fence(self.path)
         if problem:
             if not unfenced_ok:
                 raise UserError(refusal(problem))
-            _warn_once("fence", "env.network=isolated_unfenced: %s, so a desktop reaches host services bound to "
-                       "0.0.0.0 through the host's own addresses (%s) (network_effective=isolated_unfenced)",
-                       problem, ", ".join(t for t, _ in fenced_targets()))
+            _warn_once(
+                "fence",
+                "env.network=isolated_unfenced: %s, so a desktop reaches host services bound to "
+                "0.0.0.0 through the host's own addresses (%s) (network_effective=isolated_unfenced)",
+                problem,
+                ", ".join(t for t, _ in fenced_targets()),
+            )
         read_end, write_end = os.pipe()
         # slirp4netns exits when this pipe closes: with the namespace, or with this process if it is killed
         exit_read, self._exit_write = os.pipe()
         try:
             self._slirp = subprocess.Popen(
-                [slirp, "--configure", "--mtu=65520", "--disable-host-loopback", "--netns-type=path",
-                 f"--ready-fd={write_end}", f"--exit-fd={exit_read}", str(self.path), "tap0"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                pass_fds=(write_end, exit_read), start_new_session=True)
+                [
+                    slirp,
+                    "--configure",
+                    "--mtu=65520",
+                    "--disable-host-loopback",
+                    "--netns-type=path",
+                    f"--ready-fd={write_end}",
+                    f"--exit-fd={exit_read}",
+                    str(self.path),
+                    "tap0",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(write_end, exit_read),
+                start_new_session=True,
+            )
             os.close(write_end)
             write_end = -1
             ready = os.read(read_end, 1) == b"1"  # slirp4netns writes "1" once tap0 is configured
@@ -262,15 +294,17 @@ class NetNamespace:
         if self._slirp.poll() is not None and self._slirp.stderr:
             err = self._slirp.stderr.read()
         self._stop_slirp()
-        _warn_once("slirp-failed", "env.network=isolated: slirp4netns did not start (%s); desktops have no outside "
-                   "network", err.decode(errors="replace").strip()[-200:] or "no reason given")
+        _warn_once(
+            "slirp-failed",
+            "env.network=isolated: slirp4netns did not start (%s); desktops have no outside network",
+            err.decode(errors="replace").strip()[-200:] or "no reason given",
+        )
 
     def rules(self) -> list[str]:
         """The fence as the namespace's firewall holds it (``iptables -S OUTPUT``); empty without one."""
         if not self.fence_tool:
             return []
-        done = subprocess.run(self.wrap([self.fence_tool, "-w", "-S", "OUTPUT"]), capture_output=True, text=True,
-                              timeout=10)
+        done = subprocess.run(self.wrap([self.fence_tool, "-w", "-S", "OUTPUT"]), capture_output=True, text=True, timeout=10)
         return [line for line in done.stdout.splitlines() if line.startswith("-A ")]
 
     def _stop_slirp(self) -> None:
@@ -306,15 +340,13 @@ class NetNamespace:
         ``connect`` (an app serving on a unix socket). Only the harness's own processes get through:
         on a shared machine another user's would otherwise drive the desktop's apps."""
         gate = relay.PeerGate(relay.harness_uids(), f"port {port} of the desktop in {self.name}")
-        self._add(("forward", port), relay.listen_tcp(port),
-                  connect or (lambda: self._connect_inside(port)), gate)
+        self._add(("forward", port), relay.listen_tcp(port), connect or (lambda: self._connect_inside(port)), gate)
 
     def expose(self, port: int) -> None:
         """The namespace's ``127.0.0.1:port`` leads to the host's (a host service the desktop may use)."""
         if ("expose", port) in self._relays:
             return
-        self._add(("expose", port), inside(self.path, lambda: relay.listen_tcp(port)),
-                  relay.to_tcp(port, LOOPBACK))
+        self._add(("expose", port), inside(self.path, lambda: relay.listen_tcp(port)), relay.to_tcp(port, LOOPBACK))
 
     def serve_unix(self, port: int, path: Path) -> None:
         """The namespace's ``127.0.0.1:port`` leads to the unix socket ``path`` (code-server serves on
@@ -335,8 +367,9 @@ class NetNamespace:
             raise
         return sock
 
-    def _add(self, key: tuple[str, int], listener: socket.socket, connect: relay.Connect,
-             admit: relay.Admit | None = None) -> None:
+    def _add(
+        self, key: tuple[str, int], listener: socket.socket, connect: relay.Connect, admit: relay.Admit | None = None
+    ) -> None:
         made = relay.Relay(listener, connect, f"netns-{key[0]}-{key[1]}", admit)
         with self._guard:
             self._relays[key] = made

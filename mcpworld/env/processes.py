@@ -44,11 +44,17 @@ def reachable_by_all(folder: str) -> bool:
 
 def scrubbed_env(home: Path, runtime_dir: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if reachable_by_all(p)) \
-        or "/usr/local/bin:/usr/bin:/bin"
+    env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if reachable_by_all(p)) or "/usr/local/bin:/usr/bin:/bin"
     env.setdefault("LANG", "C.UTF-8")
-    env.update(HOME=str(home), USER="user", LOGNAME="user", SHELL="/bin/bash", TERM="xterm-256color",
-               XDG_RUNTIME_DIR=str(runtime_dir), PWD=str(home))
+    env.update(
+        HOME=str(home),
+        USER="user",
+        LOGNAME="user",
+        SHELL="/bin/bash",
+        TERM="xterm-256color",
+        XDG_RUNTIME_DIR=str(runtime_dir),
+        PWD=str(home),
+    )
     return env
 
 
@@ -58,14 +64,30 @@ class ProcessSet:
         self.marker = marker  # (ENV_NAME, value) that identifies our processes, e.g. ("DISPLAY", ":7")
         self.confinement = confinement or Confinement()  # the desktop's cgroup (and network), if any
 
-    def spawn(self, argv: Sequence[str], env: dict[str, str], cwd: str | None = None,
-              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, user: DesktopUser | None = None,
-              **kw) -> subprocess.Popen:
+    def spawn(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        cwd: str | None = None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        user: DesktopUser | None = None,
+        **kw,
+    ) -> subprocess.Popen:
         """Start ``argv`` in a session of its own (as ``user`` when given), inside the desktop's
         cgroup and network."""
         command, account = self.confinement.command(argv, user, cwd)
-        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=stderr,
-                                stdin=subprocess.DEVNULL, start_new_session=True, **account, **kw)
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            cwd=cwd,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **account,
+            **kw,
+        )
         self.procs.append(proc)
         return proc
 
@@ -119,14 +141,29 @@ def kill_marked(name: str, value: str) -> int:
     return len(victims)
 
 
-def run_bounded(argv: Sequence[str], env: dict[str, str], cwd: Path, timeout: float, max_output: int,
-                user: DesktopUser | None = None, confinement: Confinement | None = None) -> ShellResult:
+def run_bounded(
+    argv: Sequence[str],
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float,
+    max_output: int,
+    user: DesktopUser | None = None,
+    confinement: Confinement | None = None,
+) -> ShellResult:
     """Run to completion in its own process group (as ``user`` when given, inside the desktop's
     cgroup and network when given); on timeout kill the group. What it left running in the
     background dies with the desktop's cgroup at teardown."""
     command, account = (confinement or Confinement()).command(argv, user, cwd)
-    proc = subprocess.Popen(command, env=env, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True, **account)
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        cwd=str(cwd),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        **account,
+    )
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -143,5 +180,4 @@ def run_bounded(argv: Sequence[str], env: dict[str, str], cwd: Path, timeout: fl
             out, err = b"", b"(output lost: a background process kept it open)"
     stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     truncated = len(stdout) > max_output or len(stderr) > max_output
-    return ShellResult(-9 if timed_out else proc.returncode, stdout[:max_output], stderr[:max_output],
-                       timed_out, truncated)
+    return ShellResult(-9 if timed_out else proc.returncode, stdout[:max_output], stderr[:max_output], timed_out, truncated)

@@ -71,8 +71,12 @@ def peer_uid(conn: socket.socket, proc_net: Path = PROC_NET) -> int | None:
                 next(rows, None)  # the heading
                 for row in rows:
                     fields = row.split()
-                    if len(fields) > 7 and fields[1] == want_local and fields[2] == want_remote \
-                            and fields[3] not in (TIME_WAIT, LISTEN):
+                    if (
+                        len(fields) > 7
+                        and fields[1] == want_local
+                        and fields[2] == want_remote
+                        and fields[3] not in (TIME_WAIT, LISTEN)
+                    ):
                         return int(fields[7])
         except OSError:  # no IPv6 on this kernel
             continue
@@ -102,9 +106,12 @@ class PeerGate:
             first = uid not in self._refused
             self._refused.add(uid)
         if first:
-            log.warning("%s: refused a connection from %s: only %s may use it (docs/isolation.md)", self.what,
-                        _who(uid) if uid is not None else "a process whose socket was not found",
-                        ", ".join(_who(u) for u in sorted(self.uids)))
+            log.warning(
+                "%s: refused a connection from %s: only %s may use it (docs/isolation.md)",
+                self.what,
+                _who(uid) if uid is not None else "a process whose socket was not found",
+                ", ".join(_who(u) for u in sorted(self.uids)),
+            )
         return False
 
 
@@ -119,6 +126,7 @@ def _who(uid: int) -> str:
 
 def pipe(a: socket.socket, b: socket.socket) -> None:
     """Copy bytes both ways until both sides have finished sending; closes both. Blocks."""
+
     def one_way(src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(CHUNK):
@@ -177,16 +185,19 @@ def to_unix(path: Path) -> Connect:
         sock.settimeout(10)
         sock.connect(str(path))
         return sock
+
     return connect
 
 
 def through_service(service_socket: Path, token: str, port: int) -> Connect:
     """A connection to ``port`` on the container's loopback, tunnelled by the desktop service."""
+
     def connect() -> socket.socket:
         sock = to_unix(service_socket)()
         try:
-            sock.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                         f"Authorization: Bearer {token}\r\n\r\n".encode())
+            sock.sendall(
+                f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+            )
             head = b""
             while b"\r\n\r\n" not in head:  # byte by byte: nothing after the reply's head is consumed
                 byte = sock.recv(1)
@@ -200,6 +211,7 @@ def through_service(service_socket: Path, token: str, port: int) -> Connect:
             sock.close()
             raise
         return sock
+
     return connect
 
 

@@ -51,8 +51,21 @@ log = logging.getLogger("mcpworld.env.service")
 SPEC_VARIABLE = "MCPWORLD_SERVICE"
 NOVNC_WEB = "/usr/share/novnc"
 # what the host may call by name: the step host's and the agent's methods of the environment
-CALLS = {"launch", "execute", "open_path", "activate_window", "close_window", "act", "cursor_position",
-         "shell", "app_exits", "relaunch", "app_pid", "end_episode", "kill"}
+CALLS = {
+    "launch",
+    "execute",
+    "open_path",
+    "activate_window",
+    "close_window",
+    "act",
+    "cursor_position",
+    "shell",
+    "app_exits",
+    "relaunch",
+    "app_pid",
+    "end_episode",
+    "kill",
+}
 
 
 def program_to_json(program: Program) -> dict[str, Any]:
@@ -71,7 +84,7 @@ def moved(value: str, host: dict[str, str]) -> str:
     for where, here in (("data", DATA), ("home", HOME)):  # data first: a checkout's HOME holds it
         prefix = host[where].rstrip("/") + "/"
         if value.startswith(prefix):
-            return str(here / value[len(prefix):])
+            return str(here / value[len(prefix) :])
     return value
 
 
@@ -108,24 +121,36 @@ class DesktopService:
         if vnc:  # noVNC's page from the start (a spare container is ready before its episode)
             self._websockify = subprocess.Popen(
                 ["websockify", "--web", NOVNC_WEB, f"{vnc['listen']}:{vnc['novnc_port']}", f"127.0.0.1:{vnc['port']}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
     def info(self) -> dict[str, Any]:
         """Who the desktop's programs run as (the host makes the home theirs before the start)."""
         user = desktop_user.ensure_account(f"{desktop_user.NAME_PREFIX}0") if os.geteuid() == 0 else None
-        return {"uid": user.uid if user else os.getuid(), "gid": user.gid if user else os.getgid(),
-                "user": user.name if user else None, "pid": os.getpid()}
+        return {
+            "uid": user.uid if user else os.getuid(),
+            "gid": user.gid if user else os.getgid(),
+            "user": user.name if user else None,
+            "pid": os.getpid(),
+        }
 
-    def start(self, log_dir: str, task: dict[str, Any], extra_env: dict[str, str],
-              relays: dict[str, str] | None = None) -> dict[str, Any]:
+    def start(
+        self, log_dir: str, task: dict[str, Any], extra_env: dict[str, str], relays: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         spec = self.spec
         for port, path in (relays or {}).items():  # the episode's sink: this loopback's port → the host's
             self._relays.append(Relay(listen_tcp(int(port)), to_unix(Path(path)), f"sink-{port}"))
         if self.env is None:
-            self.env = LocalEnvironment(int(spec["width"]), int(spec["height"]), window_manager=spec["window_manager"],
-                                        settle_policy=SettlePolicy(**spec.get("settle", {})),
-                                        workroot=Path(spec["workroot"]), app_timeout_s=float(spec["app_timeout_s"]),
-                                        programs=self.programs)
+            self.env = LocalEnvironment(
+                int(spec["width"]),
+                int(spec["height"]),
+                window_manager=spec["window_manager"],
+                settle_policy=SettlePolicy(**spec.get("settle", {})),
+                workroot=Path(spec["workroot"]),
+                app_timeout_s=float(spec["app_timeout_s"]),
+                programs=self.programs,
+            )
         source = Path(task["source"])
         self.env.task = Task(id=task["id"], app=task["app"], instruction="-", dir=source.parent, source=source)
         self.env.extra_env = {k: moved(v, spec["host_paths"]) for k, v in extra_env.items()}  # a probe's client
@@ -148,9 +173,26 @@ class DesktopService:
             return
         passwd = Path(self.started().runtime_dir) / "vnc.passwd"
         subprocess.run(["x11vnc", "-storepasswd", vnc["password"], str(passwd)], capture_output=True, check=True)
-        display.procs.spawn(["x11vnc", "-display", display.name, "-rfbport", str(vnc["port"]), "-listen",
-                             vnc["listen"], "-rfbauth", str(passwd), "-forever", "-shared", "-quiet", "-nossl"],
-                            env=display.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        display.procs.spawn(
+            [
+                "x11vnc",
+                "-display",
+                display.name,
+                "-rfbport",
+                str(vnc["port"]),
+                "-listen",
+                vnc["listen"],
+                "-rfbauth",
+                str(passwd),
+                "-forever",
+                "-shared",
+                "-quiet",
+                "-nossl",
+            ],
+            env=display.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def call(self, method: str, kwargs: dict[str, Any]) -> Any:
         if method not in CALLS:
@@ -190,6 +232,7 @@ HOST_NAME = "desktop"  # the host's client names the unix socket's server so (co
 
 def make_handler(service: DesktopService, token: str) -> type[GuardedHandler]:
     """Every request, CONNECT included, passes the listener rule (token, Host, Origin, JSON) first."""
+
     class Handler(GuardedHandler):
         guard = Guard(token, names=(HOST_NAME,))
         protocol_version = "HTTP/1.1"  # keep-alive: one connection for a whole episode
@@ -202,8 +245,9 @@ def make_handler(service: DesktopService, token: str) -> type[GuardedHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # requests are not worth a line each
             pass
 
-        def _reply(self, status: int, body: bytes, content_type: str = "application/json",
-                   headers: dict[str, str] | None = None) -> None:
+        def _reply(
+            self, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
@@ -262,11 +306,17 @@ def make_handler(service: DesktopService, token: str) -> type[GuardedHandler]:
                     self._json(200, {"size": list(size)})
                 elif self.path == "/start":
                     with service.lock:
-                        self._json(200, {"result": service.start(body["log_dir"], body["task"], body.get("extra_env", {}),
-                                                                 body.get("relays"))})
+                        self._json(
+                            200,
+                            {
+                                "result": service.start(
+                                    body["log_dir"], body["task"], body.get("extra_env", {}), body.get("relays")
+                                )
+                            },
+                        )
                 elif self.path.startswith("/call/"):
                     with service.lock:
-                        self._json(200, {"result": service.call(self.path[len("/call/"):], body)})
+                        self._json(200, {"result": service.call(self.path[len("/call/") :], body)})
                 else:
                     self._json(404, {"error": {"type": "ValueError", "message": f"no such path {self.path}"}})
             except Exception as exc:  # handed to the host, which raises it as the same kind of error
@@ -312,8 +362,11 @@ def main() -> int:
     spec = json.loads(os.environ.pop(SPEC_VARIABLE))
     token = spec.pop("token", "")
     if not token:  # never served without one, on a socket or a port
-        print(f"mcpworld.env.service: error: ${SPEC_VARIABLE} holds no token; the host gives the service one "
-              "(mcpworld.env.container), and it answers only requests carrying it", file=sys.stderr)
+        print(
+            f"mcpworld.env.service: error: ${SPEC_VARIABLE} holds no token; the host gives the service one "
+            "(mcpworld.env.container), and it answers only requests carrying it",
+            file=sys.stderr,
+        )
         return 2
     if os.geteuid() == 0:  # (root in its own container)
         make_suite_paths(Path(spec["workroot"]) / "home")

@@ -23,12 +23,14 @@ log = logging.getLogger(__name__)
 
 class StepHost(Protocol):
     def launch(self, command: list[str] | str, shell: bool, window: str | None, timeout_s: float) -> None: ...
-    def execute(self, command: list[str] | str, shell: bool, timeout_s: float,
-                env: dict[str, str] | None = None, task_code: bool = False) -> None: ...
+    def execute(
+        self, command: list[str] | str, shell: bool, timeout_s: float, env: dict[str, str] | None = None, task_code: bool = False
+    ) -> None: ...
     def open_path(self, path: str, app: str | None, window: str | None, timeout_s: float) -> None: ...
     def activate_window(self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False) -> None: ...
-    def close_window(self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False,
-                     wait: bool = False) -> None: ...
+    def close_window(
+        self, pattern: str, timeout_s: float, strict: bool = False, by_class: bool = False, wait: bool = False
+    ) -> None: ...
     def copy_in(self, src: str, dest: str) -> None: ...
     def act(self, action: Action) -> None: ...
 
@@ -81,8 +83,7 @@ def _replay(host: StepHost, source: str) -> None:
             host.act(step)
 
 
-def _without_satisfied_sudo(host: StepHost, command: list[str] | str, shell: bool) \
-        -> tuple[list[str] | str, bool] | None:
+def _without_satisfied_sudo(host: StepHost, command: list[str] | str, shell: bool) -> tuple[list[str] | str, bool] | None:
     """The command with each sudo item the desktop already satisfies (core/sudo.py) replaced by
     ``true``, as a shell line; unchanged when it has none; None when nothing else is left to run."""
     text = command_text(command)
@@ -122,8 +123,9 @@ def _shell_line(host: StepHost, command: list[str] | str, shell: bool) -> str:
 CAPTURE_LIMIT = 64 * 1024 * 1024  # a listing such as `apt list --installed` is kept whole
 
 
-def _run_captured(host: StepHost, command: list[str] | str, shell: bool, timeout: float,
-                  outputs: dict[str, str], until: dict[str, Any]) -> None:
+def _run_captured(
+    host: StepHost, command: list[str] | str, shell: bool, timeout: float, outputs: dict[str, str], until: dict[str, Any]
+) -> None:
     run = getattr(host, "shell", None)
     if run is None:
         raise InfraError("this desktop cannot return a setup command's output (stdout/stderr/until)")
@@ -134,23 +136,25 @@ def _run_captured(host: StepHost, command: list[str] | str, shell: bool, timeout
         if result.timed_out:
             raise InfraError(f"setup command {command_text(command)[:200]!r} did not finish within {timeout:.0f}s")
         for stream, name in outputs.items():  # what OSWorld writes into its cache dir, whatever the exit
-            _cache_file(host, name).write_text(result.stdout if stream == "stdout" else result.stderr,
-                                               encoding="utf-8")
+            _cache_file(host, name).write_text(result.stdout if stream == "stdout" else result.stderr, encoding="utf-8")
         if not until or _met(until, result):
             if result.returncode != 0 and not until:
-                log.info("setup command %s exited %s (its output is kept)", command_text(command)[:200],
-                         result.returncode)
+                log.info("setup command %s exited %s (its output is kept)", command_text(command)[:200], result.returncode)
             return
         if time.monotonic() >= deadline:
-            raise InfraError(f"setup command {command_text(command)[:200]!r} never gave what its until asks "
-                             f"({until}) within {timeout:.0f}s; it last exited {result.returncode}")
+            raise InfraError(
+                f"setup command {command_text(command)[:200]!r} never gave what its until asks "
+                f"({until}) within {timeout:.0f}s; it last exited {result.returncode}"
+            )
         time.sleep(0.3)  # OSWorld's pace between tries
 
 
 def _met(until: dict[str, Any], result: Any) -> bool:
-    return ("returncode" in until and result.returncode == int(until["returncode"])) \
-        or ("stdout" in until and str(until["stdout"]) in result.stdout) \
+    return (
+        ("returncode" in until and result.returncode == int(until["returncode"]))
+        or ("stdout" in until and str(until["stdout"]) in result.stdout)
         or ("stderr" in until and str(until["stderr"]) in result.stderr)
+    )
 
 
 def _cache_file(host: StepHost, name: str) -> Path:

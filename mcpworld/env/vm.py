@@ -51,12 +51,14 @@ logger = logging.getLogger(__name__)
 
 TERMINAL_SETTLE_S, TERMINAL_SETTLE_MAX_S = 0.5, 5.0  # /terminal is read again until it holds still this long
 # what is at a path (argv[1]) on the VM: "file|dir|other|none MTIME_NS"
-STAT_CODE = ("import os, stat, sys\n"
-             "try:\n    s = os.stat(sys.argv[1])\nexcept OSError:\n"
-             "    s = os.lstat(sys.argv[1]) if os.path.lexists(sys.argv[1]) else None\n"
-             "kind = 'none' if s is None else 'dir' if stat.S_ISDIR(s.st_mode) else "
-             "'file' if stat.S_ISREG(s.st_mode) else 'other'\n"
-             "print(kind, s.st_mtime_ns if s else 0)")
+STAT_CODE = (
+    "import os, stat, sys\n"
+    "try:\n    s = os.stat(sys.argv[1])\nexcept OSError:\n"
+    "    s = os.lstat(sys.argv[1]) if os.path.lexists(sys.argv[1]) else None\n"
+    "kind = 'none' if s is None else 'dir' if stat.S_ISDIR(s.st_mode) else "
+    "'file' if stat.S_ISREG(s.st_mode) else 'other'\n"
+    "print(kind, s.st_mtime_ns if s else 0)"
+)
 CLIPBOARD_MARK = "\x1e--mcpworld-clipboard--\x1e"
 # the selection's text as UTF8_STRING, else STRING, asked of its owner (what xsel does)
 CLIPBOARD_X11 = f"""import json, sys, time
@@ -95,8 +97,10 @@ for target, encoding in (('UTF8_STRING', 'utf-8'), ('STRING', 'latin-1')):
 # (JSON: ASCII on the way back, whatever the VM's locale; Windows' console encoding is not UTF-8)
 CLIPBOARD_WAA = f"import json, sys, pyperclip; sys.stdout.write({CLIPBOARD_MARK!r} + json.dumps(pyperclip.paste() or ''))"
 
-NO_RESET_NOTE = ("env=vm without env.vm.reset_command: the task's setup ran on the VM as it was left by the "
-                 "episode before (no snapshot was restored)")
+NO_RESET_NOTE = (
+    "env=vm without env.vm.reset_command: the task's setup ran on the VM as it was left by the "
+    "episode before (no snapshot was restored)"
+)
 
 
 @dataclass(frozen=True)
@@ -113,34 +117,46 @@ def vm_slots(vm: Any) -> list[VmSlot]:
     not add up."""
     urls = [str(u) for u in vm.urls] if vm.urls is not None else None
     if vm.url and urls is not None:
-        raise UserError("env.vm.url and env.vm.urls both name VMs: give one VM as env.vm.url=URL, or a pool "
-                        "as env.vm.urls=[URL,…] (one VM per concurrent episode)")
+        raise UserError(
+            "env.vm.url and env.vm.urls both name VMs: give one VM as env.vm.url=URL, or a pool "
+            "as env.vm.urls=[URL,…] (one VM per concurrent episode)"
+        )
     listed = urls if urls is not None else ([str(vm.url)] if vm.url else [])
     if not listed:
-        raise UserError("env=vm needs the VM server's address: env.vm.url=http://HOST:5000, or a pool "
-                        "env.vm.urls=[http://HOST1:5000,http://HOST2:5000] (OSWorld's and WAA's servers "
-                        "listen on port 5000 inside the VM)")
+        raise UserError(
+            "env=vm needs the VM server's address: env.vm.url=http://HOST:5000, or a pool "
+            "env.vm.urls=[http://HOST1:5000,http://HOST2:5000] (OSWorld's and WAA's servers "
+            "listen on port 5000 inside the VM)"
+        )
     for url in listed:
         if not url.startswith(("http://", "https://")):
             raise UserError(f"env.vm: {url!r} is not a VM server's URL: write it as http://HOST:PORT")
     seen = {url.rstrip("/") for url in listed}
     if len(seen) < len(listed):
-        raise UserError(f"env.vm.urls names a VM twice ({', '.join(listed)}): each concurrent episode needs a "
-                        "VM of its own (one episode's reset would restart the VM under the other)")
+        raise UserError(
+            f"env.vm.urls names a VM twice ({', '.join(listed)}): each concurrent episode needs a "
+            "VM of its own (one episode's reset would restart the VM under the other)"
+        )
     command, commands = vm.reset_command, vm.reset_commands
     if command and commands is not None:
-        raise UserError("env.vm.reset_command and env.vm.reset_commands are both set: give one command "
-                        "({url} in it names the VM being reset) or one command per VM in env.vm.reset_commands")
+        raise UserError(
+            "env.vm.reset_command and env.vm.reset_commands are both set: give one command "
+            "({url} in it names the VM being reset) or one command per VM in env.vm.reset_commands"
+        )
     if commands is not None:
         if len(commands) != len(listed):
-            raise UserError(f"env.vm.reset_commands has {len(commands)} command(s) for {len(listed)} VM(s): give "
-                            "one per URL of env.vm.urls, in the same order")
+            raise UserError(
+                f"env.vm.reset_commands has {len(commands)} command(s) for {len(listed)} VM(s): give "
+                "one per URL of env.vm.urls, in the same order"
+            )
         per_vm = [str(c) if c else None for c in commands]
     else:
         if command and len(listed) > 1 and "{url}" not in command:
-            raise UserError(f"env.vm.reset_command has no {{url}}: with {len(listed)} VMs, each episode's reset "
-                            "would reset every VM, another episode's too. Put {url} where the command names "
-                            "the VM to reset, or give env.vm.reset_commands=[…] (one per URL)")
+            raise UserError(
+                f"env.vm.reset_command has no {{url}}: with {len(listed)} VMs, each episode's reset "
+                "would reset every VM, another episode's too. Put {url} where the command names "
+                "the VM to reset, or give env.vm.reset_commands=[…] (one per URL)"
+            )
         per_vm = [str(command) if command else None for _ in listed]
     return [VmSlot(url, c.replace("{url}", shlex.quote(url)) if c else None) for url, c in zip(listed, per_vm)]
 
@@ -150,8 +166,10 @@ def check_vm_pool(vm: Any, concurrency: int) -> list[VmSlot]:
     episode: another's reset would restart it under the first)."""
     slots = vm_slots(vm)
     if concurrency > len(slots):
-        raise UserError(f"concurrency={concurrency} but env=vm has {len(slots)} VM(s): one VM runs one episode at "
-                        f"a time. Set concurrency={len(slots)} or name more VMs in env.vm.urls=[URL,…]")
+        raise UserError(
+            f"concurrency={concurrency} but env=vm has {len(slots)} VM(s): one VM runs one episode at "
+            f"a time. Set concurrency={len(slots)} or name more VMs in env.vm.urls=[URL,…]"
+        )
     return slots
 
 
@@ -170,12 +188,23 @@ class VmEnvironment(Environment):
     # env.stage: a worker would need a second VM to set up while its first runs an episode
     stages = False
 
-    def __init__(self, width: int, height: int, *, url: str, kind: str = "osworld",
-                 reset_command: str | None = None, ready_timeout_s: float = 300.0,
-                 request_timeout_s: float = 120.0, settle_policy: SettlePolicy | None = None):
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        *,
+        url: str,
+        kind: str = "osworld",
+        reset_command: str | None = None,
+        ready_timeout_s: float = 300.0,
+        request_timeout_s: float = 120.0,
+        settle_policy: SettlePolicy | None = None,
+    ):
         if not url:
-            raise UserError("env=vm needs the VM server's address: env.vm.url=http://HOST:5000 "
-                            "(OSWorld's and WAA's servers listen on port 5000 inside the VM)")
+            raise UserError(
+                "env=vm needs the VM server's address: env.vm.url=http://HOST:5000 "
+                "(OSWorld's and WAA's servers listen on port 5000 inside the VM)"
+            )
         self.width, self.height = width, height
         self.server = VmServer(url, kind, timeout_s=request_timeout_s)
         self.reset_command = reset_command
@@ -209,9 +238,11 @@ class VmEnvironment(Environment):
     def _check_screen(self) -> None:
         size = self.server.screen_size()
         if size != (self.width, self.height):
-            raise UserError(f"the VM's screen is {size[0]}x{size[1]}, the run's resolution is "
-                            f"{self.width}x{self.height}: choose the VM's (resolution.width={size[0]} "
-                            f"resolution.height={size[1]}) or change the VM's display")
+            raise UserError(
+                f"the VM's screen is {size[0]}x{size[1]}, the run's resolution is "
+                f"{self.width}x{self.height}: choose the VM's (resolution.width={size[0]} "
+                f"resolution.height={size[1]}) or change the VM's display"
+            )
 
     def _run_reset_command(self) -> None:
         """The provider's reset, its output kept in a file: a command that leaves a process running (a VM
@@ -219,8 +250,14 @@ class VmEnvironment(Environment):
         log = self.workroot / "reset.log"
         with log.open("w") as out:
             try:
-                proc = subprocess.run(self.reset_command or "", shell=True, stdin=subprocess.DEVNULL, stdout=out,
-                                      stderr=subprocess.STDOUT, timeout=self.ready_timeout_s)
+                proc = subprocess.run(
+                    self.reset_command or "",
+                    shell=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=self.ready_timeout_s,
+                )
             except subprocess.TimeoutExpired:
                 raise InfraError(f"env.vm.reset_command ran past {self.ready_timeout_s:.0f}s") from None
         if proc.returncode != 0:
@@ -254,15 +291,16 @@ class VmEnvironment(Environment):
             rest = path[2:]
             return home + (sep + rest.replace("/", sep) if rest else "")
         if path == "/home/user" or path.startswith("/home/user/"):  # the home as getters name it
-            return home + path[len("/home/user"):].replace("/", sep)
+            return home + path[len("/home/user") :].replace("/", sep)
         return path
 
     def resolve(self, path: str) -> Path:
         return Path(self.vm_path(path))
 
     # --- step host -------------------------------------------------------------------------------
-    def launch(self, command: list[str] | str, shell: bool = False, window: str | None = None,
-               timeout_s: float | None = None) -> None:
+    def launch(
+        self, command: list[str] | str, shell: bool = False, window: str | None = None, timeout_s: float | None = None
+    ) -> None:
         self.server.launch(command, shell)
         if window:
             self._await_window(window, timeout_s or 20)
@@ -276,8 +314,10 @@ class VmEnvironment(Environment):
         deadline = time.monotonic() + self.ready_timeout_s
         while (wm := self.server.execute(["wmctrl", "-m"])).returncode != 0:
             if time.monotonic() > deadline:
-                raise InfraError(f"the VM's window manager did not answer within {self.ready_timeout_s:.0f}s after "
-                                 f"its reset (wmctrl -m: {wm.error.strip()[-200:]})")
+                raise InfraError(
+                    f"the VM's window manager did not answer within {self.ready_timeout_s:.0f}s after "
+                    f"its reset (wmctrl -m: {wm.error.strip()[-200:]})"
+                )
             time.sleep(0.5)
 
     def _await_window(self, name: str, timeout_s: float, gone: bool = False) -> None:
@@ -291,26 +331,39 @@ class VmEnvironment(Environment):
             if listed.returncode == 0 and (name.lower() in listed.output.lower()) != gone:
                 return
             if gone and time.monotonic() > deadline:
-                raise InfraError(f"the window titled {name!r} was still open on the VM {timeout_s:.0f}s "
-                                 "after it was asked to close")
+                raise InfraError(
+                    f"the window titled {name!r} was still open on the VM {timeout_s:.0f}s after it was asked to close"
+                )
             if time.monotonic() > deadline:
                 titles = [line.split(None, 3)[-1] for line in listed.output.splitlines() if len(line.split(None, 3)) == 4]
-                seen = f"open: {', '.join(map(repr, titles))}" if listed.returncode == 0 and titles else \
-                    "none open" if listed.returncode == 0 else f"wmctrl: {listed.error.strip()[-200:]}"
+                seen = (
+                    f"open: {', '.join(map(repr, titles))}"
+                    if listed.returncode == 0 and titles
+                    else "none open"
+                    if listed.returncode == 0
+                    else f"wmctrl: {listed.error.strip()[-200:]}"
+                )
                 raise MissingWindow(f"no window titled {name!r} appeared on the VM within {timeout_s:.0f}s ({seen})")
             time.sleep(0.5)
 
-    def execute(self, command: list[str] | str, shell: bool = False, timeout_s: float = 60,
-                env: dict[str, str] | None = None, task_code: bool = False) -> None:
+    def execute(
+        self,
+        command: list[str] | str,
+        shell: bool = False,
+        timeout_s: float = 60,
+        env: dict[str, str] | None = None,
+        task_code: bool = False,
+    ) -> None:
         if env:  # the VM's server takes no variables, and a command line would show them
-            raise InfraError("env=vm cannot give a setup command variables of its own (a Klavis task's "
-                             "preprocess): run such tasks on env=local or env=docker")
+            raise InfraError(
+                "env=vm cannot give a setup command variables of its own (a Klavis task's "
+                "preprocess): run such tasks on env=local or env=docker"
+            )
         result = self.server.execute(command, shell=shell, setup=True)
         if result.returncode != 0:
             logger.info("a setup command exited %s on the VM: %s", result.returncode, result.error.strip()[-300:])
 
-    def open_path(self, path: str, app: str | None = None, window: str | None = None,
-                  timeout_s: float | None = None) -> None:
+    def open_path(self, path: str, app: str | None = None, window: str | None = None, timeout_s: float | None = None) -> None:
         self.server.open_file(self.vm_path(path))
         if window:
             self._await_window(window, timeout_s or 20)
@@ -318,8 +371,9 @@ class VmEnvironment(Environment):
     def activate_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False) -> None:
         self.server.window("activate", pattern, strict, by_class)
 
-    def close_window(self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False,
-                     wait: bool = False) -> None:
+    def close_window(
+        self, pattern: str, timeout_s: float = 5, strict: bool = False, by_class: bool = False, wait: bool = False
+    ) -> None:
         self.server.window("close", pattern, strict, by_class)
         if wait:  # the server shows no window's process: its window gone from wmctrl is the nearest sign
             self._await_window(pattern, timeout_s, gone=True)
@@ -362,8 +416,9 @@ class VmEnvironment(Environment):
         result = self.server.execute(command, shell=True)
         stdout, stderr = result.output, result.error
         truncated = len(stdout) > max_output or len(stderr) > max_output
-        return ShellResult(result.returncode, stdout[:max_output], stderr[:max_output],
-                           timed_out=result.returncode == 124, truncated=truncated)
+        return ShellResult(
+            result.returncode, stdout[:max_output], stderr[:max_output], timed_out=result.returncode == 124, truncated=truncated
+        )
 
     def read_file(self, path: str) -> bytes:
         return self.server.file(self.vm_path(path))
@@ -414,5 +469,5 @@ class VmEnvironment(Environment):
         marker = result.output.rfind(CLIPBOARD_MARK)  # python-xlib may warn on stdout before it
         if marker < 0:
             return None
-        value = json.loads(result.output[marker + len(CLIPBOARD_MARK):])
+        value = json.loads(result.output[marker + len(CLIPBOARD_MARK) :])
         return str(value) or None

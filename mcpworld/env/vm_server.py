@@ -56,13 +56,15 @@ class VmServer:
         try:
             return self.http.request(method, path, **kwargs)  # type: ignore[arg-type]
         except httpx.HTTPError as exc:
-            raise InfraError(f"the {self.dialect.kind} VM server at {self.url} does not answer {path} "
-                             f"({type(exc).__name__}: {exc})") from None
+            raise InfraError(
+                f"the {self.dialect.kind} VM server at {self.url} does not answer {path} ({type(exc).__name__}: {exc})"
+            ) from None
 
     def _ok(self, reply: httpx.Response, path: str) -> httpx.Response:
         if reply.status_code != 200:
-            raise InfraError(f"the {self.dialect.kind} VM server at {self.url} refused {path}: "
-                             f"{reply.status_code} {reply.text[:300]}")
+            raise InfraError(
+                f"the {self.dialect.kind} VM server at {self.url} refused {path}: {reply.status_code} {reply.text[:300]}"
+            )
         return reply
 
     # --- readiness ---------------------------------------------------------------------------------
@@ -76,8 +78,10 @@ class VmServer:
         deadline = time.monotonic() + timeout_s
         while not self.answers():
             if time.monotonic() > deadline:
-                raise InfraError(f"the {self.dialect.kind} VM server at {self.url} did not answer "
-                                 f"{self.dialect.health} within {timeout_s:.0f}s")
+                raise InfraError(
+                    f"the {self.dialect.kind} VM server at {self.url} did not answer "
+                    f"{self.dialect.health} within {timeout_s:.0f}s"
+                )
             time.sleep(1.0)
 
     # --- observation -------------------------------------------------------------------------------
@@ -121,8 +125,9 @@ class VmServer:
     def execute(self, command: list[str] | str, shell: bool = False, setup: bool = False) -> Executed:
         """Run a command on the VM and wait (the server's own bound is 120 s)."""
         path = "/setup/execute" if setup else "/execute"
-        reply = self._request("POST", path, content=json.dumps({"command": command, "shell": shell}),
-                              headers={"Content-Type": "application/json"})
+        reply = self._request(
+            "POST", path, content=json.dumps({"command": command, "shell": shell}), headers={"Content-Type": "application/json"}
+        )
         if reply.status_code == 500:  # the program could not be started (not found …)
             message = reply.json().get("message", reply.text[:300])
             return Executed(127, "", str(message))
@@ -150,8 +155,9 @@ class VmServer:
         return self._ok(reply, "/file").content
 
     def upload(self, path: str, data: bytes) -> None:
-        self._ok(self._request("POST", "/setup/upload", data={"file_path": path},
-                               files={"file_data": ("file", data)}), "/setup/upload")
+        self._ok(
+            self._request("POST", "/setup/upload", data={"file_path": path}, files={"file_data": ("file", data)}), "/setup/upload"
+        )
 
     def list_directory(self, path: str) -> list[str]:
         reply = self._request("POST", "/list_directory", json={"path": path})

@@ -24,7 +24,10 @@ from mcpworld.env.xconnection import open_display
 # Chrome, titled "… - Google Chrome" with class google-chrome.Google-chrome; this desktop runs
 # Debian's Chromium, titled "… - Chromium" with class chromium.Chromium (see conf/app/chromium.yaml).
 SUITE_NAMES: tuple[tuple[str, str], ...] = (
-    ("Google Chrome", "Chromium"), ("google-chrome", "chromium"), ("Google-chrome", "Chromium"))
+    ("Google Chrome", "Chromium"),
+    ("google-chrome", "chromium"),
+    ("Google-chrome", "Chromium"),
+)
 
 
 def name_variants(name: str, strict: bool = False) -> list[str]:
@@ -73,7 +76,7 @@ class Windows:
         """(window id, title, WM_CLASS joined by '.') of each managed window."""
         prop = self.root.get_full_property(self._client_list, X.AnyPropertyType)
         out = []
-        for wid in (prop.value if prop else []):
+        for wid in prop.value if prop else []:
             win = self.d.create_resource_object("window", wid)
             try:
                 title_prop = win.get_full_property(self._net_name, self._utf8)
@@ -106,8 +109,9 @@ class Windows:
         except re.error:
             return None
 
-    def wait(self, pattern: str, timeout_s: float, give_up: Callable[[], bool] | None = None,
-             ignore: Collection[int] = ()) -> int | None:
+    def wait(
+        self, pattern: str, timeout_s: float, give_up: Callable[[], bool] | None = None, ignore: Collection[int] = ()
+    ) -> int | None:
         """The first window matching ``pattern`` (and not in ``ignore``) within ``timeout_s``, or
         None (also as soon as ``give_up()`` is true, after one last look)."""
         return self._wait(lambda: self.find(pattern, ignore), timeout_s, give_up)
@@ -116,8 +120,7 @@ class Windows:
         """``find_named`` within ``timeout_s``, or None."""
         return self._wait(lambda: self.find_named(name, strict, by_class), timeout_s)
 
-    def _wait(self, look: Callable[[], int | None], timeout_s: float,
-              give_up: Callable[[], bool] | None = None) -> int | None:
+    def _wait(self, look: Callable[[], int | None], timeout_s: float, give_up: Callable[[], bool] | None = None) -> int | None:
         deadline = time.monotonic() + timeout_s
         while True:
             stop = give_up is not None and give_up()
@@ -185,8 +188,12 @@ class Windows:
                 while time.monotonic() < min(answer_by, deadline):
                     while self.d.pending_events():
                         got = self.d.next_event()
-                        if got.type == X.ClientMessage and got.client_type == protocols \
-                                and got.data[1][0] == ping and got.data[1][2] == wid:
+                        if (
+                            got.type == X.ClientMessage
+                            and got.client_type == protocols
+                            and got.data[1][0] == ping
+                            and got.data[1][2] == wid
+                        ):
                             return True
                     time.sleep(0.005)
             return False

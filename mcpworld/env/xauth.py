@@ -62,8 +62,7 @@ def entry(family: int, address: bytes, number: str, cookie: bytes) -> bytes:
 
 def client_entries(number: int, cookie: bytes) -> bytes:
     """What a client of display ``number`` looks up: this host's entry, and a wildcard one."""
-    return (entry(FAMILY_LOCAL, socket.gethostname().encode(), str(number), cookie)
-            + entry(FAMILY_WILD, b"", str(number), cookie))
+    return entry(FAMILY_LOCAL, socket.gethostname().encode(), str(number), cookie) + entry(FAMILY_WILD, b"", str(number), cookie)
 
 
 def server_entries(cookie: bytes) -> bytes:

@@ -19,8 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("task_file", type=Path, nargs="?", help="task.yaml, an OSWorld/WAA .json or an MCPWorld config.json")
     parser.add_argument("--home", type=Path, help="directory standing in for the episode's home")
     parser.add_argument("--list", action="store_true", help="list every getter and metric with what it expects")
-    parser.add_argument("--final-action", default="DONE", choices=["DONE", "FAIL"],
-                        help="how the agent ended (matters for infeasible tasks)")
+    parser.add_argument(
+        "--final-action", default="DONE", choices=["DONE", "FAIL"], help="how the agent ended (matters for infeasible tasks)"
+    )
     parser.add_argument("--threshold", type=float, default=1.0, help="score that counts as success")
     parser.add_argument("--toolathlon-root", help="a Toolathlon checkout (as toolathlon.root=)")
     parser.add_argument("--toolathlon-python", help="the graders' interpreter (as toolathlon.python=)")
@@ -42,13 +43,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         settings = LoaderSettings(
-            toolathlon=ToolathlonSettings(root=as_path(args.toolathlon_root), python=args.toolathlon_python,
-                                          lang=args.toolathlon_lang, claim_done=True),
-            pccanary=PcCanarySettings(root=as_path(args.pccanary_root)))
+            toolathlon=ToolathlonSettings(
+                root=as_path(args.toolathlon_root), python=args.toolathlon_python, lang=args.toolathlon_lang, claim_done=True
+            ),
+            pccanary=PcCanarySettings(root=as_path(args.pccanary_root)),
+        )
         if not args.home.is_dir():
             raise UserError(f"--home {args.home} is not a directory")
-        verdict = grade(load_task_file(args.task_file, settings=settings), args.home, args.final_action,
-                        args.threshold)
+        verdict = grade(load_task_file(args.task_file, settings=settings), args.home, args.final_action, args.threshold)
     except UserError as exc:
         print(f"mcpworld.evaluation: error: {exc}", file=sys.stderr)
         return 2

@@ -63,8 +63,7 @@ class EvaluationClient:
         self.timeout_s = timeout_s
 
     @classmethod
-    def from_endpoint(cls, path: str | Path, token_file: str | Path | None = None,
-                      timeout_s: float = 900.0) -> EvaluationClient:
+    def from_endpoint(cls, path: str | Path, token_file: str | Path | None = None, timeout_s: float = 900.0) -> EvaluationClient:
         """The service a served folder (or its endpoint.json) describes."""
         path = Path(path)
         endpoint = json.loads((path / ENDPOINT_FILE if path.is_dir() else path).read_text())
@@ -114,13 +113,16 @@ def read_token(token_file: str | Path | None = None, fallback_file: str | Path |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.evaluation.client",
-                                     description="Grade a task on a running /evaluate service; print the verdict as JSON.")
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpworld.evaluation.client",
+        description="Grade a task on a running /evaluate service; print the verdict as JSON.",
+    )
     parser.add_argument("url", help="the service's URL, or the folder (endpoint.json) the server printed")
     parser.add_argument("task_file", type=Path, help="an OSWorld/WAA .json, a task.yaml or an MCPWorld task folder")
     parser.add_argument("--reset", action="store_true", help="set the desktop up for the task instead of grading it")
-    parser.add_argument("--final-action", default="DONE", choices=["DONE", "FAIL"],
-                        help="how the agent ended (matters for infeasible tasks)")
+    parser.add_argument(
+        "--final-action", default="DONE", choices=["DONE", "FAIL"], help="how the agent ended (matters for infeasible tasks)"
+    )
     parser.add_argument("--token-file", type=Path, help=f"file holding the token (else ${TOKEN_VARIABLE})")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the answer")
     args = parser.parse_args(argv)

@@ -38,8 +38,9 @@ def minimal_trajectory(path: Path, status: str = "success") -> Path:
 
 def _python_version(python: str) -> str:
     try:
-        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30).stdout.strip()
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         out = ""
     return out or "?"
@@ -61,14 +62,17 @@ def no_verdict(stderr: str, returncode: int, python: str, code_dirs: list[Path],
         where = Path(files[-1]).resolve() if files else None
         if where is None or any(where.is_relative_to(d) for d in code_dirs):  # its own code, not the agent's file
             version = _python_version(python)
-            return (f"the grader's code is not valid on {python} (Python {version}): {last} "
-                    f"({where or 'unknown file'}); upstream runs Python 3.12: set toolathlon.python=PATH "
-                    f"to a Python 3.12 with the graders' requirements (`make toolathlon`)")
+            return (
+                f"the grader's code is not valid on {python} (Python {version}): {last} "
+                f"({where or 'unknown file'}); upstream runs Python 3.12: set toolathlon.python=PATH "
+                f"to a Python 3.12 with the graders' requirements (`make toolathlon`)"
+            )
     return None
 
 
-def run_grader(grader: dict[str, Any], workspace: Path, trajectory: Path | None,
-               timeout_s: float = TIMEOUT_S) -> tuple[float, MetricOutcome]:
+def run_grader(
+    grader: dict[str, Any], workspace: Path, trajectory: Path | None, timeout_s: float = TIMEOUT_S
+) -> tuple[float, MetricOutcome]:
     script = Path(grader["script"])
     python = str(grader.get("python") or sys.executable)
     root = Path(grader.get("root") or script.parent.parent.parent)
@@ -82,29 +86,48 @@ def run_grader(grader: dict[str, Any], workspace: Path, trajectory: Path | None,
             except (OSError, ValueError, AttributeError):
                 status = None
             if status != "success":
-                return 0.0, MetricOutcome("grader", 0.0, f"not graded: the agent ended with status {status!r}, "
-                                          "and upstream grades only an agent that claimed done",
-                                          actual=str(status), expected="success")
+                return 0.0, MetricOutcome(
+                    "grader",
+                    0.0,
+                    f"not graded: the agent ended with status {status!r}, and upstream grades only an agent that claimed done",
+                    actual=str(status),
+                    expected="success",
+                )
         target = ["-m", module] if module else [str(script)]
-        argv = [python, *target, "--res_log_file", str(trajectory), "--agent_workspace", str(workspace),
-                "--groundtruth_workspace", str(grader.get("groundtruth") or ""),
-                "--launch_time", str(grader.get("launch_time") or "")]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(workspace.parent),
-               "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
-               **{str(k): str(v) for k, v in (grader.get("env") or {}).items()}}  # env=klavis: the accounts' credentials
+        argv = [
+            python,
+            *target,
+            "--res_log_file",
+            str(trajectory),
+            "--agent_workspace",
+            str(workspace),
+            "--groundtruth_workspace",
+            str(grader.get("groundtruth") or ""),
+            "--launch_time",
+            str(grader.get("launch_time") or ""),
+        ]
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": str(workspace.parent),
+            "PYTHONPATH": str(root),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **{str(k): str(v) for k, v in (grader.get("env") or {}).items()},
+        }  # env=klavis: the accounts' credentials
         try:
-            proc = subprocess.run(argv, cwd=root if module else script.parent.parent, env=env, capture_output=True,
-                                  text=True, timeout=timeout_s)
+            proc = subprocess.run(
+                argv, cwd=root if module else script.parent.parent, env=env, capture_output=True, text=True, timeout=timeout_s
+            )
         except subprocess.TimeoutExpired:
             raise EvalError(f"the grader {module or script} did not finish within {timeout_s:.0f}s") from None
         except OSError as exc:
             raise EvalError(f"the grader could not start on {python}: {exc}; set toolathlon.python=PATH") from None
-    why = no_verdict(proc.stderr, proc.returncode, python, [root.resolve() / "utils", script.parent.resolve()],
-                     proc.stdout)
+    why = no_verdict(proc.stderr, proc.returncode, python, [root.resolve() / "utils", script.parent.resolve()], proc.stdout)
     if why:
         raise EvalError(f"{module or script}: {why}")
     said = (proc.stdout.strip().splitlines() or [""])[-1:] + (proc.stderr.strip().splitlines() or [""])[-1:]
     reason = " | ".join(s for s in said if s)[:500]
     score = 1.0 if proc.returncode == 0 else 0.0
-    return score, MetricOutcome("grader", score, reason or f"exit code {proc.returncode}",
-                                actual=f"exit {proc.returncode}", expected="exit 0")
+    return score, MetricOutcome(
+        "grader", score, reason or f"exit code {proc.returncode}", actual=f"exit {proc.returncode}", expected="exit 0"
+    )

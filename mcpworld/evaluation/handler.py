@@ -42,8 +42,15 @@ class HandlerVerdict:
 class HandlerProcess:
     """``setup``: the task's ``handler_setup`` (see ``Task``); empty for our own tasks' handlers."""
 
-    def __init__(self, path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0,
-                 setup: dict[str, Any] | None = None, paths: Callable[[str], str] | None = None):
+    def __init__(
+        self,
+        path: Path,
+        task_parameters: dict[str, Any],
+        home: Path,
+        timeout_s: float = 60.0,
+        setup: dict[str, Any] | None = None,
+        paths: Callable[[str], str] | None = None,
+    ):
         """``paths``: an app event's text as the handler compares it (the suites' paths the agent used,
         /workspace/… or /home/user/…, as the episode's home, which its parameters name)."""
         self.timeout_s = timeout_s
@@ -54,10 +61,21 @@ class HandlerProcess:
         self._lock = threading.Lock()
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         proc = self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpworld.evaluation.handler_runner", str(path), json.dumps(task_parameters),
-             json.dumps(self.setup, default=str)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            cwd=str(self.setup.get("root") or Path(path).parent))
+            [
+                sys.executable,
+                "-m",
+                "mcpworld.evaluation.handler_runner",
+                str(path),
+                json.dumps(task_parameters),
+                json.dumps(self.setup, default=str),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(self.setup.get("root") or Path(path).parent),
+        )
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all three PIPE
         self._in, self._out, self._err = proc.stdin, proc.stdout, proc.stderr
         self.verdict = HandlerVerdict()
@@ -95,8 +113,10 @@ class HandlerProcess:
         if self.problem and self.verdict.score < 1.0:
             raise EvalError(self.problem)
         if live and not probed and self.verdict.score < 1.0:
-            raise EvalError("the handler judges from the events of its app hooks (hooker.js), which no probe "
-                            "of this harness runs for this app yet: no verdict")
+            raise EvalError(
+                "the handler judges from the events of its app hooks (hooker.js), which no probe "
+                "of this harness runs for this app yet: no verdict"
+            )
         return self.verdict
 
     def _request(self, request: dict[str, Any]) -> None:
@@ -187,8 +207,9 @@ class HandlerProcess:
                 pass
 
 
-def run_handler(path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0,
-                setup: dict[str, Any] | None = None) -> HandlerVerdict:
+def run_handler(
+    path: Path, task_parameters: dict[str, Any], home: Path, timeout_s: float = 60.0, setup: dict[str, Any] | None = None
+) -> HandlerVerdict:
     if not Path(path).is_file():
         raise InfraError(f"handler {path} does not exist")
     proc = HandlerProcess(path, task_parameters, home, timeout_s, setup)

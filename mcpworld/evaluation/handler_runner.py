@@ -24,8 +24,12 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
-COMPLETION_MESSAGE = {"event": "evaluate_on_completion", "event_type": "evaluate_on_completion",
-                      "type": "send", "payload": {"event": "evaluate_on_completion"}}
+COMPLETION_MESSAGE = {
+    "event": "evaluate_on_completion",
+    "event_type": "evaluate_on_completion",
+    "type": "send",
+    "payload": {"event": "evaluate_on_completion"},
+}
 
 
 def _normalise(updates: Any) -> list[dict[str, Any]]:
@@ -46,8 +50,9 @@ def _load(path: str, name: str) -> ModuleType:
     return module
 
 
-def _prepare(path: str, params: dict[str, Any], setup: dict[str, Any], logger: logging.Logger
-             ) -> tuple[Callable[..., Any], list[Callable[..., Any]]]:
+def _prepare(
+    path: str, params: dict[str, Any], setup: dict[str, Any], logger: logging.Logger
+) -> tuple[Callable[..., Any], list[Callable[..., Any]]]:
     """The handler's message function and the hooks' completion functions."""
     root = setup.get("root")
     for folder in (str(Path(path).parent), root):  # PC-Canary runs from its root
@@ -55,8 +60,9 @@ def _prepare(path: str, params: dict[str, Any], setup: dict[str, Any], logger: l
             sys.path.insert(0, folder)
     sys.path += [folder for folder in setup.get("python_path") or [] if folder not in sys.path]  # the app's modules
     config = dict(setup.get("config") or {}, task_parameters=params)
-    evaluator = SimpleNamespace(config=config, logger=logger, task_path=str(Path(path).parent),
-                                task_id=config.get("task_id"), canary_root=root)
+    evaluator = SimpleNamespace(
+        config=config, logger=logger, task_path=str(Path(path).parent), task_id=config.get("task_id"), canary_root=root
+    )
     module = _load(path, "handler")
     if hasattr(module, "register_handlers"):
         handle = module.register_handlers(evaluator)
@@ -64,8 +70,7 @@ def _prepare(path: str, params: dict[str, Any], setup: dict[str, Any], logger: l
         handle = getattr(module, "message_handler", None)
     if handle is None:
         raise LookupError(f"{path} defines neither message_handler nor register_handlers")
-    hooks = [module if hook == path else _load(hook, f"hook_{n}")
-             for n, hook in enumerate(setup.get("hooks") or [])]
+    hooks = [module if hook == path else _load(hook, f"hook_{n}") for n, hook in enumerate(setup.get("hooks") or [])]
     if not setup:  # a bare handler (our own tasks): it may carry the inspector functions itself
         hooks = [module]
     for hook in hooks:
@@ -83,8 +88,9 @@ def main() -> int:
     try:
         handle, on_completion = _prepare(path, params, setup, logger)
     except BaseException as exc:  # noqa: BLE001 - task code: whatever it raises, the parent must hear it
-        print(json.dumps({"fatal": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}),
-              file=out, flush=True)
+        print(
+            json.dumps({"fatal": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}), file=out, flush=True
+        )
         return 1
     print(json.dumps({"ready": True}), file=out, flush=True)  # the hooks have taken their first look
     for line in sys.stdin:
@@ -104,8 +110,11 @@ def main() -> int:
                 feed(request.get("message", COMPLETION_MESSAGE))
             print(json.dumps({"updates": collected}, default=str), file=out, flush=True)
         except Exception as exc:
-            print(json.dumps({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}),
-                  file=out, flush=True)
+            print(
+                json.dumps({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}),
+                file=out,
+                flush=True,
+            )
     return 0
 
 

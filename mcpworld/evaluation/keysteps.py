@@ -49,8 +49,9 @@ def validate_key_steps(key_steps: list[Any], where: str) -> None:
 def _matches(event: dict[str, Any], spec: dict[str, Any]) -> bool:
     if event.get("type") != spec["type"]:
         return False
-    return all(field in event and re.search(str(pattern), str(event[field]))
-               for field, pattern in (spec.get("match") or {}).items())
+    return all(
+        field in event and re.search(str(pattern), str(event[field])) for field, pattern in (spec.get("match") or {}).items()
+    )
 
 
 class LiveChecks:
@@ -59,8 +60,7 @@ class LiveChecks:
     the first pass is traced (``key_step``, via check, ``changed_t``: the change's time on the
     episode clock). A check that errs now is simply not passed yet."""
 
-    def __init__(self, env: "Environment", key_steps: list[dict[str, Any]], emit: Any, changed: Any,
-                 clock_zero: float):
+    def __init__(self, env: "Environment", key_steps: list[dict[str, Any]], emit: Any, changed: Any, clock_zero: float):
         self.env, self.emit, self.changed, self.clock_zero = env, emit, changed, clock_zero
         self.pending = {i: s for i, s in enumerate(key_steps) if "check" in s}
 
@@ -75,13 +75,18 @@ class LiveChecks:
                 continue
             if score >= 1.0:
                 del self.pending[index]
-                self.emit("key_step", index=index, name=step["name"], via="check",
-                          changed_t=round(changed_at - self.clock_zero, 4))
+                self.emit(
+                    "key_step", index=index, name=step["name"], via="check", changed_t=round(changed_at - self.clock_zero, 4)
+                )
 
 
-def evaluate_key_steps(key_steps: list[dict[str, Any]], events: list[dict[str, Any]],
-                       env: "Environment | None", final_action: str | None,
-                       handler_steps: list[int] | None = None) -> dict[str, Any]:
+def evaluate_key_steps(
+    key_steps: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    env: "Environment | None",
+    final_action: str | None,
+    handler_steps: list[int] | None = None,
+) -> dict[str, Any]:
     """{"total", "completed", "ratio", "progress", "timeline": [{name, index, t, via}]}."""
     timeline = []
     for index, step in enumerate(key_steps):
@@ -91,16 +96,16 @@ def evaluate_key_steps(key_steps: list[dict[str, Any]], events: list[dict[str, A
                 timeline.append({"name": step["name"], "index": index, "t": hit.get("t"), "via": "event"})
         elif "handler_index" in step:
             if step["handler_index"] in (handler_steps or []):
-                live = next((e for e in events if e.get("type") == "key_step" and e.get("index") == step["handler_index"]),
-                            None)  # reported while the agent worked (a live app hook): dated then
-                timeline.append({"name": step["name"], "index": index, "t": live.get("t") if live else None,
-                                 "via": "handler"})
+                live = next(
+                    (e for e in events if e.get("type") == "key_step" and e.get("index") == step["handler_index"]), None
+                )  # reported while the agent worked (a live app hook): dated then
+                timeline.append({"name": step["name"], "index": index, "t": live.get("t") if live else None, "via": "handler"})
         elif env is not None:
-            live = next((e for e in events if e.get("type") == "key_step" and e.get("via") == "check"
-                         and e.get("index") == index), None)  # passed while the agent worked
+            live = next(
+                (e for e in events if e.get("type") == "key_step" and e.get("via") == "check" and e.get("index") == index), None
+            )  # passed while the agent worked
             if live is not None:
-                timeline.append({"name": step["name"], "index": index, "t": live.get("changed_t", live.get("t")),
-                                 "via": "check"})
+                timeline.append({"name": step["name"], "index": index, "t": live.get("changed_t", live.get("t")), "via": "check"})
                 continue
             score, _ = evaluate_spec(env, step["check"], final_action, where=f"key step {step['name']}")
             if score >= 1.0:

@@ -59,10 +59,13 @@ class LiveDesktop:
         need (``XAUTHORITY``; env=local), where to watch it, the task."""
         logs = self.folder / f"reset-{self._resets:03d}" / "logs" / "desktop.json"
         desktop = json.loads(logs.read_text()) if logs.is_file() else {}
-        return {"task": self.task.id if self.task else None,
-                "display": desktop.get("display") if self.display_here else None,
-                "xauthority": desktop.get("xauthority") if self.display_here else None,
-                "viewer_url": self.env.viewer_url, "home": str(self.env.home)}
+        return {
+            "task": self.task.id if self.task else None,
+            "display": desktop.get("display") if self.display_here else None,
+            "xauthority": desktop.get("xauthority") if self.display_here else None,
+            "viewer_url": self.env.viewer_url,
+            "home": str(self.env.home),
+        }
 
 
 def apps_started_by(task: Task, programs: Sequence[Program]) -> list[str]:

@@ -41,8 +41,16 @@ COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
 }
 RE_FLAGS = {"I": re.I, "S": re.S, "M": re.M, "X": re.X, "A": re.A, "U": re.U}
 # Flag names OSWorld resolves with getattr(re, name); LOCALE/TEMPLATE/DEBUG do not apply to str patterns.
-RE_FLAG_NAMES = {"NOFLAG": 0, "ASCII": re.A, "IGNORECASE": re.I, "UNICODE": re.U, "MULTILINE": re.M,
-                 "DOTALL": re.S, "VERBOSE": re.X, **RE_FLAGS}
+RE_FLAG_NAMES = {
+    "NOFLAG": 0,
+    "ASCII": re.A,
+    "IGNORECASE": re.I,
+    "UNICODE": re.U,
+    "MULTILINE": re.M,
+    "DOTALL": re.S,
+    "VERBOSE": re.X,
+    **RE_FLAGS,
+}
 # True = that end is closed (the bound itself is inside the range).
 RANGE_LEFT = {"[": True, "(": False, "e": True, "t": False}
 RANGE_RIGHT = {"]": True, ")": False, "e": True, "t": False}
@@ -85,8 +93,10 @@ def _match_regex(value: Any, ref: Any, method: str) -> bool:
             continue
         for letter in part:
             if letter not in RE_FLAGS:
-                raise UserError(f"match method {method!r}: unknown regex flag {letter!r} "
-                                f"(a flag name such as IGNORECASE, or letters from {' '.join(RE_FLAGS)})")
+                raise UserError(
+                    f"match method {method!r}: unknown regex flag {letter!r} "
+                    f"(a flag name such as IGNORECASE, or letters from {' '.join(RE_FLAGS)})"
+                )
             flags |= RE_FLAGS[letter]
     if not isinstance(ref, str):
         raise UserError(f"match method {method!r} needs a string 'ref' (a regular expression), got {ref!r}")
@@ -99,7 +109,7 @@ def _match_regex(value: Any, ref: Any, method: str) -> bool:
 
 def _match_approx(value: Any, ref: Any, method: str) -> bool:
     try:
-        tolerance = float(method[len("approx:"):])
+        tolerance = float(method[len("approx:") :])
     except ValueError:
         raise UserError(f"match method {method!r}: the tolerance after 'approx:' must be a number") from None
     try:
@@ -109,7 +119,7 @@ def _match_approx(value: Any, ref: Any, method: str) -> bool:
 
 
 def _match_range(value: Any, ref: Any, method: str) -> bool:
-    ends = method[len("range."):]
+    ends = method[len("range.") :]
     if len(ends) != 2 or ends[0] not in RANGE_LEFT or ends[1] not in RANGE_RIGHT:
         raise UserError(f"match method {method!r}: write range.[] range.[) range.(] or range.() (got {ends!r})")
     if not isinstance(ref, (list, tuple)) or len(ref) != 2:

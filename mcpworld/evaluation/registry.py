@@ -70,8 +70,7 @@ def _lookup(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Calla
     if fn is None:
         close = difflib.get_close_matches(str(name), list(table), n=5, cutoff=0.6)
         hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise UserError(f"unknown {kind} {name!r}; {hint}`python -m mcpworld.evaluation --list` shows all "
-                        f"{len(table)} {kind}s")
+        raise UserError(f"unknown {kind} {name!r}; {hint}`python -m mcpworld.evaluation --list` shows all {len(table)} {kind}s")
     return fn
 
 

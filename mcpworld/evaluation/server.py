@@ -54,7 +54,7 @@ def task_from_request(data: dict[str, Any]) -> tuple[Task, str | None]:
     data = dict(data)
     final_action = data.pop("final_action", "DONE")
     if final_action not in ("DONE", "FAIL", None):
-        raise UserError(f"final_action {final_action!r}: use \"DONE\" or \"FAIL\"")
+        raise UserError(f'final_action {final_action!r}: use "DONE" or "FAIL"')
     if "task_file" in data:
         if set(data) != {"task_file"}:
             raise UserError(f"'task_file' comes alone (or with 'final_action'); drop {sorted(set(data) - {'task_file'})}")
@@ -117,8 +117,7 @@ def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: st
     return server
 
 
-def make_server(home: Path, token: str, host: str = "127.0.0.1", port: int = 0,
-                threshold: float = 1.0) -> ThreadingHTTPServer:
+def make_server(home: Path, token: str, host: str = "127.0.0.1", port: int = 0, threshold: float = 1.0) -> ThreadingHTTPServer:
     """/evaluate over a home directory; every request must carry ``token``."""
     from mcpworld.evaluation.standalone import grade
 
@@ -131,14 +130,19 @@ def make_server(home: Path, token: str, host: str = "127.0.0.1", port: int = 0,
 
 def make_live_server(desktop: "LiveDesktop", token: str, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
     """/evaluate, /reset and /health over a running desktop; every request must carry ``token``."""
+
     def evaluate(data: dict[str, Any]) -> dict[str, Any]:
         return desktop.evaluate(*task_from_request(data))
 
     def reset(data: dict[str, Any]) -> dict[str, Any]:
         return desktop.reset(task_from_request(data)[0])
 
-    return _serve({("POST", "/evaluate"): evaluate, ("POST", "/reset"): reset,
-                   ("GET", "/health"): lambda _: desktop.describe()}, host, port, token)
+    return _serve(
+        {("POST", "/evaluate"): evaluate, ("POST", "/reset"): reset, ("GET", "/health"): lambda _: desktop.describe()},
+        host,
+        port,
+        token,
+    )
 
 
 def _blank_task(folder: Path) -> Task:
@@ -164,8 +168,9 @@ def serve_live(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     task = load_task_file(args.task) if args.task else _blank_task(folder)
     apps = list(args.apps or apps_started_by(task, programs()))
-    settings = DesktopSettings(env=env_config, width=width, height=height,
-                               settle=SettleConfig(), task_roots=(task.dir.resolve(),) if args.task else ())
+    settings = DesktopSettings(
+        env=env_config, width=width, height=height, settle=SettleConfig(), task_roots=(task.dir.resolve(),) if args.task else ()
+    )
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the desktop too, not only the server
     what = f"the {args.vm_kind} VM at {args.vm_url}" if args.env == EnvBackend.vm else f"an env={args.env} desktop"
     print(f"starting {what} ({width}x{height}) …", flush=True)
@@ -179,8 +184,11 @@ def serve_live(args: argparse.Namespace) -> int:
         where = f"DISPLAY={about['display']}" if about["display"] else f"VM at {args.vm_url}" if args.vm_url else ""
         watch = f", watch at {about['viewer_url']}" if about["viewer_url"] else ""
         print(f"desktop ready ({where or 'no display'}{watch}), task {about['task']}", flush=True)
-        print(f"serving POST {url}/evaluate, POST {url}/reset, GET {url}/health; token and URL in {endpoint.parent}"
-              f" (endpoint.json, token)", flush=True)
+        print(
+            f"serving POST {url}/evaluate, POST {url}/reset, GET {url}/health; token and URL in {endpoint.parent}"
+            f" (endpoint.json, token)",
+            flush=True,
+        )
         serve(server)
     finally:
         env.close()
@@ -214,8 +222,10 @@ def _screen(args: argparse.Namespace) -> tuple[int, int]:
         server = VmServer(args.vm_url, args.vm_kind, timeout_s=30.0)
         try:
             if not server.answers():
-                raise UserError(f"--vm-url {args.vm_url}: the VM server does not answer; start the VM (or give "
-                                "--width and --height, and a --vm-reset-command that starts it)")
+                raise UserError(
+                    f"--vm-url {args.vm_url}: the VM server does not answer; start the VM (or give "
+                    "--width and --height, and a --vm-reset-command that starts it)"
+                )
             width, height = server.screen_size()
         finally:
             server.close()
@@ -227,8 +237,9 @@ def _listen(make: Callable[[], ThreadingHTTPServer], args: argparse.Namespace) -
     try:
         return make()
     except OSError as exc:
-        raise UserError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); "
-                        "choose another port (0: any free one)") from None
+        raise UserError(
+            f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror}); choose another port (0: any free one)"
+        ) from None
 
 
 def serve_home(args: argparse.Namespace) -> int:
@@ -240,38 +251,54 @@ def serve_home(args: argparse.Namespace) -> int:
     token = listen_token(args.host, TOKEN_VARIABLE, args.port)
     folder = (args.dir or Path(tempfile.mkdtemp(prefix="mcpworld-eval-"))).resolve()
     if folder == home or home in folder.parents:
-        raise UserError(f"--dir {args.dir} is inside --home {args.home}: the token would lie among the graded "
-                        "files; choose a folder outside it")
+        raise UserError(
+            f"--dir {args.dir} is inside --home {args.home}: the token would lie among the graded "
+            "files; choose a folder outside it"
+        )
     server = _listen(lambda: make_server(home, token, args.host, args.port, args.threshold), args)
     url = f"http://{args.host}:{server.server_address[1]}"
     endpoint = write_endpoint(folder, url, token, {"home": str(home)})
-    print(f"serving POST {url}/evaluate for {args.home}; token and URL in {endpoint.parent} (endpoint.json, token)",
-          flush=True)
+    print(f"serving POST {url}/evaluate for {args.home}; token and URL in {endpoint.parent} (endpoint.json, token)", flush=True)
     serve(server)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.evaluation.server",
-                                     description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mcpworld.evaluation.server", description=(__doc__ or "").splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--home", type=Path, help="grade this directory (standing in for the episode's home)")
     mode.add_argument("--live", action="store_true", help="start a desktop and grade it live (every getter)")
-    parser.add_argument("--env", default="local", choices=["local", "docker", "vm"],
-                        help="--live: where the desktop runs (vm: a suite's own VM, driven through its server)")
+    parser.add_argument(
+        "--env",
+        default="local",
+        choices=["local", "docker", "vm"],
+        help="--live: where the desktop runs (vm: a suite's own VM, driven through its server)",
+    )
     parser.add_argument("--vm-url", help="--live --env vm: the VM server's URL (http://HOST:5000)")
-    parser.add_argument("--vm-kind", default="osworld", choices=["osworld", "waa"],
-                        help="--live --env vm: whose server the VM runs (OSWorld's Ubuntu, WAA's Windows)")
-    parser.add_argument("--vm-reset-command", help="--live --env vm: run on this host before each /reset (revert "
-                                                   "the VM's snapshot …); {url} in it is the VM's URL")
+    parser.add_argument(
+        "--vm-kind",
+        default="osworld",
+        choices=["osworld", "waa"],
+        help="--live --env vm: whose server the VM runs (OSWorld's Ubuntu, WAA's Windows)",
+    )
+    parser.add_argument(
+        "--vm-reset-command",
+        help="--live --env vm: run on this host before each /reset (revert the VM's snapshot …); {url} in it is the VM's URL",
+    )
     parser.add_argument("--task", type=Path, help="--live: set the desktop up for this task file first")
     parser.add_argument("--apps", nargs="*", help="--live --env docker: the apps the image holds (default: the task's)")
     parser.add_argument("--width", type=int, help="--live: screen width (default 1280; --env vm: the VM's)")
     parser.add_argument("--height", type=int, help="--live: screen height (default 800; --env vm: the VM's)")
-    parser.add_argument("--dir", type=Path, help="folder for endpoint.json, the token (0600) and, --live, the desktop's "
-                                                 "logs (default: a new temporary folder)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help=f"listen address; another than 127.0.0.1 only with ${TOKEN_VARIABLE} set (docs/security.md)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="folder for endpoint.json, the token (0600) and, --live, the desktop's logs (default: a new temporary folder)",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help=f"listen address; another than 127.0.0.1 only with ${TOKEN_VARIABLE} set (docs/security.md)",
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
     parser.add_argument("--threshold", type=float, default=1.0, help="score that counts as success")
     args = parser.parse_args(argv)

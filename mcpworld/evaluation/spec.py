@@ -111,15 +111,20 @@ def _check_options(name: str, options: dict[str, Any], where: str) -> None:
     params = list(inspect.signature(fn).parameters.values())
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return
-    known = [p.name for p in params[1:] if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                     inspect.Parameter.KEYWORD_ONLY)
-             and not (p.name == "env" and metric_needs_env(fn))]
+    known = [
+        p.name
+        for p in params[1:]
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and not (p.name == "env" and metric_needs_env(fn))
+    ]
     for key in options:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise UserError(f"{where}: evaluator.options: metric {name!r} has no option {key!r}; {hint}"
-                            f"its options: {', '.join(k for k in known if k != 'expected') or 'none'}")
+            raise UserError(
+                f"{where}: evaluator.options: metric {name!r} has no option {key!r}; {hint}"
+                f"its options: {', '.join(k for k in known if k != 'expected') or 'none'}"
+            )
 
 
 def validate_spec(spec: Any, where: str) -> SpecPlan:
@@ -163,8 +168,10 @@ def validate_spec(spec: Any, where: str) -> SpecPlan:
         _check_options(name, opts or {}, where)
     for cfg in expected:
         if cfg is not None and cfg.get("type") == "rule" and not isinstance(cfg.get("rules"), (dict, list)):
-            raise UserError(f"{where}: evaluator.expected: a 'rule' needs 'rules' as a mapping (e.g. rules: "
-                            f"{{expected: ...}}) or a list of them, got {cfg.get('rules')!r}")
+            raise UserError(
+                f"{where}: evaluator.expected: a 'rule' needs 'rules' as a mapping (e.g. rules: "
+                f"{{expected: ...}}) or a list of them, got {cfg.get('rules')!r}"
+            )
     conj = spec.get("conj") or "and"
     if conj not in CONJUNCTIONS:
         raise UserError(f"{where}: evaluator.conj must be 'and' or 'or', got {conj!r}")
@@ -206,8 +213,10 @@ def shown(value: Any, cache_dir: Path | str | None) -> str:
             return describe_file(Path(value))
         if isinstance(value, (list, tuple)) and value and any(_cached_file(v, cache) for v in value):
             limit = max(FILE_TEXT_CHARS // len(value), PREVIEW_CHARS)
-            return "\n".join(f"[{i + 1}/{len(value)}] " + (describe_file(Path(v), limit) if _cached_file(v, cache)
-                                                           else preview(v)) for i, v in enumerate(value))
+            return "\n".join(
+                f"[{i + 1}/{len(value)}] " + (describe_file(Path(v), limit) if _cached_file(v, cache) else preview(v))
+                for i, v in enumerate(value)
+            )
     except OSError:  # unreadable: its path, as the metric got it
         pass
     return preview(value)
@@ -332,8 +341,11 @@ def evaluate_spec(
     plan = validate_spec(spec, where)
     if plan.infeasible:
         declared = _declared_fail(final_action)
-        reason = ("agent declared the task infeasible" if declared
-                  else f"task is infeasible but the agent ended with {final_action!r}, not FAIL")
+        reason = (
+            "agent declared the task infeasible"
+            if declared
+            else f"task is infeasible but the agent ended with {final_action!r}, not FAIL"
+        )
         return float(declared), [MetricOutcome(INFEASIBLE, float(declared), reason, actual=str(final_action), expected="FAIL")]
     if _declared_fail(final_action):
         return _all_zero(plan, "agent declared FAIL (infeasible) but the task is feasible")

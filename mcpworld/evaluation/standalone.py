@@ -25,15 +25,23 @@ def grade(task: Task, home: Path, final_action: str | None = "DONE", threshold: 
         env.close()
 
 
-def grade_in(task: Task, env: Environment, final_action: str | None = "DONE",
-             threshold: float = 1.0) -> dict[str, Any]:
+def grade_in(task: Task, env: Environment, final_action: str | None = "DONE", threshold: float = 1.0) -> dict[str, Any]:
     """The verdict on ``env`` as it is now (a home directory, or a running desktop for /evaluate --live)."""
     expand_task(task, builtin_templates())
     try:
         verdict = judge(task, env, final_action)
     except EvalError as exc:
-        return {"task": task.id, "status": "eval_error", "score": None, "success": None, "error": str(exc),
-                "key_steps": {}, "actual": [], "expected": [], "metrics": []}
+        return {
+            "task": task.id,
+            "status": "eval_error",
+            "score": None,
+            "success": None,
+            "error": str(exc),
+            "key_steps": {},
+            "actual": [],
+            "expected": [],
+            "metrics": [],
+        }
     metrics = [asdict(o) for o in verdict.metrics]
     return {
         "task": task.id,

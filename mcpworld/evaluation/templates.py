@@ -40,8 +40,13 @@ def expand(spec: dict[str, Any], templates: dict[str, Any], where: str) -> dict[
     params = spec.get("with") or {}
     if not isinstance(params, dict):
         raise UserError(f"{where}: evaluator 'with' must be a mapping of template params")
-    expanded = render(copy.deepcopy(templates[name]), params, f"{where}: evaluator template {name!r}",
-                      hint="pass it under 'with'", error=UserError)
+    expanded = render(
+        copy.deepcopy(templates[name]),
+        params,
+        f"{where}: evaluator template {name!r}",
+        hint="pass it under 'with'",
+        error=UserError,
+    )
     expanded.update({k: v for k, v in spec.items() if k not in ("template", "with")})
     return expanded
 

@@ -70,14 +70,23 @@ def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "Ha
     # the instruction names the authors' paths (/workspace/…, /FreeCAD/…), which the desktop has as views of
     # its home: an app event that names one (a saved file's path) reaches the handler as its home's path, as
     # the handler's parameters name it (handler_params)
-    return HandlerProcess(task.handler, handler_params(task, env), env.home,
-                          setup=dict(setup, probed=True) if probed else setup,
-                          paths=(lambda text: env.map_paths(author_home_text(text))) if task.format == "mcpworld" else None)
+    return HandlerProcess(
+        task.handler,
+        handler_params(task, env),
+        env.home,
+        setup=dict(setup, probed=True) if probed else setup,
+        paths=(lambda text: env.map_paths(author_home_text(text))) if task.format == "mcpworld" else None,
+    )
 
 
-def judge(task: "Task", env: "Environment", final_action: str | None,
-          events: list[dict[str, Any]] | None = None, trajectory: "Path | None" = None,
-          handler: "HandlerProcess | None" = None) -> Verdict:
+def judge(
+    task: "Task",
+    env: "Environment",
+    final_action: str | None,
+    events: list[dict[str, Any]] | None = None,
+    trajectory: "Path | None" = None,
+    handler: "HandlerProcess | None" = None,
+) -> Verdict:
     """``trajectory``: the episode's traj_log.json, for script graders that read it; ``handler``: the
     one started before the agent (else one is started now, for standalone grading)."""
     handler_steps: list[int] = []
@@ -97,6 +106,5 @@ def judge(task: "Task", env: "Environment", final_action: str | None,
             assert task.handler is not None  # a task without an evaluator or a grader has one (the loaders check)
             verdict = run_handler(task.handler, handler_params(task, env), env.home, setup=handler_setup(task, env))
         score, metrics, handler_steps = verdict.score, [verdict.outcome()], verdict.key_steps
-    key_steps = (evaluate_key_steps(task.key_steps, events or [], env, final_action, handler_steps)
-                 if task.key_steps else {})
+    key_steps = evaluate_key_steps(task.key_steps, events or [], env, final_action, handler_steps) if task.key_steps else {}
     return Verdict(score, metrics, key_steps)

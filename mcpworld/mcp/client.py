@@ -39,7 +39,6 @@ def _tail(path: Path, limit: int = 600) -> str:
         return ""
 
 
-
 @dataclass
 class RemoteTool:
     server: str
@@ -51,9 +50,16 @@ class RemoteTool:
 class ServerPool:
     """``async with ServerPool(specs, log_dir, ...) as pool``: every server running and listed."""
 
-    def __init__(self, specs: list[ServerSpec], log_dir: Path, *, home: Path | None = None,
-                 start_timeout_s: float = 60.0, call_timeout_s: float = 60.0,
-                 on_event: EventSink | None = None):
+    def __init__(
+        self,
+        specs: list[ServerSpec],
+        log_dir: Path,
+        *,
+        home: Path | None = None,
+        start_timeout_s: float = 60.0,
+        call_timeout_s: float = 60.0,
+        on_event: EventSink | None = None,
+    ):
         self.specs = specs
         self.log_dir = Path(log_dir)
         self.home = home
@@ -99,19 +105,27 @@ class ServerPool:
                 info = await session.initialize()
                 listed = await self._list_tools(session)
         except Exception as exc:
-            why = "did not answer within %.0fs" % self.start_timeout_s if isinstance(exc, TimeoutError) \
-                else _reason(exc)
+            why = "did not answer within %.0fs" % self.start_timeout_s if isinstance(exc, TimeoutError) else _reason(exc)
             tail = _tail(log)
             self.on_event("mcp_start", server=spec.name, ok=False, error=why)
-            raise InfraError(f"MCP server {spec.name!r} failed to start: {why}"
-                             + (f"; its stderr ends: {tail}" if tail else f" (log: {log})")) from None
+            raise InfraError(
+                f"MCP server {spec.name!r} failed to start: {why}" + (f"; its stderr ends: {tail}" if tail else f" (log: {log})")
+            ) from None
         self.sessions[spec.name] = session
-        self.tools += [RemoteTool(spec.name, t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
-                       for t in listed]
+        self.tools += [
+            RemoteTool(spec.name, t.name, t.description or "", dict(t.input_schema or {"type": "object"})) for t in listed
+        ]
         server_info = getattr(info, "server_info", None)
-        self.on_event("mcp_start", server=spec.name, ok=True, transport=spec.transport,
-                      seconds=round(time.perf_counter() - started, 4), tools=len(listed),
-                      server_name=getattr(server_info, "name", None), server_version=getattr(server_info, "version", None))
+        self.on_event(
+            "mcp_start",
+            server=spec.name,
+            ok=True,
+            transport=spec.transport,
+            seconds=round(time.perf_counter() - started, 4),
+            tools=len(listed),
+            server_name=getattr(server_info, "name", None),
+            server_version=getattr(server_info, "version", None),
+        )
 
     async def _connect(self, spec: ServerSpec, log: Path, deadline: float) -> tuple[Any, Any]:
         if spec.transport == "stdio":
@@ -119,8 +133,7 @@ class ServerPool:
 
             assert spec.command is not None  # parse_servers requires it for stdio
             errlog = self._stack.enter_context(open(log, "w"))
-            params = StdioServerParameters(command=spec.command, args=spec.args, env=self._child_env(spec),
-                                           cwd=spec.cwd)
+            params = StdioServerParameters(command=spec.command, args=spec.args, env=self._child_env(spec), cwd=spec.cwd)
             read, write = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
             return read, write
         from mcp.client.streamable_http import streamable_http_client
@@ -136,9 +149,15 @@ class ServerPool:
 
         assert spec.command is not None and spec.url is not None  # (see _connect)
         out = self._stack.enter_context(open(log, "w"))
-        proc = subprocess.Popen([spec.command, *spec.args], cwd=spec.cwd, stdout=out, stderr=out,
-                                stdin=subprocess.DEVNULL, env={**get_default_environment(), **self._child_env(spec)},
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [spec.command, *spec.args],
+            cwd=spec.cwd,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+            env={**get_default_environment(), **self._child_env(spec)},
+            start_new_session=True,
+        )
         self._stack.callback(_stop_process, proc)
         where = urlparse(spec.url)
         port = where.port or (443 if where.scheme == "https" else 80)
@@ -177,12 +196,18 @@ class ServerPool:
             error = _reason(exc)
         latency = round(time.perf_counter() - started, 4)
         if error is not None:
-            self.on_event("mcp_call", server=server, tool=tool, args=preview(args), latency_s=latency,
-                          ok=False, error=error)
+            self.on_event("mcp_call", server=server, tool=tool, args=preview(args), latency_s=latency, ok=False, error=error)
             raise ToolCallFailed(f"{server}-{tool}: {error}")
         is_error = bool(getattr(result, "is_error", False))
-        self.on_event("mcp_call", server=server, tool=tool, args=preview(args), latency_s=latency,
-                      ok=not is_error, **({"error": _first_text(result)[:300]} if is_error else {}))
+        self.on_event(
+            "mcp_call",
+            server=server,
+            tool=tool,
+            args=preview(args),
+            latency_s=latency,
+            ok=not is_error,
+            **({"error": _first_text(result)[:300]} if is_error else {}),
+        )
         return result
 
 

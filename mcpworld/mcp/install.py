@@ -61,8 +61,7 @@ def _npm(packages: list[str], root: Path) -> str:
     if shutil.which("npm") is None:
         return "skipped: npm is not installed (apt-get install nodejs npm)"
     prefix.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix), *packages],
-                   check=True)
+    subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix), *packages], check=True)
     stamp.write_text(json.dumps(sorted(packages)))
     return "installed " + " ".join(packages)
 

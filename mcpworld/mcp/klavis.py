@@ -70,9 +70,18 @@ class _Retry(Exception):
 class KlavisClient:
     """Async client for ``/local-sandbox``; one instance can serve many sandboxes."""
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
-                 timeout_s: float = 60.0, benchmark: str = "Toolathlon", ttl_s: int = 7200,
-                 *, max_retries: int = 2, retry_base_s: float = 0.5, leases: Leases | None = None):
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        benchmark: str = "Toolathlon",
+        ttl_s: int = 7200,
+        *,
+        max_retries: int = 2,
+        retry_base_s: float = 0.5,
+        leases: Leases | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("KLAVIS_API_KEY") or None
         self.timeout_s = timeout_s
@@ -86,14 +95,18 @@ class KlavisClient:
 
     # -- public API --------------------------------------------------------------------------
 
-    async def acquire(self, servers: list[str], test_account_email: str | None = None,
-                      names: dict[str, str] | None = None) -> Sandbox:
+    async def acquire(
+        self, servers: list[str], test_account_email: str | None = None, names: dict[str, str] | None = None
+    ) -> Sandbox:
         """Create a sandbox running ``servers`` (our names; ``names``: each one's Klavis name, as the
         episode's classification gives it, else the local sandbox's documented names); a sandbox
         with a failed server is released again at once so it doesn't linger until its TTL."""
         remote = {s: names[s] for s in servers} if names is not None else klavis_names(servers)
-        body: dict[str, Any] = {"server_names": sorted(set(remote.values())), "benchmark": self.benchmark,
-                                "ttl_seconds": self.ttl_s}
+        body: dict[str, Any] = {
+            "server_names": sorted(set(remote.values())),
+            "benchmark": self.benchmark,
+            "ttl_seconds": self.ttl_s,
+        }
         if test_account_email:
             body["test_account_email"] = test_account_email
         data = await self._api("POST", "/local-sandbox", body)
@@ -109,8 +122,10 @@ class KlavisClient:
                 if entry is None:
                     raise InfraError(f"Klavis sandbox {sandbox_id} has no {theirs!r} server (for {ours!r})")
                 if entry.get("status") == "error" or not entry.get("mcp_server_url"):
-                    raise InfraError(f"Klavis sandbox {sandbox_id}: server {theirs!r} (for {ours!r}) failed: "
-                                     f"status={entry.get('status')!r} {excerpt(entry.get('message') or '')}".rstrip())
+                    raise InfraError(
+                        f"Klavis sandbox {sandbox_id}: server {theirs!r} (for {ours!r}) failed: "
+                        f"status={entry.get('status')!r} {excerpt(entry.get('message') or '')}".rstrip()
+                    )
                 sandbox.urls[ours] = str(entry["mcp_server_url"])
         except BaseException:
             await self.release(sandbox)
@@ -134,8 +149,10 @@ class KlavisClient:
             urls: dict[str, Any] = given if isinstance(given, dict) else {}
             url = data.get("server_url") or urls.get(server) or (next(iter(urls.values())) if len(urls) == 1 else None)
             if data.get("status") == "error" or not url:
-                raise InfraError(f"{sandbox.label} (for {ours!r}) is not usable: status={data.get('status')!r} "
-                                 f"{excerpt(data.get('message') or '')}".rstrip())
+                raise InfraError(
+                    f"{sandbox.label} (for {ours!r}) is not usable: status={data.get('status')!r} "
+                    f"{excerpt(data.get('message') or '')}".rstrip()
+                )
             sandbox.urls[ours] = str(url)
         except BaseException:
             await self.release(sandbox)
@@ -232,8 +249,7 @@ class KlavisClient:
         """Never let the key leak into a message (servers sometimes echo it)."""
         return text.replace(self.api_key, "***") if self.api_key else text
 
-    async def _api(self, method: str, path: str, body: dict[str, Any] | None = None,
-                   missing_ok: bool = False) -> dict[str, Any]:
+    async def _api(self, method: str, path: str, body: dict[str, Any] | None = None, missing_ok: bool = False) -> dict[str, Any]:
         """One authenticated API call, retried when transient; its JSON object."""
         if not self.api_key:
             raise UserError(MISSING_KEY)
@@ -241,13 +257,13 @@ class KlavisClient:
         headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "application/json"}
         resp = await self._with_retries(method, url, url, headers=headers, json=body)
         if resp.status_code in (401, 403):
-            raise UserError(f"Klavis rejected KLAVIS_API_KEY (HTTP {resp.status_code} from {method} {url}): "
-                            "check the key at klavis.ai")
+            raise UserError(
+                f"Klavis rejected KLAVIS_API_KEY (HTTP {resp.status_code} from {method} {url}): check the key at klavis.ai"
+            )
         if missing_ok and resp.status_code == 404:
             return {}
         if resp.status_code >= 400:
-            raise InfraError(self.scrub(f"Klavis {method} {url} returned HTTP {resp.status_code}: "
-                                        f"{excerpt(resp.text)}"))
+            raise InfraError(self.scrub(f"Klavis {method} {url} returned HTTP {resp.status_code}: {excerpt(resp.text)}"))
         try:
             data = resp.json() if resp.content else {}
         except ValueError:
@@ -263,8 +279,9 @@ class KlavisClient:
         headers = {"Content-Type": "application/gzip"} if content is not None else {}
         resp = await self._with_retries(method, url, shown, headers=headers, content=content)
         if resp.status_code >= 400:
-            raise InfraError(self.scrub(f"Klavis storage {method} {shown} returned HTTP {resp.status_code}: "
-                                        f"{excerpt(resp.text)}"))
+            raise InfraError(
+                self.scrub(f"Klavis storage {method} {shown} returned HTTP {resp.status_code}: {excerpt(resp.text)}")
+            )
         return resp
 
     async def _with_retries(self, method: str, url: str, shown: str, **kw: Any) -> httpx.Response:
@@ -277,13 +294,23 @@ class KlavisClient:
                 resp = await self.client().request(method, url, **kw)
             except TRANSIENT as exc:
                 reason = " ".join(str(exc).split()) or type(exc).__name__
-                last = _Retry(InfraError(self.scrub(
-                    f"Klavis {method} {shown} failed ({type(exc).__name__}: {reason}); is {self.base_url} reachable?")))
+                last = _Retry(
+                    InfraError(
+                        self.scrub(
+                            f"Klavis {method} {shown} failed ({type(exc).__name__}: {reason}); is {self.base_url} reachable?"
+                        )
+                    )
+                )
                 continue
             if resp.status_code >= 500:
-                last = _Retry(InfraError(self.scrub(
-                    f"Klavis {method} {shown} returned HTTP {resp.status_code} after {n + 1} attempt(s): "
-                    f"{excerpt(resp.text)}")))
+                last = _Retry(
+                    InfraError(
+                        self.scrub(
+                            f"Klavis {method} {shown} returned HTTP {resp.status_code} after {n + 1} attempt(s): "
+                            f"{excerpt(resp.text)}"
+                        )
+                    )
+                )
                 continue
             return resp
         assert last is not None
@@ -294,8 +321,10 @@ def klavis_names(servers: list[str]) -> dict[str, str]:
     """Our server names -> Klavis's; UserError for one the hosted sandbox does not offer."""
     unknown = [s for s in servers if s not in KLAVIS_NAMES]
     if unknown:
-        raise UserError(f"env=klavis cannot run MCP server(s) {', '.join(map(repr, unknown))}: the Klavis "
-                        f"sandbox offers {', '.join(sorted(KLAVIS_NAMES))}")
+        raise UserError(
+            f"env=klavis cannot run MCP server(s) {', '.join(map(repr, unknown))}: the Klavis "
+            f"sandbox offers {', '.join(sorted(KLAVIS_NAMES))}"
+        )
     return {s: KLAVIS_NAMES[s] for s in servers}
 
 

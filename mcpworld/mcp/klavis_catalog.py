@@ -23,9 +23,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # the runner's LOCAL_SANDBOX_SERVERS (Klavis names): the local sandbox's servers unless configured otherwise
-RUNNER_LOCAL_SANDBOX = frozenset({
-    "filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel", "word", "powerpoint",
-    "code-executor", "code-runner", "pdf-tools", "google_cloud", "poste_email_toolathlon"})
+RUNNER_LOCAL_SANDBOX = frozenset(
+    {
+        "filesystem",
+        "git",
+        "terminal",
+        "desktop-commander",
+        "arxiv",
+        "excel",
+        "word",
+        "powerpoint",
+        "code-executor",
+        "code-runner",
+        "pdf-tools",
+        "google_cloud",
+        "poste_email_toolathlon",
+    }
+)
 # what Klavis's API reference accepts in POST /local-sandbox's server_names (the runner uses 13 of them)
 LOCAL_SANDBOX = RUNNER_LOCAL_SANDBOX | {"canvas", "localmemory", "playwright"}
 
@@ -57,13 +71,52 @@ TO_INDIVIDUAL: dict[str, str] = {
 
 # individual sandboxes Klavis documents (API reference and its SDK's SandboxMCPServer); the runner asks
 # for others all the same (canvas, k8s, youtube, playwright_with_chunk): the census names them
-DOCUMENTED_INDIVIDUAL = frozenset({
-    "github", "notion", "google_sheets", "google_calendar", "google_forms", "google_drive", "google_docs",
-    "gmail", "snowflake", "woocommerce", "arxiv_latex", "scholarly", "howtocook", "yahoo_finance", "12306",
-    "youtube_transcript", "weights_and_biases", "huggingface", "fetch", "google_maps", "serper", "localmemory",
-    "jira", "slack", "salesforce", "hubspot", "airtable", "linear", "asana", "shopify", "wordpress", "postgres",
-    "mongodb", "supabase", "confluence", "discord", "dropbox", "onedrive", "outlook_mail", "calculator",
-    "wikipedia", "weather"})
+DOCUMENTED_INDIVIDUAL = frozenset(
+    {
+        "github",
+        "notion",
+        "google_sheets",
+        "google_calendar",
+        "google_forms",
+        "google_drive",
+        "google_docs",
+        "gmail",
+        "snowflake",
+        "woocommerce",
+        "arxiv_latex",
+        "scholarly",
+        "howtocook",
+        "yahoo_finance",
+        "12306",
+        "youtube_transcript",
+        "weights_and_biases",
+        "huggingface",
+        "fetch",
+        "google_maps",
+        "serper",
+        "localmemory",
+        "jira",
+        "slack",
+        "salesforce",
+        "hubspot",
+        "airtable",
+        "linear",
+        "asana",
+        "shopify",
+        "wordpress",
+        "postgres",
+        "mongodb",
+        "supabase",
+        "confluence",
+        "discord",
+        "dropbox",
+        "onedrive",
+        "outlook_mail",
+        "calculator",
+        "wikipedia",
+        "weather",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -78,15 +131,21 @@ class Credential:
 
 # the runner's SANDBOX_AUTH_ENV_MAPPING (individual sandbox name -> credentials)
 AUTH_ENV: dict[str, tuple[Credential, ...]] = {
-    "woocommerce": tuple(Credential(f, f"KLAVIS_WOOCOMMERCE_{f.upper()}") for f in
-                         ("consumer_key", "consumer_secret", "site_url", "admin_username", "admin_password")),
+    "woocommerce": tuple(
+        Credential(f, f"KLAVIS_WOOCOMMERCE_{f.upper()}")
+        for f in ("consumer_key", "consumer_secret", "site_url", "admin_username", "admin_password")
+    ),
     "github": (Credential("access_token", "KLAVIS_GITHUB_TOKEN"),),
-    "snowflake": tuple(Credential(f"SNOWFLAKE_{f}", f"KLAVIS_SNOWFLAKE_{f}") for f in
-                       ("ACCOUNT", "WAREHOUSE", "ROLE", "USER", "PRIVATE_KEY", "DATABASE", "SCHEMA")),
-    "notion": (Credential("toolathon_notion_integration_key", "KLAVIS_NOTION_INTEGRATION_KEY", "metadata"),
-               Credential("toolathon_notion_integration_key_eval", "KLAVIS_NOTION_INTEGRATION_KEY_EVAL", "metadata"),
-               Credential("toolathon_source_notion_page_url", "KLAVIS_SOURCE_NOTION_PAGE_URL", "metadata"),
-               Credential("toolathon_eval_notion_page_url", "KLAVIS_EVAL_NOTION_PAGE_URL", "metadata")),
+    "snowflake": tuple(
+        Credential(f"SNOWFLAKE_{f}", f"KLAVIS_SNOWFLAKE_{f}")
+        for f in ("ACCOUNT", "WAREHOUSE", "ROLE", "USER", "PRIVATE_KEY", "DATABASE", "SCHEMA")
+    ),
+    "notion": (
+        Credential("toolathon_notion_integration_key", "KLAVIS_NOTION_INTEGRATION_KEY", "metadata"),
+        Credential("toolathon_notion_integration_key_eval", "KLAVIS_NOTION_INTEGRATION_KEY_EVAL", "metadata"),
+        Credential("toolathon_source_notion_page_url", "KLAVIS_SOURCE_NOTION_PAGE_URL", "metadata"),
+        Credential("toolathon_eval_notion_page_url", "KLAVIS_EVAL_NOTION_PAGE_URL", "metadata"),
+    ),
 }
 # individual sandboxes whose auth_data the fork writes as a credentials file the task's code opens
 # (``configs/<name>_credentials.json`` under the Toolathlon root): not handed over yet
@@ -128,9 +187,11 @@ class Classification:
     def of(cls, k: Any) -> Classification:
         """From ``env.klavis`` (``local_sandbox``: None for the runner's 13, ``sandbox_names``, ``no_sandbox``)."""
         local = getattr(k, "local_sandbox", None)
-        return cls(local=RUNNER_LOCAL_SANDBOX if local is None else frozenset(str(s) for s in local),
-                   names={str(a): str(b) for a, b in dict(getattr(k, "sandbox_names", None) or {}).items()},
-                   unhosted=frozenset(str(s) for s in getattr(k, "no_sandbox", None) or ()))
+        return cls(
+            local=RUNNER_LOCAL_SANDBOX if local is None else frozenset(str(s) for s in local),
+            names={str(a): str(b) for a, b in dict(getattr(k, "sandbox_names", None) or {}).items()},
+            unhosted=frozenset(str(s) for s in getattr(k, "no_sandbox", None) or ()),
+        )
 
     def placement(self, server: str) -> Placement:
         """The local sandbox if the (mapped) name is one of ``local``; none if the account has no

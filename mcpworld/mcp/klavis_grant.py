@@ -69,9 +69,12 @@ class Grant:
     def task(self, task: Task) -> Task:
         """The task as this episode runs it: its preprocess step and its grader get ``env``, and
         nothing else does (the desktop, the agent's shell and apps never see the credentials)."""
-        setup = [{"execute": {**step["execute"], "env": dict(self.env)}}
-                 if isinstance(step.get("execute"), dict) and step["execute"].get("preprocess") else step
-                 for step in task.setup]
+        setup = [
+            {"execute": {**step["execute"], "env": dict(self.env)}}
+            if isinstance(step.get("execute"), dict) and step["execute"].get("preprocess")
+            else step
+            for step in task.setup
+        ]
         grader = {**task.grader, "env": dict(self.env)} if task.grader else task.grader
         return replace(task, setup=setup, grader=grader)
 
@@ -82,8 +85,9 @@ def held() -> Grant | None:
 
 
 def client_for(k: KlavisConfig) -> KlavisClient:
-    return KlavisClient(k.base_url, k.api_key, timeout_s=k.timeout_s, benchmark=k.benchmark, ttl_s=k.ttl_s,
-                        leases=Leases(k.leases_dir))
+    return KlavisClient(
+        k.base_url, k.api_key, timeout_s=k.timeout_s, benchmark=k.benchmark, ttl_s=k.ttl_s, leases=Leases(k.leases_dir)
+    )
 
 
 @contextmanager
@@ -108,15 +112,20 @@ async def _acquire(k: KlavisConfig, servers: list[str], task_dir: Path, grant: G
     places = {name: classification.placement(name) for name in servers}
     missing = [name for name, place in places.items() if not place.hosted]
     if missing:
-        raise UserError(f"env=klavis: this Klavis account has no sandbox for MCP server(s) "
-                        f"{', '.join(map(repr, missing))} (env.klavis.no_sandbox; {task_dir}); run this task with "
-                        "env=local, or leave it out")
+        raise UserError(
+            f"env=klavis: this Klavis account has no sandbox for MCP server(s) "
+            f"{', '.join(map(repr, missing))} (env.klavis.no_sandbox; {task_dir}); run this task with "
+            "env=local, or leave it out"
+        )
     async with client_for(k) as client:
         await _reap_once(client, Leases(k.leases_dir), on_event)
         local = [name for name, place in places.items() if place.kind == "local"]
         if local:
-            grant.local = await client.acquire(local, test_account_email(task_dir) if "emails" in local else None,
-                                               names={name: places[name].name for name in local})
+            grant.local = await client.acquire(
+                local,
+                test_account_email(task_dir) if "emails" in local else None,
+                names={name: places[name].name for name in local},
+            )
             on_event("klavis_sandbox", sandbox=grant.local.id, servers=sorted(grant.local.urls))
         for name, place in places.items():
             if place.kind != "individual":
@@ -153,9 +162,11 @@ def credentials(sandbox: Sandbox, details: dict[str, Any], wanted: tuple[Credent
         if value is not None:
             out[cred.env] = str(value)
     if not out:
-        raise InfraError(f"{sandbox.label} sent no credentials ({', '.join(sorted({c.source for c in wanted}))} "
-                         f"without {', '.join(c.field for c in wanted)}): "
-                         f"{excerpt({k: '…' for k in details})}")
+        raise InfraError(
+            f"{sandbox.label} sent no credentials ({', '.join(sorted({c.source for c in wanted}))} "
+            f"without {', '.join(c.field for c in wanted)}): "
+            f"{excerpt({k: '…' for k in details})}"
+        )
     register_secrets(out.values())  # the traces, saved outputs and traj_log.json redact them
     return out
 

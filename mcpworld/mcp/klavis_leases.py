@@ -79,8 +79,12 @@ class Leases:
             partial.write_text(json.dumps(data))
             os.replace(partial, target)
         except OSError as exc:
-            log.warning("could not record Klavis sandbox %s in %s (%s): a killed run would leave it until its TTL",
-                        sandbox.id, self.folder, exc)
+            log.warning(
+                "could not record Klavis sandbox %s in %s (%s): a killed run would leave it until its TTL",
+                sandbox.id,
+                self.folder,
+                exc,
+            )
 
     def forget(self, sandbox_id: str) -> None:
         self._file(sandbox_id).unlink(missing_ok=True)
@@ -90,16 +94,16 @@ class Leases:
         for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
             try:
                 d: dict[str, Any] = json.loads(path.read_text())
-                leases.append(Lease(str(d["id"]), d.get("server"), str(d["base_url"]), int(d["pid"]),
-                                    float(d["started"]), path))
+                leases.append(Lease(str(d["id"]), d.get("server"), str(d["base_url"]), int(d["pid"]), float(d["started"]), path))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # mid-write or foreign: not ours to judge
         return leases
 
     def orphaned(self, base_url: str) -> list[Lease]:
         """Leases on ``base_url`` whose holder is gone."""
-        return [lease for lease in self.all()
-                if lease.base_url == base_url.rstrip("/") and not holder_alive(lease.pid, lease.started)]
+        return [
+            lease for lease in self.all() if lease.base_url == base_url.rstrip("/") and not holder_alive(lease.pid, lease.started)
+        ]
 
 
 async def release_orphans(client: "KlavisClient", leases: Leases) -> list[Lease]:

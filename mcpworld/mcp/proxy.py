@@ -150,7 +150,7 @@ class Proxy:
             return next(iter(self.pool.sessions)), name
         for server in self.pool.sessions:
             if name.startswith(server + "-"):
-                return server, name[len(server) + 1:]
+                return server, name[len(server) + 1 :]
         return next(iter(self.pool.sessions)), name
 
     async def call_tool(self, ctx: Any, params: Any) -> Any:
@@ -163,8 +163,9 @@ class Proxy:
         if self.cassette is not None:
             answer = self.cassette.answer(tool, self._portable(arguments))
             if answer is None:
-                return _text_result(f"replay: the cassette {self.cassette.path.name} has no answer for {tool} "
-                                    f"with these arguments")
+                return _text_result(
+                    f"replay: the cassette {self.cassette.path.name} has no answer for {tool} with these arguments"
+                )
             if answer.get("error") or answer.get("result") is None:
                 return _text_result(self._local(answer.get("error") or "no result was recorded"))
             return types.CallToolResult.model_validate(self._local(answer["result"]))
@@ -186,11 +187,13 @@ class Proxy:
         try:
             result = await self.pool.call(server, name, arguments)
         except ToolCallFailed as exc:
-            self.recorder.write({**entry, "result": None, "error": self._portable(str(exc)),
-                                 "latency_s": round(time.perf_counter() - started, 4)})
+            self.recorder.write(
+                {**entry, "result": None, "error": self._portable(str(exc)), "latency_s": round(time.perf_counter() - started, 4)}
+            )
             return _text_result(str(exc))
-        self.recorder.write({**entry, "result": self._portable(_dump(result)),
-                             "latency_s": round(time.perf_counter() - started, 4)})
+        self.recorder.write(
+            {**entry, "result": self._portable(_dump(result)), "latency_s": round(time.perf_counter() - started, 4)}
+        )
         return result
 
 
@@ -223,18 +226,26 @@ async def serve(args: argparse.Namespace) -> None:
         if proxy.mode != "replay":
             specs = _upstreams(args)
             if not specs:
-                raise SystemExit("mcpworld.mcp.proxy: record and fault modes need an upstream "
-                                 "(-- COMMAND ARGS, --upstream NAME=COMMAND or --upstream-url NAME=URL)")
+                raise SystemExit(
+                    "mcpworld.mcp.proxy: record and fault modes need an upstream "
+                    "(-- COMMAND ARGS, --upstream NAME=COMMAND or --upstream-url NAME=URL)"
+                )
             proxy.prefixed = len(specs) > 1
             log_dir = Path(args.log_dir) if args.log_dir else Path(args.cassette or ".").parent
             proxy.pool = await stack.enter_async_context(
-                ServerPool(specs, log_dir, start_timeout_s=args.start_timeout_s, call_timeout_s=args.call_timeout_s))
+                ServerPool(specs, log_dir, start_timeout_s=args.start_timeout_s, call_timeout_s=args.call_timeout_s)
+            )
         info = proxy.describe()
         if proxy.mode != "replay":
-            proxy.recorder.write({"type": "header", "server": info, "mode": proxy.mode,
-                                  "recorded": time.strftime("%Y-%m-%dT%H:%M:%S")})
-        server = Server(str(info.get("name") or args.name), version=str(info.get("version") or ""),
-                        on_list_tools=proxy.list_tools, on_call_tool=proxy.call_tool)
+            proxy.recorder.write(
+                {"type": "header", "server": info, "mode": proxy.mode, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            )
+        server = Server(
+            str(info.get("name") or args.name),
+            version=str(info.get("version") or ""),
+            on_list_tools=proxy.list_tools,
+            on_call_tool=proxy.call_tool,
+        )
         if args.serve == "stdio":
             from mcp.server.stdio import stdio_server
 
@@ -255,19 +266,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default="record")
     p.add_argument("--cassette", help="the JSONL cassette to write (record, fault) or read (replay)")
     p.add_argument("--serve", choices=("stdio", "http"), default="stdio", help="how the agent reaches the proxy")
-    p.add_argument("--host", default="127.0.0.1",
-                   help=f"--serve http: listen address; another than 127.0.0.1 only with ${TOKEN_VARIABLE} set")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help=f"--serve http: listen address; another than 127.0.0.1 only with ${TOKEN_VARIABLE} set",
+    )
     p.add_argument("--port", type=int, default=8931)
-    p.add_argument("--token-file", default=None,
-                   help="--serve http: where the token is written, 0600 (default: token in a new temporary folder)")
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="--serve http: where the token is written, 0600 (default: token in a new temporary folder)",
+    )
     p.add_argument("--name", default="upstream", help="the upstream's name (for a command after --)")
     p.add_argument("--upstream", action="append", default=[], metavar="NAME=COMMAND")
     p.add_argument("--upstream-url", action="append", default=[], metavar="NAME=URL")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="for stdio upstreams")
     p.add_argument("--cwd", default=None, help="working directory of stdio upstreams")
     p.add_argument("--log-dir", default=None, help="where upstream stderr logs go (default: the cassette's folder)")
-    p.add_argument("--workspace", default=None,
-                   help="the episode's workspace path: stored as {workspace} in the cassette, so replays match")
+    p.add_argument(
+        "--workspace", default=None, help="the episode's workspace path: stored as {workspace} in the cassette, so replays match"
+    )
     p.add_argument("--fault-rate", type=float, default=0.0)
     p.add_argument("--fault-kinds", default="error", help=f"comma-separated: {', '.join(FAULT_KINDS)}")
     p.add_argument("--fault-latency-s", type=float, default=2.0)
@@ -298,32 +316,69 @@ def main(argv: list[str] | None = None) -> None:
         except UserError as exc:
             raise SystemExit(f"mcpworld.mcp.proxy: error: {exc}") from None
         where = Path(args.token_file) if args.token_file else Path(tempfile.mkdtemp(prefix="mcpworld-proxy-")) / TOKEN_FILE
-        print(f"mcpworld.mcp.proxy: serving http://{args.host}:{args.port}/mcp; its token (Authorization: Bearer, or "
-              f"?token= in the URL) is in {write_token(where, args.token)}", file=sys.stderr, flush=True)
+        print(
+            f"mcpworld.mcp.proxy: serving http://{args.host}:{args.port}/mcp; its token (Authorization: Bearer, or "
+            f"?token= in the URL) is in {write_token(where, args.token)}",
+            file=sys.stderr,
+            flush=True,
+        )
     import anyio
 
     anyio.run(serve, args)
 
 
-def proxied(spec: Any, mode: str, cassette: Path, *, fault_rate: float = 0.0, fault_kinds: list[str] | None = None,
-            fault_latency_s: float = 2.0, seed: int = 0, call_timeout_s: float = 60.0,
-            workspace: str | None = None) -> Any:
+def proxied(
+    spec: Any,
+    mode: str,
+    cassette: Path,
+    *,
+    fault_rate: float = 0.0,
+    fault_kinds: list[str] | None = None,
+    fault_latency_s: float = 2.0,
+    seed: int = 0,
+    call_timeout_s: float = 60.0,
+    workspace: str | None = None,
+) -> Any:
     """``spec`` routed through the proxy (a stdio child of the episode): same name, same tools."""
     from dataclasses import replace
 
-    argv = [sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", mode, "--cassette", str(cassette),
-            "--name", spec.name, "--call-timeout-s", str(call_timeout_s)]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpworld.mcp.proxy",
+        "--mode",
+        mode,
+        "--cassette",
+        str(cassette),
+        "--name",
+        spec.name,
+        "--call-timeout-s",
+        str(call_timeout_s),
+    ]
     if workspace:
         argv += ["--workspace", workspace]
     if mode == "fault":
-        argv += ["--fault-rate", str(fault_rate), "--fault-kinds", ",".join(fault_kinds or ["error"]),
-                 "--fault-latency-s", str(fault_latency_s), "--seed", str(seed)]
+        argv += [
+            "--fault-rate",
+            str(fault_rate),
+            "--fault-kinds",
+            ",".join(fault_kinds or ["error"]),
+            "--fault-latency-s",
+            str(fault_latency_s),
+            "--seed",
+            str(seed),
+        ]
     if mode != "replay":
         if spec.transport == "http":
             argv += ["--upstream-url", f"{spec.name}={spec.url}"]
         else:
-            argv += [*(f"--env={k}={v}" for k, v in spec.env.items()),
-                     *([f"--cwd={spec.cwd}"] if spec.cwd else []), "--", spec.command, *spec.args]
+            argv += [
+                *(f"--env={k}={v}" for k, v in spec.env.items()),
+                *([f"--cwd={spec.cwd}"] if spec.cwd else []),
+                "--",
+                spec.command,
+                *spec.args,
+            ]
     return replace(spec, command=argv[0], args=argv[1:], env={}, transport="stdio", url=None)
 
 

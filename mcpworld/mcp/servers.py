@@ -43,8 +43,7 @@ class McpSettings:
     @classmethod
     def of(cls, cfg: Any) -> McpSettings:
         """The pieces of a run config (the one place that reads the root config)."""
-        return cls(modality=cfg.modality, app=cfg.app, mcp=cfg.mcp, sandbox=str(cfg.env.mcp_sandbox),
-                   klavis=cfg.env.klavis)
+        return cls(modality=cfg.modality, app=cfg.app, mcp=cfg.mcp, sandbox=str(cfg.env.mcp_sandbox), klavis=cfg.env.klavis)
 
 
 def offers_mcp(cfg: McpSettings) -> bool:
@@ -66,8 +65,10 @@ def task_servers(cfg: McpSettings, task: Task) -> list[ServerSpec]:
         from mcpworld.mcp.klavis_catalog import Classification
 
         where_runs = Classification.of(cfg.klavis)
-        catalog = {**{e: {"name": e, "url": "klavis:"} for e in entries
-                      if isinstance(e, str) and where_runs.placement(e).hosted}, **catalog}
+        catalog = {
+            **{e: {"name": e, "url": "klavis:"} for e in entries if isinstance(e, str) and where_runs.placement(e).hosted},
+            **catalog,
+        }
     where = str(task.source) if task.mcp_servers else f"mcpworld/conf/app/{task.app}.yaml"
     return parse_servers(entries, catalog, where)
 
@@ -75,24 +76,33 @@ def task_servers(cfg: McpSettings, task: Task) -> list[ServerSpec]:
 def unavailable(cfg: McpSettings, task: Task) -> str | None:
     """Why this task cannot be run with its servers here (none to offer, or a catalog server not
     installed), or None."""
-    if offers_mcp(cfg) and not {"computer", "bash"} & set(cfg.modality.tools) \
-            and not task_servers(cfg, task) and not task.local_tools:
+    if (
+        offers_mcp(cfg)
+        and not {"computer", "bash"} & set(cfg.modality.tools)
+        and not task_servers(cfg, task)
+        and not task.local_tools
+    ):
         return f"it has no MCP servers, and modality={cfg.modality.name} offers no other tools"
     if offers_mcp(cfg) and cfg.sandbox == "klavis":
         from mcpworld.mcp.klavis_catalog import Classification
 
         where_runs = Classification.of(cfg.klavis)
         missing = [s.name for s in task_servers(cfg, task) if not where_runs.placement(s.name).hosted]
-        return (f"its MCP server(s) {', '.join(map(repr, missing))} have no Klavis sandbox on this account "
-                "(env.klavis.no_sandbox); run it with env=local") if missing else None
+        return (
+            (
+                f"its MCP server(s) {', '.join(map(repr, missing))} have no Klavis sandbox on this account "
+                "(env.klavis.no_sandbox); run it with env=local"
+            )
+            if missing
+            else None
+        )
     if not offers_mcp(cfg) or cfg.mcp.proxy.mode == "replay":
         return None  # answered from cassettes: nothing runs here
     values = {"servers": str(servers_dir(cfg.mcp.servers_dir))}
     for spec in task_servers(cfg, task):
         why = spec.filled(values).unavailable()
         if why:
-            return (f"its MCP server {spec.name!r} is not available: {why} "
-                    "(run `python -m mcpworld.mcp.install`)")
+            return f"its MCP server {spec.name!r} is not available: {why} (run `python -m mcpworld.mcp.install`)"
     return None
 
 
@@ -122,13 +132,26 @@ def _routed(cfg: McpSettings, spec: ServerSpec, episode_dir: Path, workspace: Pa
             raise UserError(f"mcp.proxy.cassettes: {cassette} does not exist (record it with mcp.proxy.mode=record)")
     else:
         cassette = episode_dir / "mcp" / f"{spec.name}.jsonl"
-    return proxied(spec, proxy.mode, cassette.resolve(), fault_rate=proxy.fault_rate,
-                   fault_kinds=list(proxy.fault_kinds), fault_latency_s=proxy.fault_latency_s, seed=proxy.seed,
-                   call_timeout_s=cfg.mcp.call_timeout_s, workspace=str(workspace))
+    return proxied(
+        spec,
+        proxy.mode,
+        cassette.resolve(),
+        fault_rate=proxy.fault_rate,
+        fault_kinds=list(proxy.fault_kinds),
+        fault_latency_s=proxy.fault_latency_s,
+        seed=proxy.seed,
+        call_timeout_s=cfg.mcp.call_timeout_s,
+        workspace=str(workspace),
+    )
 
 
-def as_account(spec: ServerSpec, user: Any, on_event: EventSink, tmp: str | None = None,
-               confined: Callable[[list[str]], list[str]] | None = None) -> ServerSpec:
+def as_account(
+    spec: ServerSpec,
+    user: Any,
+    on_event: EventSink,
+    tmp: str | None = None,
+    confined: Callable[[list[str]], list[str]] | None = None,
+) -> ServerSpec:
     """The server started as the desktop's account (``env.desktop_user.DesktopUser``), so it writes
     the agent's files as the agent would and reaches no more than its shell; one whose program or
     files that account cannot reach (a venv over pyenv's python under /root) stays the harness's,
@@ -138,8 +161,9 @@ def as_account(spec: ServerSpec, user: Any, on_event: EventSink, tmp: str | None
     if user is None or not spec.command:
         return spec
     files = [a for a in spec.args if a.startswith("/") and Path(a).exists()]  # a script it runs, its root …
-    closed = spec.command if not user.can_use(spec.command, execute=True) else \
-        next((f for f in files if not user.can_use(f)), None)
+    closed = (
+        spec.command if not user.can_use(spec.command, execute=True) else next((f for f in files if not user.can_use(f)), None)
+    )
     if closed:
         on_event("mcp_user", server=spec.name, user="harness", why=f"the desktop account cannot reach {closed}")
         return spec
@@ -153,29 +177,40 @@ SANDBOXES: Registry[Sandbox] = Registry("env.mcp_sandbox")
 
 
 @asynccontextmanager
-async def episode_servers(cfg: McpSettings, task: Task, env: Environment, episode_dir: Path,
-                          on_event: EventSink) -> AsyncIterator[ServerPool | None]:
+async def episode_servers(
+    cfg: McpSettings, task: Task, env: Environment, episode_dir: Path, on_event: EventSink
+) -> AsyncIterator[ServerPool | None]:
     """The running servers for one episode (None when the modality offers no MCP tools)."""
     specs = task_servers(cfg, task) if offers_mcp(cfg) else []
     if not specs:
         yield None
         return
     workspace = env.resolve(task.workspace)
-    values = {"workspace": str(workspace), "home": str(env.home), "episode": str(episode_dir.resolve()),
-              "servers": str(servers_dir(cfg.mcp.servers_dir)),
-              **{f"port_{name}": str(port) for name, port in env.ports.items()}}  # e.g. {port_cdp}
+    values = {
+        "workspace": str(workspace),
+        "home": str(env.home),
+        "episode": str(episode_dir.resolve()),
+        "servers": str(servers_dir(cfg.mcp.servers_dir)),
+        **{f"port_{name}": str(port) for name, port in env.ports.items()},
+    }  # e.g. {port_cdp}
     sandbox = SANDBOXES.get(cfg.sandbox)
     async with sandbox(cfg, [s.filled(values) for s in specs], env, workspace, on_event) as reachable:
-        async with ServerPool([_routed(cfg, s, episode_dir, workspace) for s in reachable],
-                              log_dir=episode_dir / "logs", home=env.home, start_timeout_s=cfg.mcp.start_timeout_s,
-                              call_timeout_s=cfg.mcp.call_timeout_s, on_event=on_event) as pool:
+        async with ServerPool(
+            [_routed(cfg, s, episode_dir, workspace) for s in reachable],
+            log_dir=episode_dir / "logs",
+            home=env.home,
+            start_timeout_s=cfg.mcp.start_timeout_s,
+            call_timeout_s=cfg.mcp.call_timeout_s,
+            on_event=on_event,
+        ) as pool:
             yield pool
 
 
 @SANDBOXES.register("local")
 @asynccontextmanager
-async def _local(cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path,
-                 on_event: EventSink) -> AsyncIterator[list[ServerSpec]]:
+async def _local(
+    cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
+) -> AsyncIterator[list[ServerSpec]]:
     """The catalog's servers on this host, each started as the desktop's account where it can be."""
     user = getattr(env, "user", None)
     tmp = str(getattr(env, "runtime_dir")) if user is not None and hasattr(env, "runtime_dir") else None
@@ -184,8 +219,9 @@ async def _local(cfg: McpSettings, specs: list[ServerSpec], env: Environment, wo
 
 @SANDBOXES.register("klavis")
 @asynccontextmanager
-async def _klavis(cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path,
-                  on_event: EventSink) -> AsyncIterator[list[ServerSpec]]:
+async def _klavis(
+    cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
+) -> AsyncIterator[list[ServerSpec]]:
     """Hosted servers: the episode's grant (``episode_grant``, held from before preprocess to after
     grading) when it has one, else a local sandbox acquired here. The workspace goes up to the local
     sandbox before the agent and comes back over ours afterwards (so grading sees it)."""

@@ -34,13 +34,21 @@ class ServerSpec:
 
     def filled(self, values: dict[str, str]) -> "ServerSpec":
         """The spec with ``{workspace}``-style placeholders replaced by this episode's paths."""
+
         def fill(text: str) -> str:
             return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
         def fill_some(text: str | None) -> str | None:
             return None if text is None else fill(text)
-        return replace(self, command=fill_some(self.command), args=[fill(a) for a in self.args],
-                       env={k: fill(v) for k, v in self.env.items()}, cwd=fill_some(self.cwd), url=fill_some(self.url))
+
+        return replace(
+            self,
+            command=fill_some(self.command),
+            args=[fill(a) for a in self.args],
+            env={k: fill(v) for k, v in self.env.items()},
+            cwd=fill_some(self.cwd),
+            url=fill_some(self.url),
+        )
 
     def unavailable(self) -> str | None:
         """Why this server cannot start on this machine (its program is missing), or None."""
@@ -69,12 +77,14 @@ def _entry(raw: Any, where: str) -> dict[str, Any]:
     if isinstance(raw, str):
         return {"name": raw}
     if not isinstance(raw, dict) or not raw.get("name"):
-        raise UserError(f"{where}: an MCP server must be a catalog name or a mapping with 'name' "
-                        f"(and 'command' or 'url'), got {raw!r}")
+        raise UserError(
+            f"{where}: an MCP server must be a catalog name or a mapping with 'name' (and 'command' or 'url'), got {raw!r}"
+        )
     unknown = sorted(set(raw) - KEYS - {"install"})
     if unknown:
-        raise UserError(f"{where}: MCP server {raw['name']!r} has unknown key(s) {', '.join(unknown)}; "
-                        f"known: {', '.join(sorted(KEYS))}")
+        raise UserError(
+            f"{where}: MCP server {raw['name']!r} has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(KEYS))}"
+        )
     return dict(raw)
 
 
@@ -85,12 +95,16 @@ def parse_servers(entries: list[Any] | None, catalog: dict[str, Any], where: str
         entry = _entry(raw, where)
         name = str(entry["name"])
         if not NAME.fullmatch(name):
-            raise UserError(f"{where}: MCP server name {name!r} may use only letters, digits, '_' and '-' "
-                            "(it prefixes tool names as <server>-<tool>)")
+            raise UserError(
+                f"{where}: MCP server name {name!r} may use only letters, digits, '_' and '-' "
+                "(it prefixes tool names as <server>-<tool>)"
+            )
         if "command" not in entry and "url" not in entry:
             if name not in catalog:
-                raise UserError(f"{where}: MCP server {name!r} is not in the catalog (mcpworld/conf/mcp/default.yaml: "
-                                f"{', '.join(sorted(catalog))}); give it a 'command' or a 'url'")
+                raise UserError(
+                    f"{where}: MCP server {name!r} is not in the catalog (mcpworld/conf/mcp/default.yaml: "
+                    f"{', '.join(sorted(catalog))}); give it a 'command' or a 'url'"
+                )
             base = dict(catalog[name])  # keys given here win; env is merged (add a variable, keep the rest)
             entry = {**base, **entry, "env": {**(base.get("env") or {}), **(entry.get("env") or {})}}
         transport = str(entry.get("transport") or ("http" if entry.get("url") else "stdio"))
@@ -104,9 +118,17 @@ def parse_servers(entries: list[Any] | None, catalog: dict[str, Any], where: str
         env = entry.get("env") or {}
         if not isinstance(args, list) or not isinstance(env, dict):
             raise UserError(f"{where}: MCP server {name!r}: 'args' must be a list and 'env' a mapping")
-        specs.append(ServerSpec(name=name, command=entry.get("command"), args=[str(a) for a in args],
-                                env={str(k): str(v) for k, v in env.items()}, cwd=entry.get("cwd"),
-                                transport=transport, url=entry.get("url")))
+        specs.append(
+            ServerSpec(
+                name=name,
+                command=entry.get("command"),
+                args=[str(a) for a in args],
+                env={str(k): str(v) for k, v in env.items()},
+                cwd=entry.get("cwd"),
+                transport=transport,
+                url=entry.get("url"),
+            )
+        )
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

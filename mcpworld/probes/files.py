@@ -23,8 +23,9 @@ class HomeChanges:
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 
-        warnings.filterwarnings("ignore", message=DUPLICATE_WATCH, category=RuntimeWarning,
-                                module=r"watchdog\.observers\.inotify$")  # (its emitter thread warns)
+        warnings.filterwarnings(
+            "ignore", message=DUPLICATE_WATCH, category=RuntimeWarning, module=r"watchdog\.observers\.inotify$"
+        )  # (its emitter thread warns)
         self._lock = threading.Lock()
         self._changed_at: float | None = None  # time.time() of the last change not yet taken
 

@@ -84,8 +84,9 @@ class LiveHooks:
     """The probe and relay of an episode whose task has hooks a probe of ours can run. ``env()`` goes
     to the desktop's programs before setup; ``start(...)`` once the app is up, before the agent."""
 
-    def __init__(self, probe: str, hooks: list[str], emit: Callable[..., Any],
-                 rewrite: Callable[[str], str] = lambda source: source):
+    def __init__(
+        self, probe: str, hooks: list[str], emit: Callable[..., Any], rewrite: Callable[[str], str] = lambda source: source
+    ):
         """``rewrite``: the hooks' source as this episode runs it (their authors' paths mapped)."""
         self.probe = probe
         self.relay = EventRelay(emit)

@@ -43,8 +43,9 @@ class EventSink:
         self._sessions: list[str] = []
         self._ready = threading.Event()  # a probe said start_success
         self._completed = threading.Event()  # a probe answered evaluate
-        self._sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=[], logger=False,
-                                         engineio_logger=False, transports=["websocket"])
+        self._sio = socketio.AsyncServer(
+            async_mode="asgi", cors_allowed_origins=[], logger=False, engineio_logger=False, transports=["websocket"]
+        )
         self._sio.on("connect", self._connect)
         self._sio.on("disconnect", self._disconnect)
         self._sio.on("send", self._send)
@@ -53,8 +54,7 @@ class EventSink:
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         app = GuardedApp(socketio.ASGIApp(self._sio), Guard(self.token))  # token, Host, Origin: before Socket.IO
-        config = uvicorn.Config(app, log_level="warning", lifespan="off",
-                                ws="websockets-sansio", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="websockets-sansio", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._serve, name=f"event-sink-{self.port}", daemon=True)

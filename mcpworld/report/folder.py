@@ -22,11 +22,23 @@ CONFIG = "resolved_config.yaml"  # what a job writes beside its episodes/ (secre
 
 
 def episode_of(result: EpisodeResult, job: dict[str, str] | None = None) -> Episode:
-    params = {**(job or {}), **result.labels, "app": result.app, "task_id": result.task_id,
-              "attempt": str(result.attempt), "termination": result.termination}
-    return Episode(params=params, task_id=result.task_id, infra_error=result.status == Status.infra_error,
-                   success=float(result.status == Status.success), metrics=result.numbers(),
-                   eval_error=result.status == Status.eval_error, status=str(result.status))
+    params = {
+        **(job or {}),
+        **result.labels,
+        "app": result.app,
+        "task_id": result.task_id,
+        "attempt": str(result.attempt),
+        "termination": result.termination,
+    }
+    return Episode(
+        params=params,
+        task_id=result.task_id,
+        infra_error=result.status == Status.infra_error,
+        success=float(result.status == Status.success),
+        metrics=result.numbers(),
+        eval_error=result.status == Status.eval_error,
+        status=str(result.status),
+    )
 
 
 def job_config(job_dir: Path) -> dict[str, Any] | None:
@@ -58,8 +70,11 @@ def load_folders(folders: list[Path]) -> list[Episode]:
     for folder in folders:
         if not folder.is_dir():
             raise UserError(f"--dir {folder}: no such folder (a job or sweep folder under outputs/)")
-        found = [p for p in sorted(folder.rglob("result.json"))
-                 if p.parent.name.isdigit() and "episodes" in p.parts[len(folder.parts):]]
+        found = [
+            p
+            for p in sorted(folder.rglob("result.json"))
+            if p.parent.name.isdigit() and "episodes" in p.parts[len(folder.parts) :]
+        ]
         if not found:
             raise UserError(f"--dir {folder}: no episodes/<task>/<attempt>/result.json under it")
         params: dict[Path, dict[str, str]] = {}
@@ -69,7 +84,8 @@ def load_folders(folders: list[Path]) -> list[Episode]:
             job_dir = path.parents[len(result.task_id.split("/")) + 2]
             if job_dir not in params:
                 config = job_config(job_dir)
-                params[job_dir] = ({k: v for k, v in job_params(config).items() if k not in ("tasks", "config.sha256")}
-                                   if config else {})
+                params[job_dir] = (
+                    {k: v for k, v in job_params(config).items() if k not in ("tasks", "config.sha256")} if config else {}
+                )
             episodes.append(episode_of(result, params[job_dir]))
     return episodes

@@ -45,12 +45,13 @@ from mcpworld.report.tables import Episode, group_episodes, write_csv
 EXPERIMENTS = ("osworld_verified",)  # experiments whose report has this table without asking
 LIST_NAME = "test_all.json"  # the whole test set, as OSWorld's and WAA's runners read it (--test_all_meta_path)
 # show_result.py's categories, each pooling its domains' results
-CATEGORIES = (("Office", ("libreoffice_calc", "libreoffice_impress", "libreoffice_writer")),
-              ("Daily", ("vlc", "thunderbird", "chrome")),
-              ("Professional", ("gimp", "vs_code")))
+CATEGORIES = (
+    ("Office", ("libreoffice_calc", "libreoffice_impress", "libreoffice_writer")),
+    ("Daily", ("vlc", "thunderbird", "chrome")),
+    ("Professional", ("gimp", "vs_code")),
+)
 OVERALL = "overall"
-COLUMNS = ("domain", "tasks", "run", "score", "osworld_rate", "successes", "our_rate", "not_judged", "not_run",
-           "all_tasks_rate")
+COLUMNS = ("domain", "tasks", "run", "score", "osworld_rate", "successes", "our_rate", "not_judged", "not_run", "all_tasks_rate")
 # each episode's own params: the domain takes their place in this table
 PER_EPISODE = ("app", "task", "task_id", "attempt", "termination")
 MAX_JOB_CONFIGS = 50  # job runs whose config.yaml is read to find the task list (the first that gives one wins)
@@ -88,24 +89,29 @@ def read_task_list(path: Path) -> TaskList:
     ``evaluation_examples``; its ``examples`` folder or one domain's, the list one or two levels up)."""
     path = Path(path).expanduser()
     if path.is_dir():
-        found = next((folder / LIST_NAME for folder in (path, path.parent, path.parent.parent)
-                      if (folder / LIST_NAME).is_file()), None)
+        found = next(
+            (folder / LIST_NAME for folder in (path, path.parent, path.parent.parent) if (folder / LIST_NAME).is_file()), None
+        )
         if found is None:
-            raise UserError(f"--osworld-tasks {path}: no {LIST_NAME} in it or the two folders above it; give OSWorld's "
-                            "evaluation_examples folder or one of its test_*.json lists")
+            raise UserError(
+                f"--osworld-tasks {path}: no {LIST_NAME} in it or the two folders above it; give OSWorld's "
+                "evaluation_examples folder or one of its test_*.json lists"
+            )
         path = found
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"--osworld-tasks {path}: not a readable task list ({exc})") from exc
     if not isinstance(data, dict) or not data or not all(isinstance(ids, list) for ids in data.values()):
-        raise UserError(f"--osworld-tasks {path}: expected OSWorld's task list, {{domain: [task ids]}} "
-                        f"({LIST_NAME}, test_nogdrive.json …)")
+        raise UserError(
+            f"--osworld-tasks {path}: expected OSWorld's task list, {{domain: [task ids]}} ({LIST_NAME}, test_nogdrive.json …)"
+        )
     domains = {str(d): tuple(str(t) for t in ids) for d, ids in data.items()}
     return TaskList(path=path, domains=domains, index={t: d for d, ids in domains.items() for t in ids})
 
 
 # ---------------------------------------------------------------- which runs, which task list
+
 
 def folder_configs(folders: Sequence[Path]) -> list[tuple[Path | None, dict[str, Any]]]:
     """Each job folder's resolved config, with the folder the job ran in (``.hydra/hydra.yaml``)."""
@@ -132,16 +138,21 @@ def mlflow_configs(uri: str, experiment: str | None) -> list[tuple[Path | None, 
     from mcpworld.report.tables import experiment_ids
 
     client = MlflowClient(tracking_uri=uri)
-    runs = client.search_runs(experiment_ids(client, experiment, uri), filter_string="tags.`mcpworld.level` = 'job'",
-                              run_view_type=ViewType.ACTIVE_ONLY, max_results=MAX_JOB_CONFIGS)
+    runs = client.search_runs(
+        experiment_ids(client, experiment, uri),
+        filter_string="tags.`mcpworld.level` = 'job'",
+        run_view_type=ViewType.ACTIVE_ONLY,
+        max_results=MAX_JOB_CONFIGS,
+    )
     found = []
     with tempfile.TemporaryDirectory() as tmp:
         for run in runs:
             dest = Path(tmp) / run.info.run_id
             dest.mkdir()
             try:
-                config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, "config.yaml", str(dest)))
-                                        .read_text(encoding="utf-8"))
+                config = yaml.safe_load(
+                    Path(client.download_artifacts(run.info.run_id, "config.yaml", str(dest))).read_text(encoding="utf-8")
+                )
             except Exception:  # noqa: BLE001 (a job without the artifact, a store that cannot serve it: not this one)
                 continue
             try:
@@ -195,25 +206,35 @@ def find_task_list(args: argparse.Namespace) -> TaskList | None:
         except UserError:
             continue
     where = f" (tasks.root {', '.join(map(str, tried))})" if tried else ""
-    print(f"OSWorld's table: no {LIST_NAME} found by the runs' tasks.root{where}: the overall figure only; "
-          "--osworld-tasks OSWorld/evaluation_examples gives each task's domain and the whole test set")
+    print(
+        f"OSWorld's table: no {LIST_NAME} found by the runs' tasks.root{where}: the overall figure only; "
+        "--osworld-tasks OSWorld/evaluation_examples gives each task's domain and the whole test set"
+    )
     return None
 
 
 # ---------------------------------------------------------------- the figures
 
-def figure(name: str, episodes: list[Episode], listed: Sequence[str] | None,
-           key: Callable[[str], str] | None = None) -> dict[str, Any]:
+
+def figure(
+    name: str, episodes: list[Episode], listed: Sequence[str] | None, key: Callable[[str], str] | None = None
+) -> dict[str, Any]:
     """One line: OSWorld's rate (scores over the episodes with a verdict) and ours (successes over the
     same), what both leave out, and the rate over every listed task (``listed``; None: no list)."""
     judged = [e for e in episodes if e.judged]
     score = float(sum(e.score for e in judged))
     row: dict[str, Any] = {
-        "domain": name, "tasks": None if listed is None else len(listed), "run": len(judged), "score": score,
+        "domain": name,
+        "tasks": None if listed is None else len(listed),
+        "run": len(judged),
+        "score": score,
         "osworld_rate": score / len(judged) if judged else None,
         "successes": int(round(sum(e.success for e in judged))),
         "our_rate": float(np.mean([e.success for e in judged])) if judged else None,
-        "not_judged": len(episodes) - len(judged), "not_run": None, "all_tasks_rate": None}
+        "not_judged": len(episodes) - len(judged),
+        "not_run": None,
+        "all_tasks_rate": None,
+    }
     if listed is not None:
         of = key or str
         scores: dict[str, list[float]] = {}
@@ -242,15 +263,22 @@ def group_rows(episodes: list[Episode], tasks: TaskList | None) -> tuple[list[di
     rows = [figure(d, by_domain[d], tasks.domains[d], tasks.key) for d in tasks.domains]
     for name, members in CATEGORIES:
         if all(any(e.judged for e in by_domain.get(d, ())) for d in members):
-            rows.append(figure(name, [e for d in members for e in by_domain[d]],
-                               [t for d in members for t in tasks.domains[d]], tasks.key))
-    rows.append(figure(OVERALL, [e for eps in by_domain.values() for e in eps],
-                       [t for ids in tasks.domains.values() for t in ids], tasks.key))
+            rows.append(
+                figure(
+                    name, [e for d in members for e in by_domain[d]], [t for d in members for t in tasks.domains[d]], tasks.key
+                )
+            )
+    rows.append(
+        figure(
+            OVERALL, [e for eps in by_domain.values() for e in eps], [t for ids in tasks.domains.values() for t in ids], tasks.key
+        )
+    )
     return rows, outside
 
 
-def build(episodes: list[Episode], keys: Sequence[str],
-          tasks: TaskList | None) -> tuple[list[dict[str, Any]], list[str], list[Episode]]:
+def build(
+    episodes: list[Episode], keys: Sequence[str], tasks: TaskList | None
+) -> tuple[list[dict[str, Any]], list[str], list[Episode]]:
     """Every group's lines (group values + COLUMNS), the columns, and the episodes outside the list."""
     rows, outside = [], []
     for values, group in group_episodes(episodes, keys).items():
@@ -262,32 +290,46 @@ def build(episodes: list[Episode], keys: Sequence[str],
 
 # ---------------------------------------------------------------- output
 
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.2f} %"
 
 
-def to_markdown(rows: list[dict[str, Any]], keys: Sequence[str], tasks: TaskList | None,
-                outside: list[Episode]) -> str:
+def to_markdown(rows: list[dict[str, Any]], keys: Sequence[str], tasks: TaskList | None, outside: list[Episode]) -> str:
     listed = tasks is not None
-    head = ["domain", *(["tasks"] if listed else []), "run", "score", "OSWorld rate", "our rate", "not judged",
-            *(["not run", "over all tasks"] if listed else [])]
-    lines = ["OSWorld's own figure beside ours:", "",
-             "- OSWorld rate: the scores' sum over the episodes with a verdict (`run`), as OSWorld's show_result.py "
-             "computes it: partial scores count as fractions, an infeasible task answered FAIL scores 1.",
-             "- Our rate: successes (a score of at least evaluator.success_threshold, 1 by default) over the same episodes.",
-             "- Not judged: infra_error, eval_error and interrupted episodes, in neither rate (OSWorld writes no "
-             "result.txt for a task that raised, and leaves it out)."]
+    head = [
+        "domain",
+        *(["tasks"] if listed else []),
+        "run",
+        "score",
+        "OSWorld rate",
+        "our rate",
+        "not judged",
+        *(["not run", "over all tasks"] if listed else []),
+    ]
+    lines = [
+        "OSWorld's own figure beside ours:",
+        "",
+        "- OSWorld rate: the scores' sum over the episodes with a verdict (`run`), as OSWorld's show_result.py "
+        "computes it: partial scores count as fractions, an infeasible task answered FAIL scores 1.",
+        "- Our rate: successes (a score of at least evaluator.success_threshold, 1 by default) over the same episodes.",
+        "- Not judged: infra_error, eval_error and interrupted episodes, in neither rate (OSWorld writes no "
+        "result.txt for a task that raised, and leaves it out).",
+    ]
     if tasks is not None:
-        lines += [f"- Not run: tasks of {tasks.path} ({tasks.size} tasks) that no episode ran (skipped here, or not "
-                  "selected).",
-                  "- Over all tasks: each task's mean score, 0 for one without a verdict, over the whole list: the "
-                  "denominator of a leaderboard row that ran every task."]
+        lines += [
+            f"- Not run: tasks of {tasks.path} ({tasks.size} tasks) that no episode ran (skipped here, or not selected).",
+            "- Over all tasks: each task's mean score, 0 for one without a verdict, over the whole list: the "
+            "denominator of a leaderboard row that ran every task.",
+        ]
     else:
         lines.append("- No task list, so no domains: --osworld-tasks OSWorld/evaluation_examples gives them.")
     if outside:
         ids = sorted({e.task_id for e in outside})
-        lines.append(f"- Left out: {len(outside)} episode(s) of {len(ids)} task(s) not in {tasks.path if tasks else ''} "
-                     f"({', '.join(ids[:3])}{' …' if len(ids) > 3 else ''}).")
+        lines.append(
+            f"- Left out: {len(outside)} episode(s) of {len(ids)} task(s) not in {tasks.path if tasks else ''} "
+            f"({', '.join(ids[:3])}{' …' if len(ids) > 3 else ''})."
+        )
     for values, group in _by_group(rows, keys):
         lines.append("")
         if keys:
@@ -295,9 +337,16 @@ def to_markdown(rows: list[dict[str, Any]], keys: Sequence[str], tasks: TaskList
         lines += ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * (len(head) - 1)]
         for row in group:
             name = f"**{row['domain']}**" if row["domain"] == OVERALL else row["domain"]
-            cells = [name, *([str(row["tasks"])] if listed else []), str(row["run"]), f"{row['score']:.2f}",
-                     _pct(row["osworld_rate"]), _pct(row["our_rate"]), str(row["not_judged"]),
-                     *([str(row["not_run"]), _pct(row["all_tasks_rate"])] if listed else [])]
+            cells = [
+                name,
+                *([str(row["tasks"])] if listed else []),
+                str(row["run"]),
+                f"{row['score']:.2f}",
+                _pct(row["osworld_rate"]),
+                _pct(row["our_rate"]),
+                str(row["not_judged"]),
+                *([str(row["not_run"]), _pct(row["all_tasks_rate"])] if listed else []),
+            ]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

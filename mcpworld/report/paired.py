@@ -28,8 +28,9 @@ def per_task(episodes: list[Episode]) -> dict[str, float]:
     return {task: float(np.mean(v)) for task, v in wins.items()}
 
 
-def compare_rows(episodes: list[Episode], keys: Sequence[str], key: str, seed: int,
-                 resamples: int) -> tuple[list[dict[str, Any]], list[str]]:
+def compare_rows(
+    episodes: list[Episode], keys: Sequence[str], key: str, seed: int, resamples: int
+) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per pair of ``key``'s values within each group of the other ``keys``: ``diff`` is
     b − a (percentage points as a fraction), over the tasks both ran."""
     others = [k for k in keys if k != key]
@@ -39,13 +40,16 @@ def compare_rows(episodes: list[Episode], keys: Sequence[str], key: str, seed: i
         for (a,), (b,) in itertools.combinations(sorted(by_value), 2):
             rate_a, rate_b = per_task(by_value[(a,)]), per_task(by_value[(b,)])
             tasks = sorted(set(rate_a) & set(rate_b))
-            row: dict[str, Any] = {**dict(zip(others, values)), key: f"{b} vs {a}", "a": a, "b": b,
-                                   "tasks": len(tasks)}
+            row: dict[str, Any] = {**dict(zip(others, values)), key: f"{b} vs {a}", "a": a, "b": b, "tasks": len(tasks)}
             if tasks:
                 diffs = [rate_b[t] - rate_a[t] for t in tasks]
-                row.update(success_a=float(np.mean([rate_a[t] for t in tasks])),
-                           success_b=float(np.mean([rate_b[t] for t in tasks])), diff=float(np.mean(diffs)),
-                           b_better=sum(d > 0 for d in diffs), a_better=sum(d < 0 for d in diffs))
+                row.update(
+                    success_a=float(np.mean([rate_a[t] for t in tasks])),
+                    success_b=float(np.mean([rate_b[t] for t in tasks])),
+                    diff=float(np.mean(diffs)),
+                    b_better=sum(d > 0 for d in diffs),
+                    a_better=sum(d < 0 for d in diffs),
+                )
                 row["diff_ci_low"], row["diff_ci_high"] = bootstrap_ci(diffs, seed, resamples)
             rows.append(row)
     return rows, [*others, key, *COLUMNS]
@@ -79,7 +83,7 @@ def plot(rows: list[dict[str, Any]], columns: list[str], key: str, path: Path) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    others = [c for c in columns[:columns.index(key)]]
+    others = [c for c in columns[: columns.index(key)]]
     labels = [" / ".join([*(str(r[k]) for k in others if len({x[k] for x in rows}) > 1), str(r[key])]) for r in rows]
     diff = np.array([100 * r["diff"] for r in rows])
     err = np.array([[diff[i] - 100 * r["diff_ci_low"], 100 * r["diff_ci_high"] - diff[i]] for i, r in enumerate(rows)]).T

@@ -40,17 +40,54 @@ MISSING = "(none)"  # group value of a run that lacks the param (e.g. ``seed`` i
 MAX_K = 5
 PAGE = 10_000
 
-BASE_COLUMNS = ("episodes", "successes", "tasks", "success_rate", "success_ci_low", "success_ci_high",
-                "keystep_ratio", "tokens_mean", "ttft_p50_s", "ttft_p90_s", "steps_mean", "energy_j_mean",
-                "energy_per_success_j", "infra_errors", "eval_errors")
-RATE_COLUMNS = {"success_rate", "success_ci_low", "success_ci_high", "keystep_ratio", "hallucination_rate", "loop_rate",
-                "truncation_rate"}
+BASE_COLUMNS = (
+    "episodes",
+    "successes",
+    "tasks",
+    "success_rate",
+    "success_ci_low",
+    "success_ci_high",
+    "keystep_ratio",
+    "tokens_mean",
+    "ttft_p50_s",
+    "ttft_p90_s",
+    "steps_mean",
+    "energy_j_mean",
+    "energy_per_success_j",
+    "infra_errors",
+    "eval_errors",
+)
+RATE_COLUMNS = {
+    "success_rate",
+    "success_ci_low",
+    "success_ci_high",
+    "keystep_ratio",
+    "hallucination_rate",
+    "loop_rate",
+    "truncation_rate",
+}
 # shown only when some group has them (an older store, an unpriced model: no empty columns)
-OPTIONAL_COLUMNS = ("interrupted", "actions_mean", "hallucination_rate", "loop_rate", "truncation_rate", "cost_usd_mean",
-                    "cost_per_success_usd", "energy_cost_usd_mean")
+OPTIONAL_COLUMNS = (
+    "interrupted",
+    "actions_mean",
+    "hallucination_rate",
+    "loop_rate",
+    "truncation_rate",
+    "cost_usd_mean",
+    "cost_per_success_usd",
+    "energy_cost_usd_mean",
+)
 # GPU energy per episode: its 95 % bootstrap CI, net of the idle baseline (with CI), per output token; CPU (RAPL)
-ENERGY_COLUMNS = ("energy_ci_low", "energy_ci_high", "energy_net_j_mean", "energy_net_ci_low", "energy_net_ci_high",
-                  "j_per_1k_tokens_out", "tokens_out_per_j", "cpu_energy_j_mean")
+ENERGY_COLUMNS = (
+    "energy_ci_low",
+    "energy_ci_high",
+    "energy_net_j_mean",
+    "energy_net_ci_low",
+    "energy_net_ci_high",
+    "j_per_1k_tokens_out",
+    "tokens_out_per_j",
+    "cpu_energy_j_mean",
+)
 
 
 @dataclass
@@ -78,14 +115,17 @@ class Episode:
 
 # ---------------------------------------------------------------- load runs → episodes
 
+
 def check_store(uri: str) -> str:
     """An absent sqlite file would silently become a new empty store: refuse it instead."""
     prefix = "sqlite:///"
     if uri.startswith(prefix):
-        path = Path(uri[len(prefix):])
+        path = Path(uri[len(prefix) :])
         if not path.is_file():
-            raise UserError(f"no MLflow store at {path.absolute()} (--tracking-uri {uri}); "
-                            "run an experiment with tracking=mlflow first or pass --tracking-uri")
+            raise UserError(
+                f"no MLflow store at {path.absolute()} (--tracking-uri {uri}); "
+                "run an experiment with tracking=mlflow first or pass --tracking-uri"
+            )
         return absolute_sqlite_uri(uri)
     return uri
 
@@ -106,8 +146,7 @@ def experiment_ids(client: Any, experiment: str | None, uri: str) -> list[str]:
     if exp is None or exp.lifecycle_stage != "active":
         known = sorted(e.name for e in client.search_experiments(view_type=ViewType.ACTIVE_ONLY))
         state = "is deleted" if exp is not None else "does not exist"
-        raise UserError(f"experiment {experiment!r} {state} in {uri}; experiments there: "
-                        f"{', '.join(known) or '(none)'}")
+        raise UserError(f"experiment {experiment!r} {state} in {uri}; experiments there: {', '.join(known) or '(none)'}")
     return [exp.experiment_id]
 
 
@@ -123,8 +162,9 @@ def load_episodes(uri: str, experiment: str | None, runs_filter: str | None) -> 
     runs, token = [], None
     try:
         while ids:
-            page = client.search_runs(ids, filter_string=where, run_view_type=ViewType.ACTIVE_ONLY,
-                                      max_results=PAGE, page_token=token)
+            page = client.search_runs(
+                ids, filter_string=where, run_view_type=ViewType.ACTIVE_ONLY, max_results=PAGE, page_token=token
+            )
             runs += list(page)
             token = page.token
             if not token:
@@ -134,8 +174,7 @@ def load_episodes(uri: str, experiment: str | None, runs_filter: str | None) -> 
     if not runs:
         scope = f"experiment {experiment!r}" if experiment else "any experiment"
         narrowed = f" matching --runs {runs_filter!r}" if runs_filter else ""
-        raise UserError(f"{scope} has no episode runs{narrowed} in {uri} "
-                        f"(episode runs carry tag mcpworld.level=episode)")
+        raise UserError(f"{scope} has no episode runs{narrowed} in {uri} (episode runs carry tag mcpworld.level=episode)")
     return [to_episode(run) for run in runs]
 
 
@@ -143,20 +182,28 @@ def to_episode(run: Any) -> Episode:
     params, tags, metrics = dict(run.data.params), dict(run.data.tags), dict(run.data.metrics)
     status = tags.get("status", "")
     success = metrics.get("success", 1.0 if status == "success" else 0.0)
-    return Episode(params=params, task_id=params.get("task_id") or tags.get("task_id", run.info.run_id),
-                   infra_error=status == "infra_error", success=float(success), metrics=metrics,
-                   eval_error=status == "eval_error", status=status)
+    return Episode(
+        params=params,
+        task_id=params.get("task_id") or tags.get("task_id", run.info.run_id),
+        infra_error=status == "infra_error",
+        success=float(success),
+        metrics=metrics,
+        eval_error=status == "eval_error",
+        status=status,
+    )
 
 
 # ---------------------------------------------------------------- group
+
 
 def check_group_keys(episodes: list[Episode], keys: Sequence[str]) -> None:
     """A key no run has is a typo, not a group of its own: name it and what exists."""
     present = set().union(*(e.params for e in episodes))
     missing = [k for k in keys if k not in present]
     if missing:
-        raise UserError(f"--group-by {', '.join(missing)}: no episode run has such a param; "
-                        f"params there: {', '.join(sorted(present))}")
+        raise UserError(
+            f"--group-by {', '.join(missing)}: no episode run has such a param; params there: {', '.join(sorted(present))}"
+        )
 
 
 def group_episodes(episodes: list[Episode], keys: Sequence[str]) -> dict[tuple[str, ...], list[Episode]]:
@@ -168,14 +215,16 @@ def group_episodes(episodes: list[Episode], keys: Sequence[str]) -> dict[tuple[s
 
 # ---------------------------------------------------------------- statistics
 
+
 def bootstrap_ci(values: Sequence[float], seed: int, resamples: int) -> tuple[float, float]:
     """Percentile bootstrap 95 % CI of the mean, resampling episodes; seeded per group so a
     group's interval does not change when other groups are added or filtered out."""
     x = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     chunk = max(1, 2_000_000 // len(x))  # bound memory: resamples × n indices at most 2 M at once
-    means = np.concatenate([x[rng.integers(0, len(x), size=(min(chunk, resamples - i), len(x)))].mean(axis=1)
-                            for i in range(0, resamples, chunk)])
+    means = np.concatenate(
+        [x[rng.integers(0, len(x), size=(min(chunk, resamples - i), len(x)))].mean(axis=1) for i in range(0, resamples, chunk)]
+    )
     low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
 
@@ -217,9 +266,12 @@ def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, A
     episodes only counted)."""
     judged = [e for e in episodes if e.judged]
     row: dict[str, Any] = {c: None for c in BASE_COLUMNS}
-    row.update(episodes=len(judged), infra_errors=sum(e.infra_error for e in episodes),
-               eval_errors=sum(e.eval_error and not e.infra_error for e in episodes),
-               tasks=len({e.task_id for e in judged}))
+    row.update(
+        episodes=len(judged),
+        infra_errors=sum(e.infra_error for e in episodes),
+        eval_errors=sum(e.eval_error and not e.infra_error for e in episodes),
+        tasks=len({e.task_id for e in judged}),
+    )
     interrupted = sum(e.status == "interrupted" and not e.infra_error and not e.eval_error for e in episodes)
     if interrupted:
         row["interrupted"] = interrupted
@@ -230,8 +282,11 @@ def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, A
     row["success_rate"] = float(np.mean(wins))
     row["success_ci_low"], row["success_ci_high"] = bootstrap_ci(wins, seed, resamples)
     row["keystep_ratio"] = mean_or_none(metric_values(judged, "keysteps.ratio"))
-    tokens = [e.metrics.get("tokens_in", 0.0) + e.metrics.get("tokens_out", 0.0) for e in judged
-              if "tokens_in" in e.metrics or "tokens_out" in e.metrics]
+    tokens = [
+        e.metrics.get("tokens_in", 0.0) + e.metrics.get("tokens_out", 0.0)
+        for e in judged
+        if "tokens_in" in e.metrics or "tokens_out" in e.metrics
+    ]
     row["tokens_mean"] = mean_or_none(tokens)
     ttft = metric_values(judged, "ttft_s_mean")
     if ttft:
@@ -332,11 +387,11 @@ def energy_stats(judged: list[Episode], seed: int, resamples: int) -> dict[str, 
     return out
 
 
-def build_rows(episodes: list[Episode], keys: Sequence[str], seed: int,
-               resamples: int) -> tuple[list[dict[str, Any]], list[str]]:
+def build_rows(episodes: list[Episode], keys: Sequence[str], seed: int, resamples: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (group values + statistics) and the column order; pass columns only when repeats exist."""
-    rows = [{**dict(zip(keys, values)), **summarize(eps, seed, resamples)}
-            for values, eps in group_episodes(episodes, keys).items()]
+    rows = [
+        {**dict(zip(keys, values)), **summarize(eps, seed, resamples)} for values, eps in group_episodes(episodes, keys).items()
+    ]
     ks = sorted({int(c[5:]) for r in rows for c in r if c.startswith(("pass@", "pass^"))})
     pass_cols = [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks if k >= 2]
     tools = sorted({c for r in rows for c in r if c.startswith("tool_success.")})
@@ -345,6 +400,7 @@ def build_rows(episodes: list[Episode], keys: Sequence[str], seed: int,
 
 
 # ---------------------------------------------------------------- tables
+
 
 def write_csv(rows: list[dict[str, Any]], columns: list[str], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
@@ -382,15 +438,13 @@ def to_markdown(rows: list[dict[str, Any]], columns: list[str], keys: Sequence[s
     """A paper-ready table: success as "63.0 % [41.2, 82.1]", rates in percent, one line per group."""
     shown = [c for c in columns if c not in ("success_ci_low", "success_ci_high", "successes")]
     header = ["success_rate [95 % CI]" if c == "success_rate" else c for c in shown]
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join(":---" if c in keys else "---:" for c in shown) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(":---" if c in keys else "---:" for c in shown) + "|"]
     for row in rows:
         cells = []
         for c in shown:
             value = row.get(c)
             if c == "success_rate" and value is not None:
-                cells.append(f"{100 * value:.1f} % [{100 * row['success_ci_low']:.1f}, "
-                             f"{100 * row['success_ci_high']:.1f}]")
+                cells.append(f"{100 * value:.1f} % [{100 * row['success_ci_low']:.1f}, {100 * row['success_ci_high']:.1f}]")
             elif "usd" in c:
                 cells.append(fmt_usd(value))
             elif c in RATE_COLUMNS or c.startswith(("pass@", "pass^", "tool_success.")):
@@ -402,6 +456,7 @@ def to_markdown(rows: list[dict[str, Any]], columns: list[str], keys: Sequence[s
 
 
 # ---------------------------------------------------------------- plots
+
 
 def labels_and_title(rows: list[dict[str, Any]], keys: Sequence[str]) -> tuple[list[str], str]:
     """Keys that vary label the groups; keys shared by all groups go in the title (shorter labels)."""
@@ -422,8 +477,7 @@ def plot_success(rows: list[dict[str, Any]], keys: Sequence[str], path: Path) ->
     rows = [r for r in rows if r["success_rate"] is not None]
     labels, title = labels_and_title(rows, keys)
     rate = np.array([100 * r["success_rate"] for r in rows])
-    err = np.array([[rate[i] - 100 * r["success_ci_low"], 100 * r["success_ci_high"] - rate[i]]
-                    for i, r in enumerate(rows)]).T
+    err = np.array([[rate[i] - 100 * r["success_ci_low"], 100 * r["success_ci_high"] - rate[i]] for i, r in enumerate(rows)]).T
     fig, ax = plt.subplots(figsize=(8, max(2.5, 0.5 * len(rows) + 1.4)))
     y = np.arange(len(rows))[::-1]
     ax.barh(y, rate, xerr=err, capsize=4, color="#4C72B0", ecolor="#333333")
@@ -453,8 +507,7 @@ def plot_energy(rows: list[dict[str, Any]], keys: Sequence[str], path: Path) -> 
     labels, title = labels_and_title(rows, keys)
     x = [r["energy_j_mean"] for r in rows]
     y = np.array([100 * r["success_rate"] for r in rows])
-    err = np.array([[y[i] - 100 * r["success_ci_low"], 100 * r["success_ci_high"] - y[i]]
-                    for i, r in enumerate(rows)]).T
+    err = np.array([[y[i] - 100 * r["success_ci_low"], 100 * r["success_ci_high"] - y[i]] for i, r in enumerate(rows)]).T
     fig, ax = plt.subplots(figsize=(7, 5))
     ax.errorbar(x, y, yerr=err, fmt="o", capsize=4, color="#C44E52", ecolor="#888888")
     for xi, yi, label in zip(x, y, labels):
@@ -473,29 +526,45 @@ def plot_energy(rows: list[dict[str, Any]], keys: Sequence[str], path: Path) -> 
 
 # ---------------------------------------------------------------- command line
 
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.report",
-                                     description="MLflow episode runs → summary.csv, summary.md, success.png, "
-                                                 "energy_vs_success.png")
-    parser.add_argument("overrides", nargs="*", metavar="experiment=NAME",
-                        help="the MLflow experiment to report (Hydra-style key=value)")
-    parser.add_argument("--group-by", help=f"param names (default {DEFAULT_GROUP_BY}; {OSWORLD_GROUP_BY} with "
-                                           "OSWorld's table)")
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpworld.report",
+        description="MLflow episode runs → summary.csv, summary.md, success.png, energy_vs_success.png",
+    )
+    parser.add_argument(
+        "overrides", nargs="*", metavar="experiment=NAME", help="the MLflow experiment to report (Hydra-style key=value)"
+    )
+    parser.add_argument("--group-by", help=f"param names (default {DEFAULT_GROUP_BY}; {OSWORLD_GROUP_BY} with OSWorld's table)")
     parser.add_argument("--tracking-uri", default=DEFAULT_URI, help=f"MLflow store (default {DEFAULT_URI})")
     parser.add_argument("--out", type=Path, help="output folder (default outputs/reports/<experiment or runs>/)")
     parser.add_argument("--runs", help="MLflow search filter over episode runs, e.g. \"params.model = 'x'\"")
-    parser.add_argument("--dir", type=Path, action="append", default=[],
-                        help="read episodes from a job or sweep folder (its result.json files) instead of MLflow; "
-                             "repeatable")
-    parser.add_argument("--compare", metavar="KEY",
-                        help="paired comparison over the same tasks between KEY's values (e.g. resolution): "
-                             "compare.csv, compare.md, compare.png")
-    parser.add_argument("--osworld", action=argparse.BooleanOptionalAction, default=None,
-                        help="also OSWorld's own figure, as its show_result.py computes it (overall, per domain and "
-                             "category) beside ours: osworld.csv, osworld.md (default: on for experiment=osworld_verified)")
-    parser.add_argument("--osworld-tasks", type=Path, metavar="PATH",
-                        help="OSWorld's (or WAA's) evaluation_examples folder or a test_*.json task list: each task's "
-                             "domain and the whole test set (default: test_all.json by the runs' tasks.root)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="read episodes from a job or sweep folder (its result.json files) instead of MLflow; repeatable",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="KEY",
+        help="paired comparison over the same tasks between KEY's values (e.g. resolution): compare.csv, compare.md, compare.png",
+    )
+    parser.add_argument(
+        "--osworld",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also OSWorld's own figure, as its show_result.py computes it (overall, per domain and "
+        "category) beside ours: osworld.csv, osworld.md (default: on for experiment=osworld_verified)",
+    )
+    parser.add_argument(
+        "--osworld-tasks",
+        type=Path,
+        metavar="PATH",
+        help="OSWorld's (or WAA's) evaluation_examples folder or a test_*.json task list: each task's "
+        "domain and the whole test set (default: test_all.json by the runs' tasks.root)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap draws (default 2000)")
     args = parser.parse_args(argv)
@@ -559,8 +628,7 @@ def report(args: argparse.Namespace) -> list[Path]:
     if args.compare:
         from mcpworld.report import paired
 
-        pairs, pair_columns = paired.compare_rows(episodes, [*args.keys, args.compare], args.compare, args.seed,
-                                                  args.resamples)
+        pairs, pair_columns = paired.compare_rows(episodes, [*args.keys, args.compare], args.compare, args.seed, args.resamples)
         written += paired.write(pairs, pair_columns, args.compare, args.out)
     if args.osworld:
         from mcpworld.report import osworld

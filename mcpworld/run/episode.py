@@ -45,8 +45,13 @@ if TYPE_CHECKING:
 
 
 def labels(cfg: RootConfig) -> dict[str, str]:
-    out = {"model": cfg.model.name, "provider": cfg.provider.name, "resolution": cfg.resolution.name,
-           "modality": cfg.modality.name, "env": cfg.env.backend}
+    out = {
+        "model": cfg.model.name,
+        "provider": cfg.provider.name,
+        "resolution": cfg.resolution.name,
+        "modality": cfg.modality.name,
+        "env": cfg.env.backend,
+    }
     return out if cfg.seed is None else {**out, "seed": str(cfg.seed)}  # (no seed: none sent, none labelled)
 
 
@@ -67,6 +72,7 @@ class ScreenSaver:
 
 def write_trajectory(path: Path, messages: list[dict[str, Any]], result: EpisodeResult) -> None:
     """``traj_log.json`` in Toolathlon's shape, for graders that read the conversation."""
+
     def strip(message: dict[str, Any]) -> dict[str, Any]:
         content = message.get("content")
         if isinstance(content, list):
@@ -74,33 +80,52 @@ def write_trajectory(path: Path, messages: list[dict[str, Any]], result: Episode
         return {**message, "content": content}
 
     calls = sum(len(m.get("tool_calls") or []) for m in messages)
-    status = {"done": "success", "max_steps": "max_turns_reached", "timeout": "timeout"}.get(result.termination,
-                                                                                             "failed")
-    log = {"config": {"task_id": result.task_id, **result.labels}, "messages": [strip(m) for m in messages],
-           "key_stats": {"interaction_turns": 1, "tool_calls": calls, "agent_llm_requests": result.llm_calls,
-                         "input_tokens": result.tokens_in, "output_tokens": result.tokens_out,
-                         "total_tokens": result.tokens_in + result.tokens_out},
-           "status": status}
+    status = {"done": "success", "max_steps": "max_turns_reached", "timeout": "timeout"}.get(result.termination, "failed")
+    log = {
+        "config": {"task_id": result.task_id, **result.labels},
+        "messages": [strip(m) for m in messages],
+        "key_stats": {
+            "interaction_turns": 1,
+            "tool_calls": calls,
+            "agent_llm_requests": result.llm_calls,
+            "input_tokens": result.tokens_in,
+            "output_tokens": result.tokens_out,
+            "total_tokens": result.tokens_in + result.tokens_out,
+        },
+        "status": status,
+    }
     path.write_text(redact(json.dumps(log, ensure_ascii=False, indent=1, default=str)), encoding="utf-8")
 
 
-def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, env: Environment,
-                gpu: "EnergyMeter | None" = None, stop: StopSignal | None = None) -> EpisodeResult:
+def run_episode(
+    cfg: RootConfig,
+    task: Task,
+    attempt: int,
+    episode_dir: Path,
+    env: Environment,
+    gpu: "EnergyMeter | None" = None,
+    stop: StopSignal | None = None,
+) -> EpisodeResult:
     """Run one attempt and write its result.json, whatever happens. The status blames the agent
     only for the agent's doing: a dead display, a crashed harness part or an endpoint that fails
     is ``infra_error`` (retried), a grader that gives no verdict ``eval_error``, a stopped run
     ``interrupted``."""
     stop = stop or StopSignal()
     episode_dir.mkdir(parents=True, exist_ok=True)
-    result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg),
-                           task_notes=list(task.notes))
+    result = EpisodeResult(task_id=task.id, app=task.app, attempt=attempt, labels=labels(cfg), task_notes=list(task.notes))
     trace = Trace(episode_dir / "trace.jsonl")
     started = time.monotonic()
     # as the suite wrote it where the desktop has the suite's paths (/home/user, /workspace …), else with its home
     instruction = shown(task.instruction, env.suite_paths)
     # worker: the pool's thread (episode-N) that ran it, so a reader can follow one worker's episodes in turn
-    trace.emit("episode_start", task=task.id, attempt=attempt, instruction=instruction,
-               worker=threading.current_thread().name, **result.labels)
+    trace.emit(
+        "episode_start",
+        task=task.id,
+        attempt=attempt,
+        instruction=instruction,
+        worker=threading.current_thread().name,
+        **result.labels,
+    )
     sampled = None
     try:
         sampled = gpu.episode(episode_dir / "gpu.csv") if gpu else None  # the job's meter: this episode's share
@@ -124,8 +149,12 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
             result.termination = "unwatchable" if isinstance(exc, Unwatchable) else "infra_error"
             prefix = "" if isinstance(exc, InfraError) else "harness error: "
             result.reason = f"{prefix}{type(exc).__name__}: {exc}" if prefix else str(exc)
-            trace.emit("error", kind="infra" if isinstance(exc, InfraError) else "harness", message=result.reason,
-                       traceback=traceback.format_exc()[-4000:])
+            trace.emit(
+                "error",
+                kind="infra" if isinstance(exc, InfraError) else "harness",
+                message=result.reason,
+                traceback=traceback.format_exc()[-4000:],
+            )
     finally:
         teardown = time.monotonic()
         try:
@@ -137,8 +166,14 @@ def run_episode(cfg: RootConfig, task: Task, attempt: int, episode_dir: Path, en
         if sampled is not None:
             sampled.finish(result)  # (after teardown: the span includes it)
         price_episode(result, cfg.model.price, cfg.telemetry.kwh_price)
-        trace.emit("episode_end", status=result.status, score=result.score, reason=result.reason,
-                   duration_s=result.duration_s, teardown_s=teardown_s)
+        trace.emit(
+            "episode_end",
+            status=result.status,
+            score=result.score,
+            reason=result.reason,
+            duration_s=result.duration_s,
+            teardown_s=teardown_s,
+        )
         trace.close()
         result.write(episode_dir / "result.json")
     return result
@@ -153,12 +188,12 @@ def episode_limits(cfg: RootConfig, task: Task) -> tuple[int, float]:
     return max_steps, timeout_s
 
 
-def watch_apps(env: Environment, trace: Trace, relaunch: bool,
-               killed: list[dict[str, Any]] | None = None) -> Callable[[], None]:
+def watch_apps(env: Environment, trace: Trace, relaunch: bool, killed: list[dict[str, Any]] | None = None) -> Callable[[], None]:
     """After each step: the display's access control back on if the agent turned it off (an
     ``x_access`` event); an app that exited under the agent is an ``app_exit`` event in the trace,
     and started again when its app config says ``relaunch_on_exit``; one that a signal ended and
     nothing started again goes in ``killed``."""
+
     def check() -> None:
         if env.restore_access():  # `xhost +` from the agent's shell opened its display to every local user
             trace.emit("x_access", restored=True)
@@ -173,8 +208,9 @@ def watch_apps(env: Environment, trace: Trace, relaunch: bool,
     return check
 
 
-def _run(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
-         stop: StopSignal) -> None:
+def _run(
+    cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace, stop: StopSignal
+) -> None:
     t0 = time.monotonic()
     stop.check()
     live = live_hooks(task, trace, env)
@@ -221,12 +257,22 @@ def live_hooks(task: Task, trace: Trace, env: Environment) -> "LiveHooks | None"
     probe = probe_for(task.app, task.handler_setup) if task.handler else None
     if not probe:
         return None
-    return LiveHooks(probe, list(task.handler_setup["js_hooks"]), trace.emit,
-                     rewrite=lambda source: env.map_paths(author_home_text(source)))
+    return LiveHooks(
+        probe, list(task.handler_setup["js_hooks"]), trace.emit, rewrite=lambda source: env.map_paths(author_home_text(source))
+    )
 
 
-def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, result: EpisodeResult, trace: Trace,
-             stop: StopSignal, handler: "HandlerProcess | None", live: "LiveHooks | None") -> None:
+def _attempt(
+    cfg: RootConfig,
+    task: Task,
+    episode_dir: Path,
+    env: Environment,
+    result: EpisodeResult,
+    trace: Trace,
+    stop: StopSignal,
+    handler: "HandlerProcess | None",
+    live: "LiveHooks | None",
+) -> None:
     """The agent's run on the ready desktop, then the verdict."""
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None
     profile = episode_profile(cfg)  # how the model's family is driven (agent/profiles)
@@ -242,10 +288,16 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
     computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds
     first = computer.coords.fit(env.first_observation()) if computer is not None else None
     max_steps, timeout_s = episode_limits(cfg, task)
-    limits = Limits(max_steps=max_steps, max_llm_calls=cfg.agent.max_llm_calls,
-                    timeout_s=timeout_s, keep_screenshots=profile.keep_screenshots(cfg.agent.keep_screenshots),
-                    image_format=cfg.agent.image_format, image_quality=cfg.agent.image_quality,
-                    loop_repeats=cfg.agent.loop_repeats, loop_stop=cfg.agent.loop_stop)
+    limits = Limits(
+        max_steps=max_steps,
+        max_llm_calls=cfg.agent.max_llm_calls,
+        timeout_s=timeout_s,
+        keep_screenshots=profile.keep_screenshots(cfg.agent.keep_screenshots),
+        image_format=cfg.agent.image_format,
+        image_quality=cfg.agent.image_quality,
+        loop_repeats=cfg.agent.loop_repeats,
+        loop_stop=cfg.agent.loop_stop,
+    )
     shown_w, shown_h = computer.coords.image if computer is not None else (env.width, env.height)
     relaunch = bool(app_setting(cfg.app, task.app, "relaunch_on_exit", False))
     servers = McpSettings.of(cfg)
@@ -264,17 +316,33 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
         async with episode_servers(servers, task, env, episode_dir, trace.emit) as pool:
             if "mcp" in cfg.modality.tools:
                 overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
-                extra = {**(mcp_tools(pool, overlong) if pool else {}),
-                         **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output)}
+                extra = {
+                    **(mcp_tools(pool, overlong) if pool else {}),
+                    **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output),
+                }
                 tools.update({**extra, "done": tools.pop("done")})  # done stays last
             offered = profile.tools(tools)  # the tools as the family knows them
-            loop = AgentLoop(provider, offered, limits, trace, result, save_image=screens,
-                             send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                             withheld=withheld(servers, task), after_step=after_step, profile=profile,
-                             replay=replay_tools(env) if cfg.provider.kind == "oracle" else None)
-            prompt = profile.system_prompt(PromptContext(  # (the screen's size even without a computer tool, as ever)
-                list(offered), (shown_w, shown_h), cfg.agent.system_prompt,
-                task.system_prompt.replace("{workspace}", workspace) if task.system_prompt else ""))
+            loop = AgentLoop(
+                provider,
+                offered,
+                limits,
+                trace,
+                result,
+                save_image=screens,
+                send_images=getattr(provider, "vision", True) and cfg.model.vision,
+                withheld=withheld(servers, task),
+                after_step=after_step,
+                profile=profile,
+                replay=replay_tools(env) if cfg.provider.kind == "oracle" else None,
+            )
+            prompt = profile.system_prompt(
+                PromptContext(  # (the screen's size even without a computer tool, as ever)
+                    list(offered),
+                    (shown_w, shown_h),
+                    cfg.agent.system_prompt,
+                    task.system_prompt.replace("{workspace}", workspace) if task.system_prompt else "",
+                )
+            )
             try:
                 await loop.run(prompt, shown(task.instruction, env.suite_paths), first)
             finally:
@@ -312,8 +380,9 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
         if live:
             live.settle()  # the hooks' reports of the agent's last actions reach the handler first
         if live and task.handler_setup.get("evaluate_on_completion") and not live.evaluate(PROBE_ANSWER_S):
-            raise EvalError(f"the app's hooks did not answer evaluate within {PROBE_ANSWER_S:.0f}s (the {live.probe} "
-                            "probe lost its app?)")
+            raise EvalError(
+                f"the app's hooks did not answer evaluate within {PROBE_ANSWER_S:.0f}s (the {live.probe} probe lost its app?)"
+            )
         verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json", handler)
     except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
         result.status, result.reason = Status.eval_error, str(exc)
@@ -327,15 +396,22 @@ def _attempt(cfg: RootConfig, task: Task, episode_dir: Path, env: Environment, r
         score = 0.0
     result.score = round(float(score), 4)
     result.eval_s = round(time.monotonic() - t2, 4)
-    trace.emit("evaluation", score=result.score, metrics=[m.__dict__ for m in result.metrics],
-               key_steps=result.key_steps or None, seconds=result.eval_s)
+    trace.emit(
+        "evaluation",
+        score=result.score,
+        metrics=[m.__dict__ for m in result.metrics],
+        key_steps=result.key_steps or None,
+        seconds=result.eval_s,
+    )
     if result.score >= threshold:
         result.status = Status.success
     elif killed:  # the app the agent worked in died by a signal: a failed verdict is not the agent's
         result.status = Status.infra_error
-        result.reason = "; ".join(f"{k['app']} was killed by signal {-int(k['returncode'])} during the episode "
-                                  "(a crash or an outside kill; relaunch_on_exit: true starts it again)"
-                                  for k in killed)
+        result.reason = "; ".join(
+            f"{k['app']} was killed by signal {-int(k['returncode'])} during the episode "
+            "(a crash or an outside kill; relaunch_on_exit: true starts it again)"
+            for k in killed
+        )
     elif result.termination == "timeout":
         result.status = Status.timeout
     elif result.termination == "agent_error":

@@ -83,9 +83,11 @@ def check_tracking_reachable(cfg: RootConfig) -> None:
         return
     why = unreachable(cfg.tracking.uri)
     if why:
-        raise UserError(f"tracking.uri={cfg.tracking.uri} cannot be reached from this node ({socket.gethostname()}): "
-                        f"{why}; every node of a sweep must reach it: a sqlite file on a shared filesystem, or an "
-                        "`mlflow server` URL")
+        raise UserError(
+            f"tracking.uri={cfg.tracking.uri} cannot be reached from this node ({socket.gethostname()}): "
+            f"{why}; every node of a sweep must reach it: a sqlite file on a shared filesystem, or an "
+            "`mlflow server` URL"
+        )
 
 
 def job_overrides() -> list[str] | None:
@@ -146,24 +148,36 @@ def select_tasks(cfg: RootConfig) -> Selection:
             # a desktop app opens when the task needs a catalog program or its setup launches or opens one
             # (PC-Canary tasks start their app from the authors' script: a GUI path beside their MCP servers)
             starts_app = bool(needed_programs(task)) or any("launch" in step or "open" in step for step in task.setup)
-            why = not_applicable(task, cfg.modality.name, list(cfg.modality.tools), starts_app,
-                                 bool(task.local_tools or task.mcp_servers or task_servers(servers, task)))
+            why = not_applicable(
+                task,
+                cfg.modality.name,
+                list(cfg.modality.tools),
+                starts_app,
+                bool(task.local_tools or task.mcp_servers or task_servers(servers, task)),
+            )
             if why:
                 task.skip_reason = why
                 inapplicable.add(task.id)
                 continue
             # what this machine or backend lacks skips the task with the fix; it never fails it
-            task.skip_reason = task.skip_reason or unavailable(servers, task) or missing_program(task, cfg.env.backend) \
-                or missing_command(task, programs(), cfg.env.backend) or refused_sudo(cfg.env.backend, task)
+            task.skip_reason = (
+                task.skip_reason
+                or unavailable(servers, task)
+                or missing_program(task, cfg.env.backend)
+                or missing_command(task, programs(), cfg.env.backend)
+                or refused_sudo(cfg.env.backend, task)
+            )
         except UserError as exc:
             if task.format == "native":
                 raise  # our own format: the author can fix it
             task.skip_reason = task.skip_reason or str(exc)  # an imported suite: run what we can
     fetch_task_files(tasks, cfg.files)
     skip_unreachable(tasks)
-    chosen = Selection([t for t in tasks if not t.skip_reason],
-                       [(t.id, "not_applicable" if t.id in inapplicable else "unavailable", t.skip_reason)
-                        for t in tasks if t.skip_reason], {t.id: t.app for t in tasks})
+    chosen = Selection(
+        [t for t in tasks if not t.skip_reason],
+        [(t.id, "not_applicable" if t.id in inapplicable else "unavailable", t.skip_reason) for t in tasks if t.skip_reason],
+        {t.id: t.app for t in tasks},
+    )
     print_skipped(chosen.skipped)
     if not chosen.tasks:
         raise UserError(f"every selected task was skipped ({len(chosen.skipped)}); see the reasons above")
@@ -171,11 +185,20 @@ def select_tasks(cfg: RootConfig) -> Selection:
         tools = list(cfg.modality.tools)
         missing = [t.id for t in chosen.tasks if not borrow_solution(t, cfg.modality.name, tools)]
         if missing:
-            print(f"mcpworld: the oracle has no {cfg.modality.name} solution for {len(missing)} task(s), "
-                  f"skipped: {', '.join(missing)}", file=sys.stderr)
+            print(
+                f"mcpworld: the oracle has no {cfg.modality.name} solution for {len(missing)} task(s), "
+                f"skipped: {', '.join(missing)}",
+                file=sys.stderr,
+            )
             unsolved = {t.id: t.unsolved for t in chosen.tasks}
-            chosen.skipped += [(i, "no_solution", f"the oracle has no {cfg.modality.name} solution"
-                                + (f": {unsolved[i]}" if unsolved.get(i) else "")) for i in missing]
+            chosen.skipped += [
+                (
+                    i,
+                    "no_solution",
+                    f"the oracle has no {cfg.modality.name} solution" + (f": {unsolved[i]}" if unsolved.get(i) else ""),
+                )
+                for i in missing
+            ]
         chosen.tasks = [t for t in chosen.tasks if cfg.modality.name in t.solution]
         if not chosen.tasks:
             raise UserError(f"no selected task has an oracle solution for modality={cfg.modality.name}")
@@ -245,9 +268,13 @@ def check_config(cfg: RootConfig) -> None:
         raise UserError("attempts and concurrency must be at least 1")
     if cfg.agent.max_steps < 0:  # 0 is allowed: the do-nothing baseline (the agent acts not once)
         raise UserError(f"agent.max_steps={cfg.agent.max_steps} must be 0 (do nothing) or more")
-    positive = {"agent.max_llm_calls": cfg.agent.max_llm_calls,
-                "agent.timeout_s": cfg.agent.timeout_s, "agent.bash_timeout_s": cfg.agent.bash_timeout_s,
-                "agent.keep_screenshots": cfg.agent.keep_screenshots, "env.app_timeout_s": cfg.env.app_timeout_s}
+    positive = {
+        "agent.max_llm_calls": cfg.agent.max_llm_calls,
+        "agent.timeout_s": cfg.agent.timeout_s,
+        "agent.bash_timeout_s": cfg.agent.bash_timeout_s,
+        "agent.keep_screenshots": cfg.agent.keep_screenshots,
+        "env.app_timeout_s": cfg.env.app_timeout_s,
+    }
     for key, value in positive.items():
         if value <= 0:
             raise UserError(f"{key}={value} must be positive (a bound of zero ends every episode before it starts)")
@@ -257,8 +284,9 @@ def check_config(cfg: RootConfig) -> None:
     for side in ("width", "height"):
         value = getattr(cfg.resolution, side)
         if not MIN_SIDE <= value <= MAX_SIDE:
-            raise UserError(f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels "
-                            "(or pick resolution=square|rect|wxga|fhd)")
+            raise UserError(
+                f"resolution.{side}={value} must be {MIN_SIDE}..{MAX_SIDE} pixels (or pick resolution=square|rect|wxga|fhd)"
+            )
     check_resolution_preference(cfg)  # the model file's defaults pick the screen it prefers
     if cfg.env.stage:
         from mcpworld.env import backend_stages
@@ -309,14 +337,20 @@ def run_job(composed: DictConfig) -> float:
         model.params.update(profile_params(cfg))  # profile, profile.version, prompt.sha256, tools.sha256
     except Exception as exc:  # nothing ran: the job failed before its first episode
         skipped = chosen.skipped if chosen else []
-        write_summary(out, {"status": "FAILED", "reason": one_line(exc), "skipped": Selection([], skipped).by_reason(),
-                            **summarize([], 0, len(skipped))})
+        write_summary(
+            out,
+            {
+                "status": "FAILED",
+                "reason": one_line(exc),
+                "skipped": Selection([], skipped).by_reason(),
+                **summarize([], 0, len(skipped)),
+            },
+        )
         raise
     return _run_episodes(cfg, chosen.tasks, model, out, chosen)
 
 
-def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Path,
-                  chosen: Selection | None = None) -> float:
+def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Path, chosen: Selection | None = None) -> float:
     chosen = chosen or Selection(tasks)
     resolved = cast(dict[str, Any], OmegaConf.to_container(cast(DictConfig, cfg), resolve=True))
     runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
@@ -335,11 +369,18 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     params = job_params(strip_secrets(resolved), model.params)  # the full config: the artifact config.yaml
     provenance = run_tags(resolved, job_name())
     overrides, swept = job_overrides(), swept_keys(out.parent) if in_sweep() else []
-    tracker.start_job(job_run_name(params, overrides, swept), params,  # energy.*: how it was measured, a tag
-                      {"mcpworld.job_dir": str(out.absolute()), **provenance, **energy_params,
-                       **differs_tag(overrides, swept),
-                       **source_tags(provenance, [mask_secrets(a) for a in sys.argv])},
-                      parent_run_id=sweep_parent(out))
+    tracker.start_job(
+        job_run_name(params, overrides, swept),
+        params,  # energy.*: how it was measured, a tag
+        {
+            "mcpworld.job_dir": str(out.absolute()),
+            **provenance,
+            **energy_params,
+            **differs_tag(overrides, swept),
+            **source_tags(provenance, [mask_secrets(a) for a in sys.argv]),
+        },
+        parent_run_id=sweep_parent(out),
+    )
     if gpu is not None:
         gpu.start()  # the idle baseline (telemetry.idle_s), before any desktop starts
     print(f"mcpworld: {len(todo)} episode(s) of {len(tasks)} task(s) → {out}")
@@ -377,6 +418,7 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
         pool: EpisodePool = EpisodePool(envs, one, stop, staging=EpisodeStaging(out) if staged else None)
         began = time.monotonic()
         with SweepProgress(len(todo)) as progress:
+
             def finished(result: EpisodeResult) -> None:
                 results.append(result)
                 tracker.log_episode(result, out / "episodes" / result.task_id / str(result.attempt))
@@ -399,19 +441,21 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
             if gpu is not None:
                 gpu.close(out / "gpu.csv")
             ended = {"status": status, **({"reason": reason} if reason else {}), "skipped": chosen.by_reason()}
-            summary = job_numbers(results, len(runs), len(chosen.skipped), model.metrics, wall_s,
-                                  gpu.job_metrics() if gpu is not None else {})
+            summary = job_numbers(
+                results, len(runs), len(chosen.skipped), model.metrics, wall_s, gpu.job_metrics() if gpu is not None else {}
+            )
             write_summary(out, {**ended, **summary})
             artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
             waited = time.perf_counter()
             tracker.finish_job(summary, artifacts, status=status, job_dir=out)
-            tracking = {"tracking_busy_s": round(tracker.busy_s, 4),
-                        "tracking_wait_s": round(time.perf_counter() - waited, 4)}
+            tracking = {"tracking_busy_s": round(tracker.busy_s, 4), "tracking_wait_s": round(time.perf_counter() - waited, 4)}
             write_summary(out, {**ended, **summary, **tracking})
             if status == "KILLED":
-                print(f"mcpworld: stopped; {len(results)} of {len(runs)} episode(s) have a result in {out}. "
-                      f"Run the same command with hydra.run.dir={out} (hydra.sweep.dir= for a sweep) to resume.",
-                      file=sys.stderr)
+                print(
+                    f"mcpworld: stopped; {len(results)} of {len(runs)} episode(s) have a result in {out}. "
+                    f"Run the same command with hydra.run.dir={out} (hydra.sweep.dir= for a sweep) to resume.",
+                    file=sys.stderr,
+                )
     from mcpworld.run.summary import print_job_table
 
     print_job_table(job_name(), results)
@@ -434,8 +478,14 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
     tmp.replace(out / "summary.json")
 
 
-def job_numbers(results: list[EpisodeResult], planned: int, skipped: int, model_metrics: dict[str, float],
-                wall_s: float, energy: dict[str, float]) -> dict[str, float]:
+def job_numbers(
+    results: list[EpisodeResult],
+    planned: int,
+    skipped: int,
+    model_metrics: dict[str, float],
+    wall_s: float,
+    energy: dict[str, float],
+) -> dict[str, float]:
     """What the job run logs as metrics (and summary.json holds): the episodes' summary, the model's
     own numbers (``ollama.*``), the episodes' wall time and the job's integrated energy."""
     return {**summarize(results, planned, skipped), **model_metrics, "episodes_wall_s": round(wall_s, 3), **energy}

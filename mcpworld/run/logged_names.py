@@ -37,8 +37,15 @@ DOC = PROJECT / "docs" / "tracking.md"
 OPTIONAL_OVERRIDES = ["seed=1", "model.thinking_budget=1024"]
 MODEL_FACTS = ("served.*", "ollama.*")  # what a model server says of its model (agent/providers/served.py)
 # one tool of every family a run can count (core.result.tool_family)
-TOOLS = {"computer": ToolCounts(2, 1), "bash": ToolCounts(1), "filesystem-read_file": ToolCounts(1), "done": ToolCounts(1),
-         "wait_for": ToolCounts(1), "unknown": ToolCounts(error=1), "a_tool_of_no_family": ToolCounts(1)}
+TOOLS = {
+    "computer": ToolCounts(2, 1),
+    "bash": ToolCounts(1),
+    "filesystem-read_file": ToolCounts(1),
+    "done": ToolCounts(1),
+    "wait_for": ToolCounts(1),
+    "unknown": ToolCounts(error=1),
+    "a_tool_of_no_family": ToolCounts(1),
+}
 
 
 def compose(overrides: list[str]) -> RootConfig:
@@ -68,18 +75,42 @@ def full_episode(cfg: RootConfig) -> tuple[EpisodeResult, list[dict[str, Any]]]:
     """An episode with every number an episode can have (tools of every family, key steps, price,
     energy), and the trace events its per-step curves come from."""
     result = EpisodeResult(
-        task_id="mousepad/create_todo", app="mousepad", status=Status.success, score=1.0, steps=2, actions=8, llm_calls=2,
-        tokens_in=250, tokens_out=22, tokens_cached=10, ttft_s=[0.1], generation_s=[0.2], llm_latency_s=[0.3, 0.4],
-        duration_s=9.0, tool_calls={k: ToolCounts(v.ok, v.error) for k, v in TOOLS.items()},
-        metrics=[MetricOutcome("exact_match#0", 1.0)], labels=labels(cfg), cost_usd=0.01, energy_cost_usd=0.001,
-        key_steps={"total": 2, "completed": 1, "ratio": 0.5, "progress": 0.5,
-                   "timeline": [{"name": "opened", "index": 0, "t": 1.5}]},
-        gpu={"gpu.energy_j": 10.0, "cpu.energy_j": 5.0}, llm_energy_j=[4.0, 6.0])
-    events = [{"type": "episode_start", "t": 0.0, "ts": 1000.0},
-              {"type": "llm_call", "t": 1.0, "ts": 1001.0, "n": 1, "latency_s": 0.3, "tokens_in": 100, "tokens_out": 10},
-              {"type": "tool_call", "t": 1.4, "ts": 1001.4, "tool": "computer", "latency_s": 0.2},
-              {"type": "llm_call", "t": 2.0, "ts": 1002.0, "n": 2, "latency_s": 0.4, "tokens_in": 150, "tokens_out": 12},
-              {"type": "episode_end", "t": 9.0, "ts": 1009.0}]
+        task_id="mousepad/create_todo",
+        app="mousepad",
+        status=Status.success,
+        score=1.0,
+        steps=2,
+        actions=8,
+        llm_calls=2,
+        tokens_in=250,
+        tokens_out=22,
+        tokens_cached=10,
+        ttft_s=[0.1],
+        generation_s=[0.2],
+        llm_latency_s=[0.3, 0.4],
+        duration_s=9.0,
+        tool_calls={k: ToolCounts(v.ok, v.error) for k, v in TOOLS.items()},
+        metrics=[MetricOutcome("exact_match#0", 1.0)],
+        labels=labels(cfg),
+        cost_usd=0.01,
+        energy_cost_usd=0.001,
+        key_steps={
+            "total": 2,
+            "completed": 1,
+            "ratio": 0.5,
+            "progress": 0.5,
+            "timeline": [{"name": "opened", "index": 0, "t": 1.5}],
+        },
+        gpu={"gpu.energy_j": 10.0, "cpu.energy_j": 5.0},
+        llm_energy_j=[4.0, 6.0],
+    )
+    events = [
+        {"type": "episode_start", "t": 0.0, "ts": 1000.0},
+        {"type": "llm_call", "t": 1.0, "ts": 1001.0, "n": 1, "latency_s": 0.3, "tokens_in": 100, "tokens_out": 10},
+        {"type": "tool_call", "t": 1.4, "ts": 1001.4, "tool": "computer", "latency_s": 0.2},
+        {"type": "llm_call", "t": 2.0, "ts": 1002.0, "n": 2, "latency_s": 0.4, "tokens_in": 150, "tokens_out": 12},
+        {"type": "episode_end", "t": 9.0, "ts": 1009.0},
+    ]
     return result, events
 
 
@@ -107,8 +138,9 @@ def logged_names() -> dict[str, list[str]]:
     episode = episode_params(job_all, result)
     series = step_series(result, events)
     failed = EpisodeResult(task_id="mousepad/other", app="mousepad", status=Status.infra_error, labels=labels(every))
-    job_metrics = job_numbers([result, failed], planned=3, skipped=1, model_metrics={}, wall_s=1.0,
-                              energy={"gpu.job_energy_j": 1.0})
+    job_metrics = job_numbers(
+        [result, failed], planned=3, skipped=1, model_metrics={}, wall_s=1.0, energy={"gpu.job_energy_j": 1.0}
+    )
     return {
         "job params": sorted(job),
         "job params where set": sorted(set(job_all) - set(job)),
@@ -123,6 +155,7 @@ def logged_names() -> dict[str, list[str]]:
 
 def doc_list(sections: dict[str, list[str]]) -> str:
     """The doc's list, one line per section."""
+
     def ticked(values: list[str]) -> str:
         return ", ".join(f"`{v}`" for v in values)
 

@@ -17,8 +17,9 @@ class MeteredProvider(Provider):
         self.energy = energy
         self.name = inner.name
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                       temperature: float | None = None) -> Reply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
+    ) -> Reply:
         with self.energy.call():
             if temperature is None:  # (wrapped providers of tests may take no temperature)
                 return await self.inner.complete(messages, tools)

@@ -33,8 +33,14 @@ class Staging(Protocol[Staged]):
 
 
 class EpisodePool(Generic[Item, Result]):
-    def __init__(self, envs: list[Environment], run_one: Callable[[Environment, Item], Result],
-                 stop: StopSignal, grace_s: float = 10.0, staging: Staging[Item] | None = None):
+    def __init__(
+        self,
+        envs: list[Environment],
+        run_one: Callable[[Environment, Item], Result],
+        stop: StopSignal,
+        grace_s: float = 10.0,
+        staging: Staging[Item] | None = None,
+    ):
         """``staging``: each worker has two of ``envs`` (one lane: envs[2i], envs[2i+1]) and claims its
         next item when it starts one, so that item's reset runs on the other desktop meanwhile."""
         if staging is not None and len(envs) % 2:
@@ -79,8 +85,12 @@ class EpisodePool(Generic[Item, Result]):
                 following = claim()
                 ahead = None
                 if following is not None:  # its reset on the other desktop while this episode runs
-                    ahead = threading.Thread(target=self.staging.stage, args=(back, following),
-                                             name=f"{threading.current_thread().name}-stage", daemon=True)
+                    ahead = threading.Thread(
+                        target=self.staging.stage,
+                        args=(back, following),
+                        name=f"{threading.current_thread().name}-stage",
+                        daemon=True,
+                    )
                     ahead.start()
                 run(front, item)
                 if ahead is not None:
@@ -93,11 +103,13 @@ class EpisodePool(Generic[Item, Result]):
 
         if self.staging is not None:
             lanes = [(self.envs[i], self.envs[i + 1]) for i in range(0, len(self.envs), 2)]
-            workers = [threading.Thread(target=work_staged, args=lane, name=f"episode-{i}", daemon=True)
-                       for i, lane in enumerate(lanes)]
+            workers = [
+                threading.Thread(target=work_staged, args=lane, name=f"episode-{i}", daemon=True) for i, lane in enumerate(lanes)
+            ]
         else:
-            workers = [threading.Thread(target=work, args=(env,), name=f"episode-{i}", daemon=True)
-                       for i, env in enumerate(self.envs)]
+            workers = [
+                threading.Thread(target=work, args=(env,), name=f"episode-{i}", daemon=True) for i, env in enumerate(self.envs)
+            ]
         failure: BaseException | None = None
         try:
             for worker in workers:
@@ -112,14 +124,14 @@ class EpisodePool(Generic[Item, Result]):
                     self.halt()
         except KeyboardInterrupt as exc:
             with signals_deferred():
-                self._wind_down(workers, done, on_result,
-                                exc.signal_name if isinstance(exc, Interrupted) else "SIGINT")
+                self._wind_down(workers, done, on_result, exc.signal_name if isinstance(exc, Interrupted) else "SIGINT")
             raise
         if failure is not None:
             raise failure
 
-    def _wind_down(self, workers: list[threading.Thread], done: queue.Queue,
-                   on_result: Callable[[Result], None], why: str) -> None:
+    def _wind_down(
+        self, workers: list[threading.Thread], done: queue.Queue, on_result: Callable[[Result], None], why: str
+    ) -> None:
         """Stop the running episodes and hand over their (interrupted) results, within a bound."""
         self.stop.set(why)
         deadline = time.monotonic() + self.grace_s
@@ -135,8 +147,9 @@ class EpisodePool(Generic[Item, Result]):
                 on_result(result)
 
 
-def _arrivals(workers: list[threading.Thread], done: queue.Queue,
-              idle: bool = False) -> Iterator[tuple[Any, BaseException | None]]:
+def _arrivals(
+    workers: list[threading.Thread], done: queue.Queue, idle: bool = False
+) -> Iterator[tuple[Any, BaseException | None]]:
     """(result, error) pairs as the workers hand them over, until all ended and all were taken;
     with ``idle``, also (None, None) every 0.2 s with nothing new (so the caller can watch a clock)."""
     while any(w.is_alive() for w in workers) or not done.empty():

@@ -17,9 +17,17 @@ class SweepProgress:
         self.total = total
         self.successes = self.errors = 0
         self.console = console or Console()
-        self.progress = Progress(TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=self.console, transient=True)
+        self.progress = Progress(
+            TextColumn("[bold]episodes"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
         self.task = self.progress.add_task("episodes", total=total, tally=self._tally())
 
     def _tally(self) -> str:
@@ -33,7 +41,11 @@ class SweepProgress:
         reason = f"  ({' '.join(result.reason.split())})" if result.reason and result.status != Status.success else ""
         self.progress.console.print(
             f"  [{int(n)}/{self.total}] {result.task_id:<36} {result.status:<12} score={result.score:.2f} "
-            f"steps={result.steps} {result.duration_s:.1f}s{reason}", markup=False, highlight=False, soft_wrap=True)
+            f"steps={result.steps} {result.duration_s:.1f}s{reason}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         self.progress.update(self.task, advance=1, tally=self._tally())
 
     def __enter__(self) -> "SweepProgress":
@@ -51,9 +63,15 @@ class DownloadProgress:
     def __init__(self, console: Console | None = None):
         from rich.progress import DownloadColumn, TransferSpeedColumn
 
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(), console=console or Console(stderr=True),
-                                 transient=True)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+            transient=True,
+        )
         self.bars: dict[str, Any] = {}
         self.lock = threading.Lock()
 

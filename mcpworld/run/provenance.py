@@ -26,9 +26,15 @@ def episode_profile(cfg: RootConfig) -> Profile:
     """The model family's profile (``model.profile``), built from the model config. The oracle replays
     solutions written in our own tool vocabulary, so it always gets the generic profile."""
     m = cfg.model
-    view = ModelView(name=m.name, id=m.id, coordinates=str(m.coordinates),
-                     image_max=(int(m.image_max[0]), int(m.image_max[1])) if m.image_max else None,
-                     variant=str(m.variant), options=dict(m.profile_options or {}), computer_tool=m.computer_tool)
+    view = ModelView(
+        name=m.name,
+        id=m.id,
+        coordinates=str(m.coordinates),
+        image_max=(int(m.image_max[0]), int(m.image_max[1])) if m.image_max else None,
+        variant=str(m.variant),
+        options=dict(m.profile_options or {}),
+        computer_tool=m.computer_tool,
+    )
     return make_profile("generic" if cfg.provider.kind == "oracle" else m.profile, view)
 
 
@@ -59,6 +65,7 @@ def profile_params(cfg: RootConfig) -> dict[str, str]:
 
 def elide_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages with each image's data replaced by its kind and size in bytes."""
+
     def part(p: object) -> object:
         if isinstance(p, dict) and p.get("type") == "image_url":
             url = str((p.get("image_url") or {}).get("url", ""))
@@ -66,15 +73,24 @@ def elide_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return {"type": "image_url", "image_url": {"url": f"{head},<{len(data) * 3 // 4} bytes elided>"}}
         return p
 
-    return [{**m, "content": [part(p) for p in m["content"]]} if isinstance(m.get("content"), list) else m
-            for m in messages]
+    return [{**m, "content": [part(p) for p in m["content"]]} if isinstance(m.get("content"), list) else m for m in messages]
 
 
-def write_request(folder: Path, profile: Profile, system: str, tools: dict[str, Tool],
-                  first: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None) -> None:
+def write_request(
+    folder: Path,
+    profile: Profile,
+    system: str,
+    tools: dict[str, Tool],
+    first: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
+) -> None:
     """``system_prompt.txt`` and ``request.json`` in the episode folder."""
     (folder / "system_prompt.txt").write_text(system, encoding="utf-8")
     messages, schemas = first or ([], [])
-    record = {**profile.params(), "prompt.sha256": sha256(system), "tools.sha256": sha256(tool_definitions(tools)),
-              "tool_definitions": tool_definitions(tools), "request": {"messages": elide_images(messages), "tools": schemas}}
+    record = {
+        **profile.params(),
+        "prompt.sha256": sha256(system),
+        "tools.sha256": sha256(tool_definitions(tools)),
+        "tool_definitions": tool_definitions(tools),
+        "request": {"messages": elide_images(messages), "tools": schemas},
+    }
     (folder / "request.json").write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -59,9 +59,11 @@ def plan(job_dir: Path, digest: str, resume: bool, keys: list[tuple[str, int]]) 
     result = ResumePlan()
     previous = _read_hash(job_file)
     if resume and previous is not None and previous != digest:
-        raise UserError(f"{job_dir} holds episodes of a different config (hash {previous}, this one {digest}): "
-                        "use a new hydra.run.dir / hydra.sweep.dir, or resume=false to start over there "
-                        "(the old episodes are kept aside)")
+        raise UserError(
+            f"{job_dir} holds episodes of a different config (hash {previous}, this one {digest}): "
+            "use a new hydra.run.dir / hydra.sweep.dir, or resume=false to start over there "
+            "(the old episodes are kept aside)"
+        )
     if episodes.exists() and (previous is None or not resume):
         result.set_aside.append(set_aside(episodes, time.strftime("before-%Y%m%d-%H%M%S-")))
     elif episodes.exists():

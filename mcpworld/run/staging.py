@@ -29,11 +29,15 @@ def episode_folder(out: Path, task_id: str, attempt: int) -> Path:
 def check_stage(backend: str, mcp_sandbox: str, stages: bool) -> None:
     """env.stage=true where it cannot hold: one line before any episode."""
     if not stages:
-        raise UserError(f"env.stage=true: env={backend} cannot set up a second desktop while one runs "
-                        "(one VM per desktop slot); use env.stage=false")
+        raise UserError(
+            f"env.stage=true: env={backend} cannot set up a second desktop while one runs "
+            "(one VM per desktop slot); use env.stage=false"
+        )
     if mcp_sandbox == "klavis":
-        raise UserError("env.stage=true with env.mcp_sandbox=klavis: each episode's sandboxes are leased at its "
-                        "start and its preprocess needs their credentials; use env.stage=false")
+        raise UserError(
+            "env.stage=true with env.mcp_sandbox=klavis: each episode's sandboxes are leased at its "
+            "start and its preprocess needs their credentials; use env.stage=false"
+        )
 
 
 def stageable(task: Task) -> bool:
@@ -60,8 +64,7 @@ class EpisodeStaging:
         try:
             env.stage(task, episode_folder(self.out, task.id, attempt))
         except Exception as exc:  # nothing staged: the episode resets at its start, and reports its own failure
-            logger.warning("%s (attempt %d): staging its desktop failed; its reset runs at its start: %s",
-                           task.id, attempt, exc)
+            logger.warning("%s (attempt %d): staging its desktop failed; its reset runs at its start: %s", task.id, attempt, exc)
 
     def withdraw(self, env: Environment, run: tuple[Task, int]) -> None:
         try:

@@ -59,16 +59,21 @@ def ensure_writable(folder: Path, key: str) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        print(f"mcpworld: error: cannot write to the output folder {folder} ({exc.strerror or exc}); "
-              f"choose another with {key}=DIR", file=sys.stderr)
+        print(
+            f"mcpworld: error: cannot write to the output folder {folder} ({exc.strerror or exc}); choose another with {key}=DIR",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 
 def job_rows(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     """Each job folder of the sweep with its summary; a job that left none crashed."""
     rows = []
-    jobs = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)) \
-        if sweep_dir.is_dir() else []
+    jobs = (
+        sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+        if sweep_dir.is_dir()
+        else []
+    )
     for folder in jobs:
         try:
             data = json.loads((folder / "summary.json").read_text())
@@ -87,15 +92,17 @@ def sweep_interrupted() -> None:
 
     rows = job_rows(_active_sweep)
     finish_sweep_run(_active_sweep, sweep_counts(rows), status="KILLED")
-    print(f"mcpworld: sweep stopped after {len(rows)} job(s); run the same command with "
-          f"hydra.sweep.dir={_active_sweep} to resume it", file=sys.stderr)
+    print(
+        f"mcpworld: sweep stopped after {len(rows)} job(s); run the same command with "
+        f"hydra.sweep.dir={_active_sweep} to resume it",
+        file=sys.stderr,
+    )
     _active_sweep = None
 
 
 def sweep_counts(rows: list[tuple[str, dict[str, Any]]]) -> dict[str, float]:
     failed = sum(d.get("status", "FINISHED") != "FINISHED" for _, d in rows)
-    return {"jobs": float(len(rows)), "jobs_failed": float(failed),
-            "episodes": float(sum(d.get("episodes", 0) for _, d in rows))}
+    return {"jobs": float(len(rows)), "jobs_failed": float(failed), "episodes": float(sum(d.get("episodes", 0) for _, d in rows))}
 
 
 def sweep_overrides(config: DictConfig) -> list[str]:
@@ -154,16 +161,34 @@ def print_sweep_table(sweep_dir: Path, rows: list[tuple[str, dict[str, Any]]], o
     """One row per job. On a terminal a table; in a log file or a pipe one plain line per job, its
     overrides last and whole (a table cell would fold them into slivers), for reading and for grep."""
     out = out or sys.stdout
-    cells = [(num, data.get("status", "FINISHED"), f"{data.get('episodes', 0):.0f}",
-              f"{job_number(data, 'success', 'success_rate'):.0%}", f"{job_number(data, 'score', 'mean_score'):.2f}",
-              f"{data.get('infra_errors', 0):.0f}", f"{data.get('eval_errors', 0):.0f}",
-              f"{data.get('tasks_skipped', 0):.0f}", data.get("job", ""))
-             for num, data in rows]
+    cells = [
+        (
+            num,
+            data.get("status", "FINISHED"),
+            f"{data.get('episodes', 0):.0f}",
+            f"{job_number(data, 'success', 'success_rate'):.0%}",
+            f"{job_number(data, 'score', 'mean_score'):.2f}",
+            f"{data.get('infra_errors', 0):.0f}",
+            f"{data.get('eval_errors', 0):.0f}",
+            f"{data.get('tasks_skipped', 0):.0f}",
+            data.get("job", ""),
+        )
+        for num, data in rows
+    ]
     if is_terminal(out):
         table = Table(title=f"mcpworld sweep: {sweep_dir}")
         skips = any(c[-2] != "0" for c in cells)  # a column only when some job skipped tasks (space is short)
-        for col in ("job", "overrides", "status", "episodes", "success rate", "mean score", "infra errors",
-                    "eval errors", *(["tasks skipped"] if skips else [])):
+        for col in (
+            "job",
+            "overrides",
+            "status",
+            "episodes",
+            "success rate",
+            "mean score",
+            "infra errors",
+            "eval errors",
+            *(["tasks skipped"] if skips else []),
+        ):
             table.add_column(col, overflow="fold")
         for num, *rest, skipped, overrides in cells:
             table.add_row(num, overrides, *rest, *([skipped] if skips else []))
@@ -172,9 +197,13 @@ def print_sweep_table(sweep_dir: Path, rows: list[tuple[str, dict[str, Any]]], o
         print(f"mcpworld sweep: {sweep_dir}", file=out)
         width = max(len(num) for num, *_ in cells)
         for num, status, episodes, rate, score, infra, evals, skipped, overrides in cells:
-            print(f"  job {num:>{width}}  {status:<8}  episodes {episodes}  success {rate}  mean score {score}  "
-                  f"infra errors {infra}  eval errors {evals}" + (f"  tasks skipped {skipped}" if skipped != "0" else "")
-                  + (f"  overrides: {overrides}" if overrides else ""), file=out)
+            print(
+                f"  job {num:>{width}}  {status:<8}  episodes {episodes}  success {rate}  mean score {score}  "
+                f"infra errors {infra}  eval errors {evals}"
+                + (f"  tasks skipped {skipped}" if skipped != "0" else "")
+                + (f"  overrides: {overrides}" if overrides else ""),
+                file=out,
+            )
     for num, data in rows:  # whole lines: a reason must be readable, not folded into a cell
         if data.get("status", "FINISHED") != "FINISHED":
             print(f"  job {num} {data['status']}: {data.get('reason', '')}", file=out)

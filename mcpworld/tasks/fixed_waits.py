@@ -47,8 +47,13 @@ class FixedWait:
 def solution_files(tasks: Path = BUILTIN_TASKS, solutions: Path = SOLUTIONS) -> list[Path]:
     """Every file that holds an oracle solution: the built-in tasks' task.yaml and solution.json, and
     the suites' solution files."""
-    files = [*tasks.rglob("task.yaml"), *tasks.rglob("solution.json"),
-             *solutions.rglob("*.yaml"), *solutions.rglob("*.yml"), *solutions.rglob("*.json")]
+    files = [
+        *tasks.rglob("task.yaml"),
+        *tasks.rglob("solution.json"),
+        *solutions.rglob("*.yaml"),
+        *solutions.rglob("*.yml"),
+        *solutions.rglob("*.json"),
+    ]
     return sorted(p for p in files if p.is_file())
 
 
@@ -65,7 +70,7 @@ def fixed_waits_in(path: Path) -> list[FixedWait]:
         duration = _DURATION.search(code)
         if duration is None and "{" not in code:  # a block mapping: its keys on the lines below, as indented
             indent = len(line) - len(line.lstrip())
-            for near in lines[i + 1:i + 4]:
+            for near in lines[i + 1 : i + 4]:
                 if len(near) - len(near.lstrip()) != indent or near.lstrip().startswith("-"):
                     break
                 duration = _DURATION.search(near.split("#", 1)[0])
@@ -90,8 +95,7 @@ def doc_list(waits: list[FixedWait], root: Path) -> str:
     """The doc's list: one line per fixed wait, with its seconds and reason, and the total."""
     total = sum(w.seconds for w in waits)
     head = f"{len(waits)} fixed wait(s), {total:g} s in all" + (":" if waits else ".")
-    rows = [f"- `{w.where(root)}`: {w.seconds:g} s, {w.why or '(no reason: at most ' + f'{LIMIT_S:g} s)'}"
-            for w in waits]
+    rows = [f"- `{w.where(root)}`: {w.seconds:g} s, {w.why or '(no reason: at most ' + f'{LIMIT_S:g} s)'}" for w in waits]
     return "\n".join([BEGIN, head, *([""] + rows if rows else []), END])
 
 

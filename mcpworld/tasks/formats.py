@@ -36,9 +36,11 @@ FORMATS: dict[str, TaskFormat] = {}
 
 def task_format(name: str, *, detect: Detector, pattern: str, needs: str) -> Callable[[Loader], Loader]:
     """Register the decorated loader as the format ``name``."""
+
     def register(load: Loader) -> Loader:
         if name in FORMATS:
             raise ValueError(f"task format {name!r} is registered twice")
         FORMATS[name] = TaskFormat(name, detect, load, pattern, needs)
         return load
+
     return register

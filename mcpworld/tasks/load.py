@@ -38,11 +38,14 @@ def format_of(path: Path, data: Any) -> TaskFormat:
     """The one registered format that recognises the file; else an error naming every format."""
     claimed = [f for f in FORMATS.values() if f.detect(path, data)]
     if not claimed:
-        raise TaskFileError(f"{path}: not a task file of a known format; known formats: "
-                            + "; ".join(f.describe() for f in FORMATS.values()))
+        raise TaskFileError(
+            f"{path}: not a task file of a known format; known formats: " + "; ".join(f.describe() for f in FORMATS.values())
+        )
     if len(claimed) > 1:
-        raise TaskFileError(f"{path}: a task file of more than one format ({', '.join(f.name for f in claimed)}); "
-                            "keep the keys of one format only")
+        raise TaskFileError(
+            f"{path}: a task file of more than one format ({', '.join(f.name for f in claimed)}); "
+            "keep the keys of one format only"
+        )
     return claimed[0]
 
 
@@ -59,8 +62,10 @@ def find_task_files(root: Path) -> list[Path]:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 if looks_like_task(path):  # a broken task file is an error, not a silently missing task
-                    raise TaskFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column "
-                                        f"{exc.colno}; fix the file or move it out of the task folder") from None
+                    raise TaskFileError(
+                        f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column "
+                        f"{exc.colno}; fix the file or move it out of the task folder"
+                    ) from None
                 continue
             except (UnicodeDecodeError, OSError):
                 continue

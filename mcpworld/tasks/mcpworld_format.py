@@ -33,8 +33,7 @@ from mcpworld.tasks.settings import LoaderSettings, PcCanarySettings
 
 
 def is_mcpworld_task(data: Any) -> bool:
-    return isinstance(data, dict) and ("instruction_template" in data or "application_info" in data) \
-        and "evaluator" not in data
+    return isinstance(data, dict) and ("instruction_template" in data or "application_info" in data) and "evaluator" not in data
 
 
 def checkout_root(task_dir: Path, settings: PcCanarySettings) -> Path:
@@ -61,9 +60,9 @@ def author_path(value: str, root: Path) -> str:
     if CHECKOUT.search(value):
         return str(root / CHECKOUT.sub("", value, count=1))
     if value.startswith("/workspace/"):
-        return "/home/user/workspace/" + value[len("/workspace/"):]
+        return "/home/user/workspace/" + value[len("/workspace/") :]
     if value.startswith("/home/agent/"):
-        return "/home/user/" + value[len("/home/agent/"):]
+        return "/home/user/" + value[len("/home/agent/") :]
     if value and not value.startswith(("/", "-", "~")) and "://" not in value and (root / value).exists():
         return str(root / value)
     return value
@@ -96,10 +95,16 @@ def author_arg(value: str, root: Path) -> str:
 
 # The app folders' programs as Debian (or this desktop: ``code`` is code-server) ships them, used when
 # the authors' own build is not here; the install hint names the package.
-DEBIAN_PROGRAMS = {"gimp": ("gimp", "gimp"), "freecad": ("freecad", "freecad"),
-                   "qbittorrent": ("qbittorrent", "qbittorrent"), "obsstudio": ("obs", "obs-studio"),
-                   "qgis": ("qgis", "qgis"), "shotcut": ("shotcut", "shotcut"),
-                   "telegram": ("telegram-desktop", "telegram-desktop"), "vscode": ("code", "code-server")}
+DEBIAN_PROGRAMS = {
+    "gimp": ("gimp", "gimp"),
+    "freecad": ("freecad", "freecad"),
+    "qbittorrent": ("qbittorrent", "qbittorrent"),
+    "obsstudio": ("obs", "obs-studio"),
+    "qgis": ("qgis", "qgis"),
+    "shotcut": ("shotcut", "shotcut"),
+    "telegram": ("telegram-desktop", "telegram-desktop"),
+    "vscode": ("code", "code-server"),
+}
 # where Debian keeps an app's Python modules, which its handlers import as on the authors' machine
 # (FreeCAD's run `import FreeCAD` to open the saved document the hook names)
 DEBIAN_PYTHON_MODULES = {"freecad": ["/usr/lib/freecad-python3/lib", "/usr/share/freecad/Ext", "/usr/share/freecad/Mod"]}
@@ -197,8 +202,12 @@ def _preconditions(data: dict[str, Any], app_dir: str, launched: bool) -> list[s
     unchecked = []
     for key, value in (data.get("preconditions") or {}).items():
         running = re.fullmatch(r"(.+)_running", key)
-        if running and value is True and launched and _key(running.group(1)) in (_key(app_dir), _key(
-                str((data.get("application_info") or {}).get("name", "")))):
+        if (
+            running
+            and value is True
+            and launched
+            and _key(running.group(1)) in (_key(app_dir), _key(str((data.get("application_info") or {}).get("name", ""))))
+        ):
             continue
         unchecked.append(f"precondition {key}={json.dumps(value)} is not checked here (PC-Canary does not check it either)")
     return unchecked
@@ -224,15 +233,17 @@ def _scripts(setup_cfg: dict[str, Any], task_dir: Path, where: str) -> tuple[Pat
     return handler or task_dir / "handler.py", py_hooks, other_hooks
 
 
-@task_format("mcpworld", pattern="config.json",
-             needs="an MCPWorld/PC-Canary config.json with 'instruction_template'",
-             detect=lambda path, data: is_mcpworld_task(data))
+@task_format(
+    "mcpworld",
+    pattern="config.json",
+    needs="an MCPWorld/PC-Canary config.json with 'instruction_template'",
+    detect=lambda path, data: is_mcpworld_task(data),
+)
 def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
     return load_mcpworld(path, data, settings.pccanary)
 
 
-def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
-                  settings: PcCanarySettings = PcCanarySettings()) -> Task:
+def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCanarySettings = PcCanarySettings()) -> Task:
     path = Path(path)
     where = str(path)
     if data is None:
@@ -248,8 +259,9 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
     instruction = string.Template(str(template)).safe_substitute({k: str(v) for k, v in params.items()})
     # as the authors wrote it: /workspace, /home/agent and /FreeCAD exist on the desktops, as views of the
     # episode's home (env/mountns.py); a desktop without them shows ~/… in their place (tasks/instructions.py)
-    folders = sorted({AUTHOR_HOME_FOLDERS[m.group(0)] for m in AUTHOR_HOME_TEXT.finditer(instruction)}
-                     - {"", "workspace/"})  # the home is there, context data makes the workspace
+    folders = sorted(
+        {AUTHOR_HOME_FOLDERS[m.group(0)] for m in AUTHOR_HOME_TEXT.finditer(instruction)} - {"", "workspace/"}
+    )  # the home is there, context data makes the workspace
 
     setup_cfg = data.get("evaluation_setup") or {}
     handler, py_hooks, other_hooks = _scripts(setup_cfg, task_dir, where)
@@ -259,12 +271,15 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
     skip = None
     missing = [p for p in (handler, *py_hooks, *other_hooks) if not p.is_file()]
     if missing:
-        skip = (f"its {', '.join(p.name for p in missing)} is not in {task_dir} (PC-Canary keeps task code in "
-                f"git beside config.json: point tasks.root at a PC-Canary checkout)")
+        skip = (
+            f"its {', '.join(p.name for p in missing)} is not in {task_dir} (PC-Canary keeps task code in "
+            f"git beside config.json: point tasks.root at a PC-Canary checkout)"
+        )
     notes: list[str] = []
     # the folders the task names were there on the authors' machine: make them before anything runs
-    setup: list[dict[str, Any]] = [{"execute": {"command": "mkdir -p " + " ".join(f"~/{f}" for f in folders),
-                                                "shell": True}}] if folders else []
+    setup: list[dict[str, Any]] = (
+        [{"execute": {"command": "mkdir -p " + " ".join(f"~/{f}" for f in folders), "shell": True}}] if folders else []
+    )
     pre = data.get("pre_process") or {}
     if pre.get("command"):
         argv = [author_path(str(pre["command"]), root), *(author_arg(str(a), root) for a in pre.get("args") or [])]
@@ -272,8 +287,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
         if missing_script:
             skip = skip or f"its pre_process script {missing_script} is not here"
         # upstream starts it and goes on (it may serve for the whole episode): in the background
-        setup.append({"execute": {"command": f"setsid -f {shlex.join(argv)} >/dev/null 2>&1 </dev/null",
-                                  "shell": True}})
+        setup.append({"execute": {"command": f"setsid -f {shlex.join(argv)} >/dev/null 2>&1 </dev/null", "shell": True}})
     executable = app_info.get("executable_path")
     launched = False
     if executable:
@@ -291,19 +305,22 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
             else:
                 app = ours  # its app config (mcpworld/conf/app/<app>.yaml) holds the task's app settings
             if cwd:
-                launch.update(command=f"cd {shlex.quote(author_path(str(cwd), root))} && exec {shlex.join(argv)}",
-                              shell=True)
+                launch.update(command=f"cd {shlex.quote(author_path(str(cwd), root))} && exec {shlex.join(argv)}", shell=True)
             setup.append({"launch": launch})
             launched = True
     notes += _preconditions(data, app_dir, launched)
     if data.get("success_conditions"):
-        notes.append(f"success_conditions {data['success_conditions']} kept: PC-Canary's evaluator reads it and acts "
-                     "on it nowhere, the handler's success update decides")
+        notes.append(
+            f"success_conditions {data['success_conditions']} kept: PC-Canary's evaluator reads it and acts "
+            "on it nowhere, the handler's success update decides"
+        )
     kind = str(setup_cfg.get("evaluator_type") or "HookManager")
     if other_hooks and not probe_for(app_dir, {"js_hooks": other_hooks, "evaluator_type": kind}):
-        notes.append(f"its hooks {', '.join(p.name for p in other_hooks)} ({kind}) do not run here: no probe of "
-                     f"this harness runs them in {app_dir} yet, so a handler judging from their events gives no "
-                     "verdict (eval_error)")
+        notes.append(
+            f"its hooks {', '.join(p.name for p in other_hooks)} ({kind}) do not run here: no probe of "
+            f"this harness runs them in {app_dir} yet, so a handler judging from their events gives no "
+            "verdict (eval_error)"
+        )
 
     context = []
     for entry in data.get("context_data") or []:
@@ -312,8 +329,16 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
             skip = skip or f"its context data {entry.get('from')!r} is not on this machine"
             continue
         dest = author_path(str(entry.get("to", "")), root)
-        context.append(ContextEntry(source, "~" + dest[len("/home/user"):] if dest.startswith("/home/user/")
-                                    else "~" + dest if dest.startswith("/") else dest))
+        context.append(
+            ContextEntry(
+                source,
+                "~" + dest[len("/home/user") :]
+                if dest.startswith("/home/user/")
+                else "~" + dest
+                if dest.startswith("/")
+                else dest,
+            )
+        )
 
     total = int(data.get("total_key_steps") or 0)
     names = _key_step_names(data)
@@ -321,15 +346,32 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None,
     config = dict(data)
     if config.get("sql_path"):
         config["sql_path"] = author_path(str(config["sql_path"]), root)
-    handler_setup = {"config": config, "hooks": [str(p) for p in py_hooks], "live_hooks": bool(other_hooks),
-                     "js_hooks": [str(p) for p in other_hooks],
-                     "evaluator_type": str(setup_cfg.get("evaluator_type") or "HookManager"),
-                     "evaluate_on_completion": bool(setup_cfg.get("evaluate_on_completion", False)),
-                     "root": str(root), "python_path": DEBIAN_PYTHON_MODULES.get(_key(app_dir), [])}
+    handler_setup = {
+        "config": config,
+        "hooks": [str(p) for p in py_hooks],
+        "live_hooks": bool(other_hooks),
+        "js_hooks": [str(p) for p in other_hooks],
+        "evaluator_type": str(setup_cfg.get("evaluator_type") or "HookManager"),
+        "evaluate_on_completion": bool(setup_cfg.get("evaluate_on_completion", False)),
+        "root": str(root),
+        "python_path": DEBIAN_PYTHON_MODULES.get(_key(app_dir), []),
+    }
     task_id = f"{app_dir}/{task_dir.name}"
-    return Task(id=task_id, app=app, instruction=instruction, dir=task_dir, source=path,
-                params=_author_home_values(params),  # the handler's: paths in this home (see author_home_text)
-                timeout_s=float(setup_cfg["timeout"]) if setup_cfg.get("timeout") else None,
-                context=context, setup=setup, mcp_servers=_servers(data, root),
-                key_steps=key_steps, handler=handler, handler_setup=handler_setup, format="mcpworld",
-                skip_reason=skip, notes=notes)
+    return Task(
+        id=task_id,
+        app=app,
+        instruction=instruction,
+        dir=task_dir,
+        source=path,
+        params=_author_home_values(params),  # the handler's: paths in this home (see author_home_text)
+        timeout_s=float(setup_cfg["timeout"]) if setup_cfg.get("timeout") else None,
+        context=context,
+        setup=setup,
+        mcp_servers=_servers(data, root),
+        key_steps=key_steps,
+        handler=handler,
+        handler_setup=handler_setup,
+        format="mcpworld",
+        skip_reason=skip,
+        notes=notes,
+    )

@@ -19,8 +19,22 @@ from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings
 
 REQUIRED = ("app", "instruction")
-KNOWN = set(REQUIRED) | {"evaluator", "id", "params", "timeout", "max_steps", "tags", "context", "setup",
-                         "mcp_servers", "key_steps", "handler", "solution", "workspace", "stage"}
+KNOWN = set(REQUIRED) | {
+    "evaluator",
+    "id",
+    "params",
+    "timeout",
+    "max_steps",
+    "tags",
+    "context",
+    "setup",
+    "mcp_servers",
+    "key_steps",
+    "handler",
+    "solution",
+    "workspace",
+    "stage",
+}
 
 _jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -28,8 +42,9 @@ _jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newl
 _WHOLE_PARAM = re.compile(r"^\{\{\s*([A-Za-z_]\w*)\s*\}\}$")
 
 
-def render(value: Any, params: dict[str, Any], where: str, hint: str = "define it under 'params'",
-           error: type[Exception] = TaskFileError) -> Any:
+def render(
+    value: Any, params: dict[str, Any], where: str, hint: str = "define it under 'params'", error: type[Exception] = TaskFileError
+) -> Any:
     """Render every templated string inside ``value`` with the task's params (StrictUndefined).
     A string that is exactly ``{{ name }}`` becomes the param itself, keeping its type (14, not "14")."""
     if isinstance(value, str):
@@ -64,7 +79,7 @@ def normalize_call(call: Any, where: str) -> dict[str, Any]:
     if isinstance(call, dict) and "tool" in call:
         return checked_wait({"tool": str(call["tool"]), "args": dict(call.get("args") or {})}, where)
     if isinstance(call, dict) and len(call) == 1:
-        (tool, args), = call.items()
+        ((tool, args),) = call.items()
         return checked_wait({"tool": str(tool), "args": dict(args or {})}, where)
     raise TaskFileError(f"{where}: solution step {call!r} must be {{tool: NAME, args: {{...}}}} or {{NAME: {{...}}}}")
 
@@ -73,8 +88,10 @@ def with_spoil(call: dict[str, Any], where: str) -> dict[str, Any]:
     """A solution step with its ``spoil:`` kept beside ``tool`` and ``args`` (the oracle reads it)."""
     spoil = call["spoil"]
     if spoil != "omit" and not (isinstance(spoil, dict) and spoil):
-        raise TaskFileError(f"{where}: solution step {call!r}: 'spoil' must be 'omit' (the spoiled replay leaves "
-                            f"the step out) or a mapping of the args to change (e.g. {{text: '41'}}), got {spoil!r}")
+        raise TaskFileError(
+            f"{where}: solution step {call!r}: 'spoil' must be 'omit' (the spoiled replay leaves "
+            f"the step out) or a mapping of the args to change (e.g. {{text: '41'}}), got {spoil!r}"
+        )
     step = normalize_call({k: v for k, v in call.items() if k != "spoil"}, where)
     return {**step, "spoil": dict(spoil) if isinstance(spoil, dict) else spoil}
 
@@ -99,8 +116,9 @@ def load_task(path: Path, root: Path | None = None) -> Task:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise TaskFileError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 4]!r}); "
-                            "save the file as UTF-8") from None
+        raise TaskFileError(
+            f"{where}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start : exc.start + 4]!r}); save the file as UTF-8"
+        ) from None
     except yaml.YAMLError as exc:
         raise TaskFileError(f"{where}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
@@ -120,8 +138,9 @@ def load_task(path: Path, root: Path | None = None) -> Task:
     try:
         needed = jinja2.meta.find_undeclared_variables(_jinja.parse(str(data["instruction"])))
     except jinja2.TemplateSyntaxError as exc:
-        raise TaskFileError(f"{where}: instruction: template syntax error: {exc.message} "
-                            f"(line {exc.lineno} of the instruction)") from None
+        raise TaskFileError(
+            f"{where}: instruction: template syntax error: {exc.message} (line {exc.lineno} of the instruction)"
+        ) from None
     missing = sorted(needed - set(params))
     if missing:
         raise TaskFileError(f"{where}: instruction uses undefined param(s) {', '.join(missing)}; add them under 'params'")
@@ -149,8 +168,7 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         raw_solution = {"gui": raw_solution}
     if not isinstance(raw_solution, dict):
         raise TaskFileError(f"{where}: 'solution' must be a list of tool calls or a mapping modality -> list")
-    solution = {m: [normalize_call(c, where) for c in render(calls or [], params, where)]
-                for m, calls in raw_solution.items()}
+    solution = {m: [normalize_call(c, where) for c in render(calls or [], params, where)] for m, calls in raw_solution.items()}
 
     # evaluators may name gold files in the task folder: {type: cache_file, path: "{{ task_dir }}/gold.png"}
     judged = {"task_dir": str(task_dir.resolve()), **params}
@@ -164,20 +182,37 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         raise TaskFileError(f"{where}: 'tags' must be a list, e.g. tags: [{tags}]")
     stage = data.get("stage", True)
     if not isinstance(stage, bool):
-        raise TaskFileError(f"{where}: 'stage' must be true or false (false: its setup runs at the episode's start, "
-                            "never ahead under env.stage), not {stage!r}")
+        raise TaskFileError(
+            f"{where}: 'stage' must be true or false (false: its setup runs at the episode's start, "
+            "never ahead under env.stage), not {stage!r}"
+        )
     return Task(
-        id=task_id, app=app, instruction=str(render(str(data["instruction"]), params, where)).strip(),
-        dir=task_dir, source=path, params=params,
-        timeout_s=_number(data, "timeout", float, where), max_steps=_number(data, "max_steps", int, where),
-        tags=[str(t) for t in tags], context=context, setup=setup,
-        mcp_servers=list(data.get("mcp_servers") or []), key_steps=render(list(data.get("key_steps") or []), judged, where),
-        evaluator=evaluator, handler=handler, solution=solution, workspace=str(data.get("workspace") or "~"),
+        id=task_id,
+        app=app,
+        instruction=str(render(str(data["instruction"]), params, where)).strip(),
+        dir=task_dir,
+        source=path,
+        params=params,
+        timeout_s=_number(data, "timeout", float, where),
+        max_steps=_number(data, "max_steps", int, where),
+        tags=[str(t) for t in tags],
+        context=context,
+        setup=setup,
+        mcp_servers=list(data.get("mcp_servers") or []),
+        key_steps=render(list(data.get("key_steps") or []), judged, where),
+        evaluator=evaluator,
+        handler=handler,
+        solution=solution,
+        workspace=str(data.get("workspace") or "~"),
         stage=stage,
     )
 
 
-@task_format("native", pattern="task.yaml", needs="a task.yaml with 'app', 'instruction' and 'evaluator'",
-             detect=lambda path, data: path.suffix in (".yaml", ".yml"))
+@task_format(
+    "native",
+    pattern="task.yaml",
+    needs="a task.yaml with 'app', 'instruction' and 'evaluator'",
+    detect=lambda path, data: path.suffix in (".yaml", ".yml"),
+)
 def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
     return load_task(path, root)

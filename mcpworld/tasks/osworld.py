@@ -23,29 +23,51 @@ from mcpworld.tasks.settings import LoaderSettings
 from mcpworld.tasks.windows_paths import map_paths, map_text
 
 # What only a Google account gives (OSWorld's Drive tasks log into one with its own credentials).
-ACCOUNT_STEPS = {"googledrive": "a Google Drive account (OSWorld's googledrive setup step logs into one)",
-                 "login": "a website account (OSWorld's login setup step)"}
+ACCOUNT_STEPS = {
+    "googledrive": "a Google Drive account (OSWorld's googledrive setup step logs into one)",
+    "login": "a website account (OSWorld's login setup step)",
+}
 ACCOUNT_GETTERS = {"googledrive_file": "a Google Drive account (the googledrive_file getter reads the agent's Drive)"}
 # Windows Agent Arena's tasks for Windows' own programs, and its Windows-only setup steps.
 WINDOWS_APPS = {"file_explorer", "msedge", "edge", "settings", "clock", "windows_calc", "microsoft_paint", "notepad"}
 WINDOWS_STEPS = {"create_folder", "recycle_file", "update_browse_history_edge"}
 # Windows' own commands, run by a step or a grader (taskkill /IM chrome.exe /F, cmd /c …)
-WINDOWS_COMMANDS = {"taskkill", "tasklist", "cmd", "cmd.exe", "powershell", "powershell.exe", "pwsh", "Stop-Process",
-                    "Start-Process", "reg", "findstr", "fsutil", "wmic", "explorer.exe"}
+WINDOWS_COMMANDS = {
+    "taskkill",
+    "tasklist",
+    "cmd",
+    "cmd.exe",
+    "powershell",
+    "powershell.exe",
+    "pwsh",
+    "Stop-Process",
+    "Start-Process",
+    "reg",
+    "findstr",
+    "fsutil",
+    "wmic",
+    "explorer.exe",
+}
 # A Windows path (C:\Users\…, %USERPROFILE%) or a Windows shell anywhere in the task's steps or evaluator.
 WINDOWS_TEXT = re.compile(r"(?<![\w\\])[A-Z]:[\\/]\w|%(?:USERPROFILE|APPDATA|LOCALAPPDATA|HOMEPATH)%|\b(?i:powershell)\b")
 # What OSWorld's Ubuntu VM runs and our desktop (Xvfb + openbox, no init system) does not. The
 # GNOME desktop schemas are here (gsettings with dconf works), GNOME Shell's own are not.
 DESKTOP_NEEDS = (
     (re.compile(r"\borg\.gnome\.shell\b"), "GNOME Shell (it reads or sets the org.gnome.shell settings)"),
-    (re.compile(r"\b(?:timedatectl|hostnamectl|localectl|loginctl|systemctl)\b"),
-     "systemd as the init system (its commands talk to systemd's services)"),
+    (
+        re.compile(r"\b(?:timedatectl|hostnamectl|localectl|loginctl|systemctl)\b"),
+        "systemd as the init system (its commands talk to systemd's services)",
+    ),
 )
 
 
 # how the suites spell our catalog's apps in related_apps ("libreoffice calc", WAA's "libreoffice-calc")
-APP_SPELLINGS = {"vs_code": "vscode", "calc": "libreoffice_calc", "writer": "libreoffice_writer",
-                 "impress": "libreoffice_impress"}
+APP_SPELLINGS = {
+    "vs_code": "vscode",
+    "calc": "libreoffice_calc",
+    "writer": "libreoffice_writer",
+    "impress": "libreoffice_impress",
+}
 
 
 def app_name(name: str) -> str:
@@ -72,8 +94,10 @@ def needs_windows(data: dict[str, Any]) -> str | None:
     windows_apps = sorted({a for a in apps if a in WINDOWS_APPS})
     if windows_apps:
         return f"needs Windows: it works {', '.join(windows_apps)}, a Windows program"
-    for part, steps in (("setup", data.get("config") or []),
-                        ("postconfig", (data.get("evaluator") or {}).get("postconfig") or [])):
+    for part, steps in (
+        ("setup", data.get("config") or []),
+        ("postconfig", (data.get("evaluator") or {}).get("postconfig") or []),
+    ):
         for step in steps:
             if isinstance(step, dict) and step.get("type") in WINDOWS_STEPS:
                 return f"needs Windows: its {part} step {step['type']!r} is Windows Agent Arena's, for Windows"
@@ -142,8 +166,9 @@ def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[
             for item in params.get("files") or []:
                 source = item.get("url") or item.get("local_path") or ""
                 if not source or not item.get("path"):
-                    raise TaskFileError(f"{where}: each file of a {kind} step needs 'url' (or 'local_path') "
-                                        f"and 'path', got {item!r}")
+                    raise TaskFileError(
+                        f"{where}: each file of a {kind} step needs 'url' (or 'local_path') and 'path', got {item!r}"
+                    )
                 local = _local_source(source, task_dir)
                 if local is None:
                     out.append({"download": {"url": source, "dest": item["path"]}})
@@ -155,8 +180,10 @@ def _map_steps(steps: list[Any], task_dir: Path, where: str) -> tuple[list[dict[
                 return out, f"its {part} {kind} step: {why}"
             out.append({"type": kind, "parameters": params})
         else:
-            return out, (f"its {part} step {kind!r} is one mcpworld does not have "
-                         f"(it has {', '.join(sorted(REQUIRED))}, download, upload_file)")
+            return out, (
+                f"its {part} step {kind!r} is one mcpworld does not have "
+                f"(it has {', '.join(sorted(REQUIRED))}, download, upload_file)"
+            )
     return out, None
 
 
@@ -170,8 +197,7 @@ def _getter_types(spec: dict[str, Any]) -> set[str]:
     return types
 
 
-def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: bool = True,
-                 vm_kind: str | None = None) -> Task:
+def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: bool = True, vm_kind: str | None = None) -> Task:
     """``windows_home``: WAA's paths in the Windows account's home become the Linux home's
     (tasks/windows_paths.py); off where the task runs on Windows itself. ``vm_kind``: the suite's own
     VM runs the task (env=vm): Windows (waa) or GNOME and systemd (osworld) are there."""
@@ -185,27 +211,42 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: b
     if not isinstance(data["evaluator"], dict):
         raise TaskFileError(f"{where}: 'evaluator' must be an object")
     if windows_home:
-        data = dict(data, config=map_paths(data.get("config")), evaluator=map_paths(data["evaluator"]),
-                    instruction=map_text(str(data["instruction"])))
+        data = dict(
+            data,
+            config=map_paths(data.get("config")),
+            evaluator=map_paths(data["evaluator"]),
+            instruction=map_text(str(data["instruction"])),
+        )
     setup, skip = _map_steps(list(data.get("config") or []), path.parent, where)
     evaluator = dict(data["evaluator"])
     post, post_skip = _map_steps(list(evaluator.get("postconfig") or []), path.parent, where + " (postconfig)")
     evaluator["postconfig"] = post
     account = sorted(ACCOUNT_GETTERS[g] for g in _getter_types(evaluator) & set(ACCOUNT_GETTERS))
-    platform_skip = None if vm_kind == "waa" else needs_windows(data) if vm_kind else \
-        needs_windows(data) or needs_desktop(data)
-    skip = platform_skip or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have"
-                                                        if account else None)
+    platform_skip = None if vm_kind == "waa" else needs_windows(data) if vm_kind else needs_windows(data) or needs_desktop(data)
+    skip = platform_skip or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have" if account else None)
     apps = data.get("related_apps") or []
     app = app_name(str(apps[0] if apps else data.get("snapshot") or "os"))
     # as the suite wrote it: /home/user exists on the desktops (a view of the episode's home: env/mountns.py);
     # a desktop without it shows the agent ~ in its place (tasks/instructions.py)
-    return Task(id=str(data["id"]), app=app, instruction=str(data["instruction"]), dir=path.parent, source=path,
-                setup=setup, evaluator=evaluator, format="osworld", skip_reason=skip,
-                tags=[str(data.get("snapshot", ""))] if data.get("snapshot") else [])
+    return Task(
+        id=str(data["id"]),
+        app=app,
+        instruction=str(data["instruction"]),
+        dir=path.parent,
+        source=path,
+        setup=setup,
+        evaluator=evaluator,
+        format="osworld",
+        skip_reason=skip,
+        tags=[str(data.get("snapshot", ""))] if data.get("snapshot") else [],
+    )
 
 
-@task_format("osworld", pattern="*.json", needs="an OSWorld/WAA .json with 'id', 'instruction' and 'evaluator'",
-             detect=lambda path, data: is_osworld_task(data))
+@task_format(
+    "osworld",
+    pattern="*.json",
+    needs="an OSWorld/WAA .json with 'id', 'instruction' and 'evaluator'",
+    detect=lambda path, data: is_osworld_task(data),
+)
 def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
     return load_osworld(path, data, windows_home=settings.windows_home, vm_kind=settings.vm_kind)

@@ -18,8 +18,10 @@ from mcpworld.core.errors import UserError
 from mcpworld.core.steps import normalize_step
 from mcpworld.core.task import Task
 
-FETCH_HINT = ("fetch the suite's files ahead with `python -m mcpworld.cli.prefetch tasks.root=<folder>`, "
-              "or serve a local copy with files.mirror=<folder> (files.rewrite maps URL prefixes)")
+FETCH_HINT = (
+    "fetch the suite's files ahead with `python -m mcpworld.cli.prefetch tasks.root=<folder>`, "
+    "or serve a local copy with files.mirror=<folder> (files.rewrite maps URL prefixes)"
+)
 
 
 def _steps(task: Task) -> Iterator[list[Any]]:
@@ -87,18 +89,27 @@ def rewrite_rules(value: Any) -> dict[str, str]:
         return {}
     if isinstance(value, Mapping):
         return {str(k): str(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str) \
-            and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in value):
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in value)
+    ):
         return {str(p[0]): str(p[1]) for p in value}
-    raise UserError(f"files.rewrite: expected a mapping of URL prefix to URL prefix or folder, or a list of "
-                    f"[prefix, target] pairs (files.rewrite=[[https://host/,/data/mirror]]), got {value!r}")
+    raise UserError(
+        f"files.rewrite: expected a mapping of URL prefix to URL prefix or folder, or a list of "
+        f"[prefix, target] pairs (files.rewrite=[[https://host/,/data/mirror]]), got {value!r}"
+    )
 
 
 def file_cache(files: Any, progress: Any = None) -> FileCache:
     """A FileCache from the run's ``files`` config (FilesConfig or a DictConfig of it)."""
     from mcpworld.core.downloads import default_cache_dir
 
-    return FileCache(root=Path(files.cache_dir).expanduser() if files.cache_dir else default_cache_dir(),
-                     mirror=Path(files.mirror).expanduser() if files.mirror else None,
-                     rewrite=rewrite_rules(files.rewrite),
-                     retries=int(files.retries), timeout_s=float(files.timeout_s), progress=progress)
+    return FileCache(
+        root=Path(files.cache_dir).expanduser() if files.cache_dir else default_cache_dir(),
+        mirror=Path(files.mirror).expanduser() if files.mirror else None,
+        rewrite=rewrite_rules(files.rewrite),
+        retries=int(files.retries),
+        timeout_s=float(files.timeout_s),
+        progress=progress,
+    )

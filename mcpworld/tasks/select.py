@@ -43,18 +43,20 @@ def qualify_colliding_ids(tasks: list[Task]) -> None:
     for task in tasks:
         if task.format != "native" and ids[task.id] > 1:
             qualified = f"{task.source.parent.name}/{task.source.stem}"
-            log.warning("task id %s is used by %d task files; %s is now %s", task.id, ids[task.id], task.source,
-                        qualified)
+            log.warning("task id %s is used by %d task files; %s is now %s", task.id, ids[task.id], task.source, qualified)
             task.id = qualified
 
 
-def select(tasks: Iterable[Task], apps: Sequence[str], patterns: Sequence[str],
-           exclude_tags: Sequence[str]) -> list[Task]:
+def select(tasks: Iterable[Task], apps: Sequence[str], patterns: Sequence[str], exclude_tags: Sequence[str]) -> list[Task]:
     tasks = list(tasks)
     apps, patterns = list(apps), list(patterns)
-    chosen = [t for t in tasks if (not apps or t.app in apps)
-              and (not patterns or any(fnmatch.fnmatchcase(t.id, p) for p in patterns))
-              and not set(t.tags) & set(exclude_tags)]
+    chosen = [
+        t
+        for t in tasks
+        if (not apps or t.app in apps)
+        and (not patterns or any(fnmatch.fnmatchcase(t.id, p) for p in patterns))
+        and not set(t.tags) & set(exclude_tags)
+    ]
     if not chosen:
         known = ", ".join(t.id for t in tasks) or "none"
         raise UserError(f"no task matches app={apps or 'all'} task={patterns or 'all'}; known tasks: {known}")
@@ -62,6 +64,7 @@ def select(tasks: Iterable[Task], apps: Sequence[str], patterns: Sequence[str],
 
 
 # ---------------------------------------------------------------- applicability to a modality
+
 
 def task_paths(task: Task, starts_app: bool, has_mcp: bool) -> frozenset[str]:
     """The tool families a task can be done with (any one of them suffices).
@@ -88,9 +91,11 @@ def not_applicable(task: Task, modality: str, tools: Sequence[str], starts_app: 
         return None
     offered = ", ".join(str(t) for t in tools)
     if paths == {"mcp"}:
-        return (f"not applicable to modality={modality} (it offers {offered}): the task needs MCP tools (its task file "
-                "declares MCP servers or local tools, it starts no desktop app, and its grader judges what those "
-                "tools did); run it with modality=mcp, hybrid or all")
+        return (
+            f"not applicable to modality={modality} (it offers {offered}): the task needs MCP tools (its task file "
+            "declares MCP servers or local tools, it starts no desktop app, and its grader judges what those "
+            "tools did); run it with modality=mcp, hybrid or all"
+        )
     return f"not applicable to modality={modality}: it has no MCP servers, and modality={modality} offers no other tools"
 
 

@@ -37,8 +37,7 @@ class PcCanarySettings:
 
     def __post_init__(self) -> None:
         if self.root is not None and not self.root.is_dir():
-            raise TaskFileError(f"pccanary.root={self.root}: no such folder; give the PC-Canary checkout the "
-                                "tasks come from")
+            raise TaskFileError(f"pccanary.root={self.root}: no such folder; give the PC-Canary checkout the tasks come from")
 
 
 @dataclass(frozen=True)
@@ -76,16 +75,27 @@ class TaskSettings:
         """The task part of a run config: ``tasks.root``, ``tasks.exclude_tags``, ``app.apps``, ``task``,
         ``toolathlon.*``, ``pccanary.*`` and ``env.backend`` (the one place that reads them)."""
         root = Path(cfg.tasks.root).expanduser().resolve() if cfg.tasks.root else BUILTIN_TASKS
-        selection = TaskSelection(root=root, apps=tuple(str(a) for a in cfg.app.apps),
-                                  patterns=tuple(as_patterns(cfg.task)),
-                                  exclude_tags=tuple(str(t) for t in cfg.tasks.exclude_tags))
+        selection = TaskSelection(
+            root=root,
+            apps=tuple(str(a) for a in cfg.app.apps),
+            patterns=tuple(as_patterns(cfg.task)),
+            exclude_tags=tuple(str(t) for t in cfg.tasks.exclude_tags),
+        )
         tl = cfg.toolathlon
-        toolathlon = ToolathlonSettings(root=as_path(tl.root), python=str(tl.python) if tl.python else None,
-                                        lang=str(tl.lang or "en"), claim_done=bool(tl.claim_done))
+        toolathlon = ToolathlonSettings(
+            root=as_path(tl.root),
+            python=str(tl.python) if tl.python else None,
+            lang=str(tl.lang or "en"),
+            claim_done=bool(tl.claim_done),
+        )
         pccanary = PcCanarySettings(root=as_path(cfg.pccanary.root))
         on_vm = str(cfg.env.backend) == "vm"
-        return cls(selection, LoaderSettings(toolathlon=toolathlon, pccanary=pccanary, windows_home=not on_vm,
-                                             vm_kind=str(cfg.env.vm.kind) if on_vm else None))
+        return cls(
+            selection,
+            LoaderSettings(
+                toolathlon=toolathlon, pccanary=pccanary, windows_home=not on_vm, vm_kind=str(cfg.env.vm.kind) if on_vm else None
+            ),
+        )
 
 
 def as_path(value: Any) -> Path | None:

@@ -54,9 +54,11 @@ def read_overlay(path: Path) -> Overlay:
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise TaskFileError(f"{where}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not ("solution" in data) ^ ("unsolved" in data):
-        raise TaskFileError(f"{where}: a solution file needs 'solution:' (a list of tool calls, or modality -> "
-                            "list), or instead 'unsolved:' (why none can be written here), and optionally "
-                            "'id:' and 'note:'")
+        raise TaskFileError(
+            f"{where}: a solution file needs 'solution:' (a list of tool calls, or modality -> "
+            "list), or instead 'unsolved:' (why none can be written here), and optionally "
+            "'id:' and 'note:'"
+        )
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise TaskFileError(f"{where}: unknown key(s) {', '.join(unknown)}; a solution file has {', '.join(sorted(KEYS))}")
@@ -65,13 +67,19 @@ def read_overlay(path: Path) -> Overlay:
         raw = {"gui": raw}
     if not isinstance(raw, dict) or not all(isinstance(calls, list) for calls in raw.values()):
         raise TaskFileError(f"{where}: 'solution' must be a list of tool calls or a mapping modality -> list")
-    for key, meaning in (("offline", "why the answer needs none of the sites the task opens"),
-                         ("unsolved", "why no oracle solution can be written for the task here")):
+    for key, meaning in (
+        ("offline", "why the answer needs none of the sites the task opens"),
+        ("unsolved", "why no oracle solution can be written for the task here"),
+    ):
         if not isinstance(data.get(key) or "", str):
             raise TaskFileError(f"{where}: '{key}' must be a sentence saying {meaning}")
-    return Overlay(path, str(data.get("id") or path.stem),
-                   {str(m): [normalize_call(c, where) for c in calls] for m, calls in raw.items()},
-                   str(data.get("offline") or "").strip(), str(data.get("unsolved") or "").strip())
+    return Overlay(
+        path,
+        str(data.get("id") or path.stem),
+        {str(m): [normalize_call(c, where) for c in calls] for m, calls in raw.items()},
+        str(data.get("offline") or "").strip(),
+        str(data.get("unsolved") or "").strip(),
+    )
 
 
 def load_solutions(folder: Path) -> dict[str, tuple[Path, Calls]]:
@@ -86,8 +94,7 @@ def _overlays(folder: Path) -> dict[str, Overlay]:
     for path in sorted(folder.rglob("*.yaml")):
         overlay = read_overlay(path)
         if overlay.task_id in found:
-            raise TaskFileError(f"{path}: task {overlay.task_id} already has a solution file, "
-                                f"{found[overlay.task_id].path}")
+            raise TaskFileError(f"{path}: task {overlay.task_id} already has a solution file, {found[overlay.task_id].path}")
         found[overlay.task_id] = overlay
     return found
 

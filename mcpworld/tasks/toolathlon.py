@@ -46,9 +46,23 @@ UNAVAILABLE_LOCAL_TOOLS = {"web_search": "a Serper web-search key", "ai_webpage_
 # made by `make toolathlon` (python -m mcpworld.tasks.toolathlon --prepare): a Python 3.12 when the
 # machine has one, with what upstream's graders and preprocess scripts import
 PREPARED = HOME / ".toolathlon-python"
-GRADER_REQUIREMENTS = ["pandas==3.1.1", "numpy==2.5.5", "openpyxl==3.1.5", "python-docx==1.2.0", "python-pptx==1.0.2",
-                       "tqdm==4.70.1", "sympy==1.14.0", "termcolor==3.3.0", "openai==3.57.0", "openai-agents==0.0.15",
-                       "aiohttp==3.14.5", "tenacity==9.2.1", "addict==2.4.0", "pydantic==2.14.4", "PyYAML==6.0.4"]
+GRADER_REQUIREMENTS = [
+    "pandas==3.1.1",
+    "numpy==2.5.5",
+    "openpyxl==3.1.5",
+    "python-docx==1.2.0",
+    "python-pptx==1.0.2",
+    "tqdm==4.70.1",
+    "sympy==1.14.0",
+    "termcolor==3.3.0",
+    "openai==3.57.0",
+    "openai-agents==0.0.15",
+    "aiohttp==3.14.5",
+    "tenacity==9.2.1",
+    "addict==2.4.0",
+    "pydantic==2.14.4",
+    "PyYAML==6.0.4",
+]
 
 
 _warned: set[str] = set()
@@ -79,9 +93,12 @@ def grader_python(settings: ToolathlonSettings) -> str:
         return python312
     if "python" not in _warned:
         _warned.add("python")
-        log.warning("Toolathlon graders run on %s (Python %d.%d): no Python 3.12 found (upstream's version; "
-                    "`make toolathlon` prepares one with the graders' requirements, or set toolathlon.python=PATH)",
-                    sys.executable, *sys.version_info[:2])
+        log.warning(
+            "Toolathlon graders run on %s (Python %d.%d): no Python 3.12 found (upstream's version; "
+            "`make toolathlon` prepares one with the graders' requirements, or set toolathlon.python=PATH)",
+            sys.executable,
+            *sys.version_info[:2],
+        )
     return sys.executable
 
 
@@ -139,15 +156,17 @@ def _read(path: Path, where: str, required: bool = True) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
-@task_format("toolathlon", pattern="task_config.json",
-             needs="a Toolathlon task_config.json with 'needed_mcp_servers'",
-             detect=lambda path, data: path.name == "task_config.json" and is_toolathlon_config(data))
+@task_format(
+    "toolathlon",
+    pattern="task_config.json",
+    needs="a Toolathlon task_config.json with 'needed_mcp_servers'",
+    detect=lambda path, data: path.name == "task_config.json" and is_toolathlon_config(data),
+)
 def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | None) -> Task:
     return load_toolathlon(path, data, settings.toolathlon)
 
 
-def load_toolathlon(path: Path, data: dict[str, Any] | None = None,
-                    settings: ToolathlonSettings = ToolathlonSettings()) -> Task:
+def load_toolathlon(path: Path, data: dict[str, Any] | None = None, settings: ToolathlonSettings = ToolathlonSettings()) -> Task:
     path = Path(path)
     where = str(path)
     data = read_json(path) if data is None else data
@@ -162,9 +181,11 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None,
     prompt = _read(_variant(folder / "docs", "agent_system_prompt.md", cn), where, required=False)
     for token in WORKSPACE_TOKENS:
         prompt = prompt.replace(token, "{workspace}")
-    prompt = (prompt.replace("!!<<<<||||workspace_dir_rela||||>>>>!!", "workspace")
-              .replace("!!<<<<||||time||||>>>>!!", when)
-              .replace("!!<<<<||||task_description||||>>>>!!", instruction))
+    prompt = (
+        prompt.replace("!!<<<<||||workspace_dir_rela||||>>>>!!", "workspace")
+        .replace("!!<<<<||||time||||>>>>!!", when)
+        .replace("!!<<<<||||task_description||||>>>>!!", instruction)
+    )
 
     skip = None
     for name in local:
@@ -181,9 +202,11 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None,
     context = [ContextEntry(initial, WORKSPACE, extract_archives=not preprocess.is_file())] if initial.is_dir() else []
     setup: list[dict[str, Any]] = [{"execute": {"command": ["mkdir", "-p", WORKSPACE]}}]
     if preprocess.is_file():  # upstream: uv run -m <module> --agent_workspace W --launch_time "T", from the root
-        command = (f"cd {shlex.quote(str(base))} && exec {shlex.quote(python)} -m "
-                   f"{shlex.quote(module_of(preprocess, base))} --agent_workspace {WORKSPACE} "
-                   f"--launch_time {shlex.quote(when)}")
+        command = (
+            f"cd {shlex.quote(str(base))} && exec {shlex.quote(python)} -m "
+            f"{shlex.quote(module_of(preprocess, base))} --agent_workspace {WORKSPACE} "
+            f"--launch_time {shlex.quote(when)}"
+        )
         # ("preprocess": where an episode's Klavis sandboxes hand their credentials: this command only)
         setup.append({"execute": {"command": command, "shell": True, "timeout": 300, "preprocess": True}})
     grader = _variant(folder / "evaluation", "main.py", cn)
@@ -194,22 +217,39 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None,
     if (folder / "solution.json").is_file():
         data_solution = read_json(folder / "solution.json")
         if not isinstance(data_solution, dict):
-            raise TaskFileError(f"{folder / 'solution.json'}: must be an object like {{\"mcp\": [tool calls]}}")
+            raise TaskFileError(f'{folder / "solution.json"}: must be an object like {{"mcp": [tool calls]}}')
         calls = data_solution.get("mcp") or []
         steps = [normalize_call(c, str(folder / "solution.json")) for c in calls]
         solution = {"mcp": steps, "hybrid": steps}
 
     max_turns = data.get("max_turns")
     return Task(
-        id=f"toolathlon/{folder.name}" + ("_cn" if cn else ""), app="toolathlon", instruction=instruction,
-        dir=folder, source=path, params={"launch_time": when}, max_steps=int(max_turns) if max_turns else None,
-        tags=["toolathlon"] + (["cn"] if cn else []), context=context, setup=setup,
-        mcp_servers=[str(s) for s in servers], workspace=WORKSPACE,
-        local_tools=[str(t) for t in local if t in LOCAL_TOOLS], system_prompt=prompt,
-        grader={"script": str(grader), "module": module_of(grader, base), "root": str(base), "python": python,
-                "groundtruth": str(_variant(folder, "groundtruth_workspace", cn)), "launch_time": when,
-                "claim_done": settings.claim_done},
-        solution=solution, format="toolathlon", skip_reason=skip,
+        id=f"toolathlon/{folder.name}" + ("_cn" if cn else ""),
+        app="toolathlon",
+        instruction=instruction,
+        dir=folder,
+        source=path,
+        params={"launch_time": when},
+        max_steps=int(max_turns) if max_turns else None,
+        tags=["toolathlon"] + (["cn"] if cn else []),
+        context=context,
+        setup=setup,
+        mcp_servers=[str(s) for s in servers],
+        workspace=WORKSPACE,
+        local_tools=[str(t) for t in local if t in LOCAL_TOOLS],
+        system_prompt=prompt,
+        grader={
+            "script": str(grader),
+            "module": module_of(grader, base),
+            "root": str(base),
+            "python": python,
+            "groundtruth": str(_variant(folder, "groundtruth_workspace", cn)),
+            "launch_time": when,
+            "claim_done": settings.claim_done,
+        },
+        solution=solution,
+        format="toolathlon",
+        skip_reason=skip,
     )
 
 
@@ -229,22 +269,30 @@ def prepare(target: Path = PREPARED) -> str:
     if closed:
         base = _open_copy(base, runtime)
     subprocess.run([base, "-m", "venv", str(target)], check=True)
-    subprocess.run([str(target / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-                    *GRADER_REQUIREMENTS], check=True)
+    subprocess.run(
+        [str(target / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *GRADER_REQUIREMENTS], check=True
+    )
     stamp.write_text(made)
     return f"{target}: made on {base}"
 
 
 def _open_copy(python: str, runtime: Path) -> str:
     """A copy of ``python``'s installation (without its test suite and packages) at ``runtime``."""
-    prefix = subprocess.run([python, "-c", "import sys; print(sys.base_prefix)"], capture_output=True,
-                            text=True, check=True).stdout.strip()
-    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    prefix = subprocess.run(
+        [python, "-c", "import sys; print(sys.base_prefix)"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    version = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     shutil.rmtree(runtime, ignore_errors=True)
-    shutil.copytree(prefix, runtime, symlinks=True,
-                    ignore=lambda folder, names: [n for n in names if n in ("test", "site-packages")
-                                                  and Path(folder).name == f"python{version}"])
+    shutil.copytree(
+        prefix,
+        runtime,
+        symlinks=True,
+        ignore=lambda folder, names: [
+            n for n in names if n in ("test", "site-packages") and Path(folder).name == f"python{version}"
+        ],
+    )
     binary = runtime / "bin" / f"python{version}"
     # a shared build finds libpython by its absolute RUNPATH (the closed original): point it at the copy
     if "RUNPATH" in subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True).stdout:

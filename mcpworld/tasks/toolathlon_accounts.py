@@ -34,22 +34,55 @@ from typing import Any
 
 # utils.app_specific.<app> -> the outside account it talks to
 APP_ACCOUNTS = {
-    "github": "GitHub", "notion": "Notion", "googlesheet": "Google", "google_form": "Google",
-    "google_oauth": "Google", "google_maps": "Google API key", "google_cloud": "Google Cloud",
-    "snowflake": "Snowflake", "woocommerce": "WooCommerce", "canvas": "Canvas", "poste": "Poste.io mail",
-    "huggingface": "Hugging Face", "wandb": "W&B", "k8s": "kind cluster"}
+    "github": "GitHub",
+    "notion": "Notion",
+    "googlesheet": "Google",
+    "google_form": "Google",
+    "google_oauth": "Google",
+    "google_maps": "Google API key",
+    "google_cloud": "Google Cloud",
+    "snowflake": "Snowflake",
+    "woocommerce": "WooCommerce",
+    "canvas": "Canvas",
+    "poste": "Poste.io mail",
+    "huggingface": "Hugging Face",
+    "wandb": "W&B",
+    "k8s": "kind cluster",
+}
 # token_key_session keys, by prefix -> the account they belong to
 TOKEN_ACCOUNTS = {
-    "github": "GitHub", "notion": "Notion", "googlesheet": "Google", "google_form": "Google",
-    "google_oauth": "Google", "google_maps": "Google API key", "google_cloud": "Google Cloud",
-    "snowflake": "Snowflake", "woocommerce": "WooCommerce", "canvas": "Canvas", "poste": "Poste.io mail",
-    "huggingface": "Hugging Face", "wandb": "W&B", "serper": "Serper", "emails": "Poste.io mail",
-    "gcp": "Google Cloud", "kubernetes": "kind cluster", "k8s": "kind cluster"}
+    "github": "GitHub",
+    "notion": "Notion",
+    "googlesheet": "Google",
+    "google_form": "Google",
+    "google_oauth": "Google",
+    "google_maps": "Google API key",
+    "google_cloud": "Google Cloud",
+    "snowflake": "Snowflake",
+    "woocommerce": "WooCommerce",
+    "canvas": "Canvas",
+    "poste": "Poste.io mail",
+    "huggingface": "Hugging Face",
+    "wandb": "W&B",
+    "serper": "Serper",
+    "emails": "Poste.io mail",
+    "gcp": "Google Cloud",
+    "kubernetes": "kind cluster",
+    "k8s": "kind cluster",
+}
 # libraries whose use in live code talks to an outside account (the task's own mail, API and cloud clients)
 LIBRARY_ACCOUNTS = {
-    "imaplib": "Poste.io mail", "smtplib": "Poste.io mail", "notion_client": "Notion", "huggingface_hub": "Hugging Face",
-    "wandb": "W&B", "gspread": "Google", "google.cloud": "Google Cloud",
-    "kubernetes": "kind cluster", "snowflake": "Snowflake", "woocommerce": "WooCommerce"}
+    "imaplib": "Poste.io mail",
+    "smtplib": "Poste.io mail",
+    "notion_client": "Notion",
+    "huggingface_hub": "Hugging Face",
+    "wandb": "W&B",
+    "gspread": "Google",
+    "google.cloud": "Google Cloud",
+    "kubernetes": "kind cluster",
+    "snowflake": "Snowflake",
+    "woocommerce": "WooCommerce",
+}
 # helpers under utils.app_specific that need no account
 NO_ACCOUNT = {("poste", "domain_utils")}
 TOKEN_NAMES = {"all_token_key_session", "token_key_session"}
@@ -99,8 +132,7 @@ def app_account(dotted: str) -> tuple[str, str] | None:
 
 def library_account(dotted: str) -> str | None:
     """``google.cloud.storage`` → Google Cloud; None for a library that needs no account."""
-    return next((account for lib, account in LIBRARY_ACCOUNTS.items()
-                 if dotted == lib or dotted.startswith(lib + ".")), None)
+    return next((account for lib, account in LIBRARY_ACCOUNTS.items() if dotted == lib or dotted.startswith(lib + ".")), None)
 
 
 def token_account(key: str) -> str | None:
@@ -126,8 +158,12 @@ class Binding:
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
     test = stmt.test if isinstance(stmt, ast.If) else None
-    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
 
 
 def _stores(node: ast.AST | None, pos: tuple[int, int], conditional: bool, main_only: bool) -> list[Binding]:
@@ -149,13 +185,22 @@ def _bindings(body: list[ast.stmt], conditional: bool = False, main_only: bool =
         pos = (stmt.lineno, stmt.col_offset)
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                out.append(Binding(alias.asname or alias.name.split(".")[0], pos, "import", conditional, main_only,
-                                   module=alias.name if alias.asname else alias.name.split(".")[0]))
+                out.append(
+                    Binding(
+                        alias.asname or alias.name.split(".")[0],
+                        pos,
+                        "import",
+                        conditional,
+                        main_only,
+                        module=alias.name if alias.asname else alias.name.split(".")[0],
+                    )
+                )
         elif isinstance(stmt, ast.ImportFrom):
             module = "." * stmt.level + (stmt.module or "")
             for alias in stmt.names:
-                out.append(Binding(alias.asname or alias.name, pos, "import", conditional, main_only,
-                                   module=module, attr=alias.name))
+                out.append(
+                    Binding(alias.asname or alias.name, pos, "import", conditional, main_only, module=module, attr=alias.name)
+                )
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.append(Binding(stmt.name, pos, "def", conditional, main_only, node=stmt))
         elif _is_main_guard(stmt):
@@ -215,8 +260,16 @@ class Scope:
             scope.bindings.setdefault(b.name, []).append(b)
         if not isinstance(node, ast.ClassDef):
             a = node.args
-            scope.params = {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs,
-                                                *([a.vararg] if a.vararg else []), *([a.kwarg] if a.kwarg else [])]}
+            scope.params = {
+                arg.arg
+                for arg in [
+                    *a.posonlyargs,
+                    *a.args,
+                    *a.kwonlyargs,
+                    *([a.vararg] if a.vararg else []),
+                    *([a.kwarg] if a.kwarg else []),
+                ]
+            }
         scope.declared_global = {n for s in ast.walk(node) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
         return scope
 
@@ -333,8 +386,7 @@ class Program:
             if account:
                 self.add(account[0], module, node or b, full.lstrip("."))
                 return
-            library = library_account(full) if not b.module.startswith(".") and \
-                self.resolve(module, b.module) is None else None
+            library = library_account(full) if not b.module.startswith(".") and self.resolve(module, b.module) is None else None
             if library:
                 self.add(library, module, node or b, full)
                 return
@@ -348,8 +400,7 @@ class Program:
             elif (target := self.resolve(module, b.module)) is not None:
                 self.load(target, main=False)
 
-    def define(self, module: Module, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-               parent: Scope | None) -> None:
+    def define(self, module: Module, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, parent: Scope | None) -> None:
         """A def's body runs (a class: its body runs and its methods are taken as live)."""
         scope = Scope.of(node, parent)
         if isinstance(node, ast.ClassDef):
@@ -382,8 +433,7 @@ class Program:
             self.walk(module, stmt.body if module.main else stmt.orelse, None)
             return
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):  # a task-local module's top level runs
-            dotted = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
-                ["." * stmt.level + (stmt.module or "")]
+            dotted = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else ["." * stmt.level + (stmt.module or "")]
             for name in dotted:
                 if (target := self.resolve(module, name)) is not None:
                     self.load(target, main=False)
@@ -419,16 +469,21 @@ class Program:
                 self._read(module, node.id, node, scope)
             elif isinstance(node, ast.Attribute):
                 holder = node.value
-                if (isinstance(holder, ast.Name) and holder.id in TOKEN_NAMES) or \
-                        (isinstance(holder, ast.Attribute) and holder.attr in TOKEN_NAMES):
-                    if (account := token_account(node.attr)):
+                if (isinstance(holder, ast.Name) and holder.id in TOKEN_NAMES) or (
+                    isinstance(holder, ast.Attribute) and holder.attr in TOKEN_NAMES
+                ):
+                    if account := token_account(node.attr):
                         self.add(account, module, node, f"token_key_session.{node.attr}")
                 elif isinstance(holder, ast.Name):
                     self._module_attr(module, holder.id, node.attr, scope)
-            elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
-                    and node.value.id in TOKEN_NAMES and isinstance(node.slice, ast.Constant):
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in TOKEN_NAMES
+                and isinstance(node.slice, ast.Constant)
+            ):
                 key = str(node.slice.value)
-                if (account := token_account(key)):
+                if account := token_account(key):
                     self.add(account, module, node, f"token_key_session.{key}")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 self._string(module, node)
@@ -443,8 +498,7 @@ class Program:
             if b.kind != "import":
                 continue
             dotted = f"{b.module}.{b.attr}" if b.attr else b.module
-            if (target := self.resolve(module, dotted)) is not None and \
-                    (loaded := self.load(target, main=False)) is not None:
+            if (target := self.resolve(module, dotted)) is not None and (loaded := self.load(target, main=False)) is not None:
                 loaded.symbol(attr)
 
     def _string(self, module: Module, node: ast.Constant) -> None:
@@ -479,7 +533,7 @@ def text_accounts(folder: Path, files: list[str]) -> list[Use]:
             if account:
                 uses.append(Use(account[0], rel, n, account[1]))
             for key in re.findall(r"(?:all_token_key_session|token_key_session)\.(\w+)", code):
-                if (found := token_account(key)):
+                if found := token_account(key):
                     uses.append(Use(found, rel, n, f"token_key_session.{key}"))
     return uses
 
@@ -493,8 +547,9 @@ def accounts_of(folders: list[Path], python: str | None = None) -> dict[Path, Ac
     if again and python:
         import subprocess
 
-        proc = subprocess.run([python, "-I", str(Path(__file__).resolve()), *map(str, again)],
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [python, "-I", str(Path(__file__).resolve()), *map(str, again)], capture_output=True, text=True, timeout=600
+        )
         if proc.returncode == 0:
             for key, data in json.loads(proc.stdout).items():
                 out[Path(key)] = Accounts([Use(**u) for u in data["uses"]], data["unparsed"])

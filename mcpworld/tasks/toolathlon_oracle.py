@@ -34,18 +34,21 @@ WORKSPACE_NAMES = {("sales-accounting", "Account_Book_Complete.xlsx"): "Account_
 # ... and tasks whose finished workspace no ground-truth image gives
 NOT_AN_IMAGE = {
     "courses-ta-hws": "its groundtruth_workspace is the grader's answer key (expected_mapping.json: who wrote "
-                      "what), not the finished workspace",
+    "what), not the finished workspace",
     "university-course-selection": "the task also asks to delete reference_format.xlsx (the grader counts the "
-                                   "workspace's .xlsx files), which a ground-truth image cannot say",
+    "workspace's .xlsx files), which a ground-truth image cannot say",
 }
-NOTE = ("oracle from the ground truth (mcpworld.tasks.toolathlon_oracle): the task's groundtruth_workspace "
-        "written into the workspace through the task's own tools; it certifies the grader, not that the "
-        "task can be solved from its inputs")
+NOTE = (
+    "oracle from the ground truth (mcpworld.tasks.toolathlon_oracle): the task's groundtruth_workspace "
+    "written into the workspace through the task's own tools; it certifies the grader, not that the "
+    "task can be solved from its inputs"
+)
 
 
 @dataclass(frozen=True)
 class Oracle:
     """A task's oracle steps, or why it has none."""
+
     name: str
     steps: list[dict[str, Any]]
     reason: str = ""
@@ -93,24 +96,28 @@ def one_record_short(text: str) -> str:
     """``text`` without its last non-blank line: nearly right, and wrong for any grader that reads it all."""
     lines = text.splitlines(keepends=True)
     last = max((i for i, line in enumerate(lines) if line.strip()), default=None)
-    return text + "\n" if last is None else "".join(lines[:last] + lines[last + 1:])
+    return text + "\n" if last is None else "".join(lines[:last] + lines[last + 1 :])
 
 
 def python_write(rel: str, data: bytes, spoil: bool) -> str:
     """Python source that writes ``data`` to ``rel`` (relative to the workspace, python_execute's working
-    directory); spoiled, a workbook loses the last row of its first sheet that holds a value (a grader
-reading the sheet with pandas drops blank rows, so leaving out a blank one would change nothing)."""
-    code = ("import base64, pathlib\n"
-            f"path = pathlib.Path({rel!r})\n"
-            "path.parent.mkdir(parents=True, exist_ok=True)\n"
-            f"path.write_bytes(base64.b64decode({base64.b64encode(data).decode()!r}))\n")
+        directory); spoiled, a workbook loses the last row of its first sheet that holds a value (a grader
+    reading the sheet with pandas drops blank rows, so leaving out a blank one would change nothing)."""
+    code = (
+        "import base64, pathlib\n"
+        f"path = pathlib.Path({rel!r})\n"
+        "path.parent.mkdir(parents=True, exist_ok=True)\n"
+        f"path.write_bytes(base64.b64decode({base64.b64encode(data).decode()!r}))\n"
+    )
     if spoil:
-        code += ("import openpyxl\n"
-                 "book = openpyxl.load_workbook(path)\n"
-                 "sheet = book.worksheets[0]\n"
-                 "filled = [r for r in range(1, sheet.max_row + 1) if any(c.value is not None for c in sheet[r])]\n"
-                 "sheet.delete_rows(filled[-1])\n"
-                 "book.save(path)\n")
+        code += (
+            "import openpyxl\n"
+            "book = openpyxl.load_workbook(path)\n"
+            "sheet = book.worksheets[0]\n"
+            "filled = [r for r in range(1, sheet.max_row + 1) if any(c.value is not None for c in sheet[r])]\n"
+            "sheet.delete_rows(filled[-1])\n"
+            "book.save(path)\n"
+        )
     return code + "print('wrote', path, path.stat().st_size)\n"
 
 
@@ -121,8 +128,9 @@ def oracle_for(task: Path) -> Oracle:
     local = set(config.get("needed_local_tools") or [])
     if task.name in NOT_AN_IMAGE:
         return Oracle(task.name, [], NOT_AN_IMAGE[task.name])
-    truth = {WORKSPACE_NAMES.get((task.name, rel), rel): data
-             for rel, data in folder_files(task / "groundtruth_workspace").items()}
+    truth = {
+        WORKSPACE_NAMES.get((task.name, rel), rel): data for rel, data in folder_files(task / "groundtruth_workspace").items()
+    }
     if not truth:
         return Oracle(task.name, [], "it has no groundtruth_workspace")
     initial = folder_files(task / "initial_workspace")
@@ -139,8 +147,13 @@ def oracle_for(task: Path) -> Oracle:
             if parent != "." and parent not in made:
                 made.add(parent)
                 steps.append({"tool": "filesystem-create_directory", "args": {"path": f"{{workspace}}/{parent}"}})
-            steps.append({"tool": "filesystem-write_file", "args": {"path": path, "content": text},
-                          "spoil": {"content": one_record_short(text)}})
+            steps.append(
+                {
+                    "tool": "filesystem-write_file",
+                    "args": {"path": path, "content": text},
+                    "spoil": {"content": one_record_short(text)},
+                }
+            )
         elif "python_execute" in local:
             step: dict[str, Any] = {"tool": "local-python-execute", "args": {"code": python_write(rel, data, False)}}
             if text is not None:
@@ -152,8 +165,12 @@ def oracle_for(task: Path) -> Oracle:
             steps.append(step)
         else:
             kind = "text" if text is not None else "bytes"
-            return Oracle(task.name, [], f"no tool of the task writes {rel} ({kind}): it offers "
-                                         f"{', '.join(sorted(servers)) or 'no server'} and no local-python-execute")
+            return Oracle(
+                task.name,
+                [],
+                f"no tool of the task writes {rel} ({kind}): it offers "
+                f"{', '.join(sorted(servers)) or 'no server'} and no local-python-execute",
+            )
     if "claim_done" in local:
         steps.append({"tool": "local-claim_done", "args": {}})
     return Oracle(task.name, steps)
@@ -170,8 +187,7 @@ def write_solutions(tasks_dir: Path, out: Path) -> list[Oracle]:
             data["solution"] = {"mcp": oracle.steps, "hybrid": oracle.steps}
         else:
             data["unsolved"] = f"no oracle from the ground truth: {oracle.reason}"
-        (out / f"{oracle.name}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False),
-                                                encoding="utf-8")
+        (out / f"{oracle.name}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return oracles
 
 

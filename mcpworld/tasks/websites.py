@@ -83,6 +83,7 @@ def skip_unreachable(tasks: list[Task], timeout_s: float = 3.0, workers: int = 8
             cause = causes[_endpoint(url)]
             if cause:
                 host, port = _endpoint(url)
-                task.skip_reason = (f"it opens {url}, and this machine cannot reach {host}:{port} ({cause}); "
-                                    "run it where that site is reachable")
+                task.skip_reason = (
+                    f"it opens {url}, and this machine cannot reach {host}:{port} ({cause}); run it where that site is reachable"
+                )
                 break

@@ -18,8 +18,12 @@ WINDOWS_HOME = re.compile(r"^C:[\\/]Users[\\/]Docker(?=[\\/]|$)", re.IGNORECASE)
 FOLDERS = (
     (("appdata", "roaming", "code", "user"), ".config/Code/User"),  # VS Code's settings.json, keybindings.json
     (("appdata", "roaming", "libreoffice", "4", "user"), ".config/libreoffice/4/user"),  # registrymodifications.xcu
-    (("desktop",), "Desktop"), (("documents",), "Documents"), (("downloads",), "Downloads"),
-    (("pictures",), "Pictures"), (("music",), "Music"), (("videos",), "Videos"),
+    (("desktop",), "Desktop"),
+    (("documents",), "Documents"),
+    (("downloads",), "Downloads"),
+    (("pictures",), "Pictures"),
+    (("music",), "Music"),
+    (("videos",), "Videos"),
 )
 # a home path inside prose (the instruction): the separators' parts, stopping at quotes and spaces
 IN_TEXT = re.compile(r"C:[\\/]Users[\\/]Docker(?:[\\/][^\\/\s'\"<>|?*]+)*[\\/]?", re.IGNORECASE)
@@ -29,13 +33,13 @@ def linux_path(path: str) -> str | None:
     """The ``/home/user/…`` path a Windows home path stands for, or None (not one, or no equivalent)."""
     if not WINDOWS_HOME.match(path):
         return None
-    parts = [p for p in re.split(r"[\\/]", path[len("C:\\Users\\Docker"):]) if p]
+    parts = [p for p in re.split(r"[\\/]", path[len("C:\\Users\\Docker") :]) if p]
     if not parts:
         return "/home/user"
     lowered = [p.lower() for p in parts]
     for windows, linux in FOLDERS:
-        if tuple(lowered[:len(windows)]) == windows:
-            return "/".join(["/home/user", linux, *parts[len(windows):]])
+        if tuple(lowered[: len(windows)]) == windows:
+            return "/".join(["/home/user", linux, *parts[len(windows) :]])
     return None
 
 

@@ -14,8 +14,12 @@ J_PER_KWH = 3.6e6
 
 def check_price(price: PriceConfig, kwh_price: float | None) -> None:
     """A negative price is a typo; say which key, before any episode."""
-    for key, value in (("model.price.input", price.input), ("model.price.output", price.output),
-                       ("model.price.cached_input", price.cached_input), ("telemetry.kwh_price", kwh_price)):
+    for key, value in (
+        ("model.price.input", price.input),
+        ("model.price.output", price.output),
+        ("model.price.cached_input", price.cached_input),
+        ("telemetry.kwh_price", kwh_price),
+    ):
         if value is not None and value < 0:
             raise UserError(f"{key}={value} must be 0 or more (USD per 1M tokens; per kWh for telemetry.kwh_price)")
     if (price.input is None) != (price.output is None):

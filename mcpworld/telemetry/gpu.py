@@ -69,14 +69,17 @@ class NvmlBackend:
         t = self._clock()
         out = []
         for i, h in enumerate(self._handles):
-            out.append(Sample(
-                t=t, gpu=i,
-                util_pct=float(nv.nvmlDeviceGetUtilizationRates(h).gpu),
-                mem_mb=nv.nvmlDeviceGetMemoryInfo(h).used / MIB,
-                temp_c=float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-                power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                energy_mj=self._energy(i, h),
-            ))
+            out.append(
+                Sample(
+                    t=t,
+                    gpu=i,
+                    util_pct=float(nv.nvmlDeviceGetUtilizationRates(h).gpu),
+                    mem_mb=nv.nvmlDeviceGetMemoryInfo(h).used / MIB,
+                    temp_c=float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+                    power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                    energy_mj=self._energy(i, h),
+                )
+            )
         return out
 
     def _energy(self, i: int, handle) -> float | None:
@@ -115,8 +118,10 @@ def make_gpu_backend(source: str = "local", url: str | None = None) -> GpuBacken
         return None
     if source == "prometheus":
         if not url:
-            raise UserError("telemetry.gpu.source=prometheus needs telemetry.gpu.url, the model host's metrics "
-                            "endpoint (e.g. http://model-host:9400/metrics for dcgm-exporter)")
+            raise UserError(
+                "telemetry.gpu.source=prometheus needs telemetry.gpu.url, the model host's metrics "
+                "endpoint (e.g. http://model-host:9400/metrics for dcgm-exporter)"
+            )
         from mcpworld.telemetry.energy.prometheus import AGENT_TOKEN, PrometheusBackend
 
         return PrometheusBackend(url, token=os.environ.get(AGENT_TOKEN) or None)  # gpu_agent's (docs/security.md)

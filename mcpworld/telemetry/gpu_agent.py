@@ -29,11 +29,13 @@ from mcpworld.telemetry.gpu import GpuBackend, NvmlBackend, Sample
 
 DEFAULT_PORT = 9401  # dcgm-exporter's is 9400
 TOKEN_VARIABLE = AGENT_TOKEN  # the agent's token, on the model host and where the harness runs (which sends it)
-FIELDS = ((POWER, "gauge", "power_w", "Power draw (in W)."),
-          (ENERGY, "counter", "energy_mj", "Total energy consumption since the driver loaded (in mJ)."),
-          ("DCGM_FI_DEV_GPU_UTIL", "gauge", "util_pct", "GPU utilization (in %)."),
-          ("DCGM_FI_DEV_FB_USED", "gauge", "mem_mb", "Framebuffer memory used (in MiB)."),
-          ("DCGM_FI_DEV_GPU_TEMP", "gauge", "temp_c", "GPU temperature (in C)."))
+FIELDS = (
+    (POWER, "gauge", "power_w", "Power draw (in W)."),
+    (ENERGY, "counter", "energy_mj", "Total energy consumption since the driver loaded (in mJ)."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "util_pct", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "mem_mb", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "temp_c", "GPU temperature (in C)."),
+)
 
 
 def exposition(samples: list[Sample], wall: float) -> bytes:
@@ -43,8 +45,11 @@ def exposition(samples: list[Sample], wall: float) -> bytes:
     for name, kind, attr, doc in FIELDS:
         lines += [f"# HELP {name} {doc}", f"# TYPE {name} {kind}"]
         lines += [f'{name}{{gpu="{s.gpu}"}} {_number(getattr(s, attr))}' for s in samples if getattr(s, attr) is not None]
-    lines += [f"# HELP {AGENT_TIME} The agent's wall clock when it read the GPUs (Unix seconds).",
-              f"# TYPE {AGENT_TIME} gauge", f"{AGENT_TIME} {wall!r}"]
+    lines += [
+        f"# HELP {AGENT_TIME} The agent's wall clock when it read the GPUs (Unix seconds).",
+        f"# TYPE {AGENT_TIME} gauge",
+        f"{AGENT_TIME} {wall!r}",
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -87,11 +92,15 @@ def serve(backend: GpuBackend, token: str, host: str = "127.0.0.1", port: int = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpworld.telemetry.gpu_agent", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1",
-                        help=f"listen address (0.0.0.0: reachable from the harness; then ${TOKEN_VARIABLE} must be set)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help=f"listen address (0.0.0.0: reachable from the harness; then ${TOKEN_VARIABLE} must be set)",
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--token-file", type=Path,
-                        help="where to write the token, 0600 (default: token in a new temporary folder)")
+    parser.add_argument(
+        "--token-file", type=Path, help="where to write the token, 0600 (default: token in a new temporary folder)"
+    )
     args = parser.parse_args(argv)
     try:
         token = listen_token(args.host, TOKEN_VARIABLE, args.port)
@@ -107,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     server = serve(backend, token, args.host, args.port)
     token_file = write_token(args.token_file or Path(tempfile.mkdtemp(prefix="mcpworld-gpu-agent-")) / TOKEN_FILE, token)
-    print(f"gpu_agent: {backend.count} GPU(s) at http://{args.host}:{server.server_port}/metrics; the token "
-          f"(send it as {TOKEN_VARIABLE} where the harness runs) is in {token_file}", file=sys.stderr)
+    print(
+        f"gpu_agent: {backend.count} GPU(s) at http://{args.host}:{server.server_port}/metrics; the token "
+        f"(send it as {TOKEN_VARIABLE} where the harness runs) is in {token_file}",
+        file=sys.stderr,
+    )
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ PACKAGES = ("mcpworld", "hydra-core", "omegaconf", "mlflow", "mcp", "httpx", "nv
 
 def git_state(root: Path = ROOT) -> dict[str, str]:
     """Commit and dirty flag of the checkout, or 'unknown' outside a git work tree."""
+
     def git(*args: str) -> str | None:
         try:
             proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
@@ -50,5 +51,10 @@ def config_hash(resolved: Any) -> str:
 
 
 def run_tags(resolved: Any, overrides: str) -> dict[str, str]:
-    return {**git_state(), **package_versions(), "mcpworld.host": socket.gethostname(),
-            "mcpworld.overrides": overrides[:5000], "mcpworld.config_hash": config_hash(resolved)}
+    return {
+        **git_state(),
+        **package_versions(),
+        "mcpworld.host": socket.gethostname(),
+        "mcpworld.overrides": overrides[:5000],
+        "mcpworld.config_hash": config_hash(resolved),
+    }

@@ -41,6 +41,7 @@ def _action_key(event: dict[str, Any]) -> int | None:
 class PlannedSpan:
     """One child span of the episode's trace, in epoch seconds; ``screenshots`` are episode-relative
     files (``screens/001.jpg``) its output shows."""
+
     name: str
     kind: str
     start: float
@@ -65,15 +66,19 @@ PHASES = {
 }
 
 
-def _loop_spans(event: dict[str, Any], kind: str | None, ts: float, labels: dict[str, str],
-                energies: list[float | None]) -> list[PlannedSpan]:
+def _loop_spans(
+    event: dict[str, Any], kind: str | None, ts: float, labels: dict[str, str], energies: list[float | None]
+) -> list[PlannedSpan]:
     if kind == "llm_call":
         latency = float(event.get("latency_s") or 0.0)
         tokens_in, tokens_out = int(event.get("tokens_in") or 0), int(event.get("tokens_out") or 0)
         attributes: dict[str, Any] = {
             CHAT_USAGE: {"input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
-            "ttft_s": event.get("ttft_s"), "latency_s": latency, "finish_reason": event.get("finish_reason"),
-            "tokens_estimated": bool(event.get("tokens_estimated"))}
+            "ttft_s": event.get("ttft_s"),
+            "latency_s": latency,
+            "finish_reason": event.get("finish_reason"),
+            "tokens_estimated": bool(event.get("tokens_estimated")),
+        }
         if "model" in labels:
             attributes[LLM_MODEL] = labels["model"]
         if "provider" in labels:
@@ -81,29 +86,66 @@ def _loop_spans(event: dict[str, Any], kind: str | None, ts: float, labels: dict
         n = int(event.get("n") or 0)
         if 0 < n <= len(energies) and energies[n - 1] is not None:
             attributes["gpu.energy_j"] = energies[n - 1]
-        return [PlannedSpan(f"llm call {n}", "LLM", ts - latency, ts, attributes=attributes,
-                            outputs={"text": event.get("text"), "tool_calls": event.get("tool_calls")})]
+        return [
+            PlannedSpan(
+                f"llm call {n}",
+                "LLM",
+                ts - latency,
+                ts,
+                attributes=attributes,
+                outputs={"text": event.get("text"), "tool_calls": event.get("tool_calls")},
+            )
+        ]
     if kind == "tool_call":
         latency, step, action = float(event.get("latency_s") or 0.0), event.get("step"), _action_key(event)
-        return [PlannedSpan(tool_span_name(event), "TOOL", ts - latency, ts, inputs={"args": event.get("args")},
-                            outputs={"output": event.get("output") or event.get("error")},
-                            attributes={"ok": bool(event.get("ok")), "latency_s": latency, "step": step,
-                                        "action": action, "tool": event.get("tool")}, ok=bool(event.get("ok")))]
+        return [
+            PlannedSpan(
+                tool_span_name(event),
+                "TOOL",
+                ts - latency,
+                ts,
+                inputs={"args": event.get("args")},
+                outputs={"output": event.get("output") or event.get("error")},
+                attributes={
+                    "ok": bool(event.get("ok")),
+                    "latency_s": latency,
+                    "step": step,
+                    "action": action,
+                    "tool": event.get("tool"),
+                },
+                ok=bool(event.get("ok")),
+            )
+        ]
     if kind == "after_step" and "seconds" in event:  # apps watched, key steps checked after a tool call
         seconds = float(event["seconds"])
-        return [PlannedSpan("after step", "TASK", ts - seconds, ts,
-                            attributes={"seconds": seconds, "step": event.get("step"), "action": event.get("action")})]
+        return [
+            PlannedSpan(
+                "after step",
+                "TASK",
+                ts - seconds,
+                ts,
+                attributes={"seconds": seconds, "step": event.get("step"), "action": event.get("action")},
+            )
+        ]
     if kind == "observation" and "seconds" in event:  # the screenshot encoded and saved
         seconds, first = float(event["seconds"]), _action_key(event) is None
-        return [PlannedSpan("observation", "TASK", ts - seconds, ts,
-                            outputs={"screenshot": event.get("screenshot")},
-                            screenshots=[str(event["screenshot"])] if first and event.get("screenshot") else [],
-                            attributes={"seconds": seconds, "action": event.get("action")})]
+        return [
+            PlannedSpan(
+                "observation",
+                "TASK",
+                ts - seconds,
+                ts,
+                outputs={"screenshot": event.get("screenshot")},
+                screenshots=[str(event["screenshot"])] if first and event.get("screenshot") else [],
+                attributes={"seconds": seconds, "action": event.get("action")},
+            )
+        ]
     return []
 
 
-def plan_spans(events: list[dict[str, Any]], result: EpisodeResult | None = None,
-               llm_energy_j: list[float | None] | None = None) -> list[PlannedSpan]:
+def plan_spans(
+    events: list[dict[str, Any]], result: EpisodeResult | None = None, llm_energy_j: list[float | None] | None = None
+) -> list[PlannedSpan]:
     """The trace's child spans, in order: each measured stretch (setup, model and tool calls, what
     follows each tool call, grading) with the times its events recorded, and between them the
     episode's phases (``PHASES``), so the spans account for the episode from start to end."""
@@ -130,17 +172,33 @@ def plan_spans(events: list[dict[str, Any]], result: EpisodeResult | None = None
             setup = PlannedSpan("setup", "TASK", ts - float(event.get("seconds") or 0.0), ts, attributes=attributes)
         elif kind == "evaluation":
             seconds = float(event["seconds"]) if event.get("seconds") is not None else (result.eval_s if result else 0.0)
-            evaluation = PlannedSpan("evaluation", "EVALUATOR", ts - seconds, ts, ok=not event.get("error"),
-                                     outputs={"score": event.get("score"), "metrics": event.get("metrics"),
-                                              "key_steps": {k: v for k, v in (event.get("key_steps") or {}).items()
-                                                            if k != "timeline"},
-                                              "error": event.get("error")})
+            evaluation = PlannedSpan(
+                "evaluation",
+                "EVALUATOR",
+                ts - seconds,
+                ts,
+                ok=not event.get("error"),
+                outputs={
+                    "score": event.get("score"),
+                    "metrics": event.get("metrics"),
+                    "key_steps": {k: v for k, v in (event.get("key_steps") or {}).items() if k != "timeline"},
+                    "error": event.get("error"),
+                },
+            )
         elif kind == "turn" and "seconds" in event:  # one model turn, from asking the model to its calls' end
             seconds = float(event["seconds"])
             inside = [s for s in turn if s.start >= ts - seconds - 1e-3]  # (a first screen before it stays out)
             loop = [s for s in loop if s not in inside]
-            loop.append(PlannedSpan(f"turn {event.get('n')}", "CHAIN", ts - seconds, ts, children=inside,
-                                    attributes={"seconds": seconds, "step": event.get("step")}))
+            loop.append(
+                PlannedSpan(
+                    f"turn {event.get('n')}",
+                    "CHAIN",
+                    ts - seconds,
+                    ts,
+                    children=inside,
+                    attributes={"seconds": seconds, "step": event.get("step")},
+                )
+            )
             turn = []
         else:
             if kind == "observation" and event.get("screenshot") and _action_key(event) is not None and tool:
@@ -172,6 +230,7 @@ def plan_spans(events: list[dict[str, Any]], result: EpisodeResult | None = None
 @dataclass
 class Coverage:
     """How much of an episode's wall time its spans account for."""
+
     wall_s: float
     covered_s: float
     largest_gap_s: float
@@ -206,8 +265,11 @@ def trace_coverage(events: list[dict[str, Any]], result: EpisodeResult | None = 
     if start is None:
         return None
     end = next((e for e in reversed(events) if e.get("type") == "episode_end"), events[-1])
-    return coverage([(s.start, s.end) for top in plan_spans(events, result) for s in top.flat()], float(start["ts"]),
-                    float(end.get("ts") or start["ts"]))
+    return coverage(
+        [(s.start, s.end) for top in plan_spans(events, result) for s in top.flat()],
+        float(start["ts"]),
+        float(end.get("ts") or start["ts"]),
+    )
 
 
 def _screenshot(episode_dir: Path | None, name: str) -> Any:
@@ -227,17 +289,37 @@ def _write(client: Any, root: Any, span: PlannedSpan, episode_dir: Path | None, 
         shots = [_screenshot(episode_dir, name) for name in span.screenshots]
         outputs = {**(outputs or {}), "screenshot": shots[0] if len(shots) == 1 else shots}
         attributes["screenshot"] = span.screenshots[0] if len(span.screenshots) == 1 else span.screenshots
-    child = client.start_span(span.name, trace_id=root.trace_id, parent_id=(parent or root).span_id, span_type=span.kind,
-                              start_time_ns=_ns(span.start), inputs=span.inputs, attributes=attributes)
+    child = client.start_span(
+        span.name,
+        trace_id=root.trace_id,
+        parent_id=(parent or root).span_id,
+        span_type=span.kind,
+        start_time_ns=_ns(span.start),
+        inputs=span.inputs,
+        attributes=attributes,
+    )
     for inner in sorted(span.children, key=lambda s: (s.start, s.end)):
         _write(client, root, inner, episode_dir, child)
-    client.end_span(root.trace_id, child.span_id, outputs=outputs, status="OK" if span.ok else "ERROR",
-                    end_time_ns=_ns(max(span.start, span.end)))
+    client.end_span(
+        root.trace_id,
+        child.span_id,
+        outputs=outputs,
+        status="OK" if span.ok else "ERROR",
+        end_time_ns=_ns(max(span.start, span.end)),
+    )
 
 
-def log_trace(client: Any, experiment_id: str | None, run_id: str, events: list[dict[str, Any]],
-              result: EpisodeResult | None = None, tags: dict[str, str] | None = None, name: str | None = None,
-              llm_energy_j: list[float | None] | None = None, episode_dir: Path | None = None) -> str | None:
+def log_trace(
+    client: Any,
+    experiment_id: str | None,
+    run_id: str,
+    events: list[dict[str, Any]],
+    result: EpisodeResult | None = None,
+    tags: dict[str, str] | None = None,
+    name: str | None = None,
+    llm_energy_j: list[float | None] | None = None,
+    episode_dir: Path | None = None,
+) -> str | None:
     """Write the trace; its id, or None when the events hold no episode. With ``episode_dir``, each
     screenshot is attached to its span (the tool call's, or the first observation's) as the image."""
     from mlflow.entities import SpanEvent as _SpanEvent
@@ -248,15 +330,20 @@ def log_trace(client: Any, experiment_id: str | None, run_id: str, events: list[
         return None
     end = next((e for e in reversed(events) if e.get("type") == "episode_end"), events[-1])
     t0, ts0 = float(start.get("t") or 0.0), float(start["ts"])
-    labels: dict[str, str] = {k: str(start[k]) for k in ("model", "provider", "resolution", "modality", "attempt")
-                              if k in start}
+    labels: dict[str, str] = {k: str(start[k]) for k in ("model", "provider", "resolution", "modality", "attempt") if k in start}
     trace_tags: dict[str, str] = {"task": str(start.get("task")), **labels, **(tags or {})}
     if result is not None:
         trace_tags.update(app=result.app, status=str(result.status))
-    root = client.start_trace(name or f"episode {start.get('task')}", span_type="AGENT", experiment_id=experiment_id,
-                              run_id=run_id, start_time_ns=_ns(ts0), tags={k: str(v)[:250] for k, v in trace_tags.items()},
-                              inputs={"task": start.get("task"), "instruction": start.get("instruction")},
-                              attributes=labels)
+    root = client.start_trace(
+        name or f"episode {start.get('task')}",
+        span_type="AGENT",
+        experiment_id=experiment_id,
+        run_id=run_id,
+        start_time_ns=_ns(ts0),
+        tags={k: str(v)[:250] for k, v in trace_tags.items()},
+        inputs={"task": start.get("task"), "instruction": start.get("instruction")},
+        attributes=labels,
+    )
     for span in plan_spans(events, result, llm_energy_j):
         _write(client, root, span, episode_dir)
     for event in events:
@@ -267,8 +354,12 @@ def log_trace(client: Any, experiment_id: str | None, run_id: str, events: list[
     end_ts = float(end.get("ts") or ts0)
     for hit in (result.key_steps.get("timeline") or []) if result is not None else []:
         at = ts0 + float(hit["t"]) - t0 if hit.get("t") is not None else end_ts
-        root.add_event(SpanEvent(f"key step: {hit.get('name')}", timestamp=_ns(at),
-                                 attributes={"index": int(hit.get("index") or 0), "via": str(hit.get("via"))}))
-    client.end_trace(root.trace_id, outputs={"status": end.get("status"), "score": end.get("score")},
-                     end_time_ns=_ns(end_ts))
+        root.add_event(
+            SpanEvent(
+                f"key step: {hit.get('name')}",
+                timestamp=_ns(at),
+                attributes={"index": int(hit.get("index") or 0), "via": str(hit.get("via"))},
+            )
+        )
+    client.end_trace(root.trace_id, outputs={"status": end.get("status"), "score": end.get("score")}, end_time_ns=_ns(end_ts))
     return root.trace_id

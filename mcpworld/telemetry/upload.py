@@ -38,8 +38,9 @@ def hydra_overrides(job_dir: Path) -> list[str]:
         return []
 
 
-def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
-           artifact_root: str = "outputs/mlartifacts") -> list[str]:
+def upload(
+    job_dir: Path, uri: str | None = None, experiment: str | None = None, artifact_root: str = "outputs/mlartifacts"
+) -> list[str]:
     """Log what the job's runs lack; what still could not be logged."""
     job_dir = Path(job_dir).absolute()
     config_file = job_dir / "resolved_config.yaml"
@@ -49,9 +50,13 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
     pending = read_pending(job_dir)
     tracking = resolved.get("tracking") or {}
     uri = uri or pending.get("uri") or tracking.get("uri") or "sqlite:///outputs/mlflow.db"
-    tracker = MlflowLogger(uri, tracking.get("artifact_root") or artifact_root,
-                           experiment or pending.get("experiment") or tracking.get("experiment") or "default",
-                           bool(tracking.get("log_screenshots", True)), bool(tracking.get("traces", True)))
+    tracker = MlflowLogger(
+        uri,
+        tracking.get("artifact_root") or artifact_root,
+        experiment or pending.get("experiment") or tracking.get("experiment") or "default",
+        bool(tracking.get("log_screenshots", True)),
+        bool(tracking.get("traces", True)),
+    )
     summary_file = job_dir / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {"status": "FAILED"}
     name = str(summary.pop("job", job_dir.name))
@@ -60,15 +65,25 @@ def upload(job_dir: Path, uri: str | None = None, experiment: str | None = None,
     try:
         job_status = tracker.attach(job_dir, pending.get("job_run_id"))
     except Exception as exc:
-        raise SystemExit(f"mcpworld.telemetry.upload: the tracking store {mask_secrets(tracker.uri)} cannot be "
-                         f"read ({reason(exc)}); nothing was logged") from None
+        raise SystemExit(
+            f"mcpworld.telemetry.upload: the tracking store {mask_secrets(tracker.uri)} cannot be "
+            f"read ({reason(exc)}); nothing was logged"
+        ) from None
     if job_status is None:
         params, provenance = job_params(resolved), run_tags(resolved, name)
         overrides, swept = hydra_overrides(job_dir), swept_keys(job_dir.parent)  # named as the job would have
-        tracker.start_job(job_run_name(params, overrides, swept), params,
-                          {JOB_DIR: str(job_dir), "mcpworld.uploaded": "true", **provenance,
-                           **differs_tag(overrides, swept), **source_tags(provenance)},
-                          start_ms=int(config_file.stat().st_mtime * 1000))  # when the job began, not now
+        tracker.start_job(
+            job_run_name(params, overrides, swept),
+            params,
+            {
+                JOB_DIR: str(job_dir),
+                "mcpworld.uploaded": "true",
+                **provenance,
+                **differs_tag(overrides, swept),
+                **source_tags(provenance),
+            },
+            start_ms=int(config_file.stat().st_mtime * 1000),
+        )  # when the job began, not now
     elif job_status != "RUNNING" and not pending and not tracker.unlogged_episodes(job_dir):
         return []  # everything is in MLflow already
     for record in pending.get("not_logged", []):  # listed: logged again even where a run exists

@@ -24,15 +24,16 @@ from tests.fakes.scripted_server import free_port
 USER = [{"role": "user", "content": "hi"}]
 SHOT = image_part(b"\xff\xd8fake-jpeg", "jpeg")  # data:image/jpeg;base64,...
 SHOT_B64 = SHOT["image_url"]["url"].split(",", 1)[1]
-COMPUTER_20250124 = {"type": "computer_20250124", "name": "computer",
-                     "display_width_px": 1024, "display_height_px": 768}
+COMPUTER_20250124 = {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768}
 
 
 def tool_schemas(tmp_path: Path) -> list[dict[str, Any]]:
     desk = FakeDesktop(tmp_path, 1024, 768)
     computer = ComputerTool(desk, CoordinateMap("pixels", (1024, 768)))
-    mcp = {"type": "function", "function": {"name": "calc_sum", "description": "Add numbers",
-                                            "parameters": {"type": "object", "properties": {}}}}
+    mcp = {
+        "type": "function",
+        "function": {"name": "calc_sum", "description": "Add numbers", "parameters": {"type": "object", "properties": {}}},
+    }
     return [computer.schema(), BashTool(desk).schema(), DoneTool().schema(), mcp]
 
 
@@ -41,8 +42,9 @@ def make(server: FakeAnthropicServer, **kw: Any) -> AnthropicProvider:
     kw.setdefault("computer_tool", "computer_20250124")
     kw.setdefault("bash_tool", "bash_20250124")
     kw.setdefault("betas", ["computer-use-2025-01-24"])
-    return AnthropicProvider(base_url=server.base_url, model="claude-fake", display_size=(1024, 768),
-                             api_version="2023-06-01", **kw)
+    return AnthropicProvider(
+        base_url=server.base_url, model="claude-fake", display_size=(1024, 768), api_version="2023-06-01", **kw
+    )
 
 
 async def complete(server: FakeAnthropicServer, messages=USER, tools=(), **kw: Any):
@@ -64,8 +66,7 @@ class Sleeps(list):
 
 
 async def test_text_reply_usage_and_ttft():
-    usage = {"input_tokens": 100, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 300,
-             "output_tokens": 9}
+    usage = {"input_tokens": 100, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 300, "output_tokens": 9}
     script = [{"text": "Hello there, world", "usage": usage, "delay_first_s": 0.1, "chunk_delay_s": 0.05}]
     with FakeAnthropicServer(script) as server:
         reply = await complete(server, temperature=0.3, max_tokens=64)
@@ -79,8 +80,9 @@ async def test_text_reply_usage_and_ttft():
     assert body["model"] == "claude-fake" and body["stream"] is True
     assert body["max_tokens"] == 64 and body["temperature"] == 0.3
     # the latest user turn is a cache breakpoint, as the reference agent sets them
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi",
-                                                              "cache_control": {"type": "ephemeral"}}]}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}
+    ]
     assert "system" not in body and "tools" not in body
 
 
@@ -93,15 +95,22 @@ async def test_max_tokens_defaults_and_temperature_omitted():
 
 async def test_tool_use_assembled_from_split_deltas():
     inputs = {"action": "left_click", "coordinate": [120, 45], "text": "a longer string to split"}
-    script = [{"text": "Clicking.", "tool_uses": [
-        {"id": "toolu_abc", "name": "computer", "input": inputs},
-        {"id": "toolu_def", "name": "bash", "input": {"command": "ls -la"}},
-    ]}]
+    script = [
+        {
+            "text": "Clicking.",
+            "tool_uses": [
+                {"id": "toolu_abc", "name": "computer", "input": inputs},
+                {"id": "toolu_def", "name": "bash", "input": {"command": "ls -la"}},
+            ],
+        }
+    ]
     with FakeAnthropicServer(script) as server:
         reply = await complete(server)
     assert reply.text == "Clicking."
     assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
-        ("toolu_abc", "computer", inputs), ("toolu_def", "bash", {"command": "ls -la"})]
+        ("toolu_abc", "computer", inputs),
+        ("toolu_def", "bash", {"command": "ls -la"}),
+    ]
     assert reply.finish_reason == "tool_use"
 
 
@@ -133,9 +142,14 @@ async def test_usage_estimated_when_server_sends_none():
 
 
 async def test_non_stream_json_body_accepted():
-    script = [{"ignore_stream": True, "text": "plain",
-               "tool_uses": [{"id": "toolu_1", "name": "done", "input": {"status": "DONE"}}],
-               "usage": {"input_tokens": 11, "cache_read_input_tokens": 4, "output_tokens": 3}}]
+    script = [
+        {
+            "ignore_stream": True,
+            "text": "plain",
+            "tool_uses": [{"id": "toolu_1", "name": "done", "input": {"status": "DONE"}}],
+            "usage": {"input_tokens": 11, "cache_read_input_tokens": 4, "output_tokens": 3},
+        }
+    ]
     with FakeAnthropicServer(script) as server:
         reply = await complete(server)
     assert reply.text == "plain"
@@ -153,17 +167,28 @@ def loop_conversation() -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You operate a desktop."},
         {"role": "user", "content": [{"type": "text", "text": "Open the file."}, SHOT]},
-        {"role": "assistant", "content": "I will click, then list.", "tool_calls": [
-            {"id": "toolu_1", "type": "function",
-             "function": {"name": "computer", "arguments": '{"action": "left_click", "coordinate": [10, 20]}'}},
-            {"id": "toolu_2", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
-        ]},
+        {
+            "role": "assistant",
+            "content": "I will click, then list.",
+            "tool_calls": [
+                {
+                    "id": "toolu_1",
+                    "type": "function",
+                    "function": {"name": "computer", "arguments": '{"action": "left_click", "coordinate": [10, 20]}'},
+                },
+                {"id": "toolu_2", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "toolu_1", "content": "ok"},
         {"role": "tool", "tool_call_id": "toolu_2", "content": "a.txt\n[exit code 0]"},
         {"role": "user", "content": [SHOT]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "toolu_3", "type": "function", "function": {"name": "computer", "arguments": '{"action": "screenshot"}'}},
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "toolu_3", "type": "function", "function": {"name": "computer", "arguments": '{"action": "screenshot"}'}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "toolu_3", "content": ""},
         {"role": "user", "content": [{"type": "text", "text": "[older screenshot removed to save context]"}, SHOT]},
         {"role": "assistant", "content": "Thinking...", "tool_calls": []},
@@ -190,14 +215,20 @@ async def test_loop_conversation_translated_to_messages(tmp_path: Path):
     # both results in one user turn; the screenshot (no call claims it) sits inside the last one
     assert msgs[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "ok"}], "is_error": False},
-        {"type": "tool_result", "tool_use_id": "toolu_2",
-         "content": [{"type": "text", "text": "a.txt\n[exit code 0]"}, jpeg], "is_error": False, **cached},
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_2",
+            "content": [{"type": "text", "text": "a.txt\n[exit code 0]"}, jpeg],
+            "is_error": False,
+            **cached,
+        },
     ]
     assert msgs[3]["content"] == [{"type": "tool_use", "id": "toolu_3", "name": "computer", "input": {"action": "screenshot"}}]
     # an empty result gets no empty text block; the image-with-text user message follows as its own blocks
     assert msgs[4]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_3", "is_error": False},
-        {"type": "text", "text": "[older screenshot removed to save context]"}, {**jpeg, **cached},
+        {"type": "text", "text": "[older screenshot removed to save context]"},
+        {**jpeg, **cached},
     ]
     assert msgs[5]["content"] == [{"type": "text", "text": "Thinking..."}]
     assert msgs[6]["content"] == [{"type": "text", "text": msgs[6]["content"][0]["text"], **cached}]
@@ -208,8 +239,7 @@ async def test_loop_conversation_translated_to_messages(tmp_path: Path):
     assert tools[1] == {"type": "bash_20250124", "name": "bash"}
     assert tools[2]["name"] == "done" and "type" not in tools[2]
     assert tools[2]["input_schema"]["required"] == ["status"] and tools[2]["description"]
-    assert tools[3] == {"name": "calc_sum", "description": "Add numbers",
-                        "input_schema": {"type": "object", "properties": {}}}
+    assert tools[3] == {"name": "calc_sum", "description": "Add numbers", "input_schema": {"type": "object", "properties": {}}}
     # the system prompt's breakpoint caches the tools before it: no breakpoint of their own (4 at most)
     assert all("cache_control" not in t for t in tools)
     assert json.dumps(body).count("cache_control") == 4
@@ -217,8 +247,10 @@ async def test_loop_conversation_translated_to_messages(tmp_path: Path):
 
 async def test_empty_and_repeated_messages_merged_never_empty_text(tmp_path: Path):
     messages = [
-        {"role": "system", "content": "one"}, {"role": "system", "content": "two"},
-        {"role": "user", "content": "first"}, {"role": "user", "content": [{"type": "text", "text": ""}]},
+        {"role": "system", "content": "one"},
+        {"role": "system", "content": "two"},
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": [{"type": "text", "text": ""}]},
         {"role": "assistant", "content": None},  # an empty reply: dropped, so the users around it merge
         {"role": "user", "content": "second"},
     ]
@@ -226,14 +258,14 @@ async def test_empty_and_repeated_messages_merged_never_empty_text(tmp_path: Pat
         await complete(server, messages=messages, prompt_caching=False)
     body = server.requests[0]
     assert body["system"] == [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "first"},
-                                                             {"type": "text", "text": "second"}]}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "first"}, {"type": "text", "text": "second"}]}
+    ]
 
 
 async def test_without_tool_types_computer_and_bash_are_plain_tools(tmp_path: Path):
     with FakeAnthropicServer() as server:
-        await complete(server, tools=tool_schemas(tmp_path), computer_tool=None, bash_tool=None,
-                       prompt_caching=False)
+        await complete(server, tools=tool_schemas(tmp_path), computer_tool=None, bash_tool=None, prompt_caching=False)
     tools = server.requests[0]["tools"]
     assert [t["name"] for t in tools] == ["computer", "bash", "done", "calc_sum"]
     assert all("type" not in t and "input_schema" in t and "cache_control" not in t for t in tools)
@@ -255,12 +287,15 @@ async def test_headers():
 async def test_full_loop_episode_against_fake_server(tmp_path: Path):
     """The loop's real message history passes the fake's protocol checks at every turn."""
     desk = FakeDesktop(tmp_path, 1024, 768)
-    tools = {"computer": ComputerTool(desk, CoordinateMap("pixels", (1024, 768))), "bash": BashTool(desk),
-             "done": DoneTool()}
+    tools = {"computer": ComputerTool(desk, CoordinateMap("pixels", (1024, 768))), "bash": BashTool(desk), "done": DoneTool()}
     script = [
-        {"text": "Clicking.", "tool_uses": [
-            {"id": "toolu_1", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}},
-            {"id": "toolu_2", "name": "bash", "input": {"command": "echo hi"}}]},
+        {
+            "text": "Clicking.",
+            "tool_uses": [
+                {"id": "toolu_1", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}},
+                {"id": "toolu_2", "name": "bash", "input": {"command": "echo hi"}},
+            ],
+        },
         {"text": "Let me think."},  # no tool call: the loop nudges
         {"tool_uses": [{"id": "toolu_3", "name": "computer", "input": {"action": "screenshot"}}]},
         {"tool_uses": [{"id": "toolu_4", "name": "done", "input": {"status": "DONE"}}]},
@@ -294,8 +329,10 @@ def _walk(blocks: list[dict[str, Any]]):
 
 async def test_429_then_success_honours_retry_after():
     sleeps = Sleeps()
-    script = [{"status": 429, "error": "Number of request tokens has exceeded your rate limit",
-               "headers": {"retry-after": "3"}}, {"text": "ok"}]
+    script = [
+        {"status": 429, "error": "Number of request tokens has exceeded your rate limit", "headers": {"retry-after": "3"}},
+        {"text": "ok"},
+    ]
     with FakeAnthropicServer(script) as server:
         reply = await complete(server, sleep=sleeps)
     assert reply.text == "ok" and len(server.requests) == 2
@@ -364,8 +401,9 @@ async def test_invalid_request_error_event_is_not_retried():
 async def test_unreachable_names_url_and_hint():
     url = f"http://127.0.0.1:{free_port()}/v1"
     hint = "Set ANTHROPIC_API_KEY and check provider.base_url."
-    provider = AnthropicProvider(model="m", base_url=url, label="anthropic", start_hint=hint, max_retries=1,
-                                 retry_base_s=0.001, display_size=(1024, 768))
+    provider = AnthropicProvider(
+        model="m", base_url=url, label="anthropic", start_hint=hint, max_retries=1, retry_base_s=0.001, display_size=(1024, 768)
+    )
     with pytest.raises(EndpointUnreachable) as info:
         await provider.complete(USER, [])
     await provider.aclose()
@@ -409,10 +447,18 @@ async def test_fake_rejects_what_the_real_api_rejects():
                 (version, {"messages": USER}, "max_tokens"),
                 (version, {"max_tokens": 5, "messages": USER * 2}, "alternate"),
                 (version, {"max_tokens": 5, "messages": [{"role": "user", "content": " "}]}, "non-whitespace"),
-                (version, {"max_tokens": 5, "messages": [
-                    {"role": "user", "content": "go"},
-                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
-                    {"role": "user", "content": "forgot the result"}]}, "tool_result"),
+                (
+                    version,
+                    {
+                        "max_tokens": 5,
+                        "messages": [
+                            {"role": "user", "content": "go"},
+                            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
+                            {"role": "user", "content": "forgot the result"},
+                        ],
+                    },
+                    "tool_result",
+                ),
             ]
             for headers, body, needle in bad:
                 resp = await client.post(url, json=body, headers=headers)
@@ -426,8 +472,11 @@ async def test_fake_rejects_what_the_real_api_rejects():
 async def test_fake_streams_real_sse_event_lines():
     async with httpx.AsyncClient() as client:
         with FakeAnthropicServer([{"text": "abcdef"}]) as server:
-            resp = await client.post(f"{server.base_url}/messages", headers={"anthropic-version": "2023-06-01"},
-                                     json={"max_tokens": 5, "messages": USER, "stream": True})
+            resp = await client.post(
+                f"{server.base_url}/messages",
+                headers={"anthropic-version": "2023-06-01"},
+                json={"max_tokens": 5, "messages": USER, "stream": True},
+            )
     lines = [line for line in resp.text.split("\n") if line]
     kinds = [line.split(": ", 1)[1] for line in lines if line.startswith("event: ")]
     datas = [json.loads(line.split(": ", 1)[1]) for line in lines if line.startswith("data: ")]
@@ -442,7 +491,7 @@ async def test_fake_streams_real_sse_event_lines():
 async def test_recorded_thinking_stream_keeps_the_block_and_its_signature():
     from tests.fakes.replay_server import Recorded, ReplayServer
 
-    recorded = (Path(__file__).resolve().parents[1] / "data" / "transcripts" / "anthropic_thinking_refusal.sse")
+    recorded = Path(__file__).resolve().parents[1] / "data" / "transcripts" / "anthropic_thinking_refusal.sse"
     with ReplayServer([Recorded(recorded.read_bytes())]) as server:
         provider = AnthropicProvider(base_url=server.base_url, model="claude-x", api_key="k", max_retries=0)
         try:
@@ -450,14 +499,18 @@ async def test_recorded_thinking_stream_keeps_the_block_and_its_signature():
         finally:
             await provider.aclose()
     (block,) = reply.reasoning_blocks
-    assert block == {"type": "thinking", "thinking": reply.reasoning,
-                     "signature": "c3ludGhldGljLXNpZ25hdHVyZS1maXh0dXJlLWEtbm90LWEtcmVhbC1zaWduYXR1cmU="}
+    assert block == {
+        "type": "thinking",
+        "thinking": reply.reasoning,
+        "signature": "c3ludGhldGljLXNpZ25hdHVyZS1maXh0dXJlLWEtbm90LWEtcmVhbC1zaWduYXR1cmU=",
+    }
     assert block["thinking"].startswith("Simple educational question") and reply.text == "Hi"
     # sent back first in the assistant turn, unchanged, when the loop keeps it
     from mcpworld.agent.providers.anthropic import to_anthropic_messages
 
-    _, messages = to_anthropic_messages([{"role": "user", "content": "hi"},
-                                         {"role": "assistant", "content": "Hi", "reasoning_blocks": [block]}])
+    _, messages = to_anthropic_messages(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hi", "reasoning_blocks": [block]}]
+    )
     assert messages[1]["content"] == [block, {"type": "text", "text": "Hi"}]
 
 
@@ -466,9 +519,11 @@ def test_thinking_constraints_are_checked_before_any_request():
 
     ok = dict(model="m", base_url="http://127.0.0.1:9", max_tokens=16384, temperature=1.0)
     assert AnthropicProvider(thinking_budget=8192, **ok).thinking_budget == 8192
-    for changes, names in (({"thinking_budget": 512}, "model.thinking_budget=512"),
-                           ({"thinking_budget": 16384}, "model.max_tokens=16384"),
-                           ({"thinking_budget": 2048, "temperature": 0.0}, "model.temperature=0")):
+    for changes, names in (
+        ({"thinking_budget": 512}, "model.thinking_budget=512"),
+        ({"thinking_budget": 16384}, "model.max_tokens=16384"),
+        ({"thinking_budget": 2048, "temperature": 0.0}, "model.temperature=0"),
+    ):
         with pytest.raises(UserError, match=names):
             AnthropicProvider(**{**ok, **changes})
     # interleaved thinking (Claude 4) lets the budget exceed max_tokens
@@ -480,10 +535,16 @@ async def test_fake_rejects_thinking_sent_back_altered_or_missing():
     with FakeAnthropicServer(script) as server:
         reply = await complete(server, max_tokens=4096, temperature=1.0, thinking_budget=1024)
         block = reply.reasoning_blocks[0]
-        history = [{"role": "user", "content": "go"},
-                   {"role": "assistant", "content": None, "reasoning_blocks": [block],
-                    "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "done", "arguments": "{}"}}]},
-                   {"role": "tool", "tool_call_id": "t1", "content": "ok"}]
+        history = [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "reasoning_blocks": [block],
+                "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "done", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "t1", "content": "ok"},
+        ]
         await complete(server, messages=history, max_tokens=4096, temperature=1.0, thinking_budget=1024)
         altered = [dict(m) for m in history]
         altered[1]["reasoning_blocks"] = [{**block, "thinking": "Plan: type."}]
@@ -491,19 +552,31 @@ async def test_fake_rejects_thinking_sent_back_altered_or_missing():
         dropped[1].pop("reasoning_blocks")
         for bad, needle in ((altered, "Invalid `signature`"), (dropped, "must start with a thinking block")):
             with pytest.raises(Exception, match=needle):
-                await complete(server, messages=bad, max_tokens=4096, temperature=1.0, thinking_budget=1024,
-                               max_retries=0)
+                await complete(server, messages=bad, max_tokens=4096, temperature=1.0, thinking_budget=1024, max_retries=0)
     assert server.requests[1]["messages"][1]["content"][0] == block
 
 
 async def test_computer_20251124_enables_zoom_in_its_definition():
     with FakeAnthropicServer() as server:
-        await complete(server, tools=[{"type": "function", "function": {"name": "computer", "parameters": {}}}],
-                       computer_tool="computer_20251124", betas=["computer-use-2025-11-24"])
-        await complete(server, tools=[{"type": "function", "function": {"name": "computer", "parameters": {}}}],
-                       computer_tool="computer_20251124", enable_zoom=False)
-    assert server.requests[0]["tools"][0] == {"type": "computer_20251124", "name": "computer", "display_width_px": 1024,
-                                              "display_height_px": 768, "enable_zoom": True,
-                                              "cache_control": {"type": "ephemeral"}}
+        await complete(
+            server,
+            tools=[{"type": "function", "function": {"name": "computer", "parameters": {}}}],
+            computer_tool="computer_20251124",
+            betas=["computer-use-2025-11-24"],
+        )
+        await complete(
+            server,
+            tools=[{"type": "function", "function": {"name": "computer", "parameters": {}}}],
+            computer_tool="computer_20251124",
+            enable_zoom=False,
+        )
+    assert server.requests[0]["tools"][0] == {
+        "type": "computer_20251124",
+        "name": "computer",
+        "display_width_px": 1024,
+        "display_height_px": 768,
+        "enable_zoom": True,
+        "cache_control": {"type": "ephemeral"},
+    }
     assert "enable_zoom" not in server.requests[1]["tools"][0]
     assert server.headers[0]["anthropic-beta"] == "computer-use-2025-11-24"

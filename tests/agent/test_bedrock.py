@@ -27,9 +27,20 @@ from tests.fakes.bedrock_server import FakeBedrockServer, chunk_message, frames
 from tests.test_config import make as compose
 
 KEY_ID, SECRET = "AKIDFAKEBEDROCK0001", "fake-secret-key-for-tests-only"
-AWS_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-            "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN")
+AWS_VARS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +88,7 @@ async def test_tool_use_from_a_recorded_stream_with_bedrocks_body_path_and_signa
     body, headers = server.requests[0], server.headers[0]
     assert body["anthropic_version"] == "bedrock-2023-05-31" and "model" not in body and "stream" not in body
     assert body["anthropic_beta"] == ["computer-use-2025-01-24"] and body["temperature"] == 0.2
-    assert {"type": "computer_20250124", "name": "computer", "display_width_px": 1024,
-            "display_height_px": 768} in body["tools"]
+    assert {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768} in body["tools"]
     assert headers["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={KEY_ID}/")
     assert "/us-east-1/bedrock/aws4_request" in headers["authorization"]
     assert headers["accept"] == "application/vnd.amazon.eventstream" and "x-api-key" not in headers
@@ -115,8 +125,10 @@ def test_the_fakes_frames_are_real_event_stream_messages():
 
 async def test_throttling_exception_mid_stream_is_retried():
     sleeps = Sleeps()
-    script = [{"text": "Half an answer that", "exception": "throttlingException", "exception_after": 3},
-              {"transcript": "anthropic_tool_use.sse"}]
+    script = [
+        {"text": "Half an answer that", "exception": "throttlingException", "exception_after": 3},
+        {"transcript": "anthropic_tool_use.sse"},
+    ]
     with FakeBedrockServer(script) as server:
         reply = await complete(server, sleep=sleeps)
     assert len(server.requests) == 2 and len(sleeps) == 1
@@ -209,14 +221,19 @@ def test_a_model_without_a_bedrock_id_is_a_clear_error():
 async def test_full_loop_episode_through_bedrock(tmp_path: Path):
     """The loop's real history (tool results, screenshots) passes Bedrock's and Messages' checks every turn."""
     desk = FakeDesktop(tmp_path, 1024, 768)
-    tools = {"computer": ComputerTool(desk, CoordinateMap("pixels", (1024, 768))), "bash": BashTool(desk),
-             "done": DoneTool()}
-    script = [{"text": "Clicking.", "tool_uses": [
-                  {"id": "toolu_1", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}},
-                  {"id": "toolu_2", "name": "bash", "input": {"command": "echo hi"}}]},
-              {"exception": "throttlingException"},
-              {"tool_uses": [{"id": "toolu_3", "name": "computer", "input": {"action": "screenshot"}}]},
-              {"tool_uses": [{"id": "toolu_4", "name": "done", "input": {"status": "DONE"}}]}]
+    tools = {"computer": ComputerTool(desk, CoordinateMap("pixels", (1024, 768))), "bash": BashTool(desk), "done": DoneTool()}
+    script = [
+        {
+            "text": "Clicking.",
+            "tool_uses": [
+                {"id": "toolu_1", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}},
+                {"id": "toolu_2", "name": "bash", "input": {"command": "echo hi"}},
+            ],
+        },
+        {"exception": "throttlingException"},
+        {"tool_uses": [{"id": "toolu_3", "name": "computer", "input": {"action": "screenshot"}}]},
+        {"tool_uses": [{"id": "toolu_4", "name": "done", "input": {"status": "DONE"}}]},
+    ]
     trace = Trace(tmp_path / "trace.jsonl")
     result = EpisodeResult(task_id="app/task", app="app")
     with FakeBedrockServer(script) as server:
@@ -249,36 +266,63 @@ def test_provider_bedrock_completes_an_episode_end_to_end(tmp_path: Path):
         "setup: [{launch: {command: [xterm], window: xterm}}]\n"
         "evaluator:\n  func: exact_match\n"
         "  result: {type: content_from_vm_file, path: ~/out.txt, file_type: txt}\n"
-        "  expected: {type: rule, rules: {expected: '42'}}\n")
-    script = [{"tool_uses": [{"name": "computer", "input": {"action": "type", "text": "echo 42 > ~/out.txt\n"}}]},
-              {"exception": "throttlingException"},
-              {"tool_uses": [{"name": "computer", "input": {"action": "wait", "duration": 0.5}}]},
-              {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]}]
+        "  expected: {type: rule, rules: {expected: '42'}}\n"
+    )
+    script = [
+        {"tool_uses": [{"name": "computer", "input": {"action": "type", "text": "echo 42 > ~/out.txt\n"}}]},
+        {"exception": "throttlingException"},
+        {"tool_uses": [{"name": "computer", "input": {"action": "wait", "duration": 0.5}}]},
+        {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]},
+    ]
     with FakeBedrockServer(script, region="eu-west-1") as server:
-        proc = run_cli(tmp_path, "model=claude_sonnet_4_5", "provider=bedrock", f"provider.base_url={server.base_url}",
-                       "provider.region=eu-west-1", f"tasks.root={tmp_path / 'suite'}", "tracking=none",
-                       env={"AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_EC2_METADATA_DISABLED": "true"})
+        proc = run_cli(
+            tmp_path,
+            "model=claude_sonnet_4_5",
+            "provider=bedrock",
+            f"provider.base_url={server.base_url}",
+            "provider.region=eu-west-1",
+            f"tasks.root={tmp_path / 'suite'}",
+            "tracking=none",
+            env={"AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_EC2_METADATA_DISABLED": "true"},
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert server.rejected == [] and len(server.requests) == 4
     assert any(b["type"] == "image" for m in server.requests[-1]["messages"] for b in _walk(m["content"]))
     (result,) = results(tmp_path / "run")
     assert (result["status"], result["score"]) == ("success", 1.0)
-    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file()
-                      and p.suffix in {".json", ".jsonl", ".yaml", ".log", ".txt"})
+    written = "".join(
+        p.read_text(errors="replace")
+        for p in (tmp_path / "run").rglob("*")
+        if p.is_file() and p.suffix in {".json", ".jsonl", ".yaml", ".log", ".txt"}
+    )
     assert SECRET not in written
 
 
 @pytest.mark.slow
 def test_provider_bedrock_without_credentials_fails_before_any_desktop(tmp_path: Path):
-    proc_env = {"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-                "AWS_EC2_METADATA_DISABLED": "true", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
+    proc_env = {
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ACCESS_KEY_ID": "",
+        "AWS_SECRET_ACCESS_KEY": "",
+    }
     import os
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update({k: v for k, v in proc_env.items() if v})
-    cmd = [sys.executable, "-m", "mcpworld", "model=claude_sonnet_4_5", "provider=bedrock", "provider.region=us-east-1",
-           "task=xterm/set_theme", "tracking=none", f"hydra.run.dir={tmp_path}/run"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        "model=claude_sonnet_4_5",
+        "provider=bedrock",
+        "provider.region=us-east-1",
+        "task=xterm/set_theme",
+        "tracking=none",
+        f"hydra.run.dir={tmp_path}/run",
+    ]
     proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0
     assert "found no AWS credentials" in proc.stderr and "AWS_PROFILE" in proc.stderr

@@ -35,8 +35,10 @@ def test_tag_with_prose() -> None:
 def test_two_tags_in_order_with_distinct_ids() -> None:
     second = {"name": "computer", "arguments": {"action": "type", "text": "hi"}}
     text, found = calls_in_text(f"{TAG}\n<tool_call>\n{json.dumps(second)}\n</tool_call>")
-    assert [(c.name, c.arguments) for c in found] == [("computer", CLICK["arguments"]),
-                                                      ("computer", {"action": "type", "text": "hi"})]
+    assert [(c.name, c.arguments) for c in found] == [
+        ("computer", CLICK["arguments"]),
+        ("computer", {"action": "type", "text": "hi"}),
+    ]
     assert found[0].id != found[1].id
     assert text == ""
 
@@ -71,8 +73,7 @@ def test_arguments_as_a_bad_json_string_are_raw() -> None:
 
 
 def test_parameters_key_and_missing_arguments() -> None:
-    assert calls('<tool_call>{"name": "bash", "parameters": {"command": "ls"}}</tool_call>') == \
-        [("bash", {"command": "ls"})]
+    assert calls('<tool_call>{"name": "bash", "parameters": {"command": "ls"}}</tool_call>') == [("bash", {"command": "ls"})]
     assert calls('<tool_call>{"name": "done"}</tool_call>') == [("done", {})]
 
 
@@ -100,8 +101,10 @@ def test_bare_object_after_prose() -> None:
 def test_a_list_of_calls() -> None:
     second = {"name": "computer", "arguments": {"action": "key", "text": "Return"}}
     text, found = calls_in_text(json.dumps([CLICK, second]))
-    assert [(c.name, c.arguments) for c in found] == [("computer", CLICK["arguments"]),
-                                                      ("computer", {"action": "key", "text": "Return"})]
+    assert [(c.name, c.arguments) for c in found] == [
+        ("computer", CLICK["arguments"]),
+        ("computer", {"action": "key", "text": "Return"}),
+    ]
     assert found[0].id != found[1].id and text == ""
 
 
@@ -122,17 +125,20 @@ def test_bare_action_is_a_computer_call() -> None:
     assert text == "Clicking:"
 
 
-@pytest.mark.parametrize("prose", [
-    "use {x} here",
-    'the config is {"theme": "dark", "size": 3} so I will leave it.',
-    "a set {1, 2} and a list [1, 2, 3]",
-    "```json\n{\"theme\": \"dark\"}\n```",
-    "[]",
-    "I am done with the task.",
-    '{"action": 3}',
-    'The contact is {"user": {"name": "Alice"}} in the file.',  # nested in data is data, not a call
-    'rows: [1, {"name": "Alice"}]',
-])
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "use {x} here",
+        'the config is {"theme": "dark", "size": 3} so I will leave it.',
+        "a set {1, 2} and a list [1, 2, 3]",
+        '```json\n{"theme": "dark"}\n```',
+        "[]",
+        "I am done with the task.",
+        '{"action": 3}',
+        'The contact is {"user": {"name": "Alice"}} in the file.',  # nested in data is data, not a call
+        'rows: [1, {"name": "Alice"}]',
+    ],
+)
 def test_prose_that_is_not_a_call(prose: str) -> None:
     assert calls_in_text(prose) == (prose, [])
 
@@ -179,8 +185,13 @@ async def test_http_legacy_function_call(ignore_stream: bool) -> None:
 @pytest.mark.parametrize("ignore_stream", [False, True])
 async def test_http_structured_calls_leave_the_text_alone(ignore_stream: bool) -> None:
     text = f"I once wrote {TAG} by hand."
-    script = [{"text": text, "ignore_stream": ignore_stream,
-               "tool_calls": [{"id": "call_real", "name": "done", "arguments": {"status": "DONE"}}]}]
+    script = [
+        {
+            "text": text,
+            "ignore_stream": ignore_stream,
+            "tool_calls": [{"id": "call_real", "name": "done", "arguments": {"status": "DONE"}}],
+        }
+    ]
     with FakeOpenAIServer(script) as server:
         reply = await complete(server)
     assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("call_real", "done", {"status": "DONE"})]
@@ -191,8 +202,9 @@ def test_fake_server_streams_function_call_in_pieces() -> None:
     from tests.fakes.openai_server import _chunks
 
     chunks = _chunks({}, {"function_call": CLICK}, "m", include_usage=False)
-    pieces = [c["choices"][0]["delta"]["function_call"] for c in chunks
-              if c["choices"] and "function_call" in c["choices"][0]["delta"]]
+    pieces = [
+        c["choices"][0]["delta"]["function_call"] for c in chunks if c["choices"] and "function_call" in c["choices"][0]["delta"]
+    ]
     assert pieces[0] == {"name": "computer", "arguments": ""}
     assert len(pieces) > 2 and all("name" not in p for p in pieces[1:])
     assert json.loads("".join(p["arguments"] for p in pieces)) == CLICK["arguments"]

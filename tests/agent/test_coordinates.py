@@ -19,8 +19,10 @@ from mcpworld.agent.tools.computer import image_size
 from tests.agent.test_tools import FakeDesktop
 
 CONF = Path(__file__).resolve().parents[2] / "mcpworld" / "conf"
-MODELS = {p.stem: yaml.safe_load(p.read_text()).get("model", yaml.safe_load(p.read_text()))
-          for p in sorted((CONF / "model").glob("*.yaml"))}
+MODELS = {
+    p.stem: yaml.safe_load(p.read_text()).get("model", yaml.safe_load(p.read_text()))
+    for p in sorted((CONF / "model").glob("*.yaml"))
+}
 RESOLUTIONS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((CONF / "resolution").glob("*.yaml"))}
 TARGET = 9  # px, odd so it has a centre pixel
 
@@ -58,8 +60,7 @@ async def test_click_hits_the_target(tmp_path: Path, model_name: str, resolution
     width, height = res["width"], res["height"]
     for n, target in enumerate([(0, 0), (width // 3, height // 2), (width - TARGET, height - TARGET)]):
         desk = TargetDesktop(tmp_path / str(n), width, height, target)
-        tools = build_toolset(["computer", "done"], desk, model.get("coordinates", "pixels"), None,
-                              model.get("image_max"))
+        tools = build_toolset(["computer", "done"], desk, model.get("coordinates", "pixels"), None, model.get("image_max"))
         computer = tools["computer"]
         shot = (await computer.call({"action": "screenshot"})).image
         assert shot.size == image_size((width, height), model.get("image_max"))

@@ -59,8 +59,17 @@ def gui_tools(env: FakeDesktop, convention: str = "pixels") -> dict[str, Any]:
     return {"computer": ComputerTool(env, CoordinateMap(convention, (env.width, env.height))), "done": DoneTool()}
 
 
-def make_loop(tmp_path: Path, provider: Provider, tools: dict[str, Any], *, max_steps: int = 20,
-              max_llm_calls: int = 20, timeout_s: float = 10.0, keep: int = 3, **kw: Any):
+def make_loop(
+    tmp_path: Path,
+    provider: Provider,
+    tools: dict[str, Any],
+    *,
+    max_steps: int = 20,
+    max_llm_calls: int = 20,
+    timeout_s: float = 10.0,
+    keep: int = 3,
+    **kw: Any,
+):
     trace = Trace(tmp_path / "trace.jsonl")
     result = EpisodeResult(task_id="app/task", app="app")
     loop = AgentLoop(provider, tools, Limits(max_steps, max_llm_calls, timeout_s, keep), trace, result, **kw)
@@ -101,8 +110,11 @@ async def test_oracle_replays_solution_then_done(tmp_path: Path, desk: FakeDeskt
     loop, result, trace = make_loop(tmp_path, OracleProvider(solution), gui_tools(desk), save_image=save)
     await run(loop, trace, desk.screenshot())
 
-    assert desk.actions == [{"kind": "click", "button": 1, "count": 1, "x": 10, "y": 20},
-                            {"kind": "type", "text": "hello"}, {"kind": "key", "keys": "ctrl+s"}]
+    assert desk.actions == [
+        {"kind": "click", "button": 1, "count": 1, "x": 10, "y": 20},
+        {"kind": "type", "text": "hello"},
+        {"kind": "key", "keys": "ctrl+s"},
+    ]
     assert result.termination == "done" and result.final_action == "DONE"
     assert result.steps == 4 and result.llm_calls == 4
     assert {k: (v.ok, v.error) for k, v in result.tool_calls.items()} == {"computer": (3, 0), "done": (1, 0)}
@@ -139,8 +151,10 @@ async def test_first_screen_sent_only_with_vision(tmp_path: Path, desk: FakeDesk
     provider = Scripted([call("computer", 0, action="key", text="a")])
     loop, _, trace = make_loop(tmp_path / "b", provider, gui_tools(desk), send_images=False)
     await run(loop, trace, desk.screenshot())
-    assert all(isinstance(m["content"], str) or m["content"] is None or
-               all(p["type"] == "text" for p in m["content"]) for m in provider.calls[1])
+    assert all(
+        isinstance(m["content"], str) or m["content"] is None or all(p["type"] == "text" for p in m["content"])
+        for m in provider.calls[1]
+    )
     assert provider.calls[0][1]["content"] == [{"type": "text", "text": "do the task"}]
 
 
@@ -243,8 +257,9 @@ async def test_tool_outside_the_modality_is_a_hallucination(tmp_path: Path, desk
 
 async def test_cli_modality_has_no_computer(tmp_path: Path, desk: FakeDesktop) -> None:
     tools = {"bash": BashTool(desk), "done": DoneTool()}
-    provider = Scripted([call("computer", 0, action="left_click", coordinate=[1, 1]),
-                         call("bash", 1, command="echo hi > out.txt")])
+    provider = Scripted(
+        [call("computer", 0, action="left_click", coordinate=[1, 1]), call("bash", 1, command="echo hi > out.txt")]
+    )
     loop, result, trace = make_loop(tmp_path, provider, tools)
     await run(loop, trace)
     assert desk.actions == []
@@ -254,9 +269,9 @@ async def test_cli_modality_has_no_computer(tmp_path: Path, desk: FakeDesktop) -
 
 
 async def test_unparseable_arguments_and_bad_calls_go_back_to_the_model(tmp_path: Path, desk: FakeDesktop) -> None:
-    provider = Scripted([call("computer", 0, _raw='{"action": "left_cl'),
-                         call("computer", 1, action="fly"),
-                         call("done", 2, status="DONE")])
+    provider = Scripted(
+        [call("computer", 0, _raw='{"action": "left_cl'), call("computer", 1, action="fly"), call("done", 2, status="DONE")]
+    )
     loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
     await run(loop, trace)
     assert desk.actions == []
@@ -265,7 +280,9 @@ async def test_unparseable_arguments_and_bad_calls_go_back_to_the_model(tmp_path
     assert "could not be parsed as JSON" in msgs[0]["content"]
     assert msgs[1]["content"].startswith("Error: unknown computer action 'fly'")
     assert [(e["tool"], e["kind"]) for e in events(tmp_path, "hallucination")] == [
-        ("computer", "invalid_json"), ("computer", "invalid_arguments")]
+        ("computer", "invalid_json"),
+        ("computer", "invalid_arguments"),
+    ]
     assert result.hallucinations == 2 and result.numbers()["hallucinations"] == 2
     assert result.termination == "done"
 
@@ -307,13 +324,20 @@ def urls(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def test_prune_keeps_the_k_most_recent_images() -> None:
-    messages = [{"role": "system", "content": "sys"},
-                {"role": "user", "content": [{"type": "text", "text": "task"},
-                                             {"type": "image_url", "image_url": {"url": "data:0"}}]},
-                {"role": "tool", "tool_call_id": "a", "content": "ok"},
-                image_msg("1"), image_msg("2"),
-                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:3"}},
-                                             {"type": "image_url", "image_url": {"url": "data:4"}}]}]
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": [{"type": "text", "text": "task"}, {"type": "image_url", "image_url": {"url": "data:0"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"},
+        image_msg("1"),
+        image_msg("2"),
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": "data:3"}},
+                {"type": "image_url", "image_url": {"url": "data:4"}},
+            ],
+        },
+    ]
     prune_images(messages, 3)
     assert urls(messages) == ["task", IMAGE_PLACEHOLDER, IMAGE_PLACEHOLDER, "data:2", "data:3", "data:4"]
     assert messages[0]["content"] == "sys" and messages[2]["content"] == "ok"
@@ -350,11 +374,18 @@ def test_image_part_is_a_data_uri() -> None:
 async def test_end_to_end_against_a_fake_openai_server(tmp_path: Path) -> None:
     env = FakeDesktop(tmp_path, 1024, 768)
     script = [
-        {"text": "Clicking the middle.", "usage": {"prompt_tokens": 100, "completion_tokens": 7},
-         "tool_calls": [{"id": "call_click", "name": "computer",
-                         "arguments": {"action": "left_click", "coordinate": [500, 500]}}]},
-        {"usage": {"prompt_tokens": 150, "completion_tokens": 5}, "delay_first_s": 0.05,
-         "tool_calls": [{"id": "call_done", "name": "done", "arguments": {"status": "DONE"}}]},
+        {
+            "text": "Clicking the middle.",
+            "usage": {"prompt_tokens": 100, "completion_tokens": 7},
+            "tool_calls": [
+                {"id": "call_click", "name": "computer", "arguments": {"action": "left_click", "coordinate": [500, 500]}}
+            ],
+        },
+        {
+            "usage": {"prompt_tokens": 150, "completion_tokens": 5},
+            "delay_first_s": 0.05,
+            "tool_calls": [{"id": "call_done", "name": "done", "arguments": {"status": "DONE"}}],
+        },
     ]
     with FakeOpenAIServer(script) as server:
         provider = OpenAICompatProvider(base_url=server.base_url, model="fake-model", retry_base_s=0.001)

@@ -63,12 +63,14 @@ def test_every_reference_script_is_compared_or_its_difference_named() -> None:
         assert len(compared(family)) >= 4
 
 
-async def drive(tmp_path: Path, family: str, script: dict[str, Any]) -> tuple[EpisodeResult, list[dict[str, Any]],
-                                                                             FakeDesktop, list[dict[str, Any]]]:
-    views = {"qwen3vl": ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct", coordinates="normalized_1000"),
-             "uitars": ModelView(name="ui_tars_1_5_7b", id="ByteDance-Seed/UI-TARS-1.5-7B"),
-             "claude": ModelView(name="claude_sonnet_4_5", id="claude-sonnet-4-5-20250929",
-                                 computer_tool="computer_20250124")}
+async def drive(
+    tmp_path: Path, family: str, script: dict[str, Any]
+) -> tuple[EpisodeResult, list[dict[str, Any]], FakeDesktop, list[dict[str, Any]]]:
+    views = {
+        "qwen3vl": ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct", coordinates="normalized_1000"),
+        "uitars": ModelView(name="ui_tars_1_5_7b", id="ByteDance-Seed/UI-TARS-1.5-7B"),
+        "claude": ModelView(name="claude_sonnet_4_5", id="claude-sonnet-4-5-20250929", computer_tool="computer_20250124"),
+    }
     profile = make_profile(family, views[family])
     desk = FakeDesktop(tmp_path, *SCREEN)
     coords = profile.screen(SCREEN)
@@ -86,19 +88,29 @@ async def drive(tmp_path: Path, family: str, script: dict[str, Any]) -> tuple[Ep
         if family == "claude":
             budget = script.get("thinking_budget")
             provider: Any = AnthropicProvider(
-                base_url=server.base_url, model="claude-sonnet-4-5-20250929", api_key="k", max_tokens=16384,
-                temperature=1.0 if budget else None, display_size=coords.image, computer_tool="computer_20250124",
-                betas=["computer-use-2025-01-24"], thinking_budget=budget, max_retries=0)
+                base_url=server.base_url,
+                model="claude-sonnet-4-5-20250929",
+                api_key="k",
+                max_tokens=16384,
+                temperature=1.0 if budget else None,
+                display_size=coords.image,
+                computer_tool="computer_20250124",
+                betas=["computer-use-2025-01-24"],
+                thinking_budget=budget,
+                max_retries=0,
+            )
         else:
-            sampling = {"uitars": dict(temperature=0.0, top_p=0.9, frequency_penalty=1.0, max_tokens=1000),
-                        "qwen3vl": dict(max_tokens=32768)}[family]
-            provider = OpenAICompatProvider(base_url=server.base_url, model=views[family].id, max_retries=0,
-                                            **sampling)  # type: ignore[arg-type]
+            sampling = {
+                "uitars": dict(temperature=0.0, top_p=0.9, frequency_penalty=1.0, max_tokens=1000),
+                "qwen3vl": dict(max_tokens=32768),
+            }[family]
+            provider = OpenAICompatProvider(base_url=server.base_url, model=views[family].id, max_retries=0, **sampling)  # type: ignore[arg-type]
             provider.text_calls = profile.text_calls
         loop = AgentLoop(provider, tools, limits, trace, result, profile=profile)
         try:
-            await loop.run(profile.system_prompt(PromptContext(list(tools), coords.image)), "Do the task.",
-                           coords.fit(desk.screenshot()))
+            await loop.run(
+                profile.system_prompt(PromptContext(list(tools), coords.image)), "Do the task.", coords.fit(desk.screenshot())
+            )
         finally:
             trace.close()
             await provider.aclose()
@@ -134,8 +146,7 @@ def turns_that_acted(events: list[dict[str, Any]], turns: int) -> list[bool]:
 
 
 @pytest.mark.parametrize("script", compared("qwen3vl"), ids=lambda s: s["name"])
-async def test_qwen3vl_loop_runs_as_osworlds(tmp_path: Path, script: dict[str, Any],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_qwen3vl_loop_runs_as_osworlds(tmp_path: Path, script: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     import mcpworld.agent.profiles.qwen3vl_tool as tool_module
 
     monkeypatch.setattr(tool_module.time, "sleep", lambda s: None)
@@ -153,8 +164,7 @@ async def test_qwen3vl_loop_runs_as_osworlds(tmp_path: Path, script: dict[str, A
 
 
 @pytest.mark.parametrize("script", compared("uitars"), ids=lambda s: s["name"])
-async def test_uitars_loop_runs_as_osworlds(tmp_path: Path, script: dict[str, Any],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_uitars_loop_runs_as_osworlds(tmp_path: Path, script: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     import mcpworld.agent.tools.computer as computer_module
 
     monkeypatch.setattr(computer_module.time, "sleep", lambda s: None)

@@ -19,19 +19,22 @@ from mcpworld.telemetry.trace import Trace, read_trace
 from tests.agent.test_loop import Scripted
 from tests.agent.test_tools import FakeDesktop
 
-PROFILES = {"qwen3vl": ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct", coordinates="normalized_1000"),
-            "claude": ModelView(name="claude_sonnet_4_5", id="claude-sonnet-4-5", computer_tool="computer_20250124"),
-            "uitars": ModelView(name="ui_tars_1_5_7b", id="ByteDance-Seed/UI-TARS-1.5-7B"),
-            "generic": ModelView(name="m", id="m"),
-            "gemma": ModelView(name="gemma3_tools_27b", id="gemma3:27b")}
+PROFILES = {
+    "qwen3vl": ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct", coordinates="normalized_1000"),
+    "claude": ModelView(name="claude_sonnet_4_5", id="claude-sonnet-4-5", computer_tool="computer_20250124"),
+    "uitars": ModelView(name="ui_tars_1_5_7b", id="ByteDance-Seed/UI-TARS-1.5-7B"),
+    "generic": ModelView(name="m", id="m"),
+    "gemma": ModelView(name="gemma3_tools_27b", id="gemma3:27b"),
+}
 
 
 def qwen_call(action: str, **args: Any) -> str:
     return "<tool_call>\n" + json.dumps({"name": "computer_use", "arguments": {"action": action, **args}}) + "\n</tool_call>"
 
 
-async def drive(tmp_path: Path, family: str, replies: list[Reply], *, max_steps: int = 10,
-                max_llm_calls: int = 40) -> tuple[EpisodeResult, Scripted, FakeDesktop, Profile]:
+async def drive(
+    tmp_path: Path, family: str, replies: list[Reply], *, max_steps: int = 10, max_llm_calls: int = 40
+) -> tuple[EpisodeResult, Scripted, FakeDesktop, Profile]:
     profile = make_profile(family, PROFILES[family])
     desk = FakeDesktop(tmp_path, 1000, 1000)
     coords = profile.screen((1000, 1000))
@@ -39,11 +42,13 @@ async def drive(tmp_path: Path, family: str, replies: list[Reply], *, max_steps:
     provider = Scripted(replies)
     trace = Trace(tmp_path / "trace.jsonl")
     result = EpisodeResult(task_id="app/task", app="app")
-    loop = AgentLoop(provider, tools, Limits(max_steps, max_llm_calls, 30.0, profile.keep_screenshots(3)), trace,
-                     result, profile=profile)
+    loop = AgentLoop(
+        provider, tools, Limits(max_steps, max_llm_calls, 30.0, profile.keep_screenshots(3)), trace, result, profile=profile
+    )
     try:
-        await loop.run(profile.system_prompt(PromptContext(list(tools), coords.image)), "do the task",
-                       coords.fit(desk.screenshot()))
+        await loop.run(
+            profile.system_prompt(PromptContext(list(tools), coords.image)), "do the task", coords.fit(desk.screenshot())
+        )
     finally:
         trace.close()
     return result, provider, desk, profile
@@ -61,18 +66,26 @@ def test_every_family_states_its_rules() -> None:
 
 async def test_qwen_two_calls_in_one_turn_are_one_step(tmp_path: Path) -> None:
     """The issue's run: max_steps=3, a two-call turn, a wait, terminate: done, not max_steps."""
-    replies = [Reply(text="Action: Click, then type.\n" + qwen_call("left_click", coordinate=[500, 500]) + "\n"
-                     + qwen_call("type", text="hi")),
-               Reply(text="Action: Wait.\n" + qwen_call("wait", time=0)),
-               Reply(text="Action: Done.\n" + qwen_call("terminate", status="success"))]
+    replies = [
+        Reply(
+            text="Action: Click, then type.\n"
+            + qwen_call("left_click", coordinate=[500, 500])
+            + "\n"
+            + qwen_call("type", text="hi")
+        ),
+        Reply(text="Action: Wait.\n" + qwen_call("wait", time=0)),
+        Reply(text="Action: Done.\n" + qwen_call("terminate", status="success")),
+    ]
     result, provider, desk, _ = await drive(tmp_path, "qwen3vl", replies, max_steps=3)
     assert (result.termination, result.steps, result.actions, result.llm_calls) == ("done", 3, 4, 3)
     assert [a["kind"] for a in desk.actions] == ["click", "type"]
 
 
 async def test_qwen_turn_without_a_call_is_a_step_and_sends_nothing_more(tmp_path: Path) -> None:
-    replies = [Reply(text="I think I should click the button."),
-               Reply(text="Action: Done.\n" + qwen_call("terminate", status="success"))]
+    replies = [
+        Reply(text="I think I should click the button."),
+        Reply(text="Action: Done.\n" + qwen_call("terminate", status="success")),
+    ]
     result, provider, _, _ = await drive(tmp_path, "qwen3vl", replies)
     assert (result.termination, result.steps, result.llm_calls) == ("done", 2, 2)
     second = provider.calls[1]
@@ -83,8 +96,10 @@ async def test_qwen_turn_without_a_call_is_a_step_and_sends_nothing_more(tmp_pat
 
 
 async def test_qwen_unreadable_call_is_skipped_unseen_but_counted(tmp_path: Path) -> None:
-    replies = [Reply(text="Action: Click.\n<tool_call>\n{\"name\": \"computer_use\", \"arguments\": {broken\n</tool_call>"),
-               Reply(text="Action: Done.\n" + qwen_call("terminate", status="success"))]
+    replies = [
+        Reply(text='Action: Click.\n<tool_call>\n{"name": "computer_use", "arguments": {broken\n</tool_call>'),
+        Reply(text="Action: Done.\n" + qwen_call("terminate", status="success")),
+    ]
     result, provider, desk, _ = await drive(tmp_path, "qwen3vl", replies)
     assert (result.termination, result.steps, result.actions, result.hallucinations) == ("done", 2, 1, 1)
     assert not any("could not be parsed" in json.dumps(m) for m in provider.calls[1])
@@ -94,10 +109,16 @@ async def test_qwen_unreadable_call_is_skipped_unseen_but_counted(tmp_path: Path
 
 async def test_claude_text_only_reply_ends_the_episode(tmp_path: Path) -> None:
     """The issue's run sent 40 requests (max_llm_calls) after "Done."; the reference sends none more."""
-    replies = [Reply(tool_calls=[ToolCall("t1", "computer", {"action": "screenshot"}),
-                                 ToolCall("t2", "computer", {"action": "left_click", "coordinate": [10, 10]})]),
-               Reply(text="Done. The task is complete."),
-               Reply(text="never asked")]
+    replies = [
+        Reply(
+            tool_calls=[
+                ToolCall("t1", "computer", {"action": "screenshot"}),
+                ToolCall("t2", "computer", {"action": "left_click", "coordinate": [10, 10]}),
+            ]
+        ),
+        Reply(text="Done. The task is complete."),
+        Reply(text="never asked"),
+    ]
     result, provider, desk, _ = await drive(tmp_path, "claude", replies, max_steps=10, max_llm_calls=40)
     assert (result.termination, result.llm_calls, result.steps, result.actions) == ("end_turn", 2, 2, 2)
     assert len(provider.calls) == 2 and result.final_action is None
@@ -110,8 +131,10 @@ async def test_claude_first_reply_without_a_call_ends_at_once(tmp_path: Path) ->
 
 
 async def test_uitars_newline_terminated_type_is_one_step(tmp_path: Path) -> None:
-    replies = [Reply(text="Thought: Type the name.\nAction: type(content='report.txt\\n')"),
-               Reply(text="Thought: Saved.\nAction: finished(content='ok')")]
+    replies = [
+        Reply(text="Thought: Type the name.\nAction: type(content='report.txt\\n')"),
+        Reply(text="Thought: Saved.\nAction: finished(content='ok')"),
+    ]
     result, _, desk, _ = await drive(tmp_path, "uitars", replies, max_steps=2)
     assert (result.termination, result.steps) == ("done", 2)
     assert [a["kind"] for a in desk.actions] == ["type", "key"]

@@ -66,12 +66,15 @@ def overlong(tmp_path: Path) -> Overlong:
 # --------------------------------------------------------------------------- tool_name
 
 
-@pytest.mark.parametrize("server, tool, expected", [
-    ("filesystem", "read_file", "filesystem-read_file"),
-    ("github", "repos.list", "github-repos_list"),
-    ("k8s", "pods/get:logs", "k8s-pods_get_logs"),
-    ("my.server", "a b", "my_server-a_b"),
-])
+@pytest.mark.parametrize(
+    "server, tool, expected",
+    [
+        ("filesystem", "read_file", "filesystem-read_file"),
+        ("github", "repos.list", "github-repos_list"),
+        ("k8s", "pods/get:logs", "k8s-pods_get_logs"),
+        ("my.server", "a b", "my_server-a_b"),
+    ],
+)
 def test_tool_name_is_server_dash_tool_made_safe(server: str, tool: str, expected: str) -> None:
     assert tool_name(server, tool) == expected
 
@@ -90,10 +93,15 @@ def test_long_tool_names_are_cut_with_a_hash_and_stay_distinct() -> None:
 
 def test_every_block_of_a_result_is_passed_on() -> None:
     png = png_bytes()
-    result = types.CallToolResult(content=[
-        text("first"), image(png), text("second"),
-        types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri="file:///x", text="inside")),
-    ], is_error=False)
+    result = types.CallToolResult(
+        content=[
+            text("first"),
+            image(png),
+            text("second"),
+            types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri="file:///x", text="inside")),
+        ],
+        is_error=False,
+    )
     rendered, images = render_result(result)
     assert rendered == "first\nsecond\ninside"
     assert images == [(png, "png")]
@@ -101,11 +109,12 @@ def test_every_block_of_a_result_is_passed_on() -> None:
 
 
 def test_unknown_image_types_and_binary_resources_are_noted_not_sent() -> None:
-    result = types.CallToolResult(content=[
-        image(b"GIF-ish", "image/x-weird"),
-        types.EmbeddedResource(type="resource",
-                               resource=types.BlobResourceContents(uri="file:///b.bin", blob="AAAA")),
-    ])
+    result = types.CallToolResult(
+        content=[
+            image(b"GIF-ish", "image/x-weird"),
+            types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(uri="file:///b.bin", blob="AAAA")),
+        ]
+    )
     rendered, images = render_result(result)
     assert images == []
     assert "image/x-weird omitted" in rendered and "file:///b.bin omitted" in rendered
@@ -199,8 +208,12 @@ def locals_for(env: HomeEnvironment, overlong: Overlong, names: list[str] = ALL_
 
 def test_local_tools_have_toolathlons_names(env: HomeEnvironment, overlong: Overlong) -> None:
     assert set(locals_for(env, overlong)) == {
-        "local-claim_done", "local-python-execute", "local-sleep",
-        "local-view_overlong_tooloutput", "local-search_overlong_tooloutput"}
+        "local-claim_done",
+        "local-python-execute",
+        "local-sleep",
+        "local-view_overlong_tooloutput",
+        "local-search_overlong_tooloutput",
+    }
     assert list(locals_for(env, overlong, ["sleep"])) == ["local-sleep"]
     assert locals_for(env, overlong, ["history", "manage_context"]) == {}
     assert all(t.family == "mcp" for t in locals_for(env, overlong).values())
@@ -235,22 +248,26 @@ async def test_python_execute_reports_a_failing_script(env: HomeEnvironment, ove
 
 async def test_python_execute_timeout_is_reported(env: HomeEnvironment, overlong: Overlong) -> None:
     obs = await locals_for(env, overlong)["local-python-execute"].call(
-        {"code": "import time; print('start', flush=True); time.sleep(30)", "timeout": 1})
+        {"code": "import time; print('start', flush=True); time.sleep(30)", "timeout": 1}
+    )
     assert obs.ok is False and "timed out" in obs.text
 
 
-async def test_python_execute_does_not_see_the_harness_secrets(env: HomeEnvironment, overlong: Overlong,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_python_execute_does_not_see_the_harness_secrets(
+    env: HomeEnvironment, overlong: Overlong, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
     assert os.environ["ANTHROPIC_API_KEY"] == "sk-secret"
     obs = await locals_for(env, overlong)["local-python-execute"].call(
-        {"code": "import os; print(repr(os.environ.get('ANTHROPIC_API_KEY'))); print(dict(os.environ))"})
+        {"code": "import os; print(repr(os.environ.get('ANTHROPIC_API_KEY'))); print(dict(os.environ))"}
+    )
     assert obs.ok and "None" in obs.text and "sk-secret" not in obs.text
 
 
 @pytest.mark.parametrize("filename", ["..", ".", "../../evil", "run"])
-async def test_python_execute_any_filename_stays_a_script_in_its_folder(env: HomeEnvironment, overlong: Overlong,
-                                                                        filename: str) -> None:
+async def test_python_execute_any_filename_stays_a_script_in_its_folder(
+    env: HomeEnvironment, overlong: Overlong, filename: str
+) -> None:
     # '..' once named the folder itself: IsADirectoryError ended the episode as agent_error
     tool = locals_for(env, overlong)["local-python-execute"]
     obs = await tool.call({"code": "print('ran')", "filename": filename})
@@ -330,35 +347,42 @@ async def run_loop(tmp_path: Path, replies: list[Reply], tools: dict[str, Tool],
         await loop.run("system", "task", None)
     finally:
         trace.close()
-    hallucinations = [(e["tool"], e["kind"]) for e in read_trace(tmp_path / "trace.jsonl")
-                      if e["type"] == "hallucination"]
+    hallucinations = [(e["tool"], e["kind"]) for e in read_trace(tmp_path / "trace.jsonl") if e["type"] == "hallucination"]
     return provider, result, hallucinations
 
 
 def mcp_modality() -> dict[str, Tool]:
     from mcpworld.agent.tools.local import ClaimDone
 
-    return {"github-get_issue": Fixed("github-get_issue", Observation("issue #1")),
-            "local-claim_done": ClaimDone(), "done": DoneTool()}
+    return {
+        "github-get_issue": Fixed("github-get_issue", Observation("issue #1")),
+        "local-claim_done": ClaimDone(),
+        "done": DoneTool(),
+    }
 
 
 async def test_calls_outside_the_modality_and_invented_tools_are_told_apart(tmp_path: Path) -> None:
     tools = mcp_modality()
-    replies = [one("computer", 0, action="left_click", coordinate=[1, 1]),
-               one("filesystem-write_file", 1, path="x", content="y"),
-               one("github-get_issue", 2),
-               one("teleport", 3)]
-    _, result, hallucinations = await run_loop(
-        tmp_path, replies, tools, withheld=frozenset({"computer", "bash", "filesystem-"}))
-    assert hallucinations == [("computer", "outside_modality"), ("filesystem-write_file", "outside_modality"),
-                              ("teleport", "unknown_tool")]
+    replies = [
+        one("computer", 0, action="left_click", coordinate=[1, 1]),
+        one("filesystem-write_file", 1, path="x", content="y"),
+        one("github-get_issue", 2),
+        one("teleport", 3),
+    ]
+    _, result, hallucinations = await run_loop(tmp_path, replies, tools, withheld=frozenset({"computer", "bash", "filesystem-"}))
+    assert hallucinations == [
+        ("computer", "outside_modality"),
+        ("filesystem-write_file", "outside_modality"),
+        ("teleport", "unknown_tool"),
+    ]
     assert tools["github-get_issue"].calls == 1  # type: ignore[attr-defined]
     assert result.termination == "done" and result.final_action == "DONE" and result.hallucinations == 3
 
 
 async def test_without_withheld_a_foreign_tool_is_just_unknown(tmp_path: Path) -> None:
-    _, _, hallucinations = await run_loop(tmp_path, [one("filesystem-write_file")], mcp_modality(),
-                                          withheld=frozenset({"filesystem"}))  # a name, not a "<server>-" prefix
+    _, _, hallucinations = await run_loop(
+        tmp_path, [one("filesystem-write_file")], mcp_modality(), withheld=frozenset({"filesystem"})
+    )  # a name, not a "<server>-" prefix
     assert hallucinations == [("filesystem-write_file", "unknown_tool")]
 
 

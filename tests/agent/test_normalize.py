@@ -23,19 +23,22 @@ CLI = {"bash", "done"}
 # --------------------------------------------------------------------------- chords
 
 
-@pytest.mark.parametrize("written, expected", [
-    ("Ctrl + S", "ctrl+s"),
-    ("control-s", "ctrl+s"),
-    ("CMD+shift+T", "super+shift+t"),
-    ("Ctrl-Shift-T", "ctrl+shift+t"),  # every dashed modifier, not only the first
-    ("ctrl+a Delete", "ctrl+a Delete"),  # a sequence of two chords
-    ("ctrl + a   Delete", "ctrl+a Delete"),
-    ("Return", "Return"),
-    ("+", "+"),
-    ("F5", "F5"),  # a single key keeps its case
-    ("alt-tab", "alt+tab"),
-    ("ctrl++", "ctrl+plus"),  # zoom in: the plus key is not dropped
-])
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        ("Ctrl + S", "ctrl+s"),
+        ("control-s", "ctrl+s"),
+        ("CMD+shift+T", "super+shift+t"),
+        ("Ctrl-Shift-T", "ctrl+shift+t"),  # every dashed modifier, not only the first
+        ("ctrl+a Delete", "ctrl+a Delete"),  # a sequence of two chords
+        ("ctrl + a   Delete", "ctrl+a Delete"),
+        ("Return", "Return"),
+        ("+", "+"),
+        ("F5", "F5"),  # a single key keeps its case
+        ("alt-tab", "alt+tab"),
+        ("ctrl++", "ctrl+plus"),  # zoom in: the plus key is not dropped
+    ],
+)
 def test_chords(written: str, expected: str) -> None:
     assert normalize_keys(written) == expected
 
@@ -64,13 +67,17 @@ def test_keys_that_are_not_keys_are_left_alone() -> None:
 
 
 def test_qwen_key_list() -> None:
-    assert normalize_call("computer_use", {"action": "key", "keys": ["ctrl", "s"]}, GUI) == \
-        ("computer", {"action": "key", "text": "ctrl+s"})
+    assert normalize_call("computer_use", {"action": "key", "keys": ["ctrl", "s"]}, GUI) == (
+        "computer",
+        {"action": "key", "text": "ctrl+s"},
+    )
 
 
 def test_qwen_click_kept() -> None:
-    assert normalize_call("computer_use", {"action": "left_click", "coordinate": [10, 20]}, GUI) == \
-        ("computer", {"action": "left_click", "coordinate": [10, 20]})
+    assert normalize_call("computer_use", {"action": "left_click", "coordinate": [10, 20]}, GUI) == (
+        "computer",
+        {"action": "left_click", "coordinate": [10, 20]},
+    )
 
 
 def test_qwen_scroll_pixels() -> None:
@@ -82,12 +89,12 @@ def test_qwen_scroll_pixels() -> None:
 
 
 def test_qwen_wait_time() -> None:
-    assert normalize_call("computer_use", {"action": "wait", "time": 2}, GUI) == \
-        ("computer", {"action": "wait", "duration": 2})
+    assert normalize_call("computer_use", {"action": "wait", "time": 2}, GUI) == ("computer", {"action": "wait", "duration": 2})
 
 
-@pytest.mark.parametrize("status, final", [("success", "DONE"), ("failure", "FAIL"), ("infeasible", "FAIL"),
-                                           ("completed", "DONE")])
+@pytest.mark.parametrize(
+    "status, final", [("success", "DONE"), ("failure", "FAIL"), ("infeasible", "FAIL"), ("completed", "DONE")]
+)
 def test_qwen_terminate(status: str, final: str) -> None:
     assert normalize_call("terminate", {"status": status}, GUI) == ("done", {"status": final})
 
@@ -100,22 +107,29 @@ def test_terminate_without_status_is_done_and_an_odd_status_is_kept() -> None:
 # --------------------------------------------------------------------------- action aliases
 
 
-@pytest.mark.parametrize("args, expected", [
-    ({"action": "click", "coordinate": [1, 2]}, {"action": "left_click", "coordinate": [1, 2]}),
-    ({"action": "press", "text": "Ctrl + S"}, {"action": "key", "text": "ctrl+s"}),
-    ({"action": "hotkey", "keys": ["ctrl", "c"]}, {"action": "key", "text": "ctrl+c"}),
-    ({"action": "type_text", "text": "hi"}, {"action": "type", "text": "hi"}),
-    ({"action": "write", "content": "hi"}, {"action": "type", "text": "hi"}),
-    ({"action": "move", "coordinate": [5, 6]}, {"action": "mouse_move", "coordinate": [5, 6]}),
-    ({"action": "drag", "start": [1, 2], "coordinate": [3, 4]},
-     {"action": "left_click_drag", "start_coordinate": [1, 2], "coordinate": [3, 4]}),
-    ({"action": "scroll_up"}, {"action": "scroll", "scroll_direction": "up"}),
-    ({"action": "scroll", "direction": "left", "amount": 2},
-     {"action": "scroll", "scroll_direction": "left", "scroll_amount": 2}),
-    ({"action": "Left Click", "x": 10, "y": 20}, {"action": "left_click", "coordinate": [10, 20]}),
-    ({"action": "double_click", "position": [7, 8]}, {"action": "double_click", "coordinate": [7, 8]}),
-    ({"action": "type", "text": "Ctrl + S"}, {"action": "type", "text": "Ctrl + S"}),  # typed text is not a chord
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"action": "click", "coordinate": [1, 2]}, {"action": "left_click", "coordinate": [1, 2]}),
+        ({"action": "press", "text": "Ctrl + S"}, {"action": "key", "text": "ctrl+s"}),
+        ({"action": "hotkey", "keys": ["ctrl", "c"]}, {"action": "key", "text": "ctrl+c"}),
+        ({"action": "type_text", "text": "hi"}, {"action": "type", "text": "hi"}),
+        ({"action": "write", "content": "hi"}, {"action": "type", "text": "hi"}),
+        ({"action": "move", "coordinate": [5, 6]}, {"action": "mouse_move", "coordinate": [5, 6]}),
+        (
+            {"action": "drag", "start": [1, 2], "coordinate": [3, 4]},
+            {"action": "left_click_drag", "start_coordinate": [1, 2], "coordinate": [3, 4]},
+        ),
+        ({"action": "scroll_up"}, {"action": "scroll", "scroll_direction": "up"}),
+        (
+            {"action": "scroll", "direction": "left", "amount": 2},
+            {"action": "scroll", "scroll_direction": "left", "scroll_amount": 2},
+        ),
+        ({"action": "Left Click", "x": 10, "y": 20}, {"action": "left_click", "coordinate": [10, 20]}),
+        ({"action": "double_click", "position": [7, 8]}, {"action": "double_click", "coordinate": [7, 8]}),
+        ({"action": "type", "text": "Ctrl + S"}, {"action": "type", "text": "Ctrl + S"}),  # typed text is not a chord
+    ],
+)
 def test_action_aliases(args: dict[str, Any], expected: dict[str, Any]) -> None:
     assert normalize_call("computer", args, GUI) == ("computer", expected)
 
@@ -127,16 +141,18 @@ def test_x_y_become_a_coordinate() -> None:
     assert kept["coordinate"] == [1, 1]  # an explicit coordinate wins
 
 
-@pytest.mark.parametrize("name, args, expected", [
-    ("left_click", {"coordinate": [1, 2]}, {"action": "left_click", "coordinate": [1, 2]}),
-    ("click", {"x": 3, "y": 4}, {"action": "left_click", "coordinate": [3, 4]}),
-    ("type", {"text": "hi"}, {"action": "type", "text": "hi"}),
-    ("hotkey", {"keys": ["alt", "F4"]}, {"action": "key", "text": "alt+f4"}),
-    ("scroll_down", {}, {"action": "scroll", "scroll_direction": "down"}),
-    ("screenshot", {}, {"action": "screenshot"}),
-])
-def test_an_action_called_as_a_tool_is_a_computer_call(name: str, args: dict[str, Any],
-                                                       expected: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "name, args, expected",
+    [
+        ("left_click", {"coordinate": [1, 2]}, {"action": "left_click", "coordinate": [1, 2]}),
+        ("click", {"x": 3, "y": 4}, {"action": "left_click", "coordinate": [3, 4]}),
+        ("type", {"text": "hi"}, {"action": "type", "text": "hi"}),
+        ("hotkey", {"keys": ["alt", "F4"]}, {"action": "key", "text": "alt+f4"}),
+        ("scroll_down", {}, {"action": "scroll", "scroll_direction": "down"}),
+        ("screenshot", {}, {"action": "screenshot"}),
+    ],
+)
+def test_an_action_called_as_a_tool_is_a_computer_call(name: str, args: dict[str, Any], expected: dict[str, Any]) -> None:
     assert normalize_call(name, args, GUI) == ("computer", expected)
 
 
@@ -192,8 +208,7 @@ def reply(name: str, n: int, **args: Any) -> Reply:
 
 async def test_loop_runs_qwen_calls(tmp_path: Path) -> None:
     desk = FakeDesktop(tmp_path)
-    provider = Scripted([reply("computer_use", 0, action="click", x=10, y=20),
-                         reply("terminate", 1, status="success")])
+    provider = Scripted([reply("computer_use", 0, action="click", x=10, y=20), reply("terminate", 1, status="success")])
     loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
     await run(loop, trace)
 
@@ -226,8 +241,7 @@ async def test_loop_call_needing_no_mapping_has_no_as_written(tmp_path: Path) ->
 async def test_loop_computer_use_in_cli_is_a_hallucination(tmp_path: Path) -> None:
     desk = FakeDesktop(tmp_path)
     tools = {"bash": BashTool(desk), "done": DoneTool()}
-    provider = Scripted([reply("computer_use", 0, action="click", x=1, y=1),
-                         reply("shell", 1, command="echo hi > out.txt")])
+    provider = Scripted([reply("computer_use", 0, action="click", x=1, y=1), reply("shell", 1, command="echo hi > out.txt")])
     loop, result, trace = make_loop(tmp_path, provider, tools)
     await run(loop, trace)
     assert desk.actions == []

@@ -39,8 +39,13 @@ async def test_present_model_is_loaded_and_described_without_pull():
         info = await preflight(server, context_length=32768)
     assert "/api/pull" not in server.paths()
     ours = {k: v for k, v in info.params.items() if k.startswith("ollama.")}  # served.*: test_preflight.py
-    assert ours == {"ollama.digest": DIGEST, "ollama.quantization": "Q4_K_M",
-                    "ollama.parameter_size": "33.4B", "ollama.family": "qwen3vl", "ollama.format": "gguf"}
+    assert ours == {
+        "ollama.digest": DIGEST,
+        "ollama.quantization": "Q4_K_M",
+        "ollama.parameter_size": "33.4B",
+        "ollama.family": "qwen3vl",
+        "ollama.format": "gguf",
+    }
     assert info.metrics["ollama.vram_bytes"] == 24_000_000_000
     assert info.metrics["ollama.context_length"] == 32768
     assert info.metrics["ollama.size_bytes"] > 0
@@ -51,8 +56,7 @@ async def test_present_model_is_loaded_and_described_without_pull():
 async def test_missing_model_is_pulled_with_progress_then_loaded():
     with FakeOllamaServer([tag_entry("other:7b")]) as server:
         info = await preflight(server, pull=True)
-    assert server.paths() == ["/api/tags", "/api/pull", "/api/tags", "/api/ps", "/api/generate", "/api/ps",
-                              "/api/show"]
+    assert server.paths() == ["/api/tags", "/api/pull", "/api/tags", "/api/ps", "/api/generate", "/api/ps", "/api/show"]
     assert server.bodies("/api/pull") == [{"model": TAG, "stream": True}]
     assert any(t["name"] == TAG for t in server.tags)
     assert info.params["ollama.digest"].startswith("sha256:")
@@ -85,9 +89,11 @@ async def test_other_loaded_models_are_unloaded_and_ours_loaded():
     models = [tag_entry(TAG), tag_entry("llama3.2:3b"), tag_entry("gemma3:latest")]
     with FakeOllamaServer(models, loaded=loaded) as server:
         await preflight(server, unload_others=True)
-    assert generate_calls(server) == [{"model": "llama3.2:3b", "keep_alive": 0},
-                                      {"model": "gemma3:latest", "keep_alive": 0},
-                                      {"model": TAG, "keep_alive": "30m"}]
+    assert generate_calls(server) == [
+        {"model": "llama3.2:3b", "keep_alive": 0},
+        {"model": "gemma3:latest", "keep_alive": 0},
+        {"model": TAG, "keep_alive": "30m"},
+    ]
     assert [m["name"] for m in server.loaded] == [TAG]
 
 

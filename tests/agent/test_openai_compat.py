@@ -80,8 +80,10 @@ async def test_image_data_uri_passed_through_exactly():
     uri = "data:image/png;base64," + "iVBORw0KGgo" * 50
     messages = [
         {"role": "system", "content": "You operate a desktop."},
-        {"role": "user", "content": [{"type": "text", "text": "What is on screen?"},
-                                     {"type": "image_url", "image_url": {"url": uri}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "What is on screen?"}, {"type": "image_url", "image_url": {"url": uri}}],
+        },
     ]
     with FakeOpenAIServer() as server:
         await complete(server, messages=messages)
@@ -189,8 +191,7 @@ async def test_read_timeout_is_retried_then_infra_error():
 async def test_connection_refused_is_one_line_endpoint_unreachable():
     url = f"http://127.0.0.1:{free_port()}/v1"
     hint = "Start one with `ollama serve` and `ollama pull qwen2.5vl`."
-    provider = OpenAICompatProvider(base_url=url, model="m", label="ollama", start_hint=hint,
-                                    max_retries=2, retry_base_s=0.001)
+    provider = OpenAICompatProvider(base_url=url, model="m", label="ollama", start_hint=hint, max_retries=2, retry_base_s=0.001)
     with pytest.raises(EndpointUnreachable) as info:
         await provider.complete(USER, [])
     await provider.aclose()
@@ -226,9 +227,14 @@ async def test_no_authorization_header_without_key():
 
 
 async def test_non_streaming_json_fallback():
-    script = [{"ignore_stream": True, "text": "plain",
-               "tool_calls": [{"id": "call_1", "name": "click", "arguments": {"x": 1, "y": 2}}],
-               "usage": {"prompt_tokens": 11, "completion_tokens": 3}}]
+    script = [
+        {
+            "ignore_stream": True,
+            "text": "plain",
+            "tool_calls": [{"id": "call_1", "name": "click", "arguments": {"x": 1, "y": 2}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3},
+        }
+    ]
     with FakeOpenAIServer(script) as server:
         reply = await complete(server, tools=[CLICK_TOOL])
     assert reply.text == "plain"
@@ -246,7 +252,10 @@ async def test_fake_server_script_runs_out_to_done_and_lists_models():
         assert (await complete(server)).text == "done"
         async with httpx.AsyncClient() as client:
             models = (await client.get(f"{server.base_url}/models")).json()
-            plain = (await client.post(f"{server.base_url}/chat/completions",
-                                       json={"model": "fake-model", "messages": USER, "stream": False})).json()
+            plain = (
+                await client.post(
+                    f"{server.base_url}/chat/completions", json={"model": "fake-model", "messages": USER, "stream": False}
+                )
+            ).json()
     assert models["data"][0]["id"] == "fake-model"
     assert plain["object"] == "chat.completion" and plain["choices"][0]["message"]["content"] == "done"

@@ -37,9 +37,16 @@ PRESETS = {  # the captured run's settings -> our preset's (model id, computer t
     "20251124": ("claude-opus-4-5-20251101", "computer_20251124", "bash_20250124", ["computer-use-2025-11-24"], 16384),
 }
 # Each reference SYSTEM_CAPABILITY / IMPORTANT bullet and words our counterpart says it with.
-TOPICS = [("architecture", "machine"), ("install", "installed"), ("firefox", "Chromium"), ("DISPLAY", "DISPLAY"),
-          ("large quantities", "print a lot"), ("zoom out", "zoom out"), ("chain", "several of them in one request"),
-          ("current date", "Today is")]
+TOPICS = [
+    ("architecture", "machine"),
+    ("install", "installed"),
+    ("firefox", "Chromium"),
+    ("DISPLAY", "DISPLAY"),
+    ("large quantities", "print a lot"),
+    ("zoom out", "zoom out"),
+    ("chain", "several of them in one request"),
+    ("current date", "Today is"),
+]
 IMPORTANT = [("startup wizard", "first-run"), ("pdf", "PDF")]
 
 
@@ -68,20 +75,40 @@ def our_request(tmp_path: Path, captured: dict[str, Any], version: str, thinking
     ref = captured["body"]["messages"]
     conversation: list[dict[str, Any]] = [
         {"role": "system", "content": profile.system_prompt(PromptContext(list(tools), coords.image))},
-        {"role": "user", "content": ref[0]["content"][0]["text"]}]
+        {"role": "user", "content": ref[0]["content"][0]["text"]},
+    ]
     for turn in (ref[1], ref[3]):
         reasoning = [b for b in turn["content"] if b["type"] == "thinking"]
         text = "".join(b["text"] for b in turn["content"] if b["type"] == "text")
-        calls = [{"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
-                 for b in turn["content"] if b["type"] == "tool_use"]
-        conversation.append({"role": "assistant", "content": text or None, "tool_calls": calls,
-                             **({"reasoning_blocks": reasoning} if reasoning else {})})
-        conversation += [{"role": "tool", "tool_call_id": calls[0]["id"], "content": "ok", "images": 1},
-                         {"role": "user", "content": [shot]}]
+        calls = [
+            {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+            for b in turn["content"]
+            if b["type"] == "tool_use"
+        ]
+        conversation.append(
+            {
+                "role": "assistant",
+                "content": text or None,
+                "tool_calls": calls,
+                **({"reasoning_blocks": reasoning} if reasoning else {}),
+            }
+        )
+        conversation += [
+            {"role": "tool", "tool_call_id": calls[0]["id"], "content": "ok", "images": 1},
+            {"role": "user", "content": [shot]},
+        ]
     messages, schemas = profile.request(conversation, [t.schema() for t in tools.values()])
-    provider = AnthropicProvider(model=model_id, base_url="http://127.0.0.1:9", max_tokens=max_tokens, temperature=1.0,
-                                 display_size=claude_image_size(SCREEN), computer_tool=computer_tool,
-                                 bash_tool=bash_tool, betas=betas, thinking_budget=thinking)
+    provider = AnthropicProvider(
+        model=model_id,
+        base_url="http://127.0.0.1:9",
+        max_tokens=max_tokens,
+        temperature=1.0,
+        display_size=claude_image_size(SCREEN),
+        computer_tool=computer_tool,
+        bash_tool=bash_tool,
+        betas=betas,
+        thinking_budget=thinking,
+    )
     return {"body": provider.payload(messages, schemas), "betas": provider._headers().get("anthropic-beta", "")}
 
 
@@ -93,13 +120,16 @@ def breakpoints(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return [(i, j) for i, m in enumerate(messages) for j, b in enumerate(m["content"]) if "cache_control" in b]
 
 
-@pytest.mark.parametrize("name, version, thinking", [
-    ("request_20241022.json", "20241022", None),
-    ("request_20250124.json", "20250124", None),
-    ("request_20250124_thinking.json", "20250124", 2048),
-    ("request_20251124.json", "20251124", None),
-    ("request_20251124_thinking.json", "20251124", 2048),
-])
+@pytest.mark.parametrize(
+    "name, version, thinking",
+    [
+        ("request_20241022.json", "20241022", None),
+        ("request_20250124.json", "20250124", None),
+        ("request_20250124_thinking.json", "20250124", 2048),
+        ("request_20251124.json", "20251124", None),
+        ("request_20251124_thinking.json", "20251124", 2048),
+    ],
+)
 def test_our_request_is_the_references(tmp_path: Path, name: str, version: str, thinking: int | None) -> None:
     captured = fixture(name)
     ref, ours = captured["body"], our_request(tmp_path, captured, version, thinking)
@@ -109,8 +139,7 @@ def test_our_request_is_the_references(tmp_path: Path, name: str, version: str, 
     assert body["max_tokens"] == ref["max_tokens"] and "temperature" not in ref and body["temperature"] == 1.0
     assert body.get("thinking") == ref.get("thinking")
     # betas: the reference's, less the prompt-caching flag (caching is generally available; the flag is a no-op)
-    assert set(captured["headers"]["anthropic-beta"].split(",")) - {"prompt-caching-2024-07-31"} \
-        <= set(ours["betas"].split(","))
+    assert set(captured["headers"]["anthropic-beta"].split(",")) - {"prompt-caching-2024-07-31"} <= set(ours["betas"].split(","))
 
     # tools: the same native computer and bash tools at the same display size (computer_20251124 with
     # enable_zoom). Differences on purpose: no text editor (str_replace_editor / str_replace_based_edit_tool:
@@ -178,7 +207,7 @@ def reference_steps(command: str) -> list[tuple[Any, ...]]:
             steps.append(("key", words[i + 2]))
             i += 3
         elif word == "type":  # the fake xdotool logged "$*": the text is every word after "--"
-            steps.append(("type", " ".join(words[words.index("--") + 1:])))
+            steps.append(("type", " ".join(words[words.index("--") + 1 :])))
             i = len(words)
         elif word == "sleep":
             i += 2  # hold_key's duration: our tool sleeps between the key_down and key_up instead
@@ -256,8 +285,7 @@ async def test_the_references_tool_uses_are_the_same_desktop_input(tmp_path: Pat
             # ... cut from the real screen and shrunk only to a screenshot's size. On purpose: the reference
             # cuts that screen box out of its 1366x768 screenshot, so its image (image_size) is another,
             # clipped part of the screen wherever the box reaches past 1366x768
-            expected_image = region if size == region.size else region.resize(size, Image.Resampling.BICUBIC,
-                                                                               reducing_gap=2.0)
+            expected_image = region if size == region.size else region.resize(size, Image.Resampling.BICUBIC, reducing_gap=2.0)
             assert obs.image.tobytes() == expected_image.tobytes(), example["input"]
             inside = box[2] <= 1366 and box[3] <= 768
             assert (example["image_size"] == [box[2] - box[0], box[3] - box[1]]) == inside, example

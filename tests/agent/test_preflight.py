@@ -37,8 +37,16 @@ register()
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OLLAMA_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                 "VLLM_BASE_URL", "VLLM_API_KEY", "LMSTUDIO_BASE_URL"):
+    for name in (
+        "OLLAMA_BASE_URL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "VLLM_BASE_URL",
+        "VLLM_API_KEY",
+        "LMSTUDIO_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -62,9 +70,14 @@ async def check(*overrides: str) -> ModelInfo:
 async def test_vllm_serving_the_model_records_who_it_is() -> None:
     with FakeOpenAIServer(model=QWEN_235B, flavour="vllm", max_model_len=65536, root=SNAPSHOT) as server:
         info = await check(*VLLM, f"provider.base_url={server.base_url}")
-    assert info.params == {"served.id": QWEN_235B, "served.root": SNAPSHOT, "served.owned_by": "vllm",
-                           "served.max_model_len": "65536", "served.revision": "a1" * 20,
-                           "served.server_version": "0.11.0"}
+    assert info.params == {
+        "served.id": QWEN_235B,
+        "served.root": SNAPSHOT,
+        "served.owned_by": "vllm",
+        "served.max_model_len": "65536",
+        "served.revision": "a1" * 20,
+        "served.server_version": "0.11.0",
+    }
     assert server.gets == ["/v1/models", "/version"] and server.requests == []  # no tokens spent
 
 
@@ -120,10 +133,16 @@ async def test_lmstudio_describes_the_model_from_its_own_api() -> None:
     with FakeOpenAIServer(model="qwen3-vl:8b", flavour="lmstudio", loaded_context_length=32768) as server:
         info = await check(*QWEN8, "provider=lmstudio", f"provider.base_url={server.base_url}")
     assert server.gets == ["/v1/models", "/api/v0/models/qwen3-vl%3A8b"]
-    assert info.params == {"served.id": "qwen3-vl:8b", "served.owned_by": "organization_owner",
-                           "served.quantization": "Q4_K_M", "served.format": "gguf", "served.arch": "qwen3vl",
-                           "served.state": "loaded", "served.max_model_len": "32768",
-                           "served.trained_context_length": "262144"}
+    assert info.params == {
+        "served.id": "qwen3-vl:8b",
+        "served.owned_by": "organization_owner",
+        "served.quantization": "Q4_K_M",
+        "served.format": "gguf",
+        "served.arch": "qwen3vl",
+        "served.state": "loaded",
+        "served.max_model_len": "32768",
+        "served.trained_context_length": "262144",
+    }
 
 
 async def test_a_refused_key_names_the_variable_and_never_shows_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,8 +181,12 @@ async def test_ollama_context_from_the_modelfile_when_the_runner_does_not_say() 
     with FakeOllamaServer([tag_entry("qwen3-vl:8b", digest="sha256:" + "9f" * 32)], num_ctx=32768) as server:
         info = await check(*QWEN8, f"provider.base_url={server.base_url}")
     assert {k: v for k, v in info.params.items() if k.startswith("served.")} == {
-        "served.id": "qwen3-vl:8b", "served.revision": "sha256:" + "9f" * 32, "served.quantization": "Q4_K_M",
-        "served.max_model_len": "32768", "served.trained_context_length": "262144"}
+        "served.id": "qwen3-vl:8b",
+        "served.revision": "sha256:" + "9f" * 32,
+        "served.quantization": "Q4_K_M",
+        "served.max_model_len": "32768",
+        "served.trained_context_length": "262144",
+    }
 
 
 async def test_ollama_runner_context_wins_over_the_modelfile() -> None:
@@ -189,9 +212,13 @@ async def test_anthropic_model_lookup_records_the_served_model(monkeypatch: pyte
         info = await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
     ((path, headers),) = server.gets
     assert path == "/v1/models/claude-3-7-sonnet-20250219" and headers["anthropic-version"] == "2023-06-01"
-    assert info.params == {"served.id": "claude-3-7-sonnet-20250219", "served.display_name": "Claude Fake",
-                           "served.created_at": "2025-02-19T00:00:00Z", "served.max_model_len": "200000",
-                           "served.max_output_tokens": "64000"}
+    assert info.params == {
+        "served.id": "claude-3-7-sonnet-20250219",
+        "served.display_name": "Claude Fake",
+        "served.created_at": "2025-02-19T00:00:00Z",
+        "served.max_model_len": "200000",
+        "served.max_output_tokens": "64000",
+    }
     assert server.requests == []  # no message, no tokens
 
 
@@ -212,8 +239,16 @@ async def test_anthropic_wrong_key_or_unknown_model(monkeypatch: pytest.MonkeyPa
 
 def test_the_cli_with_a_dead_vllm_fails_before_any_desktop_naming_the_fix(tmp_path: Path) -> None:
     port = free_port()
-    cmd = [sys.executable, "-m", "mcpworld", *VLLM, f"provider.base_url=http://127.0.0.1:{port}/v1",
-           "task=xterm/set_theme", "tracking=none", f"hydra.run.dir={tmp_path}/run"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        *VLLM,
+        f"provider.base_url=http://127.0.0.1:{port}/v1",
+        "task=xterm/set_theme",
+        "tracking=none",
+        f"hydra.run.dir={tmp_path}/run",
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_BASE_URL", "VLLM_API_KEY")}
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0

@@ -28,8 +28,10 @@ from tests.fakes.anthropic_server import FakeAnthropicServer
 
 
 def claude(computer_tool: str | None = "computer_20250124", image_max: tuple[int, int] | None = None) -> ClaudeProfile:
-    profile = make_profile("claude", ModelView(name="claude_sonnet_4_5", id="claude-sonnet-4-5-20250929",
-                                               image_max=image_max, computer_tool=computer_tool))
+    profile = make_profile(
+        "claude",
+        ModelView(name="claude_sonnet_4_5", id="claude-sonnet-4-5-20250929", image_max=image_max, computer_tool=computer_tool),
+    )
     assert isinstance(profile, ClaudeProfile)
     return profile
 
@@ -41,16 +43,19 @@ def tool(desk: FakeDesktop, version: str, image: tuple[int, int] | None = None) 
 # --------------------------------------------------------------------------- screenshot size
 
 
-@pytest.mark.parametrize("screen, sent", [
-    ((1000, 1000), (1000, 1000)),  # no target of its aspect: as it is (1.0 MP, under the API's limit)
-    ((1024, 768), (1024, 768)),  # XGA already
-    ((1280, 800), (1280, 800)),  # WXGA already
-    ((1920, 1080), (1366, 768)),  # ~16:9 -> FWXGA
-    ((1920, 1200), (1280, 800)),  # 16:10 -> WXGA
-    ((1600, 1200), (1024, 768)),  # 4:3 -> XGA
-    ((2560, 1080), (1568, 661)),  # no target: the reference sends it whole; we stop at the API's 1568 px
-    ((1200, 1200), (1072, 1072)),  # no target, 1.44 MP: the API's ~1.15 MP
-])
+@pytest.mark.parametrize(
+    "screen, sent",
+    [
+        ((1000, 1000), (1000, 1000)),  # no target of its aspect: as it is (1.0 MP, under the API's limit)
+        ((1024, 768), (1024, 768)),  # XGA already
+        ((1280, 800), (1280, 800)),  # WXGA already
+        ((1920, 1080), (1366, 768)),  # ~16:9 -> FWXGA
+        ((1920, 1200), (1280, 800)),  # 16:10 -> WXGA
+        ((1600, 1200), (1024, 768)),  # 4:3 -> XGA
+        ((2560, 1080), (1568, 661)),  # no target: the reference sends it whole; we stop at the API's 1568 px
+        ((1200, 1200), (1072, 1072)),  # no target, 1.44 MP: the API's ~1.15 MP
+    ],
+)
 def test_screenshot_size_is_the_references_capped_at_what_the_api_keeps(screen, sent) -> None:
     assert claude_image_size(screen) == sent
     assert claude().screen(screen).image == sent
@@ -75,8 +80,9 @@ def test_registered_and_identified() -> None:
 
 
 def test_system_prompt_has_the_references_two_lists_with_our_desktops_facts() -> None:
-    prompt = claude().system_prompt(PromptContext(tool_names=["computer", "bash", "done"], image=(1024, 768),
-                                                  task_prompt="Work in ~/project."))
+    prompt = claude().system_prompt(
+        PromptContext(tool_names=["computer", "bash", "done"], image=(1024, 768), task_prompt="Work in ~/project.")
+    )
     capability = prompt.split("<SYSTEM_CAPABILITY>\n")[1].split("\n</SYSTEM_CAPABILITY>")[0].split("\n")
     important = prompt.split("<IMPORTANT>\n")[1].split("\n</IMPORTANT>")[0].split("\n")
     assert len(capability) == 9 and len(important) == 2 and all(line.startswith("* ") for line in capability + important)
@@ -98,9 +104,11 @@ def test_every_screenshot_is_kept_and_results_carry_only_their_screenshot() -> N
     assert claude().keep_screenshots(3) >= 10_000
     windowed = make_profile("claude", ModelView(name="c", id="c", options={"keep_screenshots": 5}))
     assert windowed.keep_screenshots(3) == 5
-    messages = [{"role": "tool", "tool_call_id": "a", "content": "ok", "images": 1},
-                {"role": "tool", "tool_call_id": "b", "content": "ok"},
-                {"role": "tool", "tool_call_id": "c", "content": "X=1,Y=2", "images": 1}]
+    messages = [
+        {"role": "tool", "tool_call_id": "a", "content": "ok", "images": 1},
+        {"role": "tool", "tool_call_id": "b", "content": "ok"},
+        {"role": "tool", "tool_call_id": "c", "content": "X=1,Y=2", "images": 1},
+    ]
     sent, _ = claude().request(messages, [])
     assert [m["content"] for m in sent] == ["", "ok", "X=1,Y=2"] and messages[0]["content"] == "ok"
 
@@ -129,12 +137,19 @@ async def test_shift_click_holds_shift_around_the_click(tmp_path: Path) -> None:
     obs = await computer.call({"action": "left_click", "coordinate": [683, 384], "text": "shift"})
     assert obs.image is not None and obs.image.size == (1366, 768)
     # the reference agent's order: move there, press shift, click, release shift
-    assert desk.actions == [{"kind": "move", "x": 960, "y": 540}, {"kind": "key_down", "keys": "shift"},
-                            {"kind": "click", "button": 1, "count": 1}, {"kind": "key_up", "keys": "shift"}]
+    assert desk.actions == [
+        {"kind": "move", "x": 960, "y": 540},
+        {"kind": "key_down", "keys": "shift"},
+        {"kind": "click", "button": 1, "count": 1},
+        {"kind": "key_up", "keys": "shift"},
+    ]
     desk.actions.clear()  # the reference agent's own argument for click modifiers is ``key``
     await computer.call({"action": "triple_click", "key": "ctrl"})
-    assert desk.actions == [{"kind": "key_down", "keys": "ctrl"}, {"kind": "click", "button": 1, "count": 3},
-                            {"kind": "key_up", "keys": "ctrl"}]
+    assert desk.actions == [
+        {"kind": "key_down", "keys": "ctrl"},
+        {"kind": "click", "button": 1, "count": 3},
+        {"kind": "key_up", "keys": "ctrl"},
+    ]
 
 
 async def test_keys_are_released_when_the_click_fails(tmp_path: Path) -> None:
@@ -156,8 +171,12 @@ async def test_hold_key_holds_for_the_duration(tmp_path: Path) -> None:
     obs = await tool(desk, "computer_20250124").call({"action": "hold_key", "text": "shift", "duration": 0.3})
     assert time.monotonic() - start >= 0.3 and obs.image is not None
     assert desk.actions == [{"kind": "key_down", "keys": "shift"}, {"kind": "key_up", "keys": "shift"}]
-    for bad, why in (({"text": "shift"}, "needs 'duration'"), ({"text": "shift", "duration": 101}, "between 0 and 100"),
-                     ({"duration": 1}, "needs 'text'"), ({"text": "shift", "duration": True}, "needs 'duration'")):
+    for bad, why in (
+        ({"text": "shift"}, "needs 'duration'"),
+        ({"text": "shift", "duration": 101}, "between 0 and 100"),
+        ({"duration": 1}, "needs 'text'"),
+        ({"text": "shift", "duration": True}, "needs 'duration'"),
+    ):
         with pytest.raises(ToolError, match=why):
             await tool(desk, "computer_20250124").call({"action": "hold_key", **bad})
 
@@ -165,10 +184,15 @@ async def test_hold_key_holds_for_the_duration(tmp_path: Path) -> None:
 async def test_scroll_with_modifiers_and_its_required_arguments(tmp_path: Path) -> None:
     desk = FakeDesktop(tmp_path)
     computer = tool(desk, "computer_20250124")
-    await computer.call({"action": "scroll", "coordinate": [10, 20], "scroll_direction": "up", "scroll_amount": 5,
-                         "text": "ctrl"})
-    assert desk.actions == [{"kind": "move", "x": 10, "y": 20}, {"kind": "key_down", "keys": "ctrl"},
-                            {"kind": "scroll", "direction": "up", "amount": 5}, {"kind": "key_up", "keys": "ctrl"}]
+    await computer.call(
+        {"action": "scroll", "coordinate": [10, 20], "scroll_direction": "up", "scroll_amount": 5, "text": "ctrl"}
+    )
+    assert desk.actions == [
+        {"kind": "move", "x": 10, "y": 20},
+        {"kind": "key_down", "keys": "ctrl"},
+        {"kind": "scroll", "direction": "up", "amount": 5},
+        {"kind": "key_up", "keys": "ctrl"},
+    ]
     with pytest.raises(ToolError, match="scroll_direction"):
         await computer.call({"action": "scroll", "scroll_amount": 1})
     with pytest.raises(ToolError, match="scroll_amount"):
@@ -196,8 +220,10 @@ async def test_20250124_drags_from_start_coordinate_or_the_cursor(tmp_path: Path
     computer = tool(desk, "computer_20250124")
     await computer.call({"action": "left_click_drag", "start_coordinate": [1, 2], "coordinate": [3, 4]})
     await computer.call({"action": "left_click_drag", "coordinate": [5, 6]})
-    assert desk.actions == [{"kind": "drag", "x0": 1, "y0": 2, "x": 3, "y": 4},
-                            {"kind": "drag", "x0": 7, "y0": 8, "x": 5, "y": 6}]
+    assert desk.actions == [
+        {"kind": "drag", "x0": 1, "y0": 2, "x": 3, "y": 4},
+        {"kind": "drag", "x0": 7, "y0": 8, "x": 5, "y": 6},
+    ]
     with pytest.raises(ToolError, match="takes no 'coordinate'"):
         await computer.call({"action": "left_mouse_down", "coordinate": [1, 1]})
     await computer.call({"action": "left_mouse_down"})
@@ -239,25 +265,39 @@ async def test_thinking_goes_back_with_its_signature_and_errors_are_marked(tmp_p
     coords = profile.screen((1024, 768))
     tools = profile.tools({"computer": ComputerTool(desk, coords), "done": DoneTool()})
     script = [
-        {"redacted_thinking": "EnRedactedBytes==",
-         "thinking": "The file is open; select the line with a shift-click.",
-         "tool_uses": [{"id": "toolu_a", "name": "computer",
-                        "input": {"action": "left_click", "coordinate": [500, 300], "text": "shift"}},
-                       {"id": "toolu_b", "name": "computer", "input": {"action": "hold_key", "text": "shift"}}]},
-        {"thinking": "hold_key needs a duration.",
-         "tool_uses": [{"id": "toolu_c", "name": "done", "input": {"status": "DONE"}}]},
+        {
+            "redacted_thinking": "EnRedactedBytes==",
+            "thinking": "The file is open; select the line with a shift-click.",
+            "tool_uses": [
+                {
+                    "id": "toolu_a",
+                    "name": "computer",
+                    "input": {"action": "left_click", "coordinate": [500, 300], "text": "shift"},
+                },
+                {"id": "toolu_b", "name": "computer", "input": {"action": "hold_key", "text": "shift"}},
+            ],
+        },
+        {"thinking": "hold_key needs a duration.", "tool_uses": [{"id": "toolu_c", "name": "done", "input": {"status": "DONE"}}]},
     ]
     with FakeAnthropicServer(script) as server:
-        provider = AnthropicProvider(base_url=server.base_url, model="claude-fake", max_tokens=4096, temperature=1.0,
-                                     display_size=coords.image, computer_tool="computer_20250124",
-                                     bash_tool="bash_20250124", betas=["computer-use-2025-01-24"], thinking_budget=2048)
+        provider = AnthropicProvider(
+            base_url=server.base_url,
+            model="claude-fake",
+            max_tokens=4096,
+            temperature=1.0,
+            display_size=coords.image,
+            computer_tool="computer_20250124",
+            bash_tool="bash_20250124",
+            betas=["computer-use-2025-01-24"],
+            thinking_budget=2048,
+        )
         result = EpisodeResult(task_id="app/t", app="app")
         trace = Trace(tmp_path / "trace.jsonl")
-        loop = AgentLoop(provider, tools, Limits(10, 10, 30.0, profile.keep_screenshots(3)), trace, result,
-                         profile=profile)
+        loop = AgentLoop(provider, tools, Limits(10, 10, 30.0, profile.keep_screenshots(3)), trace, result, profile=profile)
         try:
-            await loop.run(profile.system_prompt(PromptContext(["computer", "done"], coords.image)), "Select it.",
-                           desk.screenshot())
+            await loop.run(
+                profile.system_prompt(PromptContext(["computer", "done"], coords.image)), "Select it.", desk.screenshot()
+            )
         finally:
             trace.close()
             await provider.aclose()
@@ -265,8 +305,12 @@ async def test_thinking_goes_back_with_its_signature_and_errors_are_marked(tmp_p
     assert result.termination == "done" and result.hallucinations == 1
     first, second = server.requests
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048} and first["temperature"] == 1.0
-    assert first["tools"][0] == {"type": "computer_20250124", "name": "computer",
-                                 "display_width_px": 1024, "display_height_px": 768}
+    assert first["tools"][0] == {
+        "type": "computer_20250124",
+        "name": "computer",
+        "display_width_px": 1024,
+        "display_height_px": 768,
+    }
     assistant = second["messages"][1]["content"]
     assert [b["type"] for b in assistant] == ["redacted_thinking", "thinking", "tool_use", "tool_use"]
     assert assistant[0] == {"type": "redacted_thinking", "data": "EnRedactedBytes=="}
@@ -276,11 +320,13 @@ async def test_thinking_goes_back_with_its_signature_and_errors_are_marked(tmp_p
     assert ok["tool_use_id"] == "toolu_a" and ok["is_error"] is False
     assert [b["type"] for b in ok["content"]] == ["image"]  # its own screenshot, in its own result, no "ok"
     assert failed["tool_use_id"] == "toolu_b" and failed["is_error"] is True
-    assert failed["content"] == [{"type": "text", "text": "Error: hold_key needs 'duration': a number of seconds, "
-                                                          "got None"}]
+    assert failed["content"] == [{"type": "text", "text": "Error: hold_key needs 'duration': a number of seconds, got None"}]
     assert failed["cache_control"] == {"type": "ephemeral"}  # the latest user turn's last block
-    assert desk.actions[1:4] == [{"kind": "key_down", "keys": "shift"}, {"kind": "click", "button": 1, "count": 1},
-                                 {"kind": "key_up", "keys": "shift"}]
+    assert desk.actions[1:4] == [
+        {"kind": "key_down", "keys": "shift"},
+        {"kind": "click", "button": 1, "count": 1},
+        {"kind": "key_up", "keys": "shift"},
+    ]
 
 
 async def test_the_openai_compatible_request_carries_none_of_the_neutral_keys(tmp_path: Path) -> None:
@@ -290,9 +336,15 @@ async def test_the_openai_compatible_request_carries_none_of_the_neutral_keys(tm
 
     desk = FakeDesktop(tmp_path)
     tools = {"computer": ComputerTool(desk, CoordinateMap("pixels", (1000, 1000))), "done": DoneTool()}
-    script = [{"tool_calls": [{"name": "computer", "arguments": {"action": "screenshot"}},
-                              {"name": "computer", "arguments": {"action": "fly"}}]},
-              {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]}]
+    script = [
+        {
+            "tool_calls": [
+                {"name": "computer", "arguments": {"action": "screenshot"}},
+                {"name": "computer", "arguments": {"action": "fly"}},
+            ]
+        },
+        {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]},
+    ]
     with FakeOpenAIServer(script, model="m") as server:
         provider = OpenAICompatProvider(base_url=server.base_url, model="m")
         trace = Trace(tmp_path / "trace.jsonl")
@@ -318,18 +370,22 @@ def test_a_legacy_preset_warns_once_and_current_ones_do_not(capsys: pytest.Captu
         cfg = make(f"model={model}", "provider.base_url=http://127.0.0.1:9/v1")
         make_provider(ProviderSettings.of(cfg), [])
     lines = [line for line in capsys.readouterr().err.splitlines() if "is legacy" in line]
-    assert lines == ["mcpworld: warning: model=claude_3_5_sonnet is legacy: Claude Sonnet 3.5 (claude-3-5-sonnet-20241022) "
-                     "is retired: the API no longer serves it; use model=claude_sonnet_4_5"]
+    assert lines == [
+        "mcpworld: warning: model=claude_3_5_sonnet is legacy: Claude Sonnet 3.5 (claude-3-5-sonnet-20241022) "
+        "is retired: the API no longer serves it; use model=claude_sonnet_4_5"
+    ]
 
 
 def test_the_presets_name_their_tool_versions_betas_and_prices() -> None:
     from tests.test_config import make
 
-    expected = {"claude_sonnet_4_5": ("computer_20250124", "computer-use-2025-01-24", 3.0),
-                "claude_haiku_4_5": ("computer_20250124", "computer-use-2025-01-24", 1.0),
-                "claude_opus_4_1": ("computer_20250124", "computer-use-2025-01-24", 15.0),
-                "claude_opus_4_5": ("computer_20251124", "computer-use-2025-11-24", 5.0),
-                "claude_sonnet_4_6": ("computer_20251124", "computer-use-2025-11-24", 3.0)}
+    expected = {
+        "claude_sonnet_4_5": ("computer_20250124", "computer-use-2025-01-24", 3.0),
+        "claude_haiku_4_5": ("computer_20250124", "computer-use-2025-01-24", 1.0),
+        "claude_opus_4_1": ("computer_20250124", "computer-use-2025-01-24", 15.0),
+        "claude_opus_4_5": ("computer_20251124", "computer-use-2025-11-24", 5.0),
+        "claude_sonnet_4_6": ("computer_20251124", "computer-use-2025-11-24", 3.0),
+    }
     for name, (computer, beta, price) in expected.items():
         m = make(f"model={name}").model
         assert (m.computer_tool, list(m.betas), m.price.input, m.profile) == (computer, [beta], price, "claude")

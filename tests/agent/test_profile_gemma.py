@@ -36,12 +36,20 @@ def loop_conversation(p: GemmaProfile) -> list[dict[str, Any]]:
     image = {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAAA"}}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": FIXTURE["system"]},
-        {"role": "user", "content": [{"type": "text", "text": FIXTURE["instruction"]}, image]}]
+        {"role": "user", "content": [{"type": "text", "text": FIXTURE["instruction"]}, image]},
+    ]
     for text in FIXTURE["replies"]:
         reply = p.parse(Reply(text=text))
-        messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-            for c in reply.tool_calls]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.text,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    for c in reply.tool_calls
+                ],
+            }
+        )
         messages += [{"role": "tool", "tool_call_id": c.id, "content": "ok"} for c in reply.tool_calls]
         messages.append({"role": "user", "content": [image]})
     return messages
@@ -49,8 +57,12 @@ def loop_conversation(p: GemmaProfile) -> list[dict[str, Any]]:
 
 def as_template_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Our request in the chat template's vocabulary: image parts are {"type": "image"}."""
-    return [{**m, "content": [{"type": "image"} if c.get("type") == "image_url" else c for c in m["content"]]}
-            if isinstance(m["content"], list) else m for m in messages]
+    return [
+        {**m, "content": [{"type": "image"} if c.get("type") == "image_url" else c for c in m["content"]]}
+        if isinstance(m["content"], list)
+        else m
+        for m in messages
+    ]
 
 
 def test_request_matches_documented_layout() -> None:
@@ -61,17 +73,20 @@ def test_request_matches_documented_layout() -> None:
     ref = FIXTURE["messages"]
     # Gemma's template renders a system message as the first user turn's prefix + "\n\n": ours is merged so
     system, first = ref[0]["content"], ref[1]["content"]
-    expected = [{"role": "user", "content": [{"type": "text", "text": system + "\n\n" + first[0]["text"]}, *first[1:]]},
-                *ref[2:]]
+    expected = [{"role": "user", "content": [{"type": "text", "text": system + "\n\n" + first[0]["text"]}, *first[1:]]}, *ref[2:]]
     assert as_template_input(ours) == expected
     assert [m["role"] for m in ours] == ["user", "assistant", "user", "assistant", "user"]  # strictly alternating
 
 
 def test_documented_prompt_pieces() -> None:
     p = profile()
-    ours, _ = p.request([{"role": "user", "content": FIXTURE["doc_example"]["messages"][0]["content"].split("]\n")[-1]}],
-                        [{"type": "function", "function": f} for f in json.loads(
-                            FIXTURE["doc_example"]["messages"][0]["content"].split("function\n", 1)[1].rsplit("\n", 1)[0])])
+    ours, _ = p.request(
+        [{"role": "user", "content": FIXTURE["doc_example"]["messages"][0]["content"].split("]\n")[-1]}],
+        [
+            {"type": "function", "function": f}
+            for f in json.loads(FIXTURE["doc_example"]["messages"][0]["content"].split("function\n", 1)[1].rsplit("\n", 1)[0])
+        ],
+    )
     assert ours == [{"role": "user", "content": [{"type": "text", "text": FIXTURE["doc_example"]["messages"][0]["content"]}]}]
 
 
@@ -104,8 +119,13 @@ def test_screen_is_fixed_896_square() -> None:
 
 def test_text_that_is_not_a_call_stays_text() -> None:
     p = profile()
-    for text in ("I clicked the [File] menu.", "Use print(x) to debug", "The answer is [1, 2, 3].",
-                 "", "[os.system('rm -rf /')]"):
+    for text in (
+        "I clicked the [File] menu.",
+        "Use print(x) to debug",
+        "The answer is [1, 2, 3].",
+        "",
+        "[os.system('rm -rf /')]",
+    ):
         reply = p.parse(Reply(text=text))
         assert reply.text == text
         if text.startswith("[os"):  # a call, but its argument is an expression: never evaluated
@@ -115,12 +135,15 @@ def test_text_that_is_not_a_call_stays_text() -> None:
 
 
 def test_call_list_forms() -> None:
-    calls = calls_in_text('Sure.\n[computer(action="scroll", coordinate=[1, -2], scroll_direction="down", '
-                          'scroll_amount=3), done(status="DONE", answer=None, extra={"a": true})]')
+    calls = calls_in_text(
+        'Sure.\n[computer(action="scroll", coordinate=[1, -2], scroll_direction="down", '
+        'scroll_amount=3), done(status="DONE", answer=None, extra={"a": true})]'
+    )
     assert calls is not None
     assert [(c.name, c.arguments) for c in calls] == [
         ("computer", {"action": "scroll", "coordinate": [1, -2], "scroll_direction": "down", "scroll_amount": 3}),
-        ("done", {"status": "DONE", "answer": None, "extra": {"a": True}})]
+        ("done", {"status": "DONE", "answer": None, "extra": {"a": True}}),
+    ]
     assert calls_in_text('```tool_code\nprint(done(status="FAIL"))\n```')[0].arguments == {"status": "FAIL"}  # type: ignore[index]
     positional = calls_in_text('[computer("left_click")]')
     assert positional is not None and "_raw" in positional[0].arguments
@@ -131,14 +154,19 @@ def test_server_parsed_calls_are_kept_and_replayed() -> None:
     p = profile()
     parsed = Reply(text="", tool_calls=[ToolCall("c1", "done", {"status": "DONE"})])
     assert p.parse(parsed) is parsed
-    conversation = [{"role": "user", "content": "go"},
-                    {"role": "assistant", "content": None, "tool_calls": [
-                        {"id": "c1", "type": "function", "function": {"name": "done", "arguments": '{"status": "DONE"}'}}]},
-                    {"role": "tool", "tool_call_id": "c1", "content": "Episode ended: DONE"}]
+    conversation = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "done", "arguments": '{"status": "DONE"}'}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Episode ended: DONE"},
+    ]
     ours, _ = p.request(conversation, [])
     assert ours[1] == {"role": "assistant", "content": '[done(status="DONE")]'}
     assert ours[2]["content"] == [{"type": "text", "text": "```tool_output\nEpisode ended: DONE\n```"}]
-    call = ToolCall("a", "f", {"s": "é\"", "n": 1.5, "b": False, "l": [None]})
+    call = ToolCall("a", "f", {"s": 'é"', "n": 1.5, "b": False, "l": [None]})
     assert render_calls([call]) == '[f(s="é\\"", n=1.5, b=False, l=[None])]'
 
 
@@ -162,8 +190,10 @@ async def test_episode_against_a_fake_ollama_server(tmp_path: Path) -> None:
     desk = FakeDesktop(tmp_path, 1920, 1080)
     coords = p.screen((1920, 1080))
     tools = p.tools({"computer": ComputerTool(desk, coords), "done": DoneTool()})
-    script = [{"text": '[computer(action="left_click", coordinate=[448, 120])]'},
-              {"text": "I will now finish.\n```tool_code\n[done(status=\"DONE\", answer=\"ok\")]\n```"}]
+    script = [
+        {"text": '[computer(action="left_click", coordinate=[448, 120])]'},
+        {"text": 'I will now finish.\n```tool_code\n[done(status="DONE", answer="ok")]\n```'},
+    ]
     result = EpisodeResult(task_id="app/task", app="app")
     trace = Trace(tmp_path / "trace.jsonl")
     with FakeOpenAIServer(script) as server:

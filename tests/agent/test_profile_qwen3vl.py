@@ -63,8 +63,9 @@ class Frames(FakeDesktop):
 
 
 def qwen(**options: Any) -> Qwen3VLProfile:
-    profile = make_profile("qwen3vl", ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct",
-                                                coordinates="normalized_1000", options=options))
+    profile = make_profile(
+        "qwen3vl", ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct", coordinates="normalized_1000", options=options)
+    )
     assert isinstance(profile, Qwen3VLProfile)
     return profile
 
@@ -79,9 +80,15 @@ def label(part: dict[str, Any]) -> str:
 
 
 def elided(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"role": m["role"], "content": [{"type": "image_url", "image_url": {"url": label(p)}}
-                                            if p["type"] == "image_url" else p for p in m["content"]]}
-            for m in messages]
+    return [
+        {
+            "role": m["role"],
+            "content": [
+                {"type": "image_url", "image_url": {"url": label(p)}} if p["type"] == "image_url" else p for p in m["content"]
+            ],
+        }
+        for m in messages
+    ]
 
 
 async def drive(tmp_path: Path, run: dict[str, Any]) -> tuple[list[dict[str, Any]], EpisodeResult]:
@@ -95,11 +102,15 @@ async def drive(tmp_path: Path, run: dict[str, Any]) -> tuple[list[dict[str, Any
     result = EpisodeResult(task_id="parity/qwen3vl", app="parity")
     replies = [{"text": step["response"]} for step in run["steps"]]
     with FakeOpenAIServer(replies, model="Qwen/Qwen3-VL-32B-Instruct") as server:
-        provider = OpenAICompatProvider(base_url=server.base_url, model="Qwen/Qwen3-VL-32B-Instruct", seed=None,
-                                        **INSTRUCT)
+        provider = OpenAICompatProvider(base_url=server.base_url, model="Qwen/Qwen3-VL-32B-Instruct", seed=None, **INSTRUCT)
         provider.text_calls = profile.text_calls
-        limits = Limits(max_steps=20, max_llm_calls=len(replies), timeout_s=60,
-                        keep_screenshots=profile.keep_screenshots(3), image_format="png")
+        limits = Limits(
+            max_steps=20,
+            max_llm_calls=len(replies),
+            timeout_s=60,
+            keep_screenshots=profile.keep_screenshots(3),
+            image_format="png",
+        )
         loop = AgentLoop(provider, tools, limits, trace, result, profile=profile)
         system = profile.system_prompt(PromptContext(list(tools), computer.coords.image))
         try:
@@ -125,8 +136,9 @@ async def test_requests_match_the_reference_agent(tmp_path: Path, run: str) -> N
         assert sent["model"] == ref["model"] and sent["max_tokens"] == ref["max_tokens"]
         # the reference sends no sampling (the server's generation_config.json decides, which for
         # Qwen3-VL is the model card's): we send the card's values so every server decodes alike
-        assert {k: sent[k] for k in ("temperature", "top_p", "top_k", "presence_penalty")} == \
-            {k: INSTRUCT[k] for k in ("temperature", "top_p", "top_k", "presence_penalty")}
+        assert {k: sent[k] for k in ("temperature", "top_p", "top_k", "presence_penalty")} == {
+            k: INSTRUCT[k] for k in ("temperature", "top_p", "top_k", "presence_penalty")
+        }
     last = reference["steps"][-1]["pyautogui"]
     assert result.termination == ("done" if last == ["DONE"] else "max_llm_calls")
     assert result.hallucinations == 0
@@ -141,13 +153,20 @@ def test_the_prompt_states_the_relative_grid_and_lists_computer_use() -> None:
     function = entry["function"]
     assert function["name"] == "computer_use" and "The screen's resolution is 1000x1000." in function["description"]
     assert function["parameters"]["properties"]["action"]["enum"][-1] == "terminate"
-    assert set(function["parameters"]["properties"]) == {"action", "keys", "text", "coordinate", "pixels", "time",
-                                                         "status"}
+    assert set(function["parameters"]["properties"]) == {"action", "keys", "text", "coordinate", "pixels", "time", "status"}
 
 
-@pytest.mark.parametrize("screen, sent", [((1000, 1000), (992, 992)), ((1920, 1080), (1920, 1088)),
-                                          ((1024, 768), (1024, 768)), ((1280, 800), (1280, 800)),
-                                          ((5120, 2880), (4800, 2688)), ((20, 20), (64, 64))])
+@pytest.mark.parametrize(
+    "screen, sent",
+    [
+        ((1000, 1000), (992, 992)),
+        ((1920, 1080), (1920, 1088)),
+        ((1024, 768), (1024, 768)),
+        ((1280, 800), (1280, 800)),
+        ((5120, 2880), (4800, 2688)),
+        ((20, 20), (64, 64)),
+    ],
+)
 def test_smart_resize(screen: tuple[int, int], sent: tuple[int, int]) -> None:
     """Multiples of 32; 13,107,200 pixels at most (16*16*4*12800), 3136 at least."""
     assert smart_resize(*screen) == sent
@@ -156,8 +175,13 @@ def test_smart_resize(screen: tuple[int, int], sent: tuple[int, int]) -> None:
 
 def test_captured_image_sizes_are_smart_resize() -> None:
     for run in RUNS.values():
-        sizes = {m for r in run["requests"] for msg in r["messages"] for p in msg["content"]
-                 for m in re.findall(r"(\d+x\d+) png", p.get("image_url", {}).get("url", ""))}
+        sizes = {
+            m
+            for r in run["requests"]
+            for msg in r["messages"]
+            for p in msg["content"]
+            for m in re.findall(r"(\d+x\d+) png", p.get("image_url", {}).get("url", ""))
+        }
         assert sizes == {"{}x{}".format(*smart_resize(*run["screen"]))}
 
 
@@ -195,8 +219,9 @@ def expected(code: str, screen: tuple[int, int], cursor: tuple[int, int]) -> dic
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"{e['screen'][0]}x{e['screen'][1]}:{e['pyautogui']}")
-async def test_reference_replies_run_as_the_same_desktop_actions(tmp_path: Path, example: dict[str, Any],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_reference_replies_run_as_the_same_desktop_actions(
+    tmp_path: Path, example: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import mcpworld.agent.profiles.qwen3vl_tool as tool_module
 
     slept: list[float] = []
@@ -220,15 +245,19 @@ async def test_reference_replies_run_as_the_same_desktop_actions(tmp_path: Path,
         assert finals[-1] == "DONE"
 
 
-@pytest.mark.parametrize("args, action", [
-    ({"action": "triple_click", "coordinate": [500, 500]}, {"kind": "click", "button": 1, "count": 3, "x": 500, "y": 500}),
-    ({"action": "hscroll", "pixels": -4}, {"kind": "scroll", "direction": "left", "amount": 4}),
-    ({"action": "hscroll", "pixels": 2}, {"kind": "scroll", "direction": "right", "amount": 2}),
-    ({"action": "key", "keys": ["Control", "s"]}, {"kind": "key", "keys": "ctrl+s"}),
-    ({"action": "left_click"}, {"kind": "click", "button": 1, "count": 1}),
-])
-async def test_trained_actions_beyond_the_reference_enum_run(tmp_path: Path, args: dict[str, Any],
-                                                             action: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "args, action",
+    [
+        ({"action": "triple_click", "coordinate": [500, 500]}, {"kind": "click", "button": 1, "count": 3, "x": 500, "y": 500}),
+        ({"action": "hscroll", "pixels": -4}, {"kind": "scroll", "direction": "left", "amount": 4}),
+        ({"action": "hscroll", "pixels": 2}, {"kind": "scroll", "direction": "right", "amount": 2}),
+        ({"action": "key", "keys": ["Control", "s"]}, {"kind": "key", "keys": "ctrl+s"}),
+        ({"action": "left_click"}, {"kind": "click", "button": 1, "count": 1}),
+    ],
+)
+async def test_trained_actions_beyond_the_reference_enum_run(
+    tmp_path: Path, args: dict[str, Any], action: dict[str, Any]
+) -> None:
     """Qwen's cookbook action set: what OSWorld's agent describes but drops still runs here."""
     desk = FakeDesktop(tmp_path)
     gui = QwenComputerUse(ComputerTool(desk, QwenGrid((1000, 1000))))
@@ -244,8 +273,11 @@ async def test_answer_and_terminate_end_the_episode(tmp_path: Path) -> None:
     assert (await gui.call({"action": "terminate", "status": "failure"})).final == "DONE"  # as OSWorld's agent
     cookbook = QwenComputerUse(ComputerTool(desk, QwenGrid((1000, 1000))), terminate_failure_fails=True)
     assert (await cookbook.call({"action": "terminate", "status": "failure"})).final == "FAIL"
-    assert qwen(terminate_failure="infeasible").tools({"computer": ComputerTool(desk, QwenGrid((1000, 1000)))})[
-        "computer_use"].terminate_failure_fails  # type: ignore[attr-defined]
+    assert (
+        qwen(terminate_failure="infeasible")
+        .tools({"computer": ComputerTool(desk, QwenGrid((1000, 1000)))})["computer_use"]
+        .terminate_failure_fails
+    )  # type: ignore[attr-defined]
     with pytest.raises(ToolError):
         await gui.call({"action": "terminate", "status": "maybe"})
     with pytest.raises(OffScreen):
@@ -262,14 +294,16 @@ async def test_an_answer_is_recorded_in_the_result(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- our extension
 
+
 def test_other_tools_are_listed_and_their_results_come_back_as_tool_responses(tmp_path: Path) -> None:
     """bash (and MCP tools) beside computer_use: extra <tools> lines, <tool_response> user turns."""
     from mcpworld.agent.tools.bash import BashTool
 
     desk = FakeDesktop(tmp_path)
     profile = qwen(history_n=2)
-    tools = profile.tools({"computer": ComputerTool(desk, QwenGrid((1000, 1000))), "bash": BashTool(desk, 5, 1000),
-                           "done": DoneTool()})
+    tools = profile.tools(
+        {"computer": ComputerTool(desk, QwenGrid((1000, 1000))), "bash": BashTool(desk, 5, 1000), "done": DoneTool()}
+    )
     assert list(tools) == ["computer_use", "bash"]  # terminate ends an episode: no done
     system = profile.system_prompt(PromptContext(list(tools), (992, 992), task_prompt="Work in /tmp/w."))
     lines = re.search(r"<tools>\n(.*)\n</tools>", system, re.S).group(1).splitlines()  # type: ignore[union-attr]
@@ -277,10 +311,12 @@ def test_other_tools_are_listed_and_their_results_come_back_as_tool_responses(tm
     assert system.endswith("\nWork in /tmp/w.")
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
     call = {"id": "qwen_call_0", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
-    conversation = [{"role": "system", "content": system},
-                    {"role": "user", "content": [{"type": "text", "text": "count files"}, image]},
-                    {"role": "assistant", "content": "Action: count.\n<tool_call>...", "tool_calls": [call]},
-                    {"role": "tool", "tool_call_id": "qwen_call_0", "content": "7"}]
+    conversation = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": [{"type": "text", "text": "count files"}, image]},
+        {"role": "assistant", "content": "Action: count.\n<tool_call>...", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "qwen_call_0", "content": "7"},
+    ]
     messages, schemas = profile.request(conversation, [t.schema() for t in tools.values()])
     assert schemas == []
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "user"]
@@ -289,12 +325,16 @@ def test_other_tools_are_listed_and_their_results_come_back_as_tool_responses(tm
 
 
 def test_replies_are_read_by_the_reference_rules() -> None:
-    text = ('Action: Click OK.\n<tool_call>\n{"name": "computer_use",\n "arguments": {"action": "left_click", '
-            '"coordinate": [1, 2]}}\n</tool_call>\n<tool_call>\n{not json}\n</tool_call>')
+    text = (
+        'Action: Click OK.\n<tool_call>\n{"name": "computer_use",\n "arguments": {"action": "left_click", '
+        '"coordinate": [1, 2]}}\n</tool_call>\n<tool_call>\n{not json}\n</tool_call>'
+    )
     action, calls = read_calls(text)
     assert action == "Click OK."
     assert [(c.name, c.arguments) for c in calls] == [
-        ("computer_use", {"action": "left_click", "coordinate": [1, 2]}), ("unparsed_tool_call", {"_raw": "{not json}"})]
+        ("computer_use", {"action": "left_click", "coordinate": [1, 2]}),
+        ("unparsed_tool_call", {"_raw": "{not json}"}),
+    ]
     reply = qwen().parse(Reply(text=text))
     assert [c.name for c in reply.tool_calls] == ["computer_use", "unparsed_tool_call"]
     assert read_calls("I think I am done.") == ("", [])
@@ -323,6 +363,7 @@ def test_the_grid_maps_back_as_the_reference_does() -> None:
 
 # --------------------------------------------------------------------------- end to end
 
+
 @pytest.mark.desktop
 @pytest.mark.slow
 def test_qwen3vl_32b_square_multirun_drives_the_model_as_the_reference(tmp_path: Path) -> None:
@@ -337,16 +378,29 @@ def test_qwen3vl_32b_square_multirun_drives_the_model_as_the_reference(tmp_path:
     done = {"name": "computer_use", "arguments": {"action": "terminate", "status": "success"}}
     chat = [{"text": f"Action: The task is complete.\n<tool_call>\n{json.dumps(done)}\n</tool_call>"}]
     db = tmp_path / "mlflow.db"
-    with FakeOllamaServer(models=[tag_entry(tag)], loaded=[ps_entry(tag)], chat_script=chat, model=tag,
-                          context_length=65536) as server:
-        proc = run_cli(tmp_path, "-m", "model=qwen3vl_32b", "resolution=square", "task=xterm/make_project_dirs",
-                       f"tracking.uri=sqlite:///{db}", f"tracking.artifact_root={tmp_path}/artifacts",
-                       "tracking.experiment=qwen3vl", env={"OLLAMA_BASE_URL": server.base_url})
+    with FakeOllamaServer(
+        models=[tag_entry(tag)], loaded=[ps_entry(tag)], chat_script=chat, model=tag, context_length=65536
+    ) as server:
+        proc = run_cli(
+            tmp_path,
+            "-m",
+            "model=qwen3vl_32b",
+            "resolution=square",
+            "task=xterm/make_project_dirs",
+            f"tracking.uri=sqlite:///{db}",
+            f"tracking.artifact_root={tmp_path}/artifacts",
+            "tracking.experiment=qwen3vl",
+            env={"OLLAMA_BASE_URL": server.base_url},
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         (body,) = [c.body for c in server.calls if c.path == "/v1/chat/completions"]
     assert body["model"] == tag and "tools" not in body
-    assert {k: body.get(k) for k in ("temperature", "top_p", "presence_penalty", "max_tokens")} == \
-        {"temperature": 0.7, "top_p": 0.8, "presence_penalty": 1.5, "max_tokens": 32768}
+    assert {k: body.get(k) for k in ("temperature", "top_p", "presence_penalty", "max_tokens")} == {
+        "temperature": 0.7,
+        "top_p": 0.8,
+        "presence_penalty": 1.5,
+        "max_tokens": 32768,
+    }
     assert "top_k" not in body  # Ollama's /v1 takes none
     system, user = body["messages"]
     assert system["content"][0]["text"] == RUNS["square_six_steps"]["requests"][0]["messages"][0]["content"][0]["text"]
@@ -382,13 +436,22 @@ async def test_the_generic_profile_sends_what_the_loop_sent_without_one(tmp_path
     for profile in (None, generic):
         desk = FakeDesktop(tmp_path / str(profile))
         tools = {"computer": ComputerTool(desk, generic.screen((1000, 1000))), "done": DoneTool()}
-        script = [{"tool_calls": [{"name": "computer", "arguments": {"action": "left_click", "coordinate": [5, 5]}}]},
-                  {"text": "thinking"}, {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]}]
+        script = [
+            {"tool_calls": [{"name": "computer", "arguments": {"action": "left_click", "coordinate": [5, 5]}}]},
+            {"text": "thinking"},
+            {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]},
+        ]
         trace = Trace(tmp_path / f"{profile}.jsonl")
         with FakeOpenAIServer(script) as server:
             provider = OpenAICompatProvider(base_url=server.base_url, model="fake-model", temperature=0.0)
-            loop = AgentLoop(provider, generic.tools(tools), Limits(10, 10, 30, 3), trace,
-                             EpisodeResult(task_id="a/b", app="a"), profile=profile)
+            loop = AgentLoop(
+                provider,
+                generic.tools(tools),
+                Limits(10, 10, 30, 3),
+                trace,
+                EpisodeResult(task_id="a/b", app="a"),
+                profile=profile,
+            )
             prompt = generic.system_prompt(PromptContext(list(tools), (1000, 1000)))
             assert prompt == system_prompt("", list(tools), 1000, 1000, "pixels")
             await loop.run(prompt, "do it", desk.screenshot())

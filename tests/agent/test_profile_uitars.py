@@ -46,14 +46,21 @@ def loop_conversation(p: UITarsProfile, req: dict[str, Any], size: tuple[int, in
     shots = req["screenshots_rgb"]
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": p.system_prompt(PromptContext(["computer", "done"], size))},
-        {"role": "user", "content": [{"type": "text", "text": req["instruction"]}, image_url(shots[0], size)]}]
+        {"role": "user", "content": [{"type": "text", "text": req["instruction"]}, image_url(shots[0], size)]},
+    ]
     for step, text in enumerate(req["history_responses"]):
         reply = p.parse(Reply(text=text))
         assert reply.tool_calls, text
-        messages.append({"role": "assistant", "content": reply.text,
-                         "tool_calls": [{"id": c.id, "type": "function",
-                                         "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                                        for c in reply.tool_calls]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.text,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    for c in reply.tool_calls
+                ],
+            }
+        )
         messages += [{"role": "tool", "tool_call_id": c.id, "content": "ok"} for c in reply.tool_calls]
         messages.append({"role": "user", "content": [image_url(shots[step + 1], size)]})
     return messages
@@ -122,9 +129,13 @@ def test_errors_and_nudges_are_shown_as_text() -> None:
         {"role": "user", "content": [{"type": "text", "text": "do it"}, image_url([1, 2, 3], (1008, 1008))]},
         {"role": "assistant", "content": "I am not sure."},
         {"role": "user", "content": "Continue with a tool call."},
-        {"role": "assistant", "content": "Thought: t\nAction: click(start_box='(5000,1)')",
-         "tool_calls": [{"id": "a", "type": "function", "function": {"name": "computer", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "a", "content": "Error: coordinate [5000, 1] is off the screen"}]
+        {
+            "role": "assistant",
+            "content": "Thought: t\nAction: click(start_box='(5000,1)')",
+            "tool_calls": [{"id": "a", "type": "function", "function": {"name": "computer", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "Error: coordinate [5000, 1] is off the screen"},
+    ]
     messages, _ = p.request(conversation, [])
     assert [m["role"] for m in messages] == ["system", "user", "user", "assistant", "user", "assistant", "user"]
     assert messages[4]["content"][0]["text"] == "Continue with a tool call."
@@ -222,19 +233,24 @@ def test_reply_without_action_or_unreadable() -> None:
 
 def test_box_tokens_and_several_actions() -> None:
     p = profile()
-    calls = p.parse(Reply(text="Thought: two steps\nAction: click(start_box='<|box_start|>(10,20)<|box_end|>')\n\n"
-                               "hotkey(key='ctrl a')")).tool_calls
+    calls = p.parse(
+        Reply(text="Thought: two steps\nAction: click(start_box='<|box_start|>(10,20)<|box_end|>')\n\nhotkey(key='ctrl a')")
+    ).tool_calls
     assert [(c.name, c.arguments) for c in calls] == [
         ("computer", {"action": "left_click", "coordinate": [10.0, 20.0]}),
-        ("computer", {"action": "key", "text": "ctrl+a"})]
+        ("computer", {"action": "key", "text": "ctrl+a"}),
+    ]
     assert add_box_tokens("Action: drag(start_box='(1,2)', end_box='(3, 4)')") == (
-        "Action: drag(start_box='<|box_start|>(1,2)<|box_end|>', end_box='<|box_start|>(3,4)<|box_end|>')")
+        "Action: drag(start_box='<|box_start|>(1,2)<|box_end|>', end_box='<|box_start|>(3,4)<|box_end|>')"
+    )
 
 
 def test_type_with_newlines_and_quotes() -> None:
     calls = profile().parse(Reply(text="Thought: t\nAction: type(content='a \"b\" it's\\nsecond line\\n')")).tool_calls
-    assert [c.arguments for c in calls] == [{"action": "type", "text": "a \"b\" it's\nsecond line"},
-                                             {"action": "key", "text": "Return"}]
+    assert [c.arguments for c in calls] == [
+        {"action": "type", "text": 'a "b" it\'s\nsecond line'},
+        {"action": "key", "text": "Return"},
+    ]
 
 
 # --------------------------------------------------------------------------- end to end
@@ -252,15 +268,23 @@ async def test_episode_against_a_fake_vllm_server(tmp_path: Path) -> None:
     desk = FakeDesktop(tmp_path, 1920, 1080)
     coords = p.screen((1920, 1080))
     tools = p.tools({"computer": ComputerTool(desk, coords), "done": DoneTool()})
-    script = [{"text": "Thought: Open the File menu.\nAction: click(start_box='(23,12)')"},
-              {"text": "Thought: Type the name.\nAction: type(content='report.txt\\n')"},
-              {"text": "Thought: Saved.\nAction: finished(content='done')"}]
+    script = [
+        {"text": "Thought: Open the File menu.\nAction: click(start_box='(23,12)')"},
+        {"text": "Thought: Type the name.\nAction: type(content='report.txt\\n')"},
+        {"text": "Thought: Saved.\nAction: finished(content='done')"},
+    ]
     result = EpisodeResult(task_id="app/task", app="app")
     trace = Trace(tmp_path / "trace.jsonl")
     with FakeOpenAIServer(script) as server:
-        provider = OpenAICompatProvider(base_url=server.base_url, model="ByteDance-Seed/UI-TARS-1.5-7B",
-                                        temperature=0.0, top_p=0.9, frequency_penalty=1.0, max_tokens=1000,
-                                        retry_base_s=0.001)
+        provider = OpenAICompatProvider(
+            base_url=server.base_url,
+            model="ByteDance-Seed/UI-TARS-1.5-7B",
+            temperature=0.0,
+            top_p=0.9,
+            frequency_penalty=1.0,
+            max_tokens=1000,
+            retry_base_s=0.001,
+        )
         provider.text_calls = p.text_calls
         loop = AgentLoop(provider, tools, Limits(10, 10, 30.0, p.keep_screenshots(3)), trace, result, profile=p)
         system = p.system_prompt(PromptContext(list(tools), coords.image))
@@ -270,8 +294,11 @@ async def test_episode_against_a_fake_vllm_server(tmp_path: Path) -> None:
             await provider.aclose()
             trace.close()
     assert result.termination == "done" and result.final_action == "DONE"
-    assert desk.actions == [{"kind": "click", "button": 1, "count": 1, "x": 22, "y": 11},
-                            {"kind": "type", "text": "report.txt"}, {"kind": "key", "keys": "Return"}]
+    assert desk.actions == [
+        {"kind": "click", "button": 1, "count": 1, "x": 22, "y": 11},
+        {"kind": "type", "text": "report.txt"},
+        {"kind": "key", "keys": "Return"},
+    ]
     first, _, last = server.requests
     assert "tools" not in first and (first["top_p"], first["frequency_penalty"], first["max_tokens"]) == (0.9, 1.0, 1000)
     assert [m["role"] for m in first["messages"]] == ["system", "user", "user"]
@@ -281,5 +308,6 @@ async def test_episode_against_a_fake_vllm_server(tmp_path: Path) -> None:
     url = last["messages"][-1]["content"][0]["image_url"]["url"]
     import base64
     import io
+
     size = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size
     assert size == (1932, 1092)  # the smart_resize size the model answers in

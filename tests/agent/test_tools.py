@@ -124,11 +124,15 @@ async def call(env: FakeDesktop, args: dict[str, Any], convention: str = "normal
         ({"action": "left_click"}, {"kind": "click", "button": 1, "count": 1}),
         ({"action": "type", "text": "hello world\n"}, {"kind": "type", "text": "hello world\n"}),
         ({"action": "key", "text": "ctrl+s"}, {"kind": "key", "keys": "ctrl+s"}),
-        ({"action": "scroll", "coordinate": [500, 500], "scroll_direction": "up", "scroll_amount": 5},
-         {"kind": "scroll", "direction": "up", "amount": 5, "x": 512, "y": 384}),
+        (
+            {"action": "scroll", "coordinate": [500, 500], "scroll_direction": "up", "scroll_amount": 5},
+            {"kind": "scroll", "direction": "up", "amount": 5, "x": 512, "y": 384},
+        ),
         ({"action": "scroll"}, {"kind": "scroll", "direction": "down", "amount": 3}),
-        ({"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [500, 500]},
-         {"kind": "drag", "x0": 0, "y0": 0, "x": 512, "y": 384}),
+        (
+            {"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [500, 500]},
+            {"kind": "drag", "x0": 0, "y0": 0, "x": 512, "y": 384},
+        ),
         ({"action": "mouse_move", "coordinate": [1000, 1000]}, {"kind": "move", "x": 1023, "y": 767}),
         ({"action": "left_mouse_down"}, {"kind": "down", "button": 1}),
         ({"action": "left_mouse_up"}, {"kind": "up", "button": 1}),
@@ -229,8 +233,16 @@ async def test_bash_needs_a_command(desk: FakeDesktop, args: dict) -> None:
 
 @pytest.mark.parametrize(
     "status, final",
-    [("DONE", "DONE"), ("done", "DONE"), (None, "DONE"), ("FAIL", "FAIL"), ("fail", "FAIL"),
-     ("INFEASIBLE", "FAIL"), ("infeasible", "FAIL"), ("FAILED", "FAIL")],
+    [
+        ("DONE", "DONE"),
+        ("done", "DONE"),
+        (None, "DONE"),
+        ("FAIL", "FAIL"),
+        ("fail", "FAIL"),
+        ("INFEASIBLE", "FAIL"),
+        ("infeasible", "FAIL"),
+        ("FAILED", "FAIL"),
+    ],
 )
 async def test_done_status_normalised(status: str | None, final: str) -> None:
     args = {} if status is None else {"status": status}

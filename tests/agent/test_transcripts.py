@@ -76,8 +76,7 @@ async def reply_of(body: bytes, **kw: Any) -> Reply:
 # ----------------------------------------------------------------------------- fixture builders
 
 
-def sse(*deltas: dict[str, Any], finish: str | None = "stop", usage: dict[str, int] | None = None,
-        done: bool = True) -> bytes:
+def sse(*deltas: dict[str, Any], finish: str | None = "stop", usage: dict[str, int] | None = None, done: bool = True) -> bytes:
     """An OpenAI-format stream: one chunk per delta, a finish chunk, a usage chunk, ``[DONE]``."""
     chunks: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
     if finish:
@@ -110,8 +109,16 @@ def calls(*pieces: dict[str, Any]) -> dict[str, Any]:
 
 def anthropic_sse(*events: dict[str, Any]) -> bytes:
     """A Messages stream; ``message_start`` and ``message_stop`` are added around ``events``."""
-    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
-                                                  "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        },
+    }
     body = [start, *events, {"type": "message_stop"}]
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in body)
 
@@ -143,31 +150,44 @@ TYPE = {"action": "type", "text": "hi"}
 
 
 async def test_parallel_calls_sharing_index_0_with_new_ids_stay_two_calls():
-    body = sse(calls(call(0, "call_a", "computer", json.dumps(CLICK))),
-               calls(call(0, "call_b", "computer", json.dumps(TYPE))), finish="tool_calls")
+    body = sse(
+        calls(call(0, "call_a", "computer", json.dumps(CLICK))),
+        calls(call(0, "call_b", "computer", json.dumps(TYPE))),
+        finish="tool_calls",
+    )
     reply = await reply_of(body)
-    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("call_a", "computer", CLICK),
-                                                                       ("call_b", "computer", TYPE)]
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("call_a", "computer", CLICK),
+        ("call_b", "computer", TYPE),
+    ]
     assert reply.finish_reason == "tool_calls"
 
 
 async def test_parallel_calls_sharing_index_0_in_one_chunk_stay_two_calls():
-    body = sse(calls(call(0, "call_a", "computer", json.dumps(CLICK)), call(0, "call_b", "computer", json.dumps(TYPE))),
-               finish="tool_calls")
+    body = sse(
+        calls(call(0, "call_a", "computer", json.dumps(CLICK)), call(0, "call_b", "computer", json.dumps(TYPE))),
+        finish="tool_calls",
+    )
     assert shape(await reply_of(body)) == [("computer", CLICK), ("computer", TYPE)]
 
 
 async def test_same_index_new_id_then_continuations_go_to_the_newest_call():
-    body = sse(calls(call(0, "call_a", "computer", "")), calls(call(0, None, None, '{"action": "left_click", ')),
-               calls(call(0, None, None, '"coordinate": [5, 6]}')), calls(call(0, "call_b", "done", "")),
-               calls(call(0, None, None, '{"status": "DONE"}')), finish="tool_calls")
+    body = sse(
+        calls(call(0, "call_a", "computer", "")),
+        calls(call(0, None, None, '{"action": "left_click", ')),
+        calls(call(0, None, None, '"coordinate": [5, 6]}')),
+        calls(call(0, "call_b", "done", "")),
+        calls(call(0, None, None, '{"status": "DONE"}')),
+        finish="tool_calls",
+    )
     assert shape(await reply_of(body)) == [("computer", CLICK), ("done", {"status": "DONE"})]
 
 
 async def test_ids_only_on_first_piece_and_arguments_split_over_many_chunks():
-    args = json.dumps({"action": "type", "text": "a \"quoted\" word, ünïcode and \\ backslash"})
-    pieces = [calls(call(0, "call_a", "computer", ""))] + [calls(call(0, None, None, args[i:i + 3]))
-                                                           for i in range(0, len(args), 3)]
+    args = json.dumps({"action": "type", "text": 'a "quoted" word, ünïcode and \\ backslash'})
+    pieces = [calls(call(0, "call_a", "computer", ""))] + [
+        calls(call(0, None, None, args[i : i + 3])) for i in range(0, len(args), 3)
+    ]
     pieces += [calls(call(1, "call_b", "done", "")), calls(call(1, None, None, "{}"))]
     reply = await reply_of(sse(*pieces, finish="tool_calls"))
     assert shape(reply) == [("computer", json.loads(args)), ("done", {})]
@@ -181,22 +201,28 @@ async def test_empty_string_arguments_are_no_arguments():
 
 async def test_a_trailing_empty_arguments_piece_with_the_finish_adds_no_call():
     """vLLM (llama3_json parser) ends with ``{"index": 0, "function": {"arguments": ""}}`` and the finish."""
-    body = frames({"choices": [{"index": 0, "delta": calls(call(0, "c1", "search", '{"q": "x"}')), "finish_reason": None}]},
-                  {"choices": [{"index": 0, "delta": calls(call(0, None, None, "")), "finish_reason": "tool_calls"}]})
+    body = frames(
+        {"choices": [{"index": 0, "delta": calls(call(0, "c1", "search", '{"q": "x"}')), "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": calls(call(0, None, None, "")), "finish_reason": "tool_calls"}]},
+    )
     reply = await reply_of(body + b"data: [DONE]\n\n")
     assert shape(reply) == [("search", {"q": "x"})] and reply.finish_reason == "tool_calls"
 
 
 async def test_whole_calls_in_one_chunk_with_distinct_indexes():
-    body = sse(calls(call(0, "a", "computer", json.dumps(CLICK)), call(1, "b", "computer", json.dumps(TYPE))),
-               finish="tool_calls")
+    body = sse(
+        calls(call(0, "a", "computer", json.dumps(CLICK)), call(1, "b", "computer", json.dumps(TYPE))), finish="tool_calls"
+    )
     assert shape(await reply_of(body)) == [("computer", CLICK), ("computer", TYPE)]
 
 
 async def test_whole_calls_without_index_or_id_stay_apart():
     """Some servers (Gemini's OpenAI endpoint) send each call whole, ``"id": ""`` and no index."""
-    body = sse(calls(call(None, "", "computer", json.dumps(CLICK))), calls(call(None, "", "computer", json.dumps(TYPE))),
-               finish="tool_calls")
+    body = sse(
+        calls(call(None, "", "computer", json.dumps(CLICK))),
+        calls(call(None, "", "computer", json.dumps(TYPE))),
+        finish="tool_calls",
+    )
     reply = await reply_of(body)
     assert shape(reply) == [("computer", CLICK), ("computer", TYPE)]
     assert len({c.id for c in reply.tool_calls}) == 2  # the loop answers each call by its id
@@ -204,20 +230,26 @@ async def test_whole_calls_without_index_or_id_stay_apart():
 
 async def test_pieces_repeating_type_and_an_empty_name_continue_the_call():
     """LM Studio repeats ``"type": "function"`` and ``"name": ""`` on every piece."""
-    body = sse(calls(call(0, "365", "count", "")), calls(call(0, None, "", '{"word":')), calls(call(0, None, "", '"r"}')),
-               finish="tool_calls")
+    body = sse(
+        calls(call(0, "365", "count", "")),
+        calls(call(0, None, "", '{"word":')),
+        calls(call(0, None, "", '"r"}')),
+        finish="tool_calls",
+    )
     assert shape(await reply_of(body)) == [("count", {"word": "r"})]
 
 
 async def test_pieces_repeating_the_whole_name_and_id_continue_the_call():
-    body = sse(calls(call(0, "c1", "computer", '{"action": ')), calls(call(0, "c1", "computer", '"screenshot"}')),
-               finish="tool_calls")
+    body = sse(
+        calls(call(0, "c1", "computer", '{"action": ')), calls(call(0, "c1", "computer", '"screenshot"}')), finish="tool_calls"
+    )
     assert shape(await reply_of(body)) == [("computer", {"action": "screenshot"})]
 
 
 async def test_a_name_split_over_pieces_is_joined():
-    body = sse(calls(call(0, "c1", "comp", "")), calls(call(0, None, "uter", "")), calls(call(0, None, None, "{}")),
-               finish="tool_calls")
+    body = sse(
+        calls(call(0, "c1", "comp", "")), calls(call(0, None, "uter", "")), calls(call(0, None, None, "{}")), finish="tool_calls"
+    )
     assert shape(await reply_of(body)) == [("computer", {})]
 
 
@@ -227,8 +259,12 @@ async def test_arguments_sent_as_an_object_are_taken_as_is():
 
 
 async def test_legacy_function_call_streamed_in_pieces():
-    body = sse({"function_call": {"name": "computer", "arguments": ""}}, {"function_call": {"arguments": '{"action":'}},
-               {"function_call": {"arguments": ' "screenshot"}'}}, finish="function_call")
+    body = sse(
+        {"function_call": {"name": "computer", "arguments": ""}},
+        {"function_call": {"arguments": '{"action":'}},
+        {"function_call": {"arguments": ' "screenshot"}'}},
+        finish="function_call",
+    )
     reply = await reply_of(body)
     assert shape(reply) == [("computer", {"action": "screenshot"})] and reply.finish_reason == "function_call"
 
@@ -242,21 +278,33 @@ async def test_unparseable_arguments_are_kept_raw_for_the_loop_to_report():
 
 
 async def test_a_refusal_is_kept_as_the_answer():
-    reply = await reply_of(sse({"role": "assistant", "content": None, "refusal": ""}, {"refusal": "I'm sorry, "},
-                               {"refusal": "I can't help with that."}))
+    reply = await reply_of(
+        sse(
+            {"role": "assistant", "content": None, "refusal": ""},
+            {"refusal": "I'm sorry, "},
+            {"refusal": "I can't help with that."},
+        )
+    )
     assert reply.refusal == reply.text == "I'm sorry, I can't help with that."
 
 
 async def test_a_refusal_in_a_whole_json_message_is_kept():
-    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "refusal": "No."},
-                         "finish_reason": "stop"}]}
+    body = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "refusal": "No."}, "finish_reason": "stop"}]
+    }
     reply, _ = await replay(Recorded(json.dumps(body).encode(), content_type="application/json"))
     assert reply.refusal == reply.text == "No." and reply.finish_reason == "stop"
 
 
 async def test_think_blocks_split_across_chunks_are_reasoning_not_answer():
-    reply = await reply_of(sse({"content": "<thi"}, {"content": "nk>The button is "}, {"content": "top left.</th"},
-                               {"content": "ink>\n\nClicking it."}))
+    reply = await reply_of(
+        sse(
+            {"content": "<thi"},
+            {"content": "nk>The button is "},
+            {"content": "top left.</th"},
+            {"content": "ink>\n\nClicking it."},
+        )
+    )
     assert reply.text == "Clicking it." and reply.reasoning == "The button is top left."
 
 
@@ -266,21 +314,24 @@ async def test_only_a_closing_think_tag_ends_reasoning_that_began_the_reply():
 
 
 async def test_a_tool_call_written_after_a_think_block_is_a_call_and_one_inside_it_is_not():
-    text = '<think>maybe <tool_call>{"name": "bash", "arguments": {}}</tool_call></think>' \
-           '<tool_call>{"name": "done", "arguments": {"status": "DONE"}}</tool_call>'
+    text = (
+        '<think>maybe <tool_call>{"name": "bash", "arguments": {}}</tool_call></think>'
+        '<tool_call>{"name": "done", "arguments": {"status": "DONE"}}</tool_call>'
+    )
     reply = await reply_of(sse({"content": text[:20]}, {"content": text[20:]}))
     assert shape(reply) == [("done", {"status": "DONE"})] and "maybe" in reply.reasoning
 
 
 @pytest.mark.parametrize("key", ["reasoning_content", "reasoning", "thinking"])
 async def test_reasoning_deltas_are_reasoning_and_a_tool_call_inside_thinking_is_not_a_call(key):
-    reply = await reply_of(sse({key: "maybe <tool_call>{\"name\": \"done\"}</tool_call>"}, {"content": "All set."}))
+    reply = await reply_of(sse({key: 'maybe <tool_call>{"name": "done"}</tool_call>'}, {"content": "All set."}))
     assert reply.text == "All set." and "maybe" in reply.reasoning and reply.tool_calls == []
 
 
 async def test_reasoning_sent_under_two_names_is_kept_once():
-    reply = await reply_of(sse({"reasoning_content": "a", "reasoning": "a"}, {"reasoning_content": "b", "reasoning": "b"},
-                               {"content": "ok"}))
+    reply = await reply_of(
+        sse({"reasoning_content": "a", "reasoning": "a"}, {"reasoning_content": "b", "reasoning": "b"}, {"content": "ok"})
+    )
     assert reply.reasoning == "ab" and reply.text == "ok"
 
 
@@ -292,25 +343,36 @@ async def test_content_parts_with_thinking_parts():
 
 
 async def test_whole_json_message_with_reasoning_content_and_tool_calls():
-    message = {"role": "assistant", "content": "<think>hm</think>ok", "reasoning_content": "first",
-               "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "done", "arguments": "{}"}},
-                              {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]}
-    body = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 6}}
+    message = {
+        "role": "assistant",
+        "content": "<think>hm</think>ok",
+        "reasoning_content": "first",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "done", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+        ],
+    }
+    body = {
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 6},
+    }
     reply, _ = await replay(Recorded(json.dumps(body).encode(), content_type="application/json"))
     assert shape(reply) == [("done", {}), ("bash", {"command": "ls"})]
     assert reply.text == "ok" and reply.reasoning == "first\nhm"
     assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.estimated) == (5, 6, False)
 
 
-@pytest.mark.parametrize("text,answer,reasoning", [
-    ("plain", "plain", ""),
-    ("<think>a</think>b", "b", "a"),
-    ("a</think>b", "b", "a"),  # the opening tag dropped by the server
-    ("x<think>a", "x", "a"),  # never closed: reasoning to the end
-    ("<think>a</think>b<think>c</think>d", "bd", "a\nc"),
-    ("<think>\n\n</think>\n\n", "", ""),  # an empty think block (qwen3 with thinking off)
-])
+@pytest.mark.parametrize(
+    "text,answer,reasoning",
+    [
+        ("plain", "plain", ""),
+        ("<think>a</think>b", "b", "a"),
+        ("a</think>b", "b", "a"),  # the opening tag dropped by the server
+        ("x<think>a", "x", "a"),  # never closed: reasoning to the end
+        ("<think>a</think>b<think>c</think>d", "bd", "a\nc"),
+        ("<think>\n\n</think>\n\n", "", ""),  # an empty think block (qwen3 with thinking off)
+    ],
+)
 def test_split_thinking(text, answer, reasoning):
     assert split_thinking(text) == (answer, reasoning)
 
@@ -322,11 +384,13 @@ async def test_sse_framing_variants():
     """CRLF, no space after ``data:``, comments and ``event:`` lines, no blank line between events,
     and one event's JSON spread over two ``data:`` lines (as the SSE spec allows)."""
     c1 = json.dumps({"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]})
-    body = ("\ufeff: keep-alive\r\n\r\nevent: message\r\ndata:" + c1 + "\r\n"
-            'data: {"choices": [{"index": 0,\n'
-            'data: "delta": {"content": "lo"}, "finish_reason": null}]}\n\n'
-            'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n'
-            "data: [DONE]\n")
+    body = (
+        "\ufeff: keep-alive\r\n\r\nevent: message\r\ndata:" + c1 + "\r\n"
+        'data: {"choices": [{"index": 0,\n'
+        'data: "delta": {"content": "lo"}, "finish_reason": null}]}\n\n'
+        'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n'
+        "data: [DONE]\n"
+    )
     reply = await reply_of(body.encode())
     assert reply.text == "Hello" and reply.finish_reason == "stop"
 
@@ -338,20 +402,37 @@ async def test_a_stream_labelled_as_json_or_text_is_still_read_as_a_stream():
 
 
 async def test_any_transport_chunking_gives_the_same_reply():
-    body = sse({"content": "<think>ab</think>ünï"}, calls(call(0, "a", "computer", json.dumps(CLICK))),
-               calls(call(0, "b", "done", "{}")), finish="tool_calls", usage={"prompt_tokens": 3, "completion_tokens": 4})
+    body = sse(
+        {"content": "<think>ab</think>ünï"},
+        calls(call(0, "a", "computer", json.dumps(CLICK))),
+        calls(call(0, "b", "done", "{}")),
+        finish="tool_calls",
+        usage={"prompt_tokens": 3, "completion_tokens": 4},
+    )
     whole = await reply_of(body)
     for size in (1, 2, 7):
         reply, _ = await replay(Recorded(body, chunk=size))
-        assert (reply.text, reply.reasoning, shape(reply)) == (whole.text, whole.reasoning, shape(whole)) == \
-               ("ünï", "ab", [("computer", CLICK), ("done", {})])
+        assert (
+            (reply.text, reply.reasoning, shape(reply))
+            == (whole.text, whole.reasoning, shape(whole))
+            == ("ünï", "ab", [("computer", CLICK), ("done", {})])
+        )
 
 
 async def test_usage_in_every_chunk_the_last_counts():
-    body = frames({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}],
-                   "usage": {"prompt_tokens": 9, "completion_tokens": 1}},
-                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 9, "completion_tokens": 2}}) + b"data: [DONE]\n\n"
+    body = (
+        frames(
+            {
+                "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 1},
+            },
+            {
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 2},
+            },
+        )
+        + b"data: [DONE]\n\n"
+    )
     reply = await reply_of(body)
     assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.estimated) == (9, 2, False)
 
@@ -361,12 +442,15 @@ async def test_a_finish_without_done_is_a_whole_reply():
     assert reply.text == "ok"
 
 
-@pytest.mark.parametrize("error", [
-    {"error": {"message": "Internal server error", "type": "InternalServerError", "code": 500}},  # vLLM
-    {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError", "code": 500},  # old vLLM
-    {"error": {"message": "upstream overloaded", "type": "server_error", "code": None}},
-    {"error": "model runner has unexpectedly stopped, this may be due to resource limitations (status 500)"},
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"error": {"message": "Internal server error", "type": "InternalServerError", "code": 500}},  # vLLM
+        {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError", "code": 500},  # old vLLM
+        {"error": {"message": "upstream overloaded", "type": "server_error", "code": None}},
+        {"error": "model runner has unexpectedly stopped, this may be due to resource limitations (status 500)"},
+    ],
+)
 async def test_a_transient_mid_stream_error_is_retried(error):
     broken = sse({"content": "Let"}, finish=None, done=False) + frames(error)
     reply, server = await replay(Recorded(broken), Recorded(sse({"content": "ok"})), max_retries=1)
@@ -376,8 +460,11 @@ async def test_a_transient_mid_stream_error_is_retried(error):
 async def test_a_mid_stream_error_that_is_not_transient_fails_at_once():
     error = {"error": {"message": "context length exceeded", "type": "invalid_request_error", "code": 400}}
     with pytest.raises(InfraError, match="context length exceeded") as err:
-        await replay(Recorded(sse({"content": "x"}, finish=None, done=False) + frames(error)),
-                     Recorded(sse({"content": "ok"})), max_retries=2)
+        await replay(
+            Recorded(sse({"content": "x"}, finish=None, done=False) + frames(error)),
+            Recorded(sse({"content": "ok"})),
+            max_retries=2,
+        )
     assert "stream error" in str(err.value)
 
 
@@ -390,12 +477,19 @@ async def test_a_stream_cut_before_the_finish_is_retried_then_an_infra_error():
 
 
 async def test_429_is_retried_and_400_is_a_clear_error_at_once():
-    limited = Recorded(json.dumps({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}).encode(),
-                       status=429, content_type="application/json", headers={"retry-after": "0"})
+    limited = Recorded(
+        json.dumps({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}).encode(),
+        status=429,
+        content_type="application/json",
+        headers={"retry-after": "0"},
+    )
     reply, server = await replay(limited, Recorded(sse({"content": "ok"})), max_retries=2)
     assert reply.text == "ok" and len(server.requests) == 2
-    bad = Recorded(b'{"object": "error", "message": "bad tool_choice", "type": "BadRequestError", "code": 400}',
-                   status=400, content_type="application/json")
+    bad = Recorded(
+        b'{"object": "error", "message": "bad tool_choice", "type": "BadRequestError", "code": 400}',
+        status=400,
+        content_type="application/json",
+    )
     with pytest.raises(InfraError, match="HTTP 400: bad tool_choice"):
         await replay(bad, Recorded(sse({"content": "ok"})), max_retries=2)
 
@@ -428,21 +522,31 @@ def test_the_ollama_hint_names_a_real_model_never_the_oracle():
 
 
 async def test_anthropic_thinking_text_and_tool_use():
-    body = anthropic_sse(block(0, "thinking", thinking="", signature=""), delta(0, "thinking_delta", thinking="Save "),
-                         delta(0, "thinking_delta", thinking="is top left."), delta(0, "signature_delta", signature="s"),
-                         block(1, "text", text=""), delta(1, "text_delta", text="Clicking."),
-                         block(2, "tool_use", id="toolu_1", name="computer", input={}),
-                         delta(2, "input_json_delta", partial_json=""),
-                         delta(2, "input_json_delta", partial_json='{"action": "left_click", '),
-                         delta(2, "input_json_delta", partial_json='"coordinate": [5, 6]}'), stop("tool_use"))
+    body = anthropic_sse(
+        block(0, "thinking", thinking="", signature=""),
+        delta(0, "thinking_delta", thinking="Save "),
+        delta(0, "thinking_delta", thinking="is top left."),
+        delta(0, "signature_delta", signature="s"),
+        block(1, "text", text=""),
+        delta(1, "text_delta", text="Clicking."),
+        block(2, "tool_use", id="toolu_1", name="computer", input={}),
+        delta(2, "input_json_delta", partial_json=""),
+        delta(2, "input_json_delta", partial_json='{"action": "left_click", '),
+        delta(2, "input_json_delta", partial_json='"coordinate": [5, 6]}'),
+        stop("tool_use"),
+    )
     reply = await reply_of(body, kind="anthropic")
     assert reply.reasoning == "Save is top left." and reply.text == "Clicking."
     assert shape(reply) == [("computer", CLICK)] and reply.finish_reason == "tool_use" and not reply.refusal
 
 
 async def test_anthropic_redacted_thinking_is_neither_text_nor_reasoning():
-    body = anthropic_sse(block(0, "redacted_thinking", data="opaque"), block(1, "text", text=""),
-                         delta(1, "text_delta", text="Hi"), stop("end_turn"))
+    body = anthropic_sse(
+        block(0, "redacted_thinking", data="opaque"),
+        block(1, "text", text=""),
+        delta(1, "text_delta", text="Hi"),
+        stop("end_turn"),
+    )
     reply = await reply_of(body, kind="anthropic")
     assert reply.text == "Hi" and reply.reasoning == ""
 
@@ -476,8 +580,7 @@ async def test_anthropic_overloaded_event_mid_stream_is_retried():
 
 async def test_reasoning_and_refusal_reach_the_trace(tmp_path: Path):
     refusal = sse({"reasoning_content": "Risky."}, {"refusal": "I can't do that."})
-    done = sse({"content": "<think>Fine now.</think>"}, calls(call(0, "c1", "done", '{"status": "DONE"}')),
-               finish="tool_calls")
+    done = sse({"content": "<think>Fine now.</think>"}, calls(call(0, "c1", "done", '{"status": "DONE"}')), finish="tool_calls")
     trace = Trace(tmp_path / "trace.jsonl")
     result = EpisodeResult(task_id="app/task", app="app")
     with ReplayServer([Recorded(refusal), Recorded(done)]) as server:
@@ -497,60 +600,152 @@ async def test_reasoning_and_refusal_reach_the_trace(tmp_path: Path):
 # ----------------------------------------------------------------------------- recorded transcripts
 
 CLICK_500_300 = {"action": "left_click", "coordinate": [500, 300]}
-PARALLEL = [("GetWeatherArgs", {"city": "Edinburgh", "country": "GB", "units": "c"}),
-            ("get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"})]
-OLLAMA_PARALLEL = {"calls": [("computer", CLICK_500_300), ("computer", {"action": "type", "text": "hello world"})],
-                   "ids": ["call_a81kq0ze", "call_v2n6c4xw"], "finish": "tool_calls", "text": ""}
+PARALLEL = [
+    ("GetWeatherArgs", {"city": "Edinburgh", "country": "GB", "units": "c"}),
+    ("get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"}),
+]
+OLLAMA_PARALLEL = {
+    "calls": [("computer", CLICK_500_300), ("computer", {"action": "type", "text": "hello world"})],
+    "ids": ["call_a81kq0ze", "call_v2n6c4xw"],
+    "finish": "tool_calls",
+    "text": "",
+}
 FINAL_ANSWER = [("final_answer", {"trigger": True})]
 
 # file → what the reply must be: calls [(name, arguments)], ids, text (exact, or a prefix with
 # text_starts), reasoning (prefix), refusal (substring), finish, usage (in, out); a key left out is not checked.
 EXPECTED: dict[str, dict[str, Any]] = {
-    "openai_text.sse": {"calls": [], "text_starts": "I'm unable to provide real-time weather updates.",
-                        "finish": "stop", "usage": (14, 30), "reasoning": "", "refusal": ""},
-    "openai_tool_call.sse": {"calls": [("get_weather", {"city": "New York City"})],
-                             "ids": ["call_4XzlGBLtUe9dy3GVNV4jhq7h"], "text": "", "finish": "tool_calls", "usage": (44, 16)},
-    "openai_parallel_tools.sse": {"calls": PARALLEL, "text": "", "finish": "tool_calls", "usage": (149, 60),
-                                  "ids": ["call_JMW1whyEaYG438VE1OIflxA2", "call_DNYTawLBoN8fj3KN6qU9N1Ou"]},
-    "openai_nonstream_parallel.json": {"calls": PARALLEL, "text": "", "finish": "tool_calls", "usage": (149, 60),
-                                       "ids": ["call_fdNz3vOBKYgOIpMdWotB9MjY", "call_h1DWI1POMJLb0KwIyQHWXD4p"]},
+    "openai_text.sse": {
+        "calls": [],
+        "text_starts": "I'm unable to provide real-time weather updates.",
+        "finish": "stop",
+        "usage": (14, 30),
+        "reasoning": "",
+        "refusal": "",
+    },
+    "openai_tool_call.sse": {
+        "calls": [("get_weather", {"city": "New York City"})],
+        "ids": ["call_4XzlGBLtUe9dy3GVNV4jhq7h"],
+        "text": "",
+        "finish": "tool_calls",
+        "usage": (44, 16),
+    },
+    "openai_parallel_tools.sse": {
+        "calls": PARALLEL,
+        "text": "",
+        "finish": "tool_calls",
+        "usage": (149, 60),
+        "ids": ["call_JMW1whyEaYG438VE1OIflxA2", "call_DNYTawLBoN8fj3KN6qU9N1Ou"],
+    },
+    "openai_nonstream_parallel.json": {
+        "calls": PARALLEL,
+        "text": "",
+        "finish": "tool_calls",
+        "usage": (149, 60),
+        "ids": ["call_fdNz3vOBKYgOIpMdWotB9MjY", "call_h1DWI1POMJLb0KwIyQHWXD4p"],
+    },
     "openai_length.sse": {"calls": [], "text": '{"', "finish": "length", "usage": (79, 1)},
-    "openai_refusal.sse": {"calls": [], "text": "I'm sorry, I can't assist with that request.",
-                           "refusal": "I'm sorry, I can't assist with that request.", "finish": "stop"},
-    "lmstudio_tool.sse": {"calls": [("count_letters", {"word": "strawberry", "letter": "r"})], "ids": ["365174485"],
-                          "text": "", "reasoning": "", "finish": "tool_calls"},
-    "ollama_head_tool.sse": {"calls": [("computer", CLICK_500_300)], "ids": ["call_k3v9x2qa"], "text": "",
-                             "finish": "tool_calls", "usage": (1873, 31)},
-    "ollama_head_thinking_tool.sse": {"calls": [("computer", CLICK_500_300)], "text": "", "finish": "tool_calls",
-                                      "reasoning": "The Save button is at the top left."},
+    "openai_refusal.sse": {
+        "calls": [],
+        "text": "I'm sorry, I can't assist with that request.",
+        "refusal": "I'm sorry, I can't assist with that request.",
+        "finish": "stop",
+    },
+    "lmstudio_tool.sse": {
+        "calls": [("count_letters", {"word": "strawberry", "letter": "r"})],
+        "ids": ["365174485"],
+        "text": "",
+        "reasoning": "",
+        "finish": "tool_calls",
+    },
+    "ollama_head_tool.sse": {
+        "calls": [("computer", CLICK_500_300)],
+        "ids": ["call_k3v9x2qa"],
+        "text": "",
+        "finish": "tool_calls",
+        "usage": (1873, 31),
+    },
+    "ollama_head_thinking_tool.sse": {
+        "calls": [("computer", CLICK_500_300)],
+        "text": "",
+        "finish": "tool_calls",
+        "reasoning": "The Save button is at the top left.",
+    },
     "ollama_v0205_parallel_one_chunk.sse": OLLAMA_PARALLEL,
     "ollama_v0205_parallel_separate.sse": OLLAMA_PARALLEL,
-    "ollama_v0205_text_tool.sse": {"calls": [("computer", CLICK_500_300)], "ids": ["call_4ow1f9hs"],
-                                   "text": "I'll click Save.", "finish": "tool_calls"},
-    "vllm_hermes_two_calls.sse": {"calls": [("search", {"q": "cats"}), ("search", {"q": "dogs"})], "text": "",
-                                  "finish": "tool_calls", "usage": (310, 32)},
-    "vllm_llama31_tool.sse": {"calls": [("searchGoogle", {"query": "latest news on ai"})], "text": "",
-                              "ids": ["chatcmpl-tool-b3b307239370432d9910d4b79b4dbbaa"], "finish": "tool_calls",
-                              "usage": (226, 20)},
+    "ollama_v0205_text_tool.sse": {
+        "calls": [("computer", CLICK_500_300)],
+        "ids": ["call_4ow1f9hs"],
+        "text": "I'll click Save.",
+        "finish": "tool_calls",
+    },
+    "vllm_hermes_two_calls.sse": {
+        "calls": [("search", {"q": "cats"}), ("search", {"q": "dogs"})],
+        "text": "",
+        "finish": "tool_calls",
+        "usage": (310, 32),
+    },
+    "vllm_llama31_tool.sse": {
+        "calls": [("searchGoogle", {"query": "latest news on ai"})],
+        "text": "",
+        "ids": ["chatcmpl-tool-b3b307239370432d9910d4b79b4dbbaa"],
+        "finish": "tool_calls",
+        "usage": (226, 20),
+    },
     "vllm_no_parser_tool_text.sse": {"calls": FINAL_ANSWER, "text": "", "finish": "stop"},
     "vllm_no_parser_tool_text_eos.sse": {"calls": FINAL_ANSWER, "text": "", "finish": "length"},
     "anthropic_text.sse": {"calls": [], "text": "Hello there!", "finish": "end_turn", "usage": (11, 6)},
-    "anthropic_tool_use.sse": {"calls": [("get_weather", {"location": "Paris"})], "ids": ["toolu_01NRLabsLyVHZPKxbKvkfSMn"],
-                               "text": "I'll check the current weather in Paris for you.", "finish": "tool_use"},
-    "anthropic_computer_use.sse": {"calls": [("computer", {"action": "left_click", "coordinate": [512, 384]})],
-                                   "text": "I'll click the Save button.", "finish": "tool_use"},
-    "anthropic_tool_no_args.sse": {"calls": [("updateIssueList", {})], "finish": "tool_use",
-                                   "text": "I'll update the issue list for you."},
-    "anthropic_quoted_tool_input.sse": {"calls": [("website_update", {"website_path": "/home/user/pace-landing", "tasks": [
-        {"description": "Today you post every run to Strava, but Strava does not answer the question: \"What should I do "
-                        "next after this run?\". It is a great log, but it is not adaptive.",
-         "type": "feature", "passes": False}]})], "text": "", "finish": "tool_use", "usage": (912, 118)},
-    "anthropic_max_tokens_partial_json.sse": {"raw_call": "make_file", "finish": "max_tokens",
-                                              "text_starts": "I'll create a comprehensive tax guide"},
+    "anthropic_tool_use.sse": {
+        "calls": [("get_weather", {"location": "Paris"})],
+        "ids": ["toolu_01NRLabsLyVHZPKxbKvkfSMn"],
+        "text": "I'll check the current weather in Paris for you.",
+        "finish": "tool_use",
+    },
+    "anthropic_computer_use.sse": {
+        "calls": [("computer", {"action": "left_click", "coordinate": [512, 384]})],
+        "text": "I'll click the Save button.",
+        "finish": "tool_use",
+    },
+    "anthropic_tool_no_args.sse": {
+        "calls": [("updateIssueList", {})],
+        "finish": "tool_use",
+        "text": "I'll update the issue list for you.",
+    },
+    "anthropic_quoted_tool_input.sse": {
+        "calls": [
+            (
+                "website_update",
+                {
+                    "website_path": "/home/user/pace-landing",
+                    "tasks": [
+                        {
+                            "description": "Today you post every run to Strava, but Strava does not answer the question: "
+                            '"What should I do next after this run?". It is a great log, but it is not adaptive.',
+                            "type": "feature",
+                            "passes": False,
+                        }
+                    ],
+                },
+            )
+        ],
+        "text": "",
+        "finish": "tool_use",
+        "usage": (912, 118),
+    },
+    "anthropic_max_tokens_partial_json.sse": {
+        "raw_call": "make_file",
+        "finish": "max_tokens",
+        "text_starts": "I'll create a comprehensive tax guide",
+    },
     "anthropic_refusal.sse": {"calls": [], "refusal": "This request was refused due to policy.", "finish": "refusal"},
-    "anthropic_thinking_refusal.sse": {"calls": [], "text": "Hi", "refusal": "Hi", "finish": "refusal",
-                                       "reasoning": "Simple educational question about what a solar eclipse is.",
-                                       "usage": (28, 106)},
+    "anthropic_thinking_refusal.sse": {
+        "calls": [],
+        "text": "Hi",
+        "refusal": "Hi",
+        "finish": "refusal",
+        "reasoning": "Simple educational question about what a solar eclipse is.",
+        "usage": (28, 106),
+    },
 }
 
 # file → (HTTP status it is served with, retried?, what the message says)
@@ -569,8 +764,9 @@ def recorded(name: str) -> Recorded:
     path = TRANSCRIPTS / name
     assert path.is_file(), f"{path} is missing (the recorded transcripts are part of the checkout)"
     status = ERRORS.get(name, (200, False, ""))[0]
-    return Recorded(path.read_bytes(), status=status,
-                    content_type="text/event-stream" if name.endswith(".sse") else "application/json")
+    return Recorded(
+        path.read_bytes(), status=status, content_type="text/event-stream" if name.endswith(".sse") else "application/json"
+    )
 
 
 def check(reply: Reply, want: dict[str, Any]) -> None:
@@ -617,8 +813,11 @@ async def test_recorded_errors(name):
         await replay(recorded(name), kind=name, max_retries=2)
     assert says in str(err.value)
     rec = recorded(name)
-    good = (anthropic_sse(block(0, "text", text=""), delta(0, "text_delta", text="ok"), stop("end_turn"))
-            if name.startswith("anthropic") else sse({"content": "ok"}))
+    good = (
+        anthropic_sse(block(0, "text", text=""), delta(0, "text_delta", text="ok"), stop("end_turn"))
+        if name.startswith("anthropic")
+        else sse({"content": "ok"})
+    )
     outcome, server = await attempt(rec, Recorded(good), kind=name, max_retries=2)
     if retried:  # a transient failure, then the server answers: the reply is the answer
         assert isinstance(outcome, Reply) and outcome.text == "ok" and len(server.requests) == 2

@@ -42,8 +42,7 @@ async def test_an_openai_length_stop_is_a_truncation_not_a_nudge(tmp_path: Path)
 
 async def test_an_anthropic_max_tokens_stop_cutting_a_call_is_told_and_not_a_hallucination(tmp_path: Path) -> None:
     with ReplayServer([recorded("anthropic_max_tokens_partial_json.sse")]) as server:
-        provider = AnthropicProvider(base_url=server.base_url, model="claude-3-7-sonnet-20250219", api_key="k",
-                                     max_retries=0)
+        provider = AnthropicProvider(base_url=server.base_url, model="claude-3-7-sonnet-20250219", api_key="k", max_retries=0)
         loop, result, trace = make_loop(tmp_path, provider, gui_tools(FakeDesktop(tmp_path)), max_llm_calls=2)
         await run(loop, trace)
         await provider.aclose()
@@ -59,8 +58,9 @@ async def test_an_anthropic_max_tokens_stop_cutting_a_call_is_told_and_not_a_hal
 
 
 async def test_a_whole_call_after_which_the_limit_hit_is_run_and_not_counted(tmp_path: Path) -> None:
-    body = (TRANSCRIPTS / "openai_tool_call.sse").read_bytes().replace(b'"finish_reason":"tool_calls"',
-                                                                          b'"finish_reason":"length"')
+    body = (
+        (TRANSCRIPTS / "openai_tool_call.sse").read_bytes().replace(b'"finish_reason":"tool_calls"', b'"finish_reason":"length"')
+    )
     assert b'"finish_reason":"length"' in body
     with ReplayServer([Recorded(body)]) as server:
         provider = OpenAICompatProvider(base_url=server.base_url, model="gpt-4o", max_retries=0)

@@ -17,8 +17,14 @@ from tests.agent.test_anthropic import USER, Sleeps, _walk, tool_schemas
 from tests.fakes.vertex_server import FakeVertexServer, rsa_key_pair
 from tests.test_config import make as compose
 
-GOOGLE_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID",
-               "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_BASE_URL")
+GOOGLE_VARS = (
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLOUD_ML_REGION",
+    "ANTHROPIC_VERTEX_BASE_URL",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +150,8 @@ def test_endpoints_by_region():
     provider = VertexProvider(model="claude-sonnet-4-5@20250929", region="global", project="my-proj")
     assert f"{provider.base_url}/{provider.path()}" == (
         "https://aiplatform.googleapis.com/v1/projects/my-proj/locations/global/publishers/anthropic/models/"
-        "claude-sonnet-4-5@20250929:streamRawPredict")
+        "claude-sonnet-4-5@20250929:streamRawPredict"
+    )
 
 
 def test_presets_name_their_vertex_id_and_the_builder_uses_it():
@@ -170,24 +177,41 @@ def test_provider_vertex_completes_an_episode_end_to_end(tmp_path: Path):
         "setup: [{launch: {command: [xterm], window: xterm}}]\n"
         "evaluator:\n  func: exact_match\n"
         "  result: {type: content_from_vm_file, path: ~/out.txt, file_type: txt}\n"
-        "  expected: {type: rule, rules: {expected: '42'}}\n")
-    script = [{"tool_uses": [{"name": "computer", "input": {"action": "type", "text": "echo 42 > ~/out.txt\n"}}]},
-              {"tool_uses": [{"name": "computer", "input": {"action": "wait", "duration": 0.5}}]},
-              {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]}]
+        "  expected: {type: rule, rules: {expected: '42'}}\n"
+    )
+    script = [
+        {"tool_uses": [{"name": "computer", "input": {"action": "type", "text": "echo 42 > ~/out.txt\n"}}]},
+        {"tool_uses": [{"name": "computer", "input": {"action": "wait", "duration": 0.5}}]},
+        {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]},
+    ]
     (tmp_path / "gcloud").mkdir(exist_ok=True)
     with FakeVertexServer(script, token_lifetime_s=60) as server:
-        env = {"GOOGLE_APPLICATION_CREDENTIALS": str(server.service_account_file(tmp_path)), "NO_GCE_CHECK": "true",
-               "CLOUDSDK_CONFIG": str(tmp_path / "gcloud")}
-        proc = run_cli(tmp_path, "model=claude_sonnet_4_5", "provider=vertex", f"provider.base_url={server.base_url}",
-                       "provider.region=us-east5", f"tasks.root={tmp_path / 'suite'}", "tracking=none", env=env)
+        env = {
+            "GOOGLE_APPLICATION_CREDENTIALS": str(server.service_account_file(tmp_path)),
+            "NO_GCE_CHECK": "true",
+            "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
+        }
+        proc = run_cli(
+            tmp_path,
+            "model=claude_sonnet_4_5",
+            "provider=vertex",
+            f"provider.base_url={server.base_url}",
+            "provider.region=us-east5",
+            f"tasks.root={tmp_path / 'suite'}",
+            "tracking=none",
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert server.rejected == [] and len(server.requests) == 3
     assert len(server.tokens) >= 3  # 60 s tokens: each request refreshed first
     assert any(b["type"] == "image" for m in server.requests[-1]["messages"] for b in _walk(m["content"]))
     (result,) = results(tmp_path / "run")
     assert (result["status"], result["score"]) == ("success", 1.0)
-    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file()
-                      and p.suffix in {".json", ".jsonl", ".yaml", ".log", ".txt"})
+    written = "".join(
+        p.read_text(errors="replace")
+        for p in (tmp_path / "run").rglob("*")
+        if p.is_file() and p.suffix in {".json", ".jsonl", ".yaml", ".log", ".txt"}
+    )
     assert not any(token in written for token in server.tokens)
 
 
@@ -199,8 +223,18 @@ def test_provider_vertex_without_credentials_fails_before_any_desktop(tmp_path: 
     (tmp_path / "gcloud").mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in GOOGLE_VARS}
     env.update(CLOUDSDK_CONFIG=str(tmp_path / "gcloud"), NO_GCE_CHECK="true")
-    cmd = [sys.executable, "-m", "mcpworld", "model=claude_sonnet_4_5", "provider=vertex", "provider.region=us-east5",
-           "provider.project=p", "task=xterm/set_theme", "tracking=none", f"hydra.run.dir={tmp_path}/run"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        "model=claude_sonnet_4_5",
+        "provider=vertex",
+        "provider.region=us-east5",
+        "provider.project=p",
+        "task=xterm/set_theme",
+        "tracking=none",
+        f"hydra.run.dir={tmp_path}/run",
+    ]
     proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0
     assert "found no Google credentials" in proc.stderr and "gcloud auth application-default login" in proc.stderr

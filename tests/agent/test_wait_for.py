@@ -63,23 +63,26 @@ async def test_contains_and_a_missing_file(desk: FakeDesktop) -> None:
     assert not wrong.ok and "does not contain 'bread'" in wrong.text
 
 
-@pytest.mark.parametrize("args, complaint", [
-    ({"file": "~/x", "chanegd": True}, "unknown key(s) chanegd"),
-    ({"gone": True}, "waits for nothing"),
-    ({"file": "~/x", "gone": True}, "'gone' needs 'window'"),
-    ({"window": "Save (", "timeout": 5}, "not a regular expression"),
-    ({"window": "Save", "timeout": "soon"}, "timeout='soon' has the wrong type"),
-    ({"window": "Save", "timeout": 0}, "must be between 0 and"),
-    ({"widget": "^OK$", "state": "focussed"}, "'focussed' is not an AT-SPI state"),
-    ({"state": "focused"}, "waits for nothing"),
-    ({"file": "~/x", "state": "focused"}, "'state' needs 'widget' or 'role'"),
-    ({"screen": "settled"}, "must be 'changed'"),
-    ({"window": "x", "region": [0, 0, 10, 10]}, "'region' needs 'text' or 'screen'"),
-    ({"text": "OK", "region": [10, 0, 5, 10]}, "must be [x1, y1, x2, y2]"),
-    ({"text": "OK", "region": [0, 0, 10]}, "must be [x1, y1, x2, y2]"),
-    ({"text": "OK ("}, "text='OK (' is not a regular expression"),
-    ({"widget": "OK", "gone": "yes"}, "gone='yes' has the wrong type"),
-])
+@pytest.mark.parametrize(
+    "args, complaint",
+    [
+        ({"file": "~/x", "chanegd": True}, "unknown key(s) chanegd"),
+        ({"gone": True}, "waits for nothing"),
+        ({"file": "~/x", "gone": True}, "'gone' needs 'window'"),
+        ({"window": "Save (", "timeout": 5}, "not a regular expression"),
+        ({"window": "Save", "timeout": "soon"}, "timeout='soon' has the wrong type"),
+        ({"window": "Save", "timeout": 0}, "must be between 0 and"),
+        ({"widget": "^OK$", "state": "focussed"}, "'focussed' is not an AT-SPI state"),
+        ({"state": "focused"}, "waits for nothing"),
+        ({"file": "~/x", "state": "focused"}, "'state' needs 'widget' or 'role'"),
+        ({"screen": "settled"}, "must be 'changed'"),
+        ({"window": "x", "region": [0, 0, 10, 10]}, "'region' needs 'text' or 'screen'"),
+        ({"text": "OK", "region": [10, 0, 5, 10]}, "must be [x1, y1, x2, y2]"),
+        ({"text": "OK", "region": [0, 0, 10]}, "must be [x1, y1, x2, y2]"),
+        ({"text": "OK ("}, "text='OK (' is not a regular expression"),
+        ({"widget": "OK", "gone": "yes"}, "gone='yes' has the wrong type"),
+    ],
+)
 async def test_bad_arguments_are_a_tool_error(desk: FakeDesktop, args: dict, complaint: str) -> None:
     with pytest.raises(ToolError, match=re.escape(complaint)):
         await WaitForTool(desk).call(args)
@@ -87,9 +90,11 @@ async def test_bad_arguments_are_a_tool_error(desk: FakeDesktop, args: dict, com
 
 async def test_the_oracle_replays_wait_for_and_the_trace_records_it(tmp_path: Path, desk: FakeDesktop) -> None:
     desk.write("~/notes.txt", "done: yes\n")
-    solution = [{"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}},
-                {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "done: yes"}},
-                {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "never", "timeout": 0.3}}]
+    solution = [
+        {"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}},
+        {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "done: yes"}},
+        {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "never", "timeout": 0.3}},
+    ]
     loop, result, trace = make_loop(tmp_path, OracleProvider(solution), gui_tools(desk), replay=replay_tools(desk))
     await run(loop, trace)
     calls = events(tmp_path, "tool_call")
@@ -116,16 +121,20 @@ async def test_no_model_is_offered_wait_for(tmp_path: Path, desk: FakeDesktop) -
 
 def test_solution_files_turn_wait_for_into_a_checked_tool_call(tmp_path: Path) -> None:
     overlay = tmp_path / "abc.yaml"
-    overlay.write_text("solution:\n  - computer: {action: key, text: ctrl+s}\n"
-                       "  - wait_for: {window: 'Keep current format'}\n"
-                       "  - {tool: wait_for, args: {file: ~/a.xlsx, changed: true, timeout: 60}}\n")
+    overlay.write_text(
+        "solution:\n  - computer: {action: key, text: ctrl+s}\n"
+        "  - wait_for: {window: 'Keep current format'}\n"
+        "  - {tool: wait_for, args: {file: ~/a.xlsx, changed: true, timeout: 60}}\n"
+    )
     assert read_solution(overlay)[1]["gui"][1:] == [
         {"tool": "wait_for", "args": {"window": "Keep current format"}},
-        {"tool": "wait_for", "args": {"file": "~/a.xlsx", "changed": True, "timeout": 60}}]
+        {"tool": "wait_for", "args": {"file": "~/a.xlsx", "changed": True, "timeout": 60}},
+    ]
     task = tmp_path / "t" / "task.yaml"
     task.parent.mkdir()
-    task.write_text("app: mousepad\ninstruction: x\nevaluator: {func: infeasible}\n"
-                    "solution:\n  - wait_for: {file: ~/a.txt, changd: true}\n")
+    task.write_text(
+        "app: mousepad\ninstruction: x\nevaluator: {func: infeasible}\nsolution:\n  - wait_for: {file: ~/a.txt, changd: true}\n"
+    )
     with pytest.raises(TaskFileError, match=r"task.yaml: wait_for has unknown key\(s\) changd; known: window"):
         load_task(task)
 
@@ -135,8 +144,9 @@ async def test_the_oracles_waits_take_no_step_of_the_budget(tmp_path: Path, desk
     desk.write("~/notes.txt", "ok\n")
     wait = {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "ok"}}
     key = {"tool": "computer", "args": {"action": "key", "text": "a"}}
-    loop, result, trace = make_loop(tmp_path, OracleProvider([key, wait, key, wait]), gui_tools(desk),
-                                    replay=replay_tools(desk), max_steps=3)
+    loop, result, trace = make_loop(
+        tmp_path, OracleProvider([key, wait, key, wait]), gui_tools(desk), replay=replay_tools(desk), max_steps=3
+    )
     await run(loop, trace)
     # two actions and done: within 3 steps (counting the waits, the limit came before done)
     assert result.termination == "done" and result.steps == 3 and len(desk.actions) == 2
@@ -163,10 +173,12 @@ class Showing(FakeDesktop):
         return self.tree
 
 
-MENU_OPEN = ('<desktop-frame name="desktop" xmlns:st="https://mcpworld.invalid/ns/a11y/st">'
-             '<application name="soffice"><menu-bar name=""><menu name="Insert" st:selected="true" st:showing="true">'
-             '<menu-item name="Page Break" st:selected="true" st:showing="true"/>'
-             '<menu-item name="Field" st:showing="true"/></menu></menu-bar></application></desktop-frame>')
+MENU_OPEN = (
+    '<desktop-frame name="desktop" xmlns:st="https://mcpworld.invalid/ns/a11y/st">'
+    '<application name="soffice"><menu-bar name=""><menu name="Insert" st:selected="true" st:showing="true">'
+    '<menu-item name="Page Break" st:selected="true" st:showing="true"/>'
+    '<menu-item name="Field" st:showing="true"/></menu></menu-bar></application></desktop-frame>'
+)
 
 
 async def later(delay: float, change) -> None:

@@ -47,7 +47,8 @@ def test_the_readme_shows_the_committed_certificates():
     block = table.BLOCK.search(readme)
     assert block, "README.md lost its <!-- certificates-table --> block"
     assert block.group(2) == table.to_markdown(sorted(table.CERTIFICATES.glob("*.csv"))), (
-        "README's certificate table is stale: python -m mcpworld.certify.table --readme README.md")
+        "README's certificate table is stale: python -m mcpworld.certify.table --readme README.md"
+    )
 
 
 def test_the_readme_block_is_rewritten_in_place(tmp_path):

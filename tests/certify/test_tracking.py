@@ -9,8 +9,10 @@ from mcpworld.config.schema import TrackingBackend, TrackingConfig
 
 
 def test_the_certificate_is_one_run_with_its_counts_and_table(tmp_path):
-    certs = [judge("a", "app", "generic", ModeOutcome(2, 2, [1.0, 2.0]), ModeOutcome(0, 2), ModeOutcome(0, 2)),
-             judge("b", "app", "generic", ModeOutcome(2, 2, [1.0, 2.0]), ModeOutcome(2, 2), ModeOutcome(0, 2))]
+    certs = [
+        judge("a", "app", "generic", ModeOutcome(2, 2, [1.0, 2.0]), ModeOutcome(0, 2), ModeOutcome(0, 2)),
+        judge("b", "app", "generic", ModeOutcome(2, 2, [1.0, 2.0]), ModeOutcome(2, 2), ModeOutcome(0, 2)),
+    ]
     csv_path, md_path = tmp_path / "certificate.csv", tmp_path / "certificate.md"
     write_csv(certs, csv_path)
     md_path.write_text("table\n")

@@ -31,16 +31,19 @@ def test_the_generic_spoil_leaves_out_the_last_state_changing_step_and_the_waits
     assert spoiled([WAIT, WAIT_FOR, {"tool": "done", "args": {}}]) is None  # nothing to leave out
 
 
-@pytest.mark.parametrize("step, acts", [
-    ({"tool": "bash", "args": {"command": "true"}}, True),
-    ({"tool": "excel-sort_range", "args": {}}, True),
-    ({"tool": "filesystem-read_text_file", "args": {}}, False),
-    ({"tool": "computer", "args": {"action": "mouse_move", "coordinate": [1, 2]}}, False),
-    ({"tool": "computer", "args": {"action": "zoom"}}, False),
-    ({"tool": "computer", "args": {"action": "left_click", "coordinate": [1, 2]}}, True),
-    (WAIT_FOR, False),
-    ({"tool": "local-claim_done", "args": {}}, False),  # Toolathlon's end of the episode, as done
-])
+@pytest.mark.parametrize(
+    "step, acts",
+    [
+        ({"tool": "bash", "args": {"command": "true"}}, True),
+        ({"tool": "excel-sort_range", "args": {}}, True),
+        ({"tool": "filesystem-read_text_file", "args": {}}, False),
+        ({"tool": "computer", "args": {"action": "mouse_move", "coordinate": [1, 2]}}, False),
+        ({"tool": "computer", "args": {"action": "zoom"}}, False),
+        ({"tool": "computer", "args": {"action": "left_click", "coordinate": [1, 2]}}, True),
+        (WAIT_FOR, False),
+        ({"tool": "local-claim_done", "args": {}}, False),  # Toolathlon's end of the episode, as done
+    ],
+)
 def test_what_counts_as_changing_state(step, acts):
     assert changes_state(step) is acts
 
@@ -60,8 +63,11 @@ solution:
       spoil: {command: "printf {{ wrong }} > ~/a.txt"}
 """)
     steps = load_task(tmp_path / "task.yaml").solution["cli"]
-    assert steps[1] == {"tool": "bash", "args": {"command": "printf ready > ~/a.txt"},
-                        "spoil": {"command": "printf readi > ~/a.txt"}}
+    assert steps[1] == {
+        "tool": "bash",
+        "args": {"command": "printf ready > ~/a.txt"},
+        "spoil": {"command": "printf readi > ~/a.txt"},
+    }
     assert spoiled(steps) == [{"tool": "bash", "args": {"command": "printf readi > ~/a.txt"}}]
 
     async def replay(oracle: OracleProvider) -> list[tuple[str, dict]]:
@@ -72,7 +78,10 @@ solution:
         return calls
 
     assert asyncio.run(replay(OracleProvider(steps, spoil=True))) == [
-        ("bash", {"command": "printf readi > ~/a.txt"}), ("done", {"status": "DONE"}), ("done", {"status": "DONE"})]
+        ("bash", {"command": "printf readi > ~/a.txt"}),
+        ("done", {"status": "DONE"}),
+        ("done", {"status": "DONE"}),
+    ]
     full = asyncio.run(replay(OracleProvider(steps)))
     assert [args for _, args in full[:2]] == [{"command": "printf start > ~/log"}, {"command": "printf ready > ~/a.txt"}]
 
@@ -90,16 +99,19 @@ def outcome(passed: int, judged: int, *unjudged: str) -> ModeOutcome:
     return ModeOutcome(passed, judged, [float(10 + i) for i in range(judged)], list(unjudged))
 
 
-@pytest.mark.parametrize("oracle, noop, spoil, status", [
-    (outcome(2, 2), outcome(0, 2), outcome(0, 2), Verdict.certified),
-    (outcome(0, 2), outcome(0, 2), outcome(0, 2), Verdict.unsolved),
-    (outcome(2, 2), outcome(2, 2), outcome(0, 2), Verdict.lenient),
-    (outcome(2, 2), outcome(0, 2), outcome(2, 2), Verdict.lenient),
-    (outcome(1, 2), outcome(0, 2), outcome(0, 2), Verdict.flaky),
-    (outcome(2, 2), outcome(1, 2), outcome(0, 2), Verdict.flaky),
-    (outcome(2, 2), outcome(0, 1, "infra_error: no display"), outcome(0, 2), Verdict.flaky),
-    (outcome(0, 0, "eval_error: x", "eval_error: x"), outcome(0, 2), outcome(0, 2), Verdict.excluded),
-])
+@pytest.mark.parametrize(
+    "oracle, noop, spoil, status",
+    [
+        (outcome(2, 2), outcome(0, 2), outcome(0, 2), Verdict.certified),
+        (outcome(0, 2), outcome(0, 2), outcome(0, 2), Verdict.unsolved),
+        (outcome(2, 2), outcome(2, 2), outcome(0, 2), Verdict.lenient),
+        (outcome(2, 2), outcome(0, 2), outcome(2, 2), Verdict.lenient),
+        (outcome(1, 2), outcome(0, 2), outcome(0, 2), Verdict.flaky),
+        (outcome(2, 2), outcome(1, 2), outcome(0, 2), Verdict.flaky),
+        (outcome(2, 2), outcome(0, 1, "infra_error: no display"), outcome(0, 2), Verdict.flaky),
+        (outcome(0, 0, "eval_error: x", "eval_error: x"), outcome(0, 2), outcome(0, 2), Verdict.excluded),
+    ],
+)
 def test_the_status_of_each_combination(oracle, noop, spoil, status):
     assert judge("t", "app", "generic", oracle, noop, spoil).status == status
 
@@ -119,11 +131,13 @@ def test_a_certified_task_that_is_not_any_more_is_a_regression(tmp_path):
     write_csv(before, path)
     statuses = read_statuses(path)
     assert statuses == {"a": "certified", "b": "certified", "c": "certified", "d": "flaky"}
-    now = [judge("a", "app", "generic", outcome(2, 2), outcome(2, 2), outcome(0, 2)),  # lenient now
-           excluded("b", "app", "unavailable: vscode is not installed"),
-           judge("c", "app", "generic", outcome(2, 2), outcome(0, 2), outcome(0, 2)),
-           judge("d", "app", "generic", outcome(2, 2), outcome(0, 2), outcome(0, 2)),  # better: fine
-           judge("e", "app", "generic", outcome(0, 2), outcome(0, 2), outcome(0, 2))]  # new: fine
+    now = [
+        judge("a", "app", "generic", outcome(2, 2), outcome(2, 2), outcome(0, 2)),  # lenient now
+        excluded("b", "app", "unavailable: vscode is not installed"),
+        judge("c", "app", "generic", outcome(2, 2), outcome(0, 2), outcome(0, 2)),
+        judge("d", "app", "generic", outcome(2, 2), outcome(0, 2), outcome(0, 2)),  # better: fine
+        judge("e", "app", "generic", outcome(0, 2), outcome(0, 2), outcome(0, 2)),
+    ]  # new: fine
     failed, warned = regressions(statuses, now)
     assert [line.split(":")[0] for line in failed] == ["a"] and "lenient now" in failed[0]
     assert [line.split(":")[0] for line in warned] == ["b"]
@@ -147,9 +161,18 @@ def test_a_file_that_is_not_a_certificate_is_one_clear_error(tmp_path):
 def test_each_job_runs_the_chosen_tasks_in_its_mode():
     user = ["tasks.root=/suite", "task=mousepad/*", "agent.max_steps=20", "tracking.uri=sqlite:///x.db", "env=local"]
     noop = job_overrides(user, NOOP, ["a/b", "it's"], 2, 3, "/out/noop")
-    assert noop == ["tasks.root=/suite", "env=local", "provider=oracle", "provider.replay=solution",
-                    "agent.max_steps=0", r"task=['a/b','it\'s']", "attempts=2", "concurrency=3", "tracking=none",
-                    "hydra.run.dir='/out/noop'"]
+    assert noop == [
+        "tasks.root=/suite",
+        "env=local",
+        "provider=oracle",
+        "provider.replay=solution",
+        "agent.max_steps=0",
+        r"task=['a/b','it\'s']",
+        "attempts=2",
+        "concurrency=3",
+        "tracking=none",
+        "hydra.run.dir='/out/noop'",
+    ]
     assert "agent.max_steps=20" in job_overrides(user, SPOILED, ["a"], 1, 1, "/o")
 
 

@@ -19,18 +19,27 @@ pytestmark = pytest.mark.desktop
 SPEC = {
     "func": "check_accessibility_tree",
     "result": {"type": "accessibility_tree"},
-    "expected": {"type": "rule", "rules": [
-        {"selectors": ['application[name="mousepad"] frame[st|active=true]']},
-        {"xpath": '//text[@st:focused="true"]', "text": "typed through XTest", "exact": True},
-    ]},
+    "expected": {
+        "type": "rule",
+        "rules": [
+            {"selectors": ['application[name="mousepad"] frame[st|active=true]']},
+            {"xpath": '//text[@st:focused="true"]', "text": "typed through XTest", "exact": True},
+        ],
+    },
 }
 
 
 def test_live_tree_of_mousepad_grades_what_was_typed(tmp_path: Path) -> None:
     if not Path("/usr/lib/python3/dist-packages/pyatspi").is_dir():
         pytest.fail("python3-pyatspi is not installed: make setup installs it")
-    task = Task(id="t/a11y", app="mousepad", instruction="type", dir=tmp_path, source=tmp_path / "task.json",
-                setup=[{"launch": {"command": ["mousepad"], "window": "Mousepad"}}])
+    task = Task(
+        id="t/a11y",
+        app="mousepad",
+        instruction="type",
+        dir=tmp_path,
+        source=tmp_path / "task.json",
+        setup=[{"launch": {"command": ["mousepad"], "window": "Mousepad"}}],
+    )
     with LocalEnvironment(1000, 800) as env:
         env.reset(task, tmp_path / "ep")
         before, _ = evaluate_spec(env, SPEC, None)

@@ -24,8 +24,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to the desk
 
 
 def task(tmp_path: Path, *setup: dict, app: str = "xterm") -> Task:
-    return Task(id=f"t/{app}", app=app, instruction="x", dir=tmp_path, source=tmp_path / "task.yaml",
-                setup=list(setup))
+    return Task(id=f"t/{app}", app=app, instruction="x", dir=tmp_path, source=tmp_path / "task.yaml", setup=list(setup))
 
 
 def owner(pid: int) -> str:
@@ -100,23 +99,40 @@ def test_the_suites_command_names_start_the_real_programs_with_this_desktops_set
     """`google-chrome --remote-debugging-port=1337` (OSWorld's command) starts Debian's Chromium on
     this desktop's own DevTools port instead, with its profile where Chrome keeps it."""
     with LocalEnvironment(800, 600, programs=programs()) as env:
-        env.reset(task(tmp_path, {"launch": {"command": ["google-chrome", "--remote-debugging-port=1337"],
-                                             "window": "Chromium", "timeout": 60}}, app="chromium"), tmp_path / "ep")
+        env.reset(
+            task(
+                tmp_path,
+                {"launch": {"command": ["google-chrome", "--remote-debugging-port=1337"], "window": "Chromium", "timeout": 60}},
+                app="chromium",
+            ),
+            tmp_path / "ep",
+        )
         port = env.ports["cdp"]
         assert port != 1337
         version = httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=5).json()
         assert "Chrome" in version["Browser"]
         assert (env.home / ".config" / "google-chrome" / "Default").is_dir()
-        assert env.shell("command -v google-chrome chrome libreoffice vlc gimp thunderbird").stdout.count(
-            str(env.bin_dir)) == 6
+        assert env.shell("command -v google-chrome chrome libreoffice vlc gimp thunderbird").stdout.count(str(env.bin_dir)) == 6
         if env.user:
             assert owner(env.launched[0].proc.pid) == env.user.name
 
 
 def test_vlc_starts_with_its_http_interface_on_this_desktops_port_and_password(tmp_path):
     with LocalEnvironment(800, 600, programs=programs()) as env:
-        env.reset(task(tmp_path, {"launch": {"command": "VLC_VERBOSE=-1 vlc --no-audio --http-port=8080", "shell": True,
-                                             "window": "VLC media player"}}, app="vlc"), tmp_path / "ep")
+        env.reset(
+            task(
+                tmp_path,
+                {
+                    "launch": {
+                        "command": "VLC_VERBOSE=-1 vlc --no-audio --http-port=8080",
+                        "shell": True,
+                        "window": "VLC media player",
+                    }
+                },
+                app="vlc",
+            ),
+            tmp_path / "ep",
+        )
         url = f"http://127.0.0.1:{env.ports['vlc']}/requests/status.xml"
         assert httpx.get(url, timeout=5).status_code == 401  # the password is required …
         reply = httpx.get(url, auth=("", env.app_password), timeout=5)
@@ -161,20 +177,31 @@ def test_mcp_servers_run_as_the_desktop_account_and_playwright_drives_the_episod
 
     catalog = yaml.safe_load((Path(__file__).parents[2] / "mcpworld" / "conf" / "mcp" / "default.yaml").read_text())["catalog"]
     with LocalEnvironment(800, 600, programs=programs()) as env:
-        env.reset(task(tmp_path, {"launch": {"command": ["google-chrome"], "window": "Chromium", "timeout": 60}},
-                       app="chromium"), tmp_path / "ep")
+        env.reset(
+            task(tmp_path, {"launch": {"command": ["google-chrome"], "window": "Chromium", "timeout": 60}}, app="chromium"),
+            tmp_path / "ep",
+        )
         (env.home / "page.html").write_text("<title>Hello MCP</title><p>hi</p>")
         env.user and env.user.own(env.home / "page.html")
-        values = {"workspace": str(env.home), "home": str(env.home), "servers": str(servers_dir()),
-                  "episode": str(tmp_path), **{f"port_{k}": str(v) for k, v in env.ports.items()}}
+        values = {
+            "workspace": str(env.home),
+            "home": str(env.home),
+            "servers": str(servers_dir()),
+            "episode": str(tmp_path),
+            **{f"port_{k}": str(v) for k, v in env.ports.items()},
+        }
         events = []
-        specs = [as_account(s.filled(values), env.user, lambda kind, **f: events.append((kind, f)), str(env.runtime_dir))
-                 for s in parse_servers(["playwright", "filesystem"], catalog, "test")]
+        specs = [
+            as_account(s.filled(values), env.user, lambda kind, **f: events.append((kind, f)), str(env.runtime_dir))
+            for s in parse_servers(["playwright", "filesystem"], catalog, "test")
+        ]
 
         async def drive():
             async with ServerPool(specs, tmp_path / "logs", home=env.home) as pool:
-                for server, tool, args in [("playwright", "browser_navigate", {"url": f"file://{env.home}/page.html"}),
-                                           ("filesystem", "write_file", {"path": f"{env.home}/made.txt", "content": "x"})]:
+                for server, tool, args in [
+                    ("playwright", "browser_navigate", {"url": f"file://{env.home}/page.html"}),
+                    ("filesystem", "write_file", {"path": f"{env.home}/made.txt", "content": "x"}),
+                ]:
                     result = await pool.call(server, tool, args)
                     assert not result.is_error, result
 
@@ -186,14 +213,23 @@ def test_mcp_servers_run_as_the_desktop_account_and_playwright_drives_the_episod
             assert (env.home / "made.txt").stat().st_uid == env.user.uid
 
 
-@pytest.mark.skipif(not [p for p in programs() if p.app == "vscode" and p.installed()],
-                    reason="code-server is not installed (make apps APPS=vscode)")
+@pytest.mark.skipif(
+    not [p for p in programs() if p.app == "vscode" and p.installed()],
+    reason="code-server is not installed (make apps APPS=vscode)",
+)
 def test_code_opens_the_folder_in_vs_code_and_answers_the_command_line(tmp_path):
     """`code ~/project` (as the suites run it) serves VS Code on this desktop's port and shows it;
     `code --list-extensions` works from the agent's shell; settings live where VS Code keeps them."""
     with LocalEnvironment(1000, 800, programs=programs()) as env:
-        env.reset(task(tmp_path, {"execute": {"command": "mkdir -p ~/project", "shell": True}},
-                       {"launch": {"command": ["code", "~/project"], "timeout": 90}}, app="vscode"), tmp_path / "ep")
+        env.reset(
+            task(
+                tmp_path,
+                {"execute": {"command": "mkdir -p ~/project", "shell": True}},
+                {"launch": {"command": ["code", "~/project"], "timeout": 90}},
+                app="vscode",
+            ),
+            tmp_path / "ep",
+        )
         assert env.windows.find("project - Visual Studio Code") is not None
         assert httpx.get(f"http://127.0.0.1:{env.ports['vscode']}/healthz", timeout=5).status_code == 200
         listed = env.shell("code --list-extensions; echo rc=$?", timeout=60)
@@ -201,8 +237,7 @@ def test_code_opens_the_folder_in_vs_code_and_answers_the_command_line(tmp_path)
         assert (env.home / ".config" / "Code" / "User" / "settings.json").is_file()
         # code-server (no login) serves on the desktop's own unix socket, not on a TCP port
         socket_path = env.runtime_dir / "vscode.sock"
-        server = [p for p in psutil.process_iter(["cmdline", "username"])
-                  if str(socket_path) in (p.info["cmdline"] or [])]
+        server = [p for p in psutil.process_iter(["cmdline", "username"]) if str(socket_path) in (p.info["cmdline"] or [])]
         assert server and not any("--bind-addr" in (p.info["cmdline"] or []) for p in server)
         assert socket_path.stat().st_mode & 0o777 == 0o600
         if env.user:

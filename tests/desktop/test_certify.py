@@ -19,8 +19,14 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
 
 def certify(*args: str, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld.certify", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "mcpworld.certify", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
 
 
 def rows(path: Path) -> dict[str, dict[str, str]]:
@@ -38,9 +44,20 @@ def test_a_good_a_lenient_and_a_flaky_checker_are_told_apart(tmp_path, shared_di
     before = tmp_path / "before.csv"
     before.write_text("task_id,status\ngood,certified\nlenient,certified\nflaky,certified\ngone,certified\n")
     db = tmp_path / "mlflow.db"
-    proc = certify(f"tasks.root={suite}", "modality=cli", "--n", "2", "--out", str(tmp_path / "cert"),
-                   "--against", str(before), f"tracking.uri=sqlite:///{db}",
-                   f"tracking.artifact_root={tmp_path}/artifacts", "tracking.experiment=certify", timeout=600)
+    proc = certify(
+        f"tasks.root={suite}",
+        "modality=cli",
+        "--n",
+        "2",
+        "--out",
+        str(tmp_path / "cert"),
+        "--against",
+        str(before),
+        f"tracking.uri=sqlite:///{db}",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=certify",
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]
     cert = rows(tmp_path / "cert" / "certificate.csv")
     assert {t: r["status"] for t, r in cert.items()} == {"good": "certified", "lenient": "lenient", "flaky": "flaky"}
@@ -87,21 +104,22 @@ def test_the_builtin_suite_keeps_its_certificate(tmp_path):
     both times). Doing nothing scores 0 on every task (this replaces test_cli_e2e's whole-suite oracle
     and do-nothing runs, and keeps their checks)."""
     out = tmp_path / "cert"
-    proc = certify("--n", "2", "--concurrency", "2", "--out", str(out), "--against", str(BUILTIN),
-                   "tracking=none", timeout=3600)
+    proc = certify("--n", "2", "--concurrency", "2", "--out", str(out), "--against", str(BUILTIN), "tracking=none", timeout=3600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     now, committed = rows(out / "certificate.csv"), rows(BUILTIN)
     assert len(now) >= 30 and set(committed) <= set(now)
     apps = {r["app"] for r in now.values() if r["status"] != "excluded"}
-    assert {"libreoffice_calc", "libreoffice_writer", "libreoffice_impress", "chromium", "gimp", "vlc",
-            "thunderbird"} | ({"vscode"} if vscode_installed() else set()) <= apps
+    assert {"libreoffice_calc", "libreoffice_writer", "libreoffice_impress", "chromium", "gimp", "vlc", "thunderbird"} | (
+        {"vscode"} if vscode_installed() else set()
+    ) <= apps
     noop = results(out / "noop")
     assert len(noop) == 2 * sum(r["status"] != "excluded" for r in now.values())
     assert all(r["score"] == 0.0 and r["status"] == "failure" for r in noop), [(r["task_id"], r["status"]) for r in noop]
     assert all(r["key_steps"].get("completed", 0) == 0 for r in noop)
     # (this also replaces test_cli_e2e's gui oracle run of the whole suite, and keeps its check:)
     # the apps' own saves date the check key steps while the oracle works (the file probe)
-    (folders,) = {r["task_id"]: r for r in results(out / "oracle") if r["task_id"] == "thunderbird/new_folders"
-                  and r["attempt"] == 0}.values()
+    (folders,) = {
+        r["task_id"]: r for r in results(out / "oracle") if r["task_id"] == "thunderbird/new_folders" and r["attempt"] == 0
+    }.values()
     first, second = folders["key_steps"]["timeline"]
     assert first["via"] == second["via"] == "check" and 0 < first["t"] < second["t"] < folders["duration_s"]

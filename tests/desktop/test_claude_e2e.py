@@ -25,7 +25,8 @@ def suite(tmp_path: Path) -> Path:
         "window: Event Tester}\n"
         "evaluator:\n  func: check_include_exclude\n"
         "  result: {type: vm_command_line, command: 'echo ok', shell: true}\n"
-        "  expected: {type: rule, rules: {include: ['ok'], exclude: []}}\n")
+        "  expected: {type: rule, rules: {include: ['ok'], exclude: []}}\n"
+    )
     return tmp_path / "suite"
 
 
@@ -45,18 +46,36 @@ def xev_events(run: Path) -> list[tuple[str, int, str]]:
 
 def test_claude_sonnet_4_5_shift_click_hold_key_and_thinking_round_trip(tmp_path):
     script = [
-        {"thinking": "Shift-click in the middle of the window first.",
-         "tool_uses": [{"id": "toolu_click", "name": "computer",
-                        "input": {"action": "left_click", "coordinate": [512, 384], "text": "shift"}}]},
-        {"thinking": "Now hold shift.",
-         "tool_uses": [{"id": "toolu_hold", "name": "computer",
-                        "input": {"action": "hold_key", "text": "shift", "duration": 0.5}}]},
+        {
+            "thinking": "Shift-click in the middle of the window first.",
+            "tool_uses": [
+                {
+                    "id": "toolu_click",
+                    "name": "computer",
+                    "input": {"action": "left_click", "coordinate": [512, 384], "text": "shift"},
+                }
+            ],
+        },
+        {
+            "thinking": "Now hold shift.",
+            "tool_uses": [
+                {"id": "toolu_hold", "name": "computer", "input": {"action": "hold_key", "text": "shift", "duration": 0.5}}
+            ],
+        },
         {"thinking": "Both done.", "tool_uses": [{"id": "toolu_done", "name": "done", "input": {"status": "DONE"}}]},
     ]
     with FakeAnthropicServer(script, model="claude-sonnet-4-5-20250929") as server:
-        proc = run_cli(tmp_path, "model=claude_sonnet_4_5", f"provider.base_url={server.base_url}",
-                       "model.thinking_budget=2048", "modality=gui", "resolution=rect", f"tasks.root={suite(tmp_path)}",
-                       "tracking=none", env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+        proc = run_cli(
+            tmp_path,
+            "model=claude_sonnet_4_5",
+            f"provider.base_url={server.base_url}",
+            "model.thinking_budget=2048",
+            "modality=gui",
+            "resolution=rect",
+            f"tasks.root={suite(tmp_path)}",
+            "tracking=none",
+            env={"ANTHROPIC_API_KEY": "sk-ant-test"},
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         first, second, third = server.requests  # a thinking block sent back altered or not at all: a 400
         headers = server.headers[0]
@@ -67,8 +86,12 @@ def test_claude_sonnet_4_5_shift_click_hold_key_and_thinking_round_trip(tmp_path
     assert first["model"] == "claude-sonnet-4-5-20250929" and first["max_tokens"] == 16384
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048} and first["temperature"] == 1.0
     assert first["system"][0]["text"].startswith("<SYSTEM_CAPABILITY>\n* You are using a Debian Linux desktop")
-    assert first["tools"][0] == {"type": "computer_20250124", "name": "computer",
-                                 "display_width_px": 1024, "display_height_px": 768}
+    assert first["tools"][0] == {
+        "type": "computer_20250124",
+        "name": "computer",
+        "display_width_px": 1024,
+        "display_height_px": 768,
+    }
     # the reference's betas: the computer tool's only (interleaved thinking is model.interleaved_thinking's)
     assert headers["anthropic-beta"].split(",") == ["computer-use-2025-01-24"]
 
@@ -87,7 +110,13 @@ def test_claude_sonnet_4_5_shift_click_hold_key_and_thinking_round_trip(tmp_path
     # on the desktop: a button press with Shift down, then Shift held for the duration
     events = xev_events(tmp_path / "run")
     kinds = [(kind, detail.split()[0]) for kind, _, detail in events]
-    assert kinds == [("KeyPress", "Shift_L"), ("ButtonPress", "button"), ("ButtonRelease", "button"),
-                     ("KeyRelease", "Shift_L"), ("KeyPress", "Shift_L"), ("KeyRelease", "Shift_L")], events
+    assert kinds == [
+        ("KeyPress", "Shift_L"),
+        ("ButtonPress", "button"),
+        ("ButtonRelease", "button"),
+        ("KeyRelease", "Shift_L"),
+        ("KeyPress", "Shift_L"),
+        ("KeyRelease", "Shift_L"),
+    ], events
     assert int(events[1][2].split()[-1], 16) & 1  # ShiftMask in the press's state
     assert events[5][1] - events[4][1] >= 450  # held 0.5 s by the X server's clock

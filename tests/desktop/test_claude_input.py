@@ -26,8 +26,9 @@ class EventWindow:
     def __init__(self, display_name: str, width: int, height: int):
         self.d = open_display(display_name)
         root = self.d.screen().root
-        self.window = root.create_window(0, 0, width, height, 0, self.d.screen().root_depth,
-                                         override_redirect=True, event_mask=self.MASK)
+        self.window = root.create_window(
+            0, 0, width, height, 0, self.d.screen().root_depth, override_redirect=True, event_mask=self.MASK
+        )
         self.window.map()
         self.window.set_input_focus(X.RevertToParent, X.CurrentTime)
         self.d.sync()
@@ -55,8 +56,15 @@ class EventWindow:
 
 @pytest.fixture
 def desktop(tmp_path: Path):
-    task = Task(id="t/claude_input", app="none", instruction="test", dir=tmp_path / "task",
-                source=tmp_path / "task" / "task.yaml", context=[], setup=[])
+    task = Task(
+        id="t/claude_input",
+        app="none",
+        instruction="test",
+        dir=tmp_path / "task",
+        source=tmp_path / "task" / "task.yaml",
+        context=[],
+        setup=[],
+    )
     with LocalEnvironment(1024, 768) as env:
         env.reset(task, tmp_path / "ep")
         window = EventWindow(env.display.name, env.width, env.height)
@@ -78,16 +86,26 @@ async def test_shift_click_ctrl_scroll_and_hold_key_reach_the_display(desktop) -
     await computer.call({"action": "left_click", "coordinate": [300, 200], "text": "shift"})
     events = window.read(4)
     assert [(kind, detail) for kind, detail, _, _ in events] == [
-        ("key_press", SHIFT), ("button_press", 1), ("button_release", 1), ("key_release", SHIFT)]
+        ("key_press", SHIFT),
+        ("button_press", 1),
+        ("button_release", 1),
+        ("key_release", SHIFT),
+    ]
     assert events[1][2] & X.ShiftMask  # the click itself carries Shift
     assert env.cursor_position() == (300, 200)
 
-    await computer.call({"action": "scroll", "coordinate": [10, 10], "scroll_direction": "down", "scroll_amount": 2,
-                         "text": "ctrl"})
+    await computer.call(
+        {"action": "scroll", "coordinate": [10, 10], "scroll_direction": "down", "scroll_amount": 2, "text": "ctrl"}
+    )
     wheel = window.read(10)[4:]
     assert [(kind, detail) for kind, detail, _, _ in wheel] == [
-        ("key_press", CONTROL), ("button_press", 5), ("button_release", 5), ("button_press", 5),
-        ("button_release", 5), ("key_release", CONTROL)]
+        ("key_press", CONTROL),
+        ("button_press", 5),
+        ("button_release", 5),
+        ("button_press", 5),
+        ("button_release", 5),
+        ("key_release", CONTROL),
+    ]
     assert all(state & X.ControlMask for kind, _, state, _ in wheel if kind == "button_press")
 
     await computer.call({"action": "hold_key", "text": "shift", "duration": 0.5})

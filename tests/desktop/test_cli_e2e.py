@@ -18,10 +18,8 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
 
 def run_cli(tmp_path: Path, *overrides: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "mcpworld", *overrides,
-           f"hydra.run.dir={tmp_path}/run", f"hydra.sweep.dir={tmp_path}/sweep"]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    cmd = [sys.executable, "-m", "mcpworld", *overrides, f"hydra.run.dir={tmp_path}/run", f"hydra.sweep.dir={tmp_path}/sweep"]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def results(folder: Path) -> list[dict]:
@@ -30,9 +28,16 @@ def results(folder: Path) -> list[dict]:
 
 def test_oracle_sweep_two_resolutions_logs_to_mlflow(tmp_path):
     db = tmp_path / "mlflow.db"
-    proc = run_cli(tmp_path, "-m", "resolution=square,rect", "provider=oracle", "task=[mousepad/*,xterm/set_theme]",
-                   f"tracking.uri=sqlite:///{db}", f"tracking.artifact_root={tmp_path}/artifacts",
-                   "tracking.experiment=e2e")
+    proc = run_cli(
+        tmp_path,
+        "-m",
+        "resolution=square,rect",
+        "provider=oracle",
+        "task=[mousepad/*,xterm/set_theme]",
+        f"tracking.uri=sqlite:///{db}",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=e2e",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "mcpworld sweep" in proc.stdout
     for job, size in (("0", (1000, 1000)), ("1", (1024, 768))):
@@ -81,9 +86,22 @@ def test_oracle_sweep_two_resolutions_logs_to_mlflow(tmp_path):
     assert {j.data.params["resolution"] for j in jobs} == {"square", "rect"}
 
     # the paper tables and a plot from that sweep
-    report = subprocess.run([sys.executable, "-m", "mcpworld.report", "experiment=e2e", "--tracking-uri",
-                             f"sqlite:///{db}", "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)
+    report = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.report",
+            "experiment=e2e",
+            "--tracking-uri",
+            f"sqlite:///{db}",
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert report.returncode == 0, report.stderr[-2000:]
     table = (tmp_path / "report" / "summary.csv").read_text().splitlines()
     # header + (square, rect) x (mousepad, xterm), every group at 100 %
@@ -111,8 +129,13 @@ def test_every_builtin_task_passes_with_the_cli_oracle(tmp_path):
 
 def test_unreachable_ollama_is_one_clear_line_before_any_episode(tmp_path):
     port = free_port()
-    proc = run_cli(tmp_path, "model=qwen3vl_8b", "tracking=none", "task=xterm/count_errors",
-                   env={"OLLAMA_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    proc = run_cli(
+        tmp_path,
+        "model=qwen3vl_8b",
+        "tracking=none",
+        "task=xterm/count_errors",
+        env={"OLLAMA_BASE_URL": f"http://127.0.0.1:{port}/v1"},
+    )
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(errors) == 1, proc.stderr
@@ -126,19 +149,41 @@ def test_qwen3vl_32b_square_multirun_against_an_ollama_endpoint(tmp_path):
     terminate) drive a real xterm, the task is graded and the run lands in MLflow."""
     from tests.fakes.ollama_server import FakeOllamaServer, ps_entry, tag_entry
 
-    chat = [{"tool_calls": [{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [200, 150]}}]},
-            {"tool_calls": [{"name": "computer_use", "arguments": {
-                "action": "type", "text": "mkdir -p ~/projects/alpha/src ~/projects/alpha/tests\n"}}]},
-            {"tool_calls": [{"name": "computer_use", "arguments": {"action": "wait", "time": 0.5}}]},
-            {"text": 'Action: Done.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "terminate", '
-                     '"status": "success"}}\n</tool_call>'}]
+    chat = [
+        {"tool_calls": [{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [200, 150]}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "computer_use",
+                    "arguments": {"action": "type", "text": "mkdir -p ~/projects/alpha/src ~/projects/alpha/tests\n"},
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "computer_use", "arguments": {"action": "wait", "time": 0.5}}]},
+        {
+            "text": 'Action: Done.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "terminate", '
+            '"status": "success"}}\n</tool_call>'
+        },
+    ]
     db = tmp_path / "mlflow.db"
-    with FakeOllamaServer(models=[tag_entry("llama3:8b")], loaded=[ps_entry("llama3:8b")], chat_script=chat,
-                          model="qwen3-vl:32b-instruct",
-                          context_length=262144) as server:  # at least model.context_length: preflight checks it
-        proc = run_cli(tmp_path, "-m", "model=qwen3vl_32b", "resolution=square", "task=xterm/make_project_dirs",
-                       f"tracking.uri=sqlite:///{db}", f"tracking.artifact_root={tmp_path}/artifacts",
-                       "tracking.experiment=ollama", env={"OLLAMA_BASE_URL": server.base_url})
+    with FakeOllamaServer(
+        models=[tag_entry("llama3:8b")],
+        loaded=[ps_entry("llama3:8b")],
+        chat_script=chat,
+        model="qwen3-vl:32b-instruct",
+        context_length=262144,
+    ) as server:  # at least model.context_length: preflight checks it
+        proc = run_cli(
+            tmp_path,
+            "-m",
+            "model=qwen3vl_32b",
+            "resolution=square",
+            "task=xterm/make_project_dirs",
+            f"tracking.uri=sqlite:///{db}",
+            f"tracking.artifact_root={tmp_path}/artifacts",
+            "tracking.experiment=ollama",
+            env={"OLLAMA_BASE_URL": server.base_url},
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         paths = server.paths()
         assert "/api/pull" in paths  # the model was missing: pulled
@@ -190,8 +235,9 @@ def test_user_task_folder_and_task_glob(tmp_path):
         "  expected: {type: rule, rules: {expected: '{{ word }}'}}\n"
         "solution:\n"
         "  gui:\n"
-        "    - computer: {action: type, text: \"echo {{ word }} > ~/out.txt\\n\"}\n"
-        "    - computer: {action: wait, duration: 0.5}\n")
+        '    - computer: {action: type, text: "echo {{ word }} > ~/out.txt\\n"}\n'
+        "    - computer: {action: wait, duration: 0.5}\n"
+    )
     proc = run_cli(tmp_path, f"tasks.root={tmp_path / 'suite'}", "task=notes/*", "tracking=none")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (result,) = results(tmp_path / "run")
@@ -211,7 +257,8 @@ def test_an_infra_error_is_retried_and_the_failed_try_kept(tmp_path, shared_dir)
         "  result: {type: content_from_vm_file, path: ~/out.txt}\n"
         "  expected: {type: rule, rules: {expected: hi}}\n"
         "solution:\n"
-        "  cli: [{bash: {command: 'echo hi > ~/out.txt'}}]\n")
+        "  cli: [{bash: {command: 'echo hi > ~/out.txt'}}]\n"
+    )
     # env.files=open: the marker must outlive the first try's desktop (a hidden-files desktop's /tmp is its own)
     proc = run_cli(tmp_path, f"tasks.root={tmp_path / 'suite'}", "modality=cli", "tracking=none", "env.files=open")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -226,12 +273,23 @@ def _scripted_model_run(tmp_path: Path, suite: Path, task: str, command: str) ->
     """One CLI episode of ``task`` driven over HTTP by a scripted model: one bash call, then done."""
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    script = [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
-              {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]}]
+    script = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]},
+    ]
     with FakeOpenAIServer(script, model="qwen3-vl:8b") as server:
-        proc = run_cli(tmp_path, "model=qwen3vl_8b", "model.profile=generic", "model.id=qwen3-vl:8b",  # our tool format
-                       "provider=openai_compat", f"provider.base_url={server.base_url}", "modality=cli",
-                       f"tasks.root={suite}", f"task={task}", "tracking=none")
+        proc = run_cli(
+            tmp_path,
+            "model=qwen3vl_8b",
+            "model.profile=generic",
+            "model.id=qwen3-vl:8b",  # our tool format
+            "provider=openai_compat",
+            f"provider.base_url={server.base_url}",
+            "modality=cli",
+            f"tasks.root={suite}",
+            f"task={task}",
+            "tracking=none",
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert len(server.requests) == 2 and server.requests[0]["model"] == "qwen3-vl:8b"
         assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["bash", "done"]
@@ -243,14 +301,22 @@ def _scripted_model_run(tmp_path: Path, suite: Path, task: str, command: str) ->
 def test_an_osworld_task_file_runs_with_a_model_over_http(tmp_path):
     suite = tmp_path / "osworld" / "os"
     suite.mkdir(parents=True)
-    (suite / "answer-file.json").write_text(json.dumps({
-        "id": "answer-file", "snapshot": "os", "related_apps": ["xterm"],
-        "instruction": "Write the answer 42 into /home/user/answer.txt.",
-        "config": [{"type": "launch", "parameters": {"command": ["xterm"]}}],
-        "evaluator": {"func": "check_include_exclude",
-                      "result": {"type": "vm_command_line", "command": "cat /home/user/answer.txt", "shell": True},
-                      "expected": {"type": "rule", "rules": {"include": ["42"], "exclude": ["43"]}}},
-    }))
+    (suite / "answer-file.json").write_text(
+        json.dumps(
+            {
+                "id": "answer-file",
+                "snapshot": "os",
+                "related_apps": ["xterm"],
+                "instruction": "Write the answer 42 into /home/user/answer.txt.",
+                "config": [{"type": "launch", "parameters": {"command": ["xterm"]}}],
+                "evaluator": {
+                    "func": "check_include_exclude",
+                    "result": {"type": "vm_command_line", "command": "cat /home/user/answer.txt", "shell": True},
+                    "expected": {"type": "rule", "rules": {"include": ["42"], "exclude": ["43"]}},
+                },
+            }
+        )
+    )
     # the instruction as OSWorld wrote it, and its path is the episode's home on our desktop (env.files=hidden)
     result = _scripted_model_run(tmp_path, tmp_path / "osworld", "answer-file", "echo 42 > /home/user/answer.txt")
     assert (result["task_id"], result["status"], result["score"]) == ("answer-file", "success", 1.0)
@@ -270,8 +336,9 @@ def test_an_mcpworld_task_folder_runs_with_a_model_and_its_handler_grades_it(tmp
     vault = root / "tests" / "context_data" / "notes" / "vault"
     vault.mkdir(parents=True)
     (vault / "Agenda.md").write_text("## Agenda\n")
-    result = _scripted_model_run(tmp_path, root, "notes/task07_append",
-                                 "echo '- review budget' >> ~/workspace/.mcpworld/notes/vault/Agenda.md")
+    result = _scripted_model_run(
+        tmp_path, root, "notes/task07_append", "echo '- review budget' >> ~/workspace/.mcpworld/notes/vault/Agenda.md"
+    )
     assert (result["task_id"], result["status"], result["score"]) == ("notes/task07_append", "success", 1.0)
     assert result["key_steps"]["completed"] == 2 and result["key_steps"]["ratio"] == 1.0
     assert "Append '- review budget' to Agenda.md" in result["prompt"]
@@ -282,22 +349,31 @@ def test_a_pccanary_checkout_runs_as_its_authors_run_it(tmp_path):
     the authors' /workspace/PC-Canary path with its cwd, a StateInspector hook that looked before the
     agent, sql_path in the episode home; a Frida hook in the app's process judged by its handler."""
     fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
-    appended = _scripted_model_run(tmp_path / "a", fixture, "notes/task01_append",  # the instruction's own path
-                                   "echo '- review budget' >> /workspace/.mcpworld/notes/vault/Agenda.md")
+    appended = _scripted_model_run(
+        tmp_path / "a",
+        fixture,
+        "notes/task01_append",  # the instruction's own path
+        "echo '- review budget' >> /workspace/.mcpworld/notes/vault/Agenda.md",
+    )
     assert (appended["status"], appended["score"]) == ("success", 1.0), appended
     assert appended["key_steps"]["completed"] == 2
     assert "/workspace/.mcpworld/notes/vault" in appended["prompt"]
     assert any(n.startswith("precondition vault_initialized=true is not checked") for n in appended["task_notes"])
     # the Frida probe: the hook inside mousepad reports the save as it happens, the handler judges it
-    saved = _scripted_model_run(tmp_path / "b", fixture, "notes/task02_save",
-                                "xdotool key ctrl+End; xdotool type 'call Anna'; xdotool key ctrl+s; sleep 1")
+    saved = _scripted_model_run(
+        tmp_path / "b",
+        fixture,
+        "notes/task02_save",
+        "xdotool key ctrl+End; xdotool type 'call Anna'; xdotool key ctrl+s; sleep 1",
+    )
     assert (saved["status"], saved["score"]) == ("success", 1.0), saved
     assert [s["t"] is not None for s in saved["key_steps"]["timeline"]] == [True, True]  # live, dated
     untouched = _scripted_model_run(tmp_path / "c", fixture, "notes/task02_save", "true")
     assert (untouched["status"], untouched["score"]) == ("failure", 0.0), untouched
     assert "Agenda.md never saved" in untouched["metrics"][0]["reason"]
-    leftovers = subprocess.run(["pgrep", "-f", "pccanary_fixture/tests/tasks/notes/task01_append/pre_process.py"],
-                               capture_output=True, text=True)
+    leftovers = subprocess.run(
+        ["pgrep", "-f", "pccanary_fixture/tests/tasks/notes/task01_append/pre_process.py"], capture_output=True, text=True
+    )
     assert leftovers.stdout == "", "the pre_process script outlived its episode"
 
 
@@ -307,8 +383,10 @@ def test_a_pccanary_vscode_task_is_judged_by_its_own_hook_running_inside_vs_code
     fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
     # through VS Code's own theme picker (code-server applies a settings.json edited on disk only after
     # a restart): Ctrl+K Ctrl+T, the theme's name, Enter
-    change = ("xdotool key ctrl+k; sleep 0.3; xdotool key ctrl+t; sleep 2; xdotool type --delay 50 'Light+'; "
-              "sleep 1.5; xdotool key Return; sleep 3")
+    change = (
+        "xdotool key ctrl+k; sleep 0.3; xdotool key ctrl+t; sleep 2; xdotool type --delay 50 'Light+'; "
+        "sleep 1.5; xdotool key Return; sleep 3"
+    )
     done = _scripted_model_run(tmp_path / "a", fixture, "vscode/task01_updateColorTheme", change)
     assert (done["status"], done["score"]) == ("success", 1.0), done
     assert done["key_steps"]["completed"] == 2
@@ -327,14 +405,23 @@ def test_hooked_tasks_side_by_side_keep_their_own_events(tmp_path):
     with its own event sink and probe, one changing the theme and one doing nothing; the Frida and
     StateInspector tasks beside them. Each is judged by its own hooks' events only."""
     data = Path(__file__).resolve().parents[1] / "data"
-    proc = run_cli(tmp_path, f"tasks.root={data / 'pccanary_fixture'}", f"tasks.solutions={data / 'pccanary_solutions'}",
-                   "provider=oracle", "modality=cli", "concurrency=2", "tracking=none")
+    proc = run_cli(
+        tmp_path,
+        f"tasks.root={data / 'pccanary_fixture'}",
+        f"tasks.solutions={data / 'pccanary_solutions'}",
+        "provider=oracle",
+        "modality=cli",
+        "concurrency=2",
+        "tracking=none",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = {r["task_id"]: r for r in results(tmp_path / "run")}
     assert {t: r["status"] for t, r in got.items()} == {
-        "notes/task01_append": "success", "notes/task02_save": "success",
-        "vscode/task01_updateColorTheme": "success", "vscode/task02_darkTheme": "failure"}, \
-        {t: r["reason"] or r["metrics"] for t, r in got.items()}
+        "notes/task01_append": "success",
+        "notes/task02_save": "success",
+        "vscode/task01_updateColorTheme": "success",
+        "vscode/task02_darkTheme": "failure",
+    }, {t: r["reason"] or r["metrics"] for t, r in got.items()}
 
     def app_events(task: str) -> list[str]:
         (trace,) = (tmp_path / "run").rglob(f"{task}/0/trace.jsonl")
@@ -353,10 +440,16 @@ def test_a_hook_that_cannot_watch_this_build_is_infra_and_not_tried_again(tmp_pa
     fixture = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"
     task = tmp_path / "tasks" / "notes" / "task02_save"  # the app and context stay in the fixture checkout
     shutil.copytree(fixture / "tests/tasks/notes/task02_save", task)
-    (task / "hooker.js").write_text(
-        "send({event: 'error', error_type: 'symbol_not_found', message: 'notes_save_document'});\n")
-    proc = run_cli(tmp_path, f"tasks.root={tmp_path / 'tasks'}", f"pccanary.root={fixture}", "task=notes/task02_save",
-                   "provider=oracle", "agent.max_steps=0", "tracking=none")
+    (task / "hooker.js").write_text("send({event: 'error', error_type: 'symbol_not_found', message: 'notes_save_document'});\n")
+    proc = run_cli(
+        tmp_path,
+        f"tasks.root={tmp_path / 'tasks'}",
+        f"pccanary.root={fixture}",
+        "task=notes/task02_save",
+        "provider=oracle",
+        "agent.max_steps=0",
+        "tracking=none",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (result,) = results(tmp_path / "run")
     assert (result["status"], result["termination"]) == ("infra_error", "unwatchable")

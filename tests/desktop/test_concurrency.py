@@ -29,9 +29,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def xterm_task(tmp_path: Path) -> Task:
     (tmp_path / "task").mkdir(exist_ok=True)
-    return Task(id="t/xterm", app="xterm", instruction="test", dir=tmp_path / "task",
-                source=tmp_path / "task" / "task.yaml",
-                setup=[{"launch": {"command": ["xterm", "-T", "probe", "-e", "sleep", "600"], "window": "probe"}}])
+    return Task(
+        id="t/xterm",
+        app="xterm",
+        instruction="test",
+        dir=tmp_path / "task",
+        source=tmp_path / "task" / "task.yaml",
+        setup=[{"launch": {"command": ["xterm", "-T", "probe", "-e", "sleep", "600"], "window": "probe"}}],
+    )
 
 
 def test_displays_started_at_once_are_all_distinct_and_alive(tmp_path):
@@ -139,9 +144,21 @@ def test_the_oracle_suite_at_concurrency_4_succeeds_every_time(tmp_path):
     successes (every task's oracle runs once in test_cli_e2e; the big apps would only add minutes)."""
     for i in range(3):
         out = tmp_path / f"run{i}"
-        proc = subprocess.run([sys.executable, "-m", "mcpworld", "concurrency=4", "tracking=none",
-                               "task=[mousepad/*,xterm/*,pcmanfm/*]", f"hydra.run.dir={out}"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcpworld",
+                "concurrency=4",
+                "tracking=none",
+                "task=[mousepad/*,xterm/*,pcmanfm/*]",
+                f"hydra.run.dir={out}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         statuses = [json.loads(p.read_text())["status"] for p in out.rglob("result.json")]
         assert len(statuses) >= 9 and set(statuses) == {"success"}, (i, statuses)
@@ -152,13 +169,19 @@ def left_behind() -> list:
     """Desktop folders of dead runs, processes of desktops whose folder is gone, and cgroups of dead runs."""
     from mcpworld.env import cgroup
 
-    dirs = [w for base in leftovers.work_bases() for w in base.glob(leftovers.PREFIX + "*")
-            if (w / leftovers.OWNER_FILE).exists() and not leftovers.owner_alive(w)]
-    procs = [p for p in psutil.process_iter() if (marker := _environ(p).get(MARKER, "")).startswith("/")
-             and not Path(marker).exists()]
+    dirs = [
+        w
+        for base in leftovers.work_bases()
+        for w in base.glob(leftovers.PREFIX + "*")
+        if (w / leftovers.OWNER_FILE).exists() and not leftovers.owner_alive(w)
+    ]
+    procs = [
+        p for p in psutil.process_iter() if (marker := _environ(p).get(MARKER, "")).startswith("/") and not Path(marker).exists()
+    ]
     parent = cgroup.parent_dir()
-    groups = [g for g in (parent.iterdir() if parent and parent.is_dir() else [])
-              if g.is_dir() and not cgroup.owner_alive(g.name)]
+    groups = [
+        g for g in (parent.iterdir() if parent and parent.is_dir() else []) if g.is_dir() and not cgroup.owner_alive(g.name)
+    ]
     return dirs + procs + groups
 
 

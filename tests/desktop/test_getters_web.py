@@ -26,8 +26,10 @@ SCHOLAR = """<title>Yann LeCun - Google Scholar</title>
 <tr><td class='gsc_a_t'><a href='citation.html'>Deep learning</a></td></tr>
 <tr><td class='gsc_a_t'><a href='other.html'>Gradient-based learning</a></td></tr>
 </tbody></table>"""
-CITATION = ("<title>Deep learning</title><div id='gsc_oci_title_gg'><div><a href='https://example.org/deep.pdf'>"
-            "[PDF] example.org</a></div></div>")
+CITATION = (
+    "<title>Deep learning</title><div id='gsc_oci_title_gg'><div><a href='https://example.org/deep.pdf'>"
+    "[PDF] example.org</a></div></div>"
+)
 HOME = """<title>Recreation.gov</title>
 <input id='hero-search-input'><button class='nav-search-button'
  onclick="location.href='search.html?q=' + encodeURIComponent(document.getElementById('hero-search-input').value)">
@@ -45,12 +47,19 @@ CAMP = """<title>Diamond Campground</title>
 <th class='camp-sortable-column-header'>Jun 2</th></tr></table>
 <button class='next-available' onclick="document.getElementById('d1').textContent = ' Aug 14 '">Next Available</button>
 <script>if (location.search.includes('shown')) document.getElementById('d1').textContent = 'Aug 14';</script>"""
-ARTICLE = ("<title>LLM Powered Autonomous Agents</title><h1>LLM Powered Autonomous Agents</h1>"
-           + "".join(f"<p>Paragraph {i}: planning, memory and tool use let an agent act on its own.</p>"
-                     for i in range(60)))
-PAGES = {"scholar.html": SCHOLAR, "citation.html": CITATION, "captcha.html": "<title>Sorry</title>unusual traffic",
-         "index.html": HOME, "search.html": SEARCH, "camp.html": CAMP, "article.html": ARTICLE,
-         "broken/index.html": "<title>Maintenance</title>down for maintenance"}
+ARTICLE = "<title>LLM Powered Autonomous Agents</title><h1>LLM Powered Autonomous Agents</h1>" + "".join(
+    f"<p>Paragraph {i}: planning, memory and tool use let an agent act on its own.</p>" for i in range(60)
+)
+PAGES = {
+    "scholar.html": SCHOLAR,
+    "citation.html": CITATION,
+    "captcha.html": "<title>Sorry</title>unusual traffic",
+    "index.html": HOME,
+    "search.html": SEARCH,
+    "camp.html": CAMP,
+    "article.html": ARTICLE,
+    "broken/index.html": "<title>Maintenance</title>down for maintenance",
+}
 
 SCHOLAR_INFOS = [
     {"action": "inner_text", "selector": "#gsc_prf_in"},
@@ -58,8 +67,11 @@ SCHOLAR_INFOS = [
     {"action": "inner_text", "selector": "#gsc_rsb_st > tbody > tr:nth-child(2) > td:nth-child(2)"},
     {"action": "inner_text", "selector": "#gsc_rsb_st > tbody > tr:nth-child(3) > td:nth-child(2)"},
     {"action": "inner_text", "selector": "#gsc_a_b > tr:nth-child(1) > td.gsc_a_t > a"},
-    {"action": "click_and_attribute", "attribute": "href",
-     "selector": ["#gsc_a_b > tr:nth-child(1) > td.gsc_a_t > a", "#gsc_oci_title_gg > div:nth-child(1) > a"]},
+    {
+        "action": "click_and_attribute",
+        "attribute": "href",
+        "selector": ["#gsc_a_b > tr:nth-child(1) > td.gsc_a_t > a", "#gsc_oci_title_gg > div:nth-child(1) > a"],
+    },
 ]
 BACKUPS = ["Yann LeCun", "1", "2", "3", "Deep learning", "https://backup"]
 REFUSED = "http://127.0.0.1:1/"  # nothing listens on port 1
@@ -79,9 +91,16 @@ def site(tmp_path_factory):
 def env(tmp_path_factory, site):
     """One desktop for the module; the agent's browser shows the campground page it found."""
     tmp = tmp_path_factory.mktemp("web")
-    task = Task(id="t/web", app="chromium", instruction="x", dir=tmp, source=tmp / "task.yaml",
-                setup=[{"launch": {"command": ["google-chrome", f"{site}/camp.html?shown"],
-                                   "window": "Diamond Campground", "timeout": 60}}])
+    task = Task(
+        id="t/web",
+        app="chromium",
+        instruction="x",
+        dir=tmp,
+        source=tmp / "task.yaml",
+        setup=[
+            {"launch": {"command": ["google-chrome", f"{site}/camp.html?shown"], "window": "Diamond Campground", "timeout": 60}}
+        ],
+    )
     with LocalEnvironment(1000, 800, programs=programs()) as env:
         env.reset(task, tmp / "ep")
         yield env
@@ -109,15 +128,21 @@ def test_info_from_website_reads_and_clicks_like_osworld_and_falls_back_to_backu
     assert got == ["Yann LeCun", "345074", "147", "372", "Deep learning", "https://example.org/deep.pdf"]
     assert tabs(env) == before  # its tab is closed again
 
-    attr = get("info_from_website", env, url=f"{site}/scholar.html",
-               infos=[{"action": "attribute", "selector": "#gsc_a_b a", "attribute": "href"},
-                      {"action": "click_and_inner_text", "selector": ["#gsc_a_b a", "#gsc_oci_title_gg a"]},
-                      {"selector": "#gsc_prf_in"}], backups=BACKUPS)  # inner_text is the default action
+    attr = get(
+        "info_from_website",
+        env,
+        url=f"{site}/scholar.html",
+        infos=[
+            {"action": "attribute", "selector": "#gsc_a_b a", "attribute": "href"},
+            {"action": "click_and_inner_text", "selector": ["#gsc_a_b a", "#gsc_oci_title_gg a"]},
+            {"selector": "#gsc_prf_in"},
+        ],
+        backups=BACKUPS,
+    )  # inner_text is the default action
     assert attr == ["citation.html", "[PDF] example.org", "Yann LeCun"]
 
     # the site answered with something else (a captcha page): the task's backups, the whole list
-    assert get("info_from_website", env, url=f"{site}/captcha.html", infos=SCHOLAR_INFOS,
-               backups=BACKUPS) == BACKUPS
+    assert get("info_from_website", env, url=f"{site}/captcha.html", infos=SCHOLAR_INFOS, backups=BACKUPS) == BACKUPS
     assert get("info_from_website", env, url=f"{site}/captcha.html", infos=SCHOLAR_INFOS) is None
 
     # the site does not load at all: the network's failure, not the agent's
@@ -167,15 +192,21 @@ def test_recreation_getter_runs_the_search_flow_and_grades_the_agents_tab(env, s
     expected = get("gotoRecreationPage_and_get_html_content", env, **cfg)
     assert expected == {"expected": {"camp-sortable-column-header": "Aug 14"}}  # after Next Available, stripped
     assert tabs(env) == before  # the search tab and the campground tab it opened are closed again
-    assert get("gotoRecreationPage_and_get_html_content", env, selector="class",
-               **{"class": "camp-sortable-column-header"}) == {"expected": {"camp-sortable-column-header": "Site"}}
-    assert get("gotoRecreationPage_and_get_html_content", env, selector="class", order="9",
-               **{"class": "camp-sortable-column-header"}) == \
-        {"expected": {"camp-sortable-column-header": "__EVALUATION_FAILED__"}}
+    assert get("gotoRecreationPage_and_get_html_content", env, selector="class", **{"class": "camp-sortable-column-header"}) == {
+        "expected": {"camp-sortable-column-header": "Site"}
+    }
+    assert get(
+        "gotoRecreationPage_and_get_html_content", env, selector="class", order="9", **{"class": "camp-sortable-column-header"}
+    ) == {"expected": {"camp-sortable-column-header": "__EVALUATION_FAILED__"}}
 
     # the task's own evaluator: the agent's active tab against the gold
-    result = get("active_tab_html_parse", env, category="class", class_singleObject={},
-                 class_multiObject={"camp-sortable-column-header": {"2": "camp-sortable-column-header"}})
+    result = get(
+        "active_tab_html_parse",
+        env,
+        category="class",
+        class_singleObject={},
+        class_multiObject={"camp-sortable-column-header": {"2": "camp-sortable-column-header"}},
+    )
     assert get_metric("check_direct_json_object")(result, expected) == 1.0
 
     # the site loads but the search flow is not there: OSWorld's failure marker, which scores 0

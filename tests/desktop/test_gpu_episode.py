@@ -30,8 +30,9 @@ class SteadyGpu:
 
     def read(self) -> list[Sample]:
         t = time.monotonic()
-        return [Sample(t=t, gpu=0, util_pct=80.0, mem_mb=20_000.0, temp_c=61.0, power_w=WATTS,
-                       energy_mj=(t - self.t0) * WATTS * 1000)]
+        return [
+            Sample(t=t, gpu=0, util_pct=80.0, mem_mb=20_000.0, temp_c=61.0, power_w=WATTS, energy_mj=(t - self.t0) * WATTS * 1000)
+        ]
 
     def close(self) -> None:
         pass

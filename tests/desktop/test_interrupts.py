@@ -21,16 +21,24 @@ TASKS = "task=[mousepad/*,pcmanfm/*]"  # six episodes
 
 
 def command(tmp_path: Path, *overrides: str) -> list[str]:
-    return [sys.executable, "-m", "mcpworld", TASKS, "concurrency=2", f"hydra.run.dir={tmp_path}/run",
-            f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_root={tmp_path}/artifacts",
-            "tracking.experiment=interrupts", *overrides]
+    return [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        TASKS,
+        "concurrency=2",
+        f"hydra.run.dir={tmp_path}/run",
+        f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=interrupts",
+        *overrides,
+    ]
 
 
 def interrupt_after(cmd: list[str], episodes: int, sig: int) -> tuple[int, str]:
     """Start ``cmd`` as a terminal would (its own process group), signal the group after
     ``episodes`` progress lines, return its exit status and output."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -42,8 +50,11 @@ def interrupt_after(cmd: list[str], episodes: int, sig: int) -> tuple[int, str]:
 
 
 def statuses(run: Path) -> dict[str, str]:
-    return {str(p.parent.relative_to(run / "episodes")): json.loads(p.read_text())["status"]
-            for p in (run / "episodes").rglob("result.json") if p.parent.name.isdigit()}
+    return {
+        str(p.parent.relative_to(run / "episodes")): json.loads(p.read_text())["status"]
+        for p in (run / "episodes").rglob("result.json")
+        if p.parent.name.isdigit()
+    }
 
 
 def mlflow_runs(tmp_path: Path) -> list:
@@ -52,7 +63,6 @@ def mlflow_runs(tmp_path: Path) -> list:
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("interrupts")
     return client.search_runs([exp.experiment_id])
-
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -85,8 +95,14 @@ def test_a_stopped_run_ends_cleanly_and_the_same_command_finishes_it(tmp_path, s
 
 
 def test_after_kill_9_the_next_run_removes_the_leftovers(tmp_path):
-    proc = subprocess.Popen(command(tmp_path, "tracking=none"), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command(tmp_path, "tracking=none"),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     for line in proc.stdout:
         if line.strip().startswith("[1/"):
             break
@@ -94,8 +110,7 @@ def test_after_kill_9_the_next_run_removes_the_leftovers(tmp_path):
     proc.wait(timeout=10)
     time.sleep(0.2)
     assert left_behind(), "a killed run should leave something to reap (else this test tests nothing)"
-    again = subprocess.run(command(tmp_path, "tracking=none"), cwd=ROOT, capture_output=True, text=True,
-                           timeout=300)
+    again = subprocess.run(command(tmp_path, "tracking=none"), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "left behind by killed runs" in again.stderr
     assert not left_behind()
@@ -103,10 +118,19 @@ def test_after_kill_9_the_next_run_removes_the_leftovers(tmp_path):
 
 
 def test_a_failed_job_does_not_end_the_sweep(tmp_path):
-    cmd = [sys.executable, "-m", "mcpworld", "-m", "provider=ollama,oracle", "provider.base_url=http://127.0.0.1:1/v1",
-           "task=mousepad/append_line", f"hydra.sweep.dir={tmp_path}/sweep",
-           f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_root={tmp_path}/artifacts",
-           "tracking.experiment=interrupts"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcpworld",
+        "-m",
+        "provider=ollama,oracle",
+        "provider.base_url=http://127.0.0.1:1/v1",
+        "task=mousepad/append_line",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+        f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=interrupts",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr

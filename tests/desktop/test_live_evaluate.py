@@ -37,10 +37,16 @@ MOUSEPAD_TASK = {
     "evaluator": {
         "func": ["check_include_exclude", "check_accessibility_tree"],  # "and" stops at the first 0
         "result": [{"type": "vm_active_window_title"}, {"type": "accessibility_tree"}],
-        "expected": [{"type": "rule", "rules": {"include": ["Mousepad"]}},
-                     {"type": "rule", "rules": [
-                         {"selectors": ['application[name="mousepad"] frame[st|active=true]']},
-                         {"xpath": '//text[@st:focused="true"]', "text": TYPED, "exact": True}]}],
+        "expected": [
+            {"type": "rule", "rules": {"include": ["Mousepad"]}},
+            {
+                "type": "rule",
+                "rules": [
+                    {"selectors": ['application[name="mousepad"] frame[st|active=true]']},
+                    {"xpath": '//text[@st:focused="true"]', "text": TYPED, "exact": True},
+                ],
+            },
+        ],
     },
 }
 
@@ -91,13 +97,18 @@ def test_chromium_tabs_over_devtools_grade_as_in_the_episode(served, site):
     task = {
         "id": "live-tabs",
         "instruction": "Open the link of page A in a new tab",
-        "config": [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337",
-                                                                 a]}},
-                   {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]}}],
-        "evaluator": {"func": ["is_expected_tabs", "is_expected_active_tab"],
-                      "result": [{"type": "open_tabs_info"}, {"type": "active_tab_info"}],
-                      "expected": [{"type": "rule", "rules": {"type": "url", "urls": [a, b]}},
-                                   {"type": "rule", "rules": {"type": "url", "url": b}}]},
+        "config": [
+            {"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337", a]}},
+            {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]}},
+        ],
+        "evaluator": {
+            "func": ["is_expected_tabs", "is_expected_active_tab"],
+            "result": [{"type": "open_tabs_info"}, {"type": "active_tab_info"}],
+            "expected": [
+                {"type": "rule", "rules": {"type": "url", "urls": [a, b]}},
+                {"type": "rule", "rules": {"type": "url", "url": b}},
+            ],
+        },
     }
     about = client.reset(task)
     assert about["task"] == "live-tabs" and about["display"].startswith(":")
@@ -136,9 +147,24 @@ def test_server_live_serves_another_harness_that_drives_the_display(tmp_path):
     task_file.write_text(json.dumps(MOUSEPAD_TASK))
     folder = tmp_path / "served"
     env = {k: v for k, v in os.environ.items() if k != "MCPWORLD_EVAL_TOKEN"}
-    server = subprocess.Popen([sys.executable, "-m", "mcpworld.evaluation.server", "--live", "--task", str(task_file),
-                               "--port", "0", "--dir", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.evaluation.server",
+            "--live",
+            "--task",
+            str(task_file),
+            "--port",
+            "0",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         endpoint = folder / "endpoint.json"
         assert until(lambda: endpoint.is_file() or server.poll() is not None, timeout=180), "no endpoint.json"
@@ -148,8 +174,13 @@ def test_server_live_serves_another_harness_that_drives_the_display(tmp_path):
         assert about["url"].startswith("http://127.0.0.1:") and about["display"].startswith(":")
 
         def grade() -> dict:
-            proc = subprocess.run([sys.executable, "-m", "mcpworld.evaluation.client", str(folder), str(task_file)],
-                                  capture_output=True, text=True, timeout=120, env=env)
+            proc = subprocess.run(
+                [sys.executable, "-m", "mcpworld.evaluation.client", str(folder), str(task_file)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+            )
             assert proc.returncode == 0, proc.stderr
             assert token not in proc.stdout + proc.stderr
             return json.loads(proc.stdout)
@@ -157,11 +188,16 @@ def test_server_live_serves_another_harness_that_drives_the_display(tmp_path):
         assert grade()["score"] == 0.0
         # the display admits only clients with its cookie: XAUTHORITY from endpoint.json where the server
         # writes it there, else from the desktop's log in the same folder
-        xauthority = about.get("xauthority") or \
-            json.loads((folder / "reset-001" / "logs" / "desktop.json").read_text())["xauthority"]
-        typed = subprocess.run(["xdotool", "type", "--delay", "20", TYPED],
-                               env=dict(env, DISPLAY=about["display"], XAUTHORITY=xauthority),
-                               capture_output=True, text=True, timeout=60)
+        xauthority = (
+            about.get("xauthority") or json.loads((folder / "reset-001" / "logs" / "desktop.json").read_text())["xauthority"]
+        )
+        typed = subprocess.run(
+            ["xdotool", "type", "--delay", "20", TYPED],
+            env=dict(env, DISPLAY=about["display"], XAUTHORITY=xauthority),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert typed.returncode == 0, typed.stderr
         assert until(lambda: grade()["score"] == 1.0), grade()
         x_socket = Path(f"/tmp/.X11-unix/X{about['display'].lstrip(':')}")

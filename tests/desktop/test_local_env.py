@@ -29,8 +29,15 @@ def make_task(tmp_path: Path, setup: list, context_text: str | None = "alpha\n")
     if context_text is not None:
         (ctx / "notes.txt").write_text(context_text)
         entries.append(ContextEntry(ctx / "notes.txt", "~/docs/notes.txt"))
-    return Task(id="t/test", app="mousepad", instruction="test", dir=tmp_path / "task",
-                source=tmp_path / "task" / "task.yaml", context=entries, setup=setup)
+    return Task(
+        id="t/test",
+        app="mousepad",
+        instruction="test",
+        dir=tmp_path / "task",
+        source=tmp_path / "task" / "task.yaml",
+        context=entries,
+        setup=setup,
+    )
 
 
 def desktop_processes(env: LocalEnvironment) -> list[psutil.Process]:
@@ -115,13 +122,16 @@ def test_shell_is_scrubbed_and_bounded(tmp_path, monkeypatch):
 
 
 def test_setup_steps_execute_sleep_activate(tmp_path):
-    task = make_task(tmp_path, [
-        {"execute": {"command": "echo made > ~/made.txt", "shell": True}},
-        {"type": "launch", "parameters": {"command": ["xterm", "-title", "first-term"], "window": "first-term"}},
-        {"launch": {"command": ["xterm", "-title", "second-term"], "window": "second-term"}},
-        {"sleep": 0.1},
-        {"activate_window": {"window_name": "first-term"}},
-    ])
+    task = make_task(
+        tmp_path,
+        [
+            {"execute": {"command": "echo made > ~/made.txt", "shell": True}},
+            {"type": "launch", "parameters": {"command": ["xterm", "-title", "first-term"], "window": "first-term"}},
+            {"launch": {"command": ["xterm", "-title", "second-term"], "window": "second-term"}},
+            {"sleep": 0.1},
+            {"activate_window": {"window_name": "first-term"}},
+        ],
+    )
     with LocalEnvironment(1000, 1000) as env:
         env.reset(task, tmp_path / "ep")
         assert env.read_file("~/made.txt") == b"made\n"
@@ -134,8 +144,9 @@ def test_setup_steps_execute_sleep_activate(tmp_path):
 
 
 def test_app_without_window_is_an_infra_error_with_its_output(tmp_path):
-    task = make_task(tmp_path, [{"launch": {"command": "echo boom >&2; sleep 30", "shell": True,
-                                            "window": "never-appears", "timeout": 1}}])
+    task = make_task(
+        tmp_path, [{"launch": {"command": "echo boom >&2; sleep 30", "shell": True, "window": "never-appears", "timeout": 1}}]
+    )
     with LocalEnvironment(1000, 1000) as env:
         with pytest.raises(InfraError, match="never-appears.*boom"):
             env.reset(task, tmp_path / "ep")
@@ -155,8 +166,7 @@ def test_a_launch_after_a_kill_awaits_the_new_window_not_the_closing_one(tmp_pat
                 time.sleep(0.05)
             closer = threading.Timer(1.0, lambda: (stuck.destroy(), old.sync()))
             closer.start()
-            env.launch("sleep 1.5; exec xterm -T 'Relaunched App'", shell=True, window="Relaunched App",
-                       timeout_s=30)
+            env.launch("sleep 1.5; exec xterm -T 'Relaunched App'", shell=True, window="Relaunched App", timeout_s=30)
             closer.join()
             assert env.launched[-1].window != stuck.id
             assert env.launched[-1].window in {w for w, _, _ in env.windows.list()}
@@ -169,8 +179,7 @@ def test_a_pkill_step_is_done_when_what_it_stopped_is_gone(tmp_path):
     program still shutting down."""
     with LocalEnvironment(1000, 1000) as env:
         env.reset(make_task(tmp_path, []), tmp_path / "ep")
-        env.shell("setsid bash -c 'trap \"sleep 1.5; exit\" TERM; while :; do sleep 0.05; done' lingering-mcpw "
-                  ">/dev/null 2>&1 &")
+        env.shell("setsid bash -c 'trap \"sleep 1.5; exit\" TERM; while :; do sleep 0.05; done' lingering-mcpw >/dev/null 2>&1 &")
         lingering = lambda: [p for p in desktop_processes(env) if "lingering-mcpw" in " ".join(p.cmdline())]  # noqa: E731
         deadline = time.monotonic() + 10
         while not lingering() and time.monotonic() < deadline:
@@ -199,12 +208,15 @@ def test_two_environments_get_different_displays(tmp_path):
 def test_copy_and_close_window_steps_and_home_user_commands(tmp_path):
     src = tmp_path / "payload.txt"
     src.write_text("payload")
-    task = make_task(tmp_path, [
-        {"copy": {"src": str(src), "dest": "/home/user/in/payload.txt"}},
-        {"execute": {"command": "cp /home/user/in/payload.txt /home/user/copy.txt", "shell": True}},
-        {"launch": {"command": ["xterm", "-title", "closing-term"], "window": "closing-term"}},
-        {"close_window": {"window_name": "closing-term"}},
-    ])
+    task = make_task(
+        tmp_path,
+        [
+            {"copy": {"src": str(src), "dest": "/home/user/in/payload.txt"}},
+            {"execute": {"command": "cp /home/user/in/payload.txt /home/user/copy.txt", "shell": True}},
+            {"launch": {"command": ["xterm", "-title", "closing-term"], "window": "closing-term"}},
+            {"close_window": {"window_name": "closing-term"}},
+        ],
+    )
     with LocalEnvironment(1000, 1000) as env:
         env.reset(task, tmp_path / "ep")
         assert env.read_file("~/copy.txt") == b"payload"
@@ -216,8 +228,9 @@ def test_copy_and_close_window_steps_and_home_user_commands(tmp_path):
 
 
 def _slow_quit_app(env: LocalEnvironment, title: str, flushed: Path, seconds: str) -> subprocess.Popen:
-    app = subprocess.Popen([sys.executable, str(Path(__file__).with_name("slow_quit_app.py")), env.display.name,
-                            title, str(flushed), seconds])
+    app = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("slow_quit_app.py")), env.display.name, title, str(flushed), seconds]
+    )
     deadline = time.monotonic() + 20
     while env.windows.find(title) is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -256,8 +269,10 @@ def test_close_window_with_wait_fails_as_the_environment_when_the_app_stays(tmp_
 def test_a_launched_command_that_ends_without_a_window_is_done(tmp_path):
     """OSWorld postconfigs `launch` commands too (`pkill vlc`): one that ends is no app that failed;
     an app that shows no window still is (the test above)."""
-    task = make_task(tmp_path, [{"launch": {"command": ["touch", "/home/user/ran"]}},
-                                {"launch": {"command": ["pkill", "no-such-process-xyz"]}}])  # exits 1, as pkill does
+    task = make_task(
+        tmp_path,
+        [{"launch": {"command": ["touch", "/home/user/ran"]}}, {"launch": {"command": ["pkill", "no-such-process-xyz"]}}],
+    )  # exits 1, as pkill does
     with LocalEnvironment(1000, 1000) as env:
         started = time.monotonic()
         env.reset(task, tmp_path / "ep")
@@ -266,9 +281,20 @@ def test_a_launched_command_that_ends_without_a_window_is_done(tmp_path):
 
 
 def test_setup_python_is_python3_and_path_holds_only_what_the_account_reaches(tmp_path):
-    task = make_task(tmp_path, [{"execute": {"command": ["python", "-c",
-                                                         "import os, sys; open(os.path.expanduser('~/py'), 'w')"
-                                                         ".write(sys.version + '\\n' + os.environ['PATH'])"]}}])
+    task = make_task(
+        tmp_path,
+        [
+            {
+                "execute": {
+                    "command": [
+                        "python",
+                        "-c",
+                        "import os, sys; open(os.path.expanduser('~/py'), 'w').write(sys.version + '\\n' + os.environ['PATH'])",
+                    ]
+                }
+            }
+        ],
+    )
     with LocalEnvironment(1000, 1000) as env:
         env.reset(task, tmp_path / "ep")
         version, path = (env.home / "py").read_text().split("\n")
@@ -278,9 +304,11 @@ def test_setup_python_is_python3_and_path_holds_only_what_the_account_reaches(tm
 
 # forks, leaves the session, forks again and becomes `sleep` with an empty environment (as
 # Chromium's rewritten environ block hides the desktop's marker); prints the survivor's pid
-ESCAPE = ("python3 -c 'import os\nif os.fork(): os._exit(0)\nos.setsid()\npid = os.fork()\n"
-          "if pid: os.write(1, str(pid).encode()); os._exit(0)\nnull = os.open(\"/dev/null\", os.O_RDWR)\n"
-          "[os.dup2(null, fd) for fd in (0, 1, 2)]\nos.execve(\"/bin/sleep\", [\"sleep\", \"600\"], {})'")
+ESCAPE = (
+    "python3 -c 'import os\nif os.fork(): os._exit(0)\nos.setsid()\npid = os.fork()\n"
+    'if pid: os.write(1, str(pid).encode()); os._exit(0)\nnull = os.open("/dev/null", os.O_RDWR)\n'
+    '[os.dup2(null, fd) for fd in (0, 1, 2)]\nos.execve("/bin/sleep", ["sleep", "600"], {})\''
+)
 
 
 @pytest.mark.parametrize("network", ["host", "isolated"])
@@ -288,8 +316,7 @@ def test_a_process_that_hides_its_marker_and_double_forks_is_gone_after_teardown
     with LocalEnvironment(400, 300, network=network) as env:
         if env.confinement.cgroup is None:
             pytest.skip("no cgroup v2 here: teardown relies on the environment marker alone")
-        env.reset(make_task(tmp_path, [{"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}]),
-                  tmp_path / "ep")
+        env.reset(make_task(tmp_path, [{"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}]), tmp_path / "ep")
         escapee = psutil.Process(int(env.shell(ESCAPE).stdout.strip()))
         for _ in range(200):
             if escapee.name() == "sleep":
@@ -313,17 +340,28 @@ def test_an_isolated_desktop_reaches_no_host_loopback_service_but_the_site_its_t
                 pytest.skip("no network namespace here (not root, or no iproute2)")
             assert env.network_effective in ("isolated", "isolated_offline")
             named_url = f"http://127.0.0.1:{named.port}/page"
-            env.reset(make_task(tmp_path, [{"execute": {"command": ["true", named_url]}},
-                                           {"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}]),
-                      tmp_path / "ep")
+            env.reset(
+                make_task(
+                    tmp_path,
+                    [
+                        {"execute": {"command": ["true", named_url]}},
+                        {"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}},
+                    ],
+                ),
+                tmp_path / "ep",
+            )
             assert env.windows.find("probe")  # X reaches the desktop's clients from inside
             answer = env.shell(fetch.format(hidden.port, "hidden")).stdout
             assert "FAILED" in answer and secret not in answer and hidden.hits == []
             assert env.shell(fetch.format(named.port, "named")).stdout == secret  # the task's own site
             assert "/named" in named.hits
             # an MCP server started through the desktop's wrapper: its account, its cgroup, its network
-            where = subprocess.run(env.confined(["sh", "-c", "id -u; grep ^0:: /proc/self/cgroup; readlink /proc/self/ns/net"]),
-                                   capture_output=True, text=True, timeout=30).stdout.split()
+            where = subprocess.run(
+                env.confined(["sh", "-c", "id -u; grep ^0:: /proc/self/cgroup; readlink /proc/self/ns/net"]),
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout.split()
             assert env.user is not None and where[0] == str(env.user.uid)  # a namespace needs root: an account
             assert env.confinement.cgroup is None or where[1].endswith(env.confinement.cgroup.path.name)
             assert where[-1] == f"net:[{os.stat(env.netns.path).st_ino}]" != os.readlink("/proc/self/ns/net")

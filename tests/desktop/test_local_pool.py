@@ -31,9 +31,15 @@ def xterm_task(tmp_path: Path) -> Task:
     ctx = tmp_path / "task" / "context"
     ctx.mkdir(parents=True, exist_ok=True)
     (ctx / "notes.txt").write_text("alpha\n")
-    return Task(id="t/pool", app="xterm", instruction="test", dir=tmp_path / "task",
-                source=tmp_path / "task" / "task.yaml", context=[ContextEntry(ctx / "notes.txt", "~/docs/notes.txt")],
-                setup=[{"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}])
+    return Task(
+        id="t/pool",
+        app="xterm",
+        instruction="test",
+        dir=tmp_path / "task",
+        source=tmp_path / "task" / "task.yaml",
+        context=[ContextEntry(ctx / "notes.txt", "~/docs/notes.txt")],
+        setup=[{"launch": {"command": ["xterm", "-T", "probe"], "window": "probe"}}],
+    )
 
 
 def wait_for(condition, timeout_s: float = 30.0, what: str = "the condition"):
@@ -59,13 +65,21 @@ class Traces:
     @classmethod
     def of(cls, desktop: PreparedDesktop) -> Traces:
         cgroup = desktop.confinement.cgroup
-        return cls(desktop.folder, X_SOCKET_DIR / f"X{desktop.display.number}", cgroup.path if cgroup else None,
-                   desktop.netns.path if desktop.netns else None, marked(desktop.folder))
+        return cls(
+            desktop.folder,
+            X_SOCKET_DIR / f"X{desktop.display.number}",
+            cgroup.path if cgroup else None,
+            desktop.netns.path if desktop.netns else None,
+            marked(desktop.folder),
+        )
 
     def left(self) -> list:
         """What is still there (the X socket only while stale: its number may be another desktop's by now)."""
-        return [p for p in (self.folder, self.cgroup, self.netns) if p is not None and p.exists()] + \
-            [self.socket] * stale(self.socket) + [pid for pid in self.pids if running(pid)]
+        return (
+            [p for p in (self.folder, self.cgroup, self.netns) if p is not None and p.exists()]
+            + [self.socket] * stale(self.socket)
+            + [pid for pid in self.pids if running(pid)]
+        )
 
 
 def stale(path: Path) -> bool:
@@ -108,6 +122,7 @@ def test_a_pooled_reset_starts_on_a_fresh_display_over_a_home_of_only_the_tasks_
         (env.home / "docs" / "notes.txt").write_text("changed by the agent")
         mess = "echo x > ~/stray.txt && echo t > $TMPDIR/left.txt && (setsid sleep 600 >/dev/null 2>&1 &)"
         assert env.shell(mess, timeout=10).returncode == 0
+
         def sleeping() -> list[int]:  # (the detached child may not have become `sleep` yet)
             found = []
             for pid in marked(first.folder):
@@ -221,14 +236,23 @@ with LocalEnvironment(400, 300, pool=2, network="isolated") as env:
 
 
 def hold_desktops(tmp_path: Path) -> tuple[subprocess.Popen, dict, list[Traces]]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line, f"the holder exited with {proc.wait()}"
     held = json.loads(line)
-    traces = [Traces(Path(d["folder"]), X_SOCKET_DIR / f"X{d['number']}", d["cgroup"] and Path(d["cgroup"]),
-                     d["netns"] and Path(d["netns"]), marked(Path(d["folder"]))) for d in held["desktops"]]
+    traces = [
+        Traces(
+            Path(d["folder"]),
+            X_SOCKET_DIR / f"X{d['number']}",
+            d["cgroup"] and Path(d["cgroup"]),
+            d["netns"] and Path(d["netns"]),
+            marked(Path(d["folder"])),
+        )
+        for d in held["desktops"]
+    ]
     assert all(t.pids and t.folder.is_dir() and t.socket.exists() for t in traces)
     return proc, held, traces
 

@@ -22,9 +22,17 @@ def events(folder: Path, kind: str) -> list[dict]:
 
 def test_gui_mcp_and_hybrid_side_by_side_in_mlflow(tmp_path):
     db = tmp_path / "mlflow.db"
-    proc = run_cli(tmp_path, "-m", "modality=gui,mcp,hybrid", "provider=oracle", "app=mousepad",
-                   "task=[mousepad/append_line,mousepad/enable_debug]", f"tracking.uri=sqlite:///{db}",
-                   f"tracking.artifact_root={tmp_path}/artifacts", "tracking.experiment=modalities")
+    proc = run_cli(
+        tmp_path,
+        "-m",
+        "modality=gui,mcp,hybrid",
+        "provider=oracle",
+        "app=mousepad",
+        "task=[mousepad/append_line,mousepad/enable_debug]",
+        f"tracking.uri=sqlite:///{db}",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=modalities",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     used = {}
     for job, modality in enumerate(("gui", "mcp", "hybrid")):
@@ -88,8 +96,15 @@ def test_record_then_replay_reproduces_the_episode_with_the_upstream_gone(tmp_pa
     assert recorded[-1] == ("status", "success", 1.0)
 
     # no server installed at all now: every answer comes from the cassette
-    proc = run_cli(tmp_path / "rep", "modality=mcp", task, "tracking=none", "mcp.proxy.mode=replay",
-                   f"mcp.proxy.cassettes={cassettes}", f"mcp.servers_dir={tmp_path}/nothing-here")
+    proc = run_cli(
+        tmp_path / "rep",
+        "modality=mcp",
+        task,
+        "tracking=none",
+        "mcp.proxy.mode=replay",
+        f"mcp.proxy.cassettes={cassettes}",
+        f"mcp.servers_dir={tmp_path}/nothing-here",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     replayed = comparable(tmp_path / "rep" / "run")
     assert replayed[:-1] == recorded[:-1]  # the same calls, the same answers
@@ -98,9 +113,16 @@ def test_record_then_replay_reproduces_the_episode_with_the_upstream_gone(tmp_pa
 
 @pytest.mark.parametrize("kinds, message", [("[error]", "injected fault"), ("[drop]", "no answer within")])
 def test_fault_mode_gives_recorded_tool_errors_not_a_crash(tmp_path, kinds, message):
-    proc = run_cli(tmp_path, "modality=mcp", "task=toolathlon/redact-contacts", "tracking=none",
-                   "mcp.proxy.mode=fault", "mcp.proxy.fault_rate=1.0", f"mcp.proxy.fault_kinds={kinds}",
-                   "mcp.call_timeout_s=1")
+    proc = run_cli(
+        tmp_path,
+        "modality=mcp",
+        "task=toolathlon/redact-contacts",
+        "tracking=none",
+        "mcp.proxy.mode=fault",
+        "mcp.proxy.fault_rate=1.0",
+        f"mcp.proxy.fault_kinds={kinds}",
+        "mcp.call_timeout_s=1",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (result,) = results(tmp_path / "run")
     assert result["status"] == "failure" and result["termination"] == "done"
@@ -120,7 +142,8 @@ def test_a_server_that_fails_to_start_is_an_infra_error_naming_its_stderr(tmp_pa
     (folder / "task.yaml").write_text(
         "app: notes\ninstruction: write a note\nevaluator: {func: infeasible}\n"
         f"mcp_servers: [{{name: notes, command: {sys.executable}, args: [{script}]}}]\n"
-        "solution: {mcp: [{done: {status: DONE}}]}\n")
+        "solution: {mcp: [{done: {status: DONE}}]}\n"
+    )
     proc = run_cli(tmp_path, "modality=mcp", f"tasks.root={tmp_path}/suite", "tracking=none", "infra_retries=0")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (result,) = results(tmp_path / "run")

@@ -38,7 +38,8 @@ def suite(tmp_path: Path, servers: str) -> Path:
         f"mcp_servers: {servers}\n"
         "evaluator:\n  func: check_include_exclude\n"
         "  result: {type: vm_command_line, command: 'cat ~/answer.txt ~/notes.txt 2>/dev/null', shell: true}\n"
-        "  expected: {type: rule, rules: {include: ['42'], exclude: []}}\n")
+        "  expected: {type: rule, rules: {include: ['42'], exclude: []}}\n"
+    )
     return tmp_path / "suite"
 
 
@@ -46,12 +47,22 @@ def test_an_openai_compatible_model_uses_an_mcp_server(tmp_path):
     from tests.fakes.openai_server import FakeOpenAIServer
 
     root = suite(tmp_path, "[filesystem]")
-    script = [{"tool_calls": [{"name": "filesystem-write_file", "arguments": {"path": "answer.txt", "content": "42"}}]},
-              {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]}]
+    script = [
+        {"tool_calls": [{"name": "filesystem-write_file", "arguments": {"path": "answer.txt", "content": "42"}}]},
+        {"tool_calls": [{"name": "done", "arguments": {"status": "DONE"}}]},
+    ]
     with FakeOpenAIServer(script, model="qwen3-vl:8b") as server:
-        proc = run_cli(tmp_path, "model=qwen3vl_8b", "model.profile=generic", "model.id=qwen3-vl:8b",  # our tool format
-                       "provider=openai_compat", f"provider.base_url={server.base_url}", "modality=mcp",
-                       f"tasks.root={root}", "tracking=none")
+        proc = run_cli(
+            tmp_path,
+            "model=qwen3vl_8b",
+            "model.profile=generic",
+            "model.id=qwen3-vl:8b",  # our tool format
+            "provider=openai_compat",
+            f"provider.base_url={server.base_url}",
+            "modality=mcp",
+            f"tasks.root={root}",
+            "tracking=none",
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         first, second = server.requests
     tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
@@ -72,12 +83,20 @@ def test_anthropic_gets_safe_names_for_dotted_mcp_tools_in_hybrid(tmp_path):
     server_file = tmp_path / "notes_server.py"
     server_file.write_text(NOTES_SERVER)
     root = suite(tmp_path, f"[{{name: notes, command: {sys.executable}, args: [{server_file}], cwd: '{{home}}'}}]")
-    script = [{"tool_uses": [{"name": "notes-notes_append", "input": {"line": "the answer is 42"}}]},
-              {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]}]
+    script = [
+        {"tool_uses": [{"name": "notes-notes_append", "input": {"line": "the answer is 42"}}]},
+        {"tool_uses": [{"name": "done", "input": {"status": "DONE"}}]},
+    ]
     with FakeAnthropicServer(script, model="claude-sonnet-4-5-20250929") as server:  # preflight looks the model up
-        proc = run_cli(tmp_path, "model=claude_sonnet_4_5", f"provider.base_url={server.base_url}",
-                       "modality=hybrid", f"tasks.root={root}", "tracking=none",
-                       env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+        proc = run_cli(
+            tmp_path,
+            "model=claude_sonnet_4_5",
+            f"provider.base_url={server.base_url}",
+            "modality=hybrid",
+            f"tasks.root={root}",
+            "tracking=none",
+            env={"ANTHROPIC_API_KEY": "sk-ant-test"},
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         first, second = server.requests  # the fake answers 400 to a name outside ^[a-zA-Z0-9_-]{1,128}$
     names = [t["name"] for t in first["tools"]]

@@ -28,13 +28,30 @@ def test_a_waa_open_step_opens_the_sheet_in_calc(tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
     path = tmp_path / "suite" / "fill-WOS.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({
-        "id": "fill-WOS", "snapshot": "libreoffice_calc", "instruction": "x", "related_apps": ["libreoffice-calc"],
-        "config": [{"type": "upload_file", "parameters": {"files": [
-                        {"local_path": str(sheet), "path": "C:\\Users\\Docker\\Downloads\\Fill_Blank.xlsx"}]}},
-                   {"type": "open", "parameters": {"path": "C:\\Users\\Docker\\Downloads\\Fill_Blank.xlsx"}}],
-        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
-                      "expected": {"type": "rule", "rules": {"expected": ""}}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "id": "fill-WOS",
+                "snapshot": "libreoffice_calc",
+                "instruction": "x",
+                "related_apps": ["libreoffice-calc"],
+                "config": [
+                    {
+                        "type": "upload_file",
+                        "parameters": {
+                            "files": [{"local_path": str(sheet), "path": "C:\\Users\\Docker\\Downloads\\Fill_Blank.xlsx"}]
+                        },
+                    },
+                    {"type": "open", "parameters": {"path": "C:\\Users\\Docker\\Downloads\\Fill_Blank.xlsx"}},
+                ],
+                "evaluator": {
+                    "func": "exact_match",
+                    "result": {"type": "vm_command_line", "command": "true"},
+                    "expected": {"type": "rule", "rules": {"expected": ""}},
+                },
+            }
+        )
+    )
     task = load_task_file(path)
     assert task.skip_reason is None and task.app == "libreoffice_calc"
     with LocalEnvironment(1000, 800, programs=programs()) as env:

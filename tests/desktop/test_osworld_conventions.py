@@ -83,7 +83,7 @@ def test_pkill_chrome_then_google_chrome_runs_a_new_browser(tmp_path):
         env.reset(task, tmp_path / "ep")
         first.append(env.app_pid())
         verdict = judge(task, env, "DONE")
-        second = env.shell("pgrep -u \"$(id -u)\" -x -o chromium").stdout.strip()
+        second = env.shell('pgrep -u "$(id -u)" -x -o chromium').stdout.strip()
         tabs = get_getter("open_tabs_info")(env, {})  # the new browser answers on the desktop's DevTools port
         env.end_episode()
     assert verdict.score == 1.0, verdict.metrics
@@ -103,6 +103,6 @@ def test_ctrl_alt_t_opens_a_terminal_that_vm_terminal_output_reads(tmp_path):
         while "24 80" not in (read(env, {}) or "") and time.monotonic() < deadline:
             time.sleep(0.1)
         verdict = judge(task, env, "DONE")
-        seen = env.shell("ls -la ~/.cache/mcpworld; ps -o pid,ppid,args -u \"$(id -u)\"").stdout
+        seen = env.shell('ls -la ~/.cache/mcpworld; ps -o pid,ppid,args -u "$(id -u)"').stdout
         env.end_episode()
     assert verdict.score == 1.0, (verdict.metrics, seen)

@@ -10,8 +10,15 @@ from tests.desktop.test_cli_e2e import results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
-SUITE = ["tasks.root=tests/data/osworld", "tasks.solutions=mcpworld/data/solutions/osworld", "provider=oracle",
-         "modality=cli", "concurrency=2", "tracking=none", "infra_retries=1"]
+SUITE = [
+    "tasks.root=tests/data/osworld",
+    "tasks.solutions=mcpworld/data/solutions/osworld",
+    "provider=oracle",
+    "modality=cli",
+    "concurrency=2",
+    "tracking=none",
+    "infra_retries=1",
+]
 # (a desktop that fails under load, e.g. a browser window that does not answer input yet, is tried once
 # more: the try set aside sorts before the episode's own folder, so outcomes() keeps the last word)
 

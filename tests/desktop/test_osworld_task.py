@@ -25,9 +25,19 @@ TASK = {
     ],
     "evaluator": {
         # OSWorld's "save the document before grading" idiom, replayed as input actions
-        "postconfig": [{"type": "execute", "parameters": {"command": [
-            "python", "-c", "import pyautogui; import time; pyautogui.hotkey('ctrl', 'End'); "
-            "pyautogui.typewrite('saved by postconfig'); pyautogui.hotkey('ctrl', 's'); time.sleep(1);"]}}],
+        "postconfig": [
+            {
+                "type": "execute",
+                "parameters": {
+                    "command": [
+                        "python",
+                        "-c",
+                        "import pyautogui; import time; pyautogui.hotkey('ctrl', 'End'); "
+                        "pyautogui.typewrite('saved by postconfig'); pyautogui.hotkey('ctrl', 's'); time.sleep(1);",
+                    ]
+                },
+            }
+        ],
         "func": "check_include_exclude",
         "result": {"type": "vm_command_line", "command": "cat /home/user/notes.txt", "shell": True},
         "expected": {"type": "rule", "rules": {"include": ["draft\nsaved by postconfig"], "exclude": []}},

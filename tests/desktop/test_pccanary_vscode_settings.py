@@ -35,17 +35,42 @@ def code_server_installed() -> bool:
 @pytest.mark.skipif(not code_server_installed(), reason="code-server is not installed (make apps APPS=vscode)")
 def test_each_setting_the_hooks_read_is_set_by_a_file_edit(tmp_path: Path) -> None:
     out = tmp_path / "cert"
-    proc = subprocess.run([sys.executable, "-m", "mcpworld.certify", f"tasks.root={TASKS}", f"tasks.solutions={SOLUTIONS}",
-                           "modality=cli", "tracking=none", "--n", "1", "--concurrency", "2", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=dict(os.environ))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.certify",
+            f"tasks.root={TASKS}",
+            f"tasks.solutions={SOLUTIONS}",
+            "modality=cli",
+            "tracking=none",
+            "--n",
+            "1",
+            "--concurrency",
+            "2",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     with (out / "certificate.csv").open(newline="") as f:
         cert = {r["task_id"]: r for r in csv.DictReader(f)}
     # success with the edit, failure doing nothing and with the declared wrong edit
     assert {t: (r["status"], r["spoil"]) for t, r in cert.items()} == {
-        f"vscode/{name}": ("certified", "declared") for name in
-        ("task01_updateColorTheme", "task04_updateFontSize", "task11_autosave", "task14_editTabSize", "task22_enableGitBlame")}, \
-        {t: r["note"] for t, r in cert.items()}
+        f"vscode/{name}": ("certified", "declared")
+        for name in (
+            "task01_updateColorTheme",
+            "task04_updateFontSize",
+            "task11_autosave",
+            "task14_editTabSize",
+            "task22_enableGitBlame",
+        )
+    }, {t: r["note"] for t, r in cert.items()}
 
     def events(mode: str, task: str) -> list[dict]:
         trace = out / mode / "episodes" / "vscode" / task / "0" / "trace.jsonl"

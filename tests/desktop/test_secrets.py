@@ -30,12 +30,27 @@ def test_keys_reach_no_file_no_output_and_no_trace(tmp_path):
         "solution:\n"
         "  cli:\n"  # what a curious agent could do: print the harness's environment
         "    - bash: {command: \"cat /proc/$PPID/environ /proc/$PPID/cmdline | tr '\\\\0' '\\\\n' | grep -i api_key; "
-        "echo hi > ~/out.txt\"}\n")
+        'echo hi > ~/out.txt"}\n'
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "mcpworld", "-m", f"provider.api_key={OVERRIDE_KEY}", "modality=cli",
-         f"tasks.root={tmp_path / 'suite'}", f"hydra.sweep.dir={tmp_path}/sweep",
-         f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_root={tmp_path}/artifacts"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "ANTHROPIC_API_KEY": ENV_KEY})
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "-m",
+            f"provider.api_key={OVERRIDE_KEY}",
+            "modality=cli",
+            f"tasks.root={tmp_path / 'suite'}",
+            f"hydra.sweep.dir={tmp_path}/sweep",
+            f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+            f"tracking.artifact_root={tmp_path}/artifacts",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ANTHROPIC_API_KEY": ENV_KEY},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "'***'" in proc.stdout + proc.stderr  # the launcher's "#0 : provider.api_key=…" line, masked
     written = [p for p in tmp_path.rglob("*") if p.is_file()]  # MLflow's store and artifacts too

@@ -14,8 +14,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SOAK = ROOT / "benchmarks" / "soak.py"
-pytestmark = [pytest.mark.desktop, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="the soak mounts a tmpfs for the work folders (root)")]
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the soak mounts a tmpfs for the work folders (root)"),
+]
 
 
 def soak(*args: str) -> subprocess.CompletedProcess[str]:
@@ -25,8 +28,9 @@ def soak(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("soak") / "soak"
-    proc = soak("--tasks", "mousepad/*", "--attempts", "3", "--faults", "app_kill,sigterm", "--docker", "off",
-                "--out", str(folder))
+    proc = soak(
+        "--tasks", "mousepad/*", "--attempts", "3", "--faults", "app_kill,sigterm", "--docker", "off", "--out", str(folder)
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "PASS every episode once" in proc.stdout
     return folder

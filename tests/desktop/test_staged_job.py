@@ -16,13 +16,28 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
 
 def test_a_job_with_staging_hands_each_worker_its_next_episode_set_up_on_its_other_desktop(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "provider=oracle",
-                           "task=[mousepad/append_line,mousepad/create_todo]", "attempts=2", "env.stage=true",
-                           "tracking=none", f"hydra.run.dir={tmp_path}/run"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "provider=oracle",
+            "task=[mousepad/append_line,mousepad/create_todo]",
+            "attempts=2",
+            "env.stage=true",
+            "tracking=none",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    episodes = [tmp_path / "run/episodes" / t / str(a) for t in ("mousepad/append_line", "mousepad/create_todo")
-                for a in range(2)]
+    episodes = [
+        tmp_path / "run/episodes" / t / str(a) for t in ("mousepad/append_line", "mousepad/create_todo") for a in range(2)
+    ]
     results = [json.loads((e / "result.json").read_text()) for e in episodes]
     assert [r["status"] for r in results] == ["success"] * 4, [r["reason"] for r in results]
     assert results[0]["staged"] == {}  # the worker's first: nothing was staged for it

@@ -32,8 +32,11 @@ def _until(check, timeout: float = 10.0):
 
 def test_clipboard_copied_in_an_app_is_read_and_graded(tmp_path):
     path = "/home/user/Data3/List3/secret.docx"
-    spec = {"func": "is_in_vm_clickboard", "result": {"type": "rule", "rules": {"expected": path}},
-            "expected": {"type": "vm_clipboard"}}
+    spec = {
+        "func": "is_in_vm_clickboard",
+        "result": {"type": "rule", "rules": {"expected": path}},
+        "expected": {"type": "vm_clipboard"},
+    }
     with LocalEnvironment(800, 600) as env:
         env.reset(_task(tmp_path, [{"launch": {"command": ["mousepad"], "window": "Mousepad"}}]), tmp_path / "ep")
         assert vm_clipboard(env, {"type": "vm_clipboard"}) is None  # nothing copied yet
@@ -52,8 +55,12 @@ def test_terminal_output_of_the_desktops_xterm(tmp_path):
     with LocalEnvironment(1000, 800, programs=programs()) as env:
         env.reset(_task(tmp_path, setup), tmp_path / "ep")
         env.act({"kind": "type", "text": "stty size; echo done-$((6*7))\n"})
-        text = _until(lambda: "done-42" in (vm_terminal_output(env, {"type": "vm_terminal_output"}) or "")
-                      and vm_terminal_output(env, {"type": "vm_terminal_output"}))
+        text = _until(
+            lambda: (
+                "done-42" in (vm_terminal_output(env, {"type": "vm_terminal_output"}) or "")
+                and vm_terminal_output(env, {"type": "vm_terminal_output"})
+            )
+        )
         env.end_episode()
     assert "43 132" in text and "stty size; echo done-$((6*7))" in text
 
@@ -72,9 +79,11 @@ def test_wallpaper_set_with_gsettings(tmp_path):
 
 
 def test_test_suite_runs_as_the_desktop_user(tmp_path):
-    spec = {"func": "check_python_file_by_test_suite",
-            "result": {"type": "vm_file", "multi": True, "path": ["~/Desktop/game/mine.py"], "dest": ["mine.py"]},
-            "expected": {"type": "vm_file", "path": "~/suite.py", "dest": "test_suite.py"}}
+    spec = {
+        "func": "check_python_file_by_test_suite",
+        "result": {"type": "vm_file", "multi": True, "path": ["~/Desktop/game/mine.py"], "dest": ["mine.py"]},
+        "expected": {"type": "vm_file", "path": "~/suite.py", "dest": "test_suite.py"},
+    }
     with LocalEnvironment(640, 480) as env:
         env.reset(_task(tmp_path, []), tmp_path / "ep")
         uid = int(env.shell("id -u").stdout)

@@ -23,10 +23,26 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 def start_mlflow_server(db: Path, port: int) -> subprocess.Popen:
     """A real server on ``db``; the artifacts jobs send it (``mlflow-artifacts:/``) go next to it."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1", "--artifacts-destination", str(db.parent / "mlartifacts")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{db}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--artifacts-destination",
+            str(db.parent / "mlartifacts"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+    )
     return answering(proc, port)
 
 
@@ -47,8 +63,13 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
     started = time.monotonic()
-    proc = run_cli(tmp_path, "task=mousepad/create_todo", f"tracking.uri={uri}", "tracking.experiment=outage",
-                   f"tracking.artifact_root={tmp_path}/artifacts")
+    proc = run_cli(
+        tmp_path,
+        "task=mousepad/create_todo",
+        f"tracking.uri={uri}",
+        "tracking.experiment=outage",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert time.monotonic() - started < 120  # a dead server costs seconds, not minutes of retries
     (result,) = results(tmp_path / "run")
@@ -62,8 +83,13 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
 
     server = start_mlflow_server(tmp_path / "server.db", port)
     try:
-        up = subprocess.run([sys.executable, "-m", "mcpworld.telemetry.upload", str(tmp_path / "run")], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+        up = subprocess.run(
+            [sys.executable, "-m", "mcpworld.telemetry.upload", str(tmp_path / "run")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert up.returncode == 0, up.stderr[-3000:]
         assert not (tmp_path / "run" / "tracking_pending.json").exists()
         from mlflow.tracking import MlflowClient
@@ -76,8 +102,13 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
         assert by_level["episode"].data.metrics["success"] == 1.0
         assert by_level["job"].data.metrics["success"] == 1.0
         assert by_level["job"].info.status == by_level["episode"].info.status == "FINISHED"
-        again = subprocess.run([sys.executable, "-m", "mcpworld.telemetry.upload", str(tmp_path / "run")], cwd=ROOT,
-                               capture_output=True, text=True, timeout=300)
+        again = subprocess.run(
+            [sys.executable, "-m", "mcpworld.telemetry.upload", str(tmp_path / "run")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert again.returncode == 0, again.stderr[-3000:]
         assert len(client.search_runs([client.get_experiment_by_name("outage").experiment_id])) == 2  # no duplicate
     finally:
@@ -88,9 +119,16 @@ def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):
 def test_an_api_key_never_reaches_mlflow(tmp_path):
     secret = "sk-test-SECRET-4242"
     db = tmp_path / "mlflow.db"
-    proc = run_cli(tmp_path, "-m", "task=mousepad/create_todo", f"provider.api_key={secret}",
-                   f"tracking.uri=sqlite:///{db}", f"tracking.artifact_root={tmp_path}/artifacts",
-                   "tracking.experiment=secrets", env={"ANTHROPIC_API_KEY": secret})
+    proc = run_cli(
+        tmp_path,
+        "-m",
+        "task=mousepad/create_todo",
+        f"provider.api_key={secret}",
+        f"tracking.uri=sqlite:///{db}",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=secrets",
+        env={"ANTHROPIC_API_KEY": secret},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import mlflow
     from mlflow.tracking import MlflowClient

@@ -41,11 +41,28 @@ async def test_a_user_data_dir_is_served_and_its_settings_edited_on_disk_apply_l
     first = {"editor.fontSize": 13, "window.title": "SUITE ${rootName}"}
     with LocalEnvironment(1000, 800, programs=programs()) as env:
         data = env.resolve("~/suite/vscode_user_data_dir")
-        task = Task(id="t/vscode", app="vscode", instruction="x", dir=tmp_path, source=tmp_path / "task.yaml", setup=[
-            {"execute": {"command": f"mkdir -p ~/project {data}/User && echo '{json.dumps(first)}' > {data}/User/settings.json",
-                         "shell": True}},
-            {"launch": {"command": ["code", "--no-sandbox", f"--user-data-dir={data}", "~/project"],
-                        "window": "SUITE project", "timeout": 120}}])
+        task = Task(
+            id="t/vscode",
+            app="vscode",
+            instruction="x",
+            dir=tmp_path,
+            source=tmp_path / "task.yaml",
+            setup=[
+                {
+                    "execute": {
+                        "command": f"mkdir -p ~/project {data}/User && echo '{json.dumps(first)}' > {data}/User/settings.json",
+                        "shell": True,
+                    }
+                },
+                {
+                    "launch": {
+                        "command": ["code", "--no-sandbox", f"--user-data-dir={data}", "~/project"],
+                        "window": "SUITE project",
+                        "timeout": 120,
+                    }
+                },
+            ],
+        )
         env.extra_env = live.env()
         try:
             env.reset(task, tmp_path / "ep")  # the title comes from that folder's settings: it is served
@@ -53,8 +70,10 @@ async def test_a_user_data_dir_is_served_and_its_settings_edited_on_disk_apply_l
             wait = WaitForTool(env)
             served = await wait.call({"process": f"code-server --user-data-dir {data} ", "timeout": 5})
             assert served.ok, served.text
-            assert not env.resolve("~/.config/Code/User/settings.json").exists() or \
-                "SUITE" not in env.read_file("~/.config/Code/User/settings.json").decode()
+            assert (
+                not env.resolve("~/.config/Code/User/settings.json").exists()
+                or "SUITE" not in env.read_file("~/.config/Code/User/settings.json").decode()
+            )
             assert seen(events, 13, within_s=30)
             edited = '{\n  // edited by a script, not in the editor\n  "editor.fontSize": 21,\n  "window.title": "EDITED",\n}\n'
             env.shell(f"cat > {data}/User/settings.json <<'EOF'\n{edited}EOF")
@@ -82,9 +101,17 @@ def test_the_default_user_settings_edited_again_and_again_apply_live(tmp_path: P
     events: list[dict] = []
     live = LiveHooks("vscode", [str(hook)], lambda kind, **data: events.append(data))
     with LocalEnvironment(1000, 800, programs=programs()) as env:
-        task = Task(id="t/vscode", app="vscode", instruction="x", dir=tmp_path, source=tmp_path / "task.yaml", setup=[
-            {"execute": {"command": "mkdir -p ~/project", "shell": True}},
-            {"launch": {"command": ["code", "~/project"], "timeout": 120}}])
+        task = Task(
+            id="t/vscode",
+            app="vscode",
+            instruction="x",
+            dir=tmp_path,
+            source=tmp_path / "task.yaml",
+            setup=[
+                {"execute": {"command": "mkdir -p ~/project", "shell": True}},
+                {"launch": {"command": ["code", "~/project"], "timeout": 120}},
+            ],
+        )
         env.extra_env = live.env()
         try:
             env.reset(task, tmp_path / "ep")
@@ -94,11 +121,15 @@ def test_the_default_user_settings_edited_again_and_again_apply_live(tmp_path: P
             assert latest(events, within_s=30)["fontSize"] == 14
             # each one written by a shell; the first setting to change is one VS Code does not know (no
             # prettier extension here), which VS Code refuses to write: it must not hold the others back
-            edits = [({"prettier.semi": False, "editor.fontSize": 17}, {"fontSize": 17, "semi": False}),
-                     ({"prettier.semi": True, "editor.fontSize": 17}, {"fontSize": 17, "semi": True}),  # only it
-                     ({"[python]": {"editor.tabSize": 3}, "editor.fontSize": 18, "workbench.colorTheme": "Default Light+"},
-                      {"fontSize": 18, "theme": "Default Light+"}),
-                     ({"workbench.colorTheme": "Default Light+"}, {"fontSize": 14, "theme": "Default Light+"})]  # removed
+            edits = [
+                ({"prettier.semi": False, "editor.fontSize": 17}, {"fontSize": 17, "semi": False}),
+                ({"prettier.semi": True, "editor.fontSize": 17}, {"fontSize": 17, "semi": True}),  # only it
+                (
+                    {"[python]": {"editor.tabSize": 3}, "editor.fontSize": 18, "workbench.colorTheme": "Default Light+"},
+                    {"fontSize": 18, "theme": "Default Light+"},
+                ),
+                ({"workbench.colorTheme": "Default Light+"}, {"fontSize": 14, "theme": "Default Light+"}),
+            ]  # removed
             for edit, want in edits:
                 text = json.dumps({**profile, **edit}, indent=2) + "\n"
                 env.shell(f"cat > ~/.config/Code/User/settings.json <<'EOF'\n{text}EOF")

@@ -31,8 +31,9 @@ async def test_waits_for_a_dialog_to_open_and_close_and_for_the_save(tmp_path: P
         assert not open_still.ok and "is still open" in open_still.text
         env.act({"kind": "key", "keys": "ctrl+a"})
         env.act({"kind": "type", "text": str(env.resolve("~/docs/copy.txt")) + "\n"})
-        saved = await wait.call({"window": "^Save As$", "gone": True, "file": "~/docs/copy.txt", "changed": True,
-                                 "contains": "beta", "timeout": 30})
+        saved = await wait.call(
+            {"window": "^Save As$", "gone": True, "file": "~/docs/copy.txt", "changed": True, "contains": "beta", "timeout": 30}
+        )
         assert saved.ok, saved.text
         assert env.read_file("~/docs/copy.txt").decode().endswith("alpha\nbeta\n")
         assert (await wait.call({"process": r"^mousepad .*notes\.txt", "timeout": 5})).ok

@@ -10,8 +10,9 @@ from Xlib import X
 from mcpworld.env.xconnection import open_display
 
 
-def bare_window(display_name: str, title: str, geometry: tuple[int, int, int, int] = (0, 0, 80, 80),
-                ping: bool = False) -> tuple[Any, Any]:
+def bare_window(
+    display_name: str, title: str, geometry: tuple[int, int, int, int] = (0, 0, 80, 80), ping: bool = False
+) -> tuple[Any, Any]:
     """(connection, window): close the connection to end the client."""
     conn = open_display(display_name)
     win = conn.screen().root.create_window(*geometry, 0, X.CopyFromParent)

@@ -58,17 +58,28 @@ def suite():
 
 def _settings(tasks: list[Task], base: Path, toolathlon_root: Path | None = None) -> DesktopSettings:
     """What the run gives the backend (``DesktopSettings.of(cfg).for_run``), for a run of ``tasks``."""
-    cfg = SimpleNamespace(env=None, resolution=SimpleNamespace(width=800, height=600), agent=SimpleNamespace(settle=None),
-                          tasks=SimpleNamespace(root=str(base / "suite"), solutions=str(base / "solutions")),
-                          pccanary=SimpleNamespace(root=None), toolathlon=SimpleNamespace(root=toolathlon_root))
+    cfg = SimpleNamespace(
+        env=None,
+        resolution=SimpleNamespace(width=800, height=600),
+        agent=SimpleNamespace(settle=None),
+        tasks=SimpleNamespace(root=str(base / "suite"), solutions=str(base / "solutions")),
+        pccanary=SimpleNamespace(root=None),
+        toolathlon=SimpleNamespace(root=toolathlon_root),
+    )
     return DesktopSettings.of(cfg).for_run(tasks, base / "outputs")
 
 
 def _task(base: Path) -> Task:
     folder = base / "suite/tasks/a"
-    return Task(id="a/task", app="xterm", instruction="x", dir=folder, source=folder / "task.yaml",
-                context=[ContextEntry(folder / "files/notes.txt", "~/notes.txt")],
-                setup=[{"execute": {"command": f"bash {folder}/pre_process.sh", "shell": True}}])
+    return Task(
+        id="a/task",
+        app="xterm",
+        instruction="x",
+        dir=folder,
+        source=folder / "task.yaml",
+        context=[ContextEntry(folder / "files/notes.txt", "~/notes.txt")],
+        setup=[{"execute": {"command": f"bash {folder}/pre_process.sh", "shell": True}}],
+    )
 
 
 HANDED = "pre_process.sh"  # the one file of the task's folder the container has (listed beside the task file)
@@ -94,8 +105,9 @@ def _probe_as_server(env: DockerEnvironment, paths: dict[str, Path]) -> dict[str
     found = {}
     for what, path in paths.items():
         line = f"cat {path}; grep -rs {SECRET} {path.parent}; ls -A {path.parent}"
-        done = subprocess.run(env.confined(["bash", "-c", f"{{ {line}; }} 2>/dev/null"]), capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run(
+            env.confined(["bash", "-c", f"{{ {line}; }} 2>/dev/null"]), capture_output=True, text=True, timeout=60
+        )
         read = [out for out in done.stdout.splitlines() if out.strip() and out != HANDED]
         if read:
             found[what] = "\n".join(read)[:200]
@@ -112,9 +124,11 @@ def _search_everywhere(env: DockerEnvironment) -> str:
 def _answer_files(env: DockerEnvironment) -> str:
     """Task files and oracle solutions anywhere in the container (the package's data/tasks and
     data/solutions, wherever a copy of them might lie), found by root."""
-    done = env.shell(SUDO + "find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name task.yaml -o -name config.json "
-                     "-path '*tasks*' -o -path '*/data/solutions' -o -path '*/data/tasks' \\) -print 2>/dev/null; true",
-                     timeout=120)
+    done = env.shell(
+        SUDO + "find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name task.yaml -o -name config.json "
+        "-path '*tasks*' -o -path '*/data/solutions' -o -path '*/data/tasks' \\) -print 2>/dev/null; true",
+        timeout=120,
+    )
     return done.stdout.strip()
 
 
@@ -125,10 +139,20 @@ def test_a_container_desktop_reads_none_of_the_answers(suite, client, image, tmp
     assert settings.handed == (base / "suite/tasks/a/pre_process.sh",)
     builtin = BUILTIN_TASKS / "xterm" / "count_errors" / "task.yaml"
     solution = next(p for p in (DATA / "solutions").rglob("*.yaml"))
-    with DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0,
-                           hidden=settings.hidden) as other, \
-            DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0,
-                              hidden=(*settings.task_roots, *settings.hidden)) as env:
+    with (
+        DockerEnvironment(
+            800, 600, image=image, client=client, read_only=settings.handed, pool=0, hidden=settings.hidden
+        ) as other,
+        DockerEnvironment(
+            800,
+            600,
+            image=image,
+            client=client,
+            read_only=settings.handed,
+            pool=0,
+            hidden=(*settings.task_roots, *settings.hidden),
+        ) as env,
+    ):
         other.reset(task, tmp_path / "other")
         (other.home / "notes.txt").write_text(f"{SECRET} other desktop\n")
         env.reset(task, tmp_path / "episode")
@@ -144,11 +168,15 @@ def test_a_container_desktop_reads_none_of_the_answers(suite, client, image, tmp
         shutil.rmtree(planted.parent)
 
         image_copy = Path("/opt/mcpworld/mcpworld/data")  # where the image holds the package
-        probe = {**files, "built-in task": builtin, "built-in solution": solution,
-                 "the image's built-in task": image_copy / builtin.relative_to(DATA),
-                 "the image's built-in solution": image_copy / solution.relative_to(DATA),
-                 "another desktop's home": other.home / "notes.txt",
-                 "the harness's temp space": Path(tempfile.mkdtemp(dir="/tmp")) / "x"}
+        probe = {
+            **files,
+            "built-in task": builtin,
+            "built-in solution": solution,
+            "the image's built-in task": image_copy / builtin.relative_to(DATA),
+            "the image's built-in solution": image_copy / solution.relative_to(DATA),
+            "another desktop's home": other.home / "notes.txt",
+            "the harness's temp space": Path(tempfile.mkdtemp(dir="/tmp")) / "x",
+        }
         probe["the harness's temp space"].write_text(f"{SECRET}\n")
         readable(probe["the harness's temp space"].parent)
         try:
@@ -192,7 +220,8 @@ def _toolathlon_checkout(base: Path) -> Path:
         "w = pathlib.Path(a.agent_workspace)\n"
         "(w / 'made.txt').write_text(f'{WHAT} {os.getuid()} {(w / \"in.txt\").read_text().strip()}\\n')\n"
         "if os.fork() == 0:  # a straggler that outlives the script: it must not outlive the step\n"
-        "    os.setsid(); time.sleep(600)\n")
+        "    os.setsid(); time.sleep(600)\n"
+    )
     readable(base)
     return folder
 
@@ -224,15 +253,37 @@ def test_the_cli_runs_a_toolathlon_task_with_a_preprocess_in_a_container(suite, 
     base, _ = suite
     checkout = base / "toolathlon"
     shutil.copytree(ROOT / "tests/data/toolathlon_fixture", checkout)
-    (checkout / "tasks/finalpool/relative-grader/solution.json").write_text(json.dumps({"mcp": [
-        {"tool": "filesystem-read_text_file", "args": {"path": "{workspace}/prepared.txt"}},
-        {"tool": "filesystem-write_file", "args": {"path": "{workspace}/answer.txt", "content": "Forty Two"}},
-        {"tool": "local-claim_done", "args": {}}]}))
+    (checkout / "tasks/finalpool/relative-grader/solution.json").write_text(
+        json.dumps(
+            {
+                "mcp": [
+                    {"tool": "filesystem-read_text_file", "args": {"path": "{workspace}/prepared.txt"}},
+                    {"tool": "filesystem-write_file", "args": {"path": "{workspace}/answer.txt", "content": "Forty Two"}},
+                    {"tool": "local-claim_done", "args": {}},
+                ]
+            }
+        )
+    )
     readable(base)
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=docker", "modality=mcp", "provider=oracle",
-                           f"tasks.root={checkout}", "task=[toolathlon/relative-grader]", "tracking=none",
-                           "toolathlon.python=/usr/bin/python3", f"hydra.run.dir={tmp_path}/run"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=docker",
+            "modality=mcp",
+            "provider=oracle",
+            f"tasks.root={checkout}",
+            "task=[toolathlon/relative-grader]",
+            "tracking=none",
+            "toolathlon.python=/usr/bin/python3",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(p.read_text()) for p in (tmp_path / "run").rglob("result.json")]
     assert [(r["status"], r["score"]) for r in results] == [("success", 1.0)], results

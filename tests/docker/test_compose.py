@@ -41,7 +41,7 @@ def ports(service: dict) -> set[tuple[str, int, int]]:
 def default(value: str) -> str:
     """A ``${VAR:-default}`` string's default."""
     assert value.startswith("${") and ":-" in value, value
-    return value[value.index(":-") + 2:-1]
+    return value[value.index(":-") + 2 : -1]
 
 
 def test_ollama_is_pinned_on_loopback_with_its_models_in_a_volume_and_a_healthcheck():
@@ -94,8 +94,11 @@ def compose_cli() -> list[str]:
 
 def test_compose_accepts_both_files_alone_and_merged():
     cli = compose_cli()
-    env = {k: v for k, v in os.environ.items() if k not in ("MCPWORLD_DESKTOP_IMAGE", "OLLAMA_CONTEXT_LENGTH",
-                                                            "MCPWORLD_SCREEN", "COMPOSE_PROFILES", "COMPOSE_FILE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MCPWORLD_DESKTOP_IMAGE", "OLLAMA_CONTEXT_LENGTH", "MCPWORLD_SCREEN", "COMPOSE_PROFILES", "COMPOSE_FILE")
+    }
     files = ["-f", str(COMPOSE), "-f", str(GPU)]
 
     def run(*args: str) -> str:

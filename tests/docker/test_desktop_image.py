@@ -33,8 +33,9 @@ def test_the_desktop_image_serves_its_screen_over_vnc_and_novnc_on_loopback(clie
     image = build_desktop(client, base)
     assert desktop_tag([], base) in image.tags
     assert image.attrs["Config"]["User"] == "mcpworld-d0"  # the desktop runs unprivileged
-    container = client.containers.run(desktop_tag([], base), detach=True, labels=LABEL,
-                                      ports={"5904/tcp": ("127.0.0.1", None), "6080/tcp": ("127.0.0.1", None)})
+    container = client.containers.run(
+        desktop_tag([], base), detach=True, labels=LABEL, ports={"5904/tcp": ("127.0.0.1", None), "6080/tcp": ("127.0.0.1", None)}
+    )
     try:
         container.reload()
         ports = container.attrs["NetworkSettings"]["Ports"]

@@ -28,17 +28,34 @@ SUITE = "task=[mousepad/*,xterm/*]"  # two apps, seven tasks
 
 def ours(client, pid: int) -> list:
     """Containers a run with process ``pid`` made (whatever their state)."""
-    return [c for c in client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
-            if c.attrs["Labels"][OWNER_LABEL].split()[1] == str(pid)]
+    return [
+        c
+        for c in client.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
+        if c.attrs["Labels"][OWNER_LABEL].split()[1] == str(pid)
+    ]
 
 
 def run_suite(tmp_path: Path, client, *overrides: str) -> tuple[list[dict], dict[str, int], int]:
     """Run the suite at concurrency=2; fetch each printed noVNC page while the run goes on. Returns
     the results, each viewer page's HTTP status, and the most containers seen at once."""
     out = open(tmp_path / "stdout.txt", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "mcpworld", "env=docker", "provider=oracle", SUITE, "concurrency=2",
-                             *overrides, f"hydra.run.dir={tmp_path}/run"], cwd=ROOT, stdout=out,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=docker",
+            "provider=oracle",
+            SUITE,
+            "concurrency=2",
+            *overrides,
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=ROOT,
+        stdout=out,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     pages: dict[str, int] = {}
     most = 0
     lines = []
@@ -78,14 +95,19 @@ def test_doing_nothing_in_containers_scores_zero_also_on_desktops_staged_ahead(t
     assert all(r["setup_s"] < 0.5 and r["staged"]["stage_s"] > 0 for r in staged)
 
 
-def test_inside_the_agent_is_the_desktop_account_with_sudo_and_no_harness_secret(tmp_path, client, image,
-                                                                                 monkeypatch):
+def test_inside_the_agent_is_the_desktop_account_with_sudo_and_no_harness_secret(tmp_path, client, image, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     notes = tmp_path / "notes.txt"
     notes.write_text("hello\n")
-    task = Task(id="t/x", app="xterm", instruction="-", dir=tmp_path, source=tmp_path / "task.yaml",
-                context=[ContextEntry(notes, "~/notes.txt")],
-                setup=[{"launch": {"command": ["xterm"], "window": "xterm"}}])
+    task = Task(
+        id="t/x",
+        app="xterm",
+        instruction="-",
+        dir=tmp_path,
+        source=tmp_path / "task.yaml",
+        context=[ContextEntry(notes, "~/notes.txt")],
+        setup=[{"launch": {"command": ["xterm"], "window": "xterm"}}],
+    )
     env = DockerEnvironment(640, 480, image=image, client=client)
     try:
         env.reset(task, tmp_path / "episode")
@@ -113,11 +135,9 @@ def test_a_killed_runs_containers_are_removed_and_a_live_runs_kept(client, image
     dead = subprocess.Popen(["true"])
     dead.wait()
     host = owner_label().split()[0]
-    stale = client.containers.run(image, ["sleep", "300"], detach=True,
-                                  labels={OWNER_LABEL: f"{host} {dead.pid} 1.00"})
+    stale = client.containers.run(image, ["sleep", "300"], detach=True, labels={OWNER_LABEL: f"{host} {dead.pid} 1.00"})
     live = client.containers.run(image, ["sleep", "300"], detach=True, labels={OWNER_LABEL: owner_label()})
-    elsewhere = client.containers.run(image, ["sleep", "300"], detach=True,
-                                      labels={OWNER_LABEL: f"another-host {dead.pid} 1.00"})
+    elsewhere = client.containers.run(image, ["sleep", "300"], detach=True, labels={OWNER_LABEL: f"another-host {dead.pid} 1.00"})
     try:
         reaped = reap_containers(client)
         assert stale.name in reaped and live.name not in reaped and elsewhere.name not in reaped
@@ -132,9 +152,22 @@ def test_a_killed_runs_containers_are_removed_and_a_live_runs_kept(client, image
 
 
 def test_ctrl_c_mid_run_removes_the_runs_containers(tmp_path, client, image):
-    proc = subprocess.Popen([sys.executable, "-m", "mcpworld", "env=docker", "provider=oracle", SUITE, "concurrency=2",
-                             f"hydra.run.dir={tmp_path}/run"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=docker",
+            "provider=oracle",
+            SUITE,
+            "concurrency=2",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for line in proc.stderr:  # an episode is on its desktop
             if "watch at" in line:
@@ -154,15 +187,32 @@ def test_pccanary_tasks_with_their_hooks_run_in_containers(tmp_path, client, ima
     to the app inside a container, and VS Code (code-server and the probe's client taken from this
     machine's .apps into the image) whose extension reports to the episode's sink; the task root given
     relative to the working directory. Each is judged by its own hooks, as under env=local."""
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=docker", "tasks.root=tests/data/pccanary_fixture",
-                           "tasks.solutions=tests/data/pccanary_solutions", "provider=oracle", "modality=cli",
-                           "concurrency=2", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=docker",
+            "tasks.root=tests/data/pccanary_fixture",
+            "tasks.solutions=tests/data/pccanary_solutions",
+            "provider=oracle",
+            "modality=cli",
+            "concurrency=2",
+            "tracking=none",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = {r["task_id"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "run").rglob("result.json"))}
     assert {t: r["status"] for t, r in got.items()} == {
-        "notes/task01_append": "success", "notes/task02_save": "success",
-        "vscode/task01_updateColorTheme": "success", "vscode/task02_darkTheme": "failure"}, \
-        {t: r["reason"] or r["metrics"] for t, r in got.items()}
+        "notes/task01_append": "success",
+        "notes/task02_save": "success",
+        "vscode/task01_updateColorTheme": "success",
+        "vscode/task02_darkTheme": "failure",
+    }, {t: r["reason"] or r["metrics"] for t, r in got.items()}
     assert [s["t"] is not None for s in got["notes/task02_save"]["key_steps"]["timeline"]] == [True, True]
     assert "Default Light+" in got["vscode/task01_updateColorTheme"]["metrics"][0]["reason"]

@@ -81,13 +81,25 @@ def servers():
 
 def host_addresses() -> list[str]:
     """The host's own IPv4 addresses but loopback: its LAN address and every bridge's gateway."""
-    return sorted({a.address for addrs in psutil.net_if_addrs().values() for a in addrs
-                   if a.family.name == "AF_INET" and not a.address.startswith("127.")})
+    return sorted(
+        {
+            a.address
+            for addrs in psutil.net_if_addrs().values()
+            for a in addrs
+            if a.family.name == "AF_INET" and not a.address.startswith("127.")
+        }
+    )
 
 
 def xterm_task(tmp_path: Path) -> Task:
-    return Task(id="t/x", app="xterm", instruction="-", dir=tmp_path, source=tmp_path / "task.yaml",
-                setup=[{"launch": {"command": ["xterm"], "window": "xterm"}}])
+    return Task(
+        id="t/x",
+        app="xterm",
+        instruction="-",
+        dir=tmp_path,
+        source=tmp_path / "task.yaml",
+        setup=[{"launch": {"command": ["xterm"], "window": "xterm"}}],
+    )
 
 
 def probe(env: DockerEnvironment, targets: list[tuple[str, str, int]], root: bool = False) -> dict[str, str]:
@@ -107,8 +119,7 @@ def ip_of(env: DockerEnvironment) -> tuple[str, str]:
     return net["IPAddress"], net["Gateway"]
 
 
-def test_an_isolated_episode_reaches_the_outside_but_nothing_of_the_host_or_another_episode(
-        tmp_path, client, image, servers):
+def test_an_isolated_episode_reaches_the_outside_but_nothing_of_the_host_or_another_episode(tmp_path, client, image, servers):
     sink = EventSink(lambda message: None).start()
     a = DockerEnvironment(640, 480, image=image, client=client)
     b = DockerEnvironment(640, 480, image=image, client=client)
@@ -129,14 +140,18 @@ def test_an_isolated_episode_reaches_the_outside_but_nothing_of_the_host_or_anot
         # B's probe reaches B's sink: the sink itself answers (its guard refuses the probe's Host: x)
         assert own["own sink"].startswith("open:HTTP/1.1 403") and "this server" in own["own sink"], own
 
-        targets = [("host loopback secret", "127.0.0.1", servers["loopback"]),
-                   ("host sink on loopback", "127.0.0.1", sink.port),
-                   ("B's noVNC on host loopback", "127.0.0.1", b_novnc),
-                   ("B's VNC", b_ip, 5900), ("B's noVNC", b_ip, 6080), ("B's sink in B", b_ip, sink.port),
-                   *[(f"MLflow-like at {h}", h, servers["everywhere"]) for h in host_addresses()],
-                   *[(f"host loopback secret at {h}", h, servers["loopback"]) for h in (a_gateway, b_gateway)],
-                   *[(f"B's noVNC at {h}", h, b_novnc) for h in host_addresses()],
-                   *[(f"host sink at {h}", h, sink.port) for h in host_addresses()]]
+        targets = [
+            ("host loopback secret", "127.0.0.1", servers["loopback"]),
+            ("host sink on loopback", "127.0.0.1", sink.port),
+            ("B's noVNC on host loopback", "127.0.0.1", b_novnc),
+            ("B's VNC", b_ip, 5900),
+            ("B's noVNC", b_ip, 6080),
+            ("B's sink in B", b_ip, sink.port),
+            *[(f"MLflow-like at {h}", h, servers["everywhere"]) for h in host_addresses()],
+            *[(f"host loopback secret at {h}", h, servers["loopback"]) for h in (a_gateway, b_gateway)],
+            *[(f"B's noVNC at {h}", h, b_novnc) for h in host_addresses()],
+            *[(f"host sink at {h}", h, sink.port) for h in host_addresses()],
+        ]
         for root in (False, True):  # the desktop account, and root inside by sudo
             got = probe(a, targets, root=root)
             assert set(got) == {t[0] for t in targets}
@@ -151,25 +166,48 @@ def test_an_isolated_episode_reaches_the_outside_but_nothing_of_the_host_or_anot
         a.close()
         b.close()
         sink.stop()
-    assert [n.name for n in client.networks.list(filters={"label": OWNER_LABEL})
-            if owner_label() == n.attrs["Labels"].get(OWNER_LABEL)] == []  # each went with its container
+    assert [
+        n.name
+        for n in client.networks.list(filters={"label": OWNER_LABEL})
+        if owner_label() == n.attrs["Labels"].get(OWNER_LABEL)
+    ] == []  # each went with its container
 
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("overrides, tasks", [
-    (["task=[chromium/*]"], 3),  # judged over Chromium's DevTools, relayed out of each container
-    (["task=[mousepad/*]", "modality=mcp"], 4),  # MCP servers on the host working on the episode's home
-], ids=["chromium-cdp", "mousepad-mcp"])
+@pytest.mark.parametrize(
+    "overrides, tasks",
+    [
+        (["task=[chromium/*]"], 3),  # judged over Chromium's DevTools, relayed out of each container
+        (["task=[mousepad/*]", "modality=mcp"], 4),  # MCP servers on the host working on the episode's home
+    ],
+    ids=["chromium-cdp", "mousepad-mcp"],
+)
 def test_isolated_desktops_still_pass_their_tasks(tmp_path, client, overrides, tasks):
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=docker", "env.network=isolated", "provider=oracle",
-                           *overrides, "concurrency=2", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=docker",
+            "env.network=isolated",
+            "provider=oracle",
+            *overrides,
+            "concurrency=2",
+            "tracking=none",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(p.read_text()) for p in (tmp_path / "run").rglob("result.json")]
-    assert len(results) == tasks and all(r["status"] == "success" for r in results), \
-        {r["task_id"]: r["reason"] or r["metrics"] for r in results}
+    assert len(results) == tasks and all(r["status"] == "success" for r in results), {
+        r["task_id"]: r["reason"] or r["metrics"] for r in results
+    }
 
 
 def test_on_the_hosts_network_the_same_secret_is_read(tmp_path, client, image, servers):

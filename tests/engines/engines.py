@@ -78,8 +78,7 @@ def slurm_cluster(root: Path) -> Iterator[dict[str, str]]:
         (root / folder).mkdir(parents=True, exist_ok=True)
     host = socket.gethostname().split(".")[0]
     conf = root / "slurm.conf"
-    conf.write_text(SLURM_CONF.format(host=host, root=root, cpus=os.cpu_count(), ctld_port=free_port(),
-                                      d_port=free_port()))
+    conf.write_text(SLURM_CONF.format(host=host, root=root, cpus=os.cpu_count(), ctld_port=free_port(), d_port=free_port()))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     started_munge = subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode != 0
     if started_munge:  # the authentication daemon, as its own account (its key came with the package)
@@ -89,8 +88,11 @@ def slurm_cluster(root: Path) -> Iterator[dict[str, str]]:
     try:
         subprocess.run(["slurmctld", "-f", str(conf)], env=env, check=True)
         subprocess.run(["slurmd", "-f", str(conf)], env=env, check=True)
-        _wait(lambda: "idle" in subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True,
-                                               text=True).stdout, 60, "the SLURM node")
+        _wait(
+            lambda: "idle" in subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True).stdout,
+            60,
+            "the SLURM node",
+        )
         yield {"SLURM_CONF": str(conf)}
     finally:
         subprocess.run(["scancel", "--partition=debug"], env=env, capture_output=True)
@@ -105,8 +107,20 @@ def ray_head() -> Iterator[dict[str, str]]:
     """A Ray head on this machine; yields RAY_ADDRESS for the launcher."""
     ray = str(Path(sys.executable).parent / "ray")
     port = free_port()
-    subprocess.run([ray, "start", "--head", f"--port={port}", f"--num-cpus={os.cpu_count()}", "--include-dashboard=false",
-                    "--disable-usage-stats"], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            ray,
+            "start",
+            "--head",
+            f"--port={port}",
+            f"--num-cpus={os.cpu_count()}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     try:
         yield {"RAY_ADDRESS": f"127.0.0.1:{port}"}
     finally:

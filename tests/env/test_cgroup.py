@@ -100,9 +100,15 @@ def test_the_desktop_account_runs_inside_the_cgroup_and_cannot_leave_it(group):
     try:
         confinement = Confinement(group)
         root = cgroup.v2_mount()
-        out = run_bounded(["bash", "-c", f"id -u; cat /proc/self/cgroup; echo $$ > {root}/cgroup.procs"
-                           " 2>/dev/null || echo refused"], scrubbed_env(shared, shared), shared, 30, 4000,
-                          user=slot.user, confinement=confinement)
+        out = run_bounded(
+            ["bash", "-c", f"id -u; cat /proc/self/cgroup; echo $$ > {root}/cgroup.procs 2>/dev/null || echo refused"],
+            scrubbed_env(shared, shared),
+            shared,
+            30,
+            4000,
+            user=slot.user,
+            confinement=confinement,
+        )
         lines = out.stdout.split()
         assert lines[0] == str(slot.user.uid)
         assert any(line.startswith("0::") and line.endswith(group.path.name) for line in lines)
@@ -118,8 +124,14 @@ def test_the_desktop_account_runs_inside_the_cgroup_and_cannot_leave_it(group):
 
 def test_a_shell_command_left_running_in_the_background_dies_at_teardown(group, tmp_path):
     confinement = Confinement(group)
-    result = run_bounded(["bash", "-c", "setsid nohup sleep 600 >/dev/null 2>&1 & echo $!"],
-                         scrubbed_env(tmp_path, tmp_path), tmp_path, 30, 4000, confinement=confinement)
+    result = run_bounded(
+        ["bash", "-c", "setsid nohup sleep 600 >/dev/null 2>&1 & echo $!"],
+        scrubbed_env(tmp_path, tmp_path),
+        tmp_path,
+        30,
+        4000,
+        confinement=confinement,
+    )
     background = psutil.Process(int(result.stdout.strip()))
     assert background.is_running() and background.pid in group.pids()
     confinement.kill()
@@ -148,8 +160,10 @@ def test_a_killed_runs_cgroup_is_swept_and_a_live_ones_is_not(group, tmp_path):
 
 
 def test_the_v2_mount_is_found_on_hybrid_and_pure_hosts():
-    hybrid = ("tmpfs /sys/fs/cgroup tmpfs rw 0 0\ncgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
-              "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n")
+    hybrid = (
+        "tmpfs /sys/fs/cgroup tmpfs rw 0 0\ncgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
+        "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
+    )
     assert cgroup.v2_mount(hybrid) == Path("/sys/fs/cgroup/unified")
     assert cgroup.v2_mount("cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n") == Path("/sys/fs/cgroup")
     assert cgroup.v2_mount("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n") is None

@@ -18,18 +18,31 @@ def test_the_container_gets_the_handed_files_and_no_task_root(tmp_path):
     task_dir.mkdir(parents=True)
     for name in ("config.json", "handler.py", "pre_process.py"):
         (task_dir / name).write_text("x")
-    task = Task(id="notes/t1", app="notes", instruction="x", dir=task_dir, source=task_dir / "config.json",
-                setup=[{"execute": {"command": f"setsid -f {task_dir}/pre_process.py >/dev/null", "shell": True}}])
-    cfg = SimpleNamespace(env=None, resolution=SimpleNamespace(width=800, height=600), agent=SimpleNamespace(settle=None),
-                          tasks=SimpleNamespace(root=str(root), solutions=str(tmp_path / "solutions")),
-                          pccanary=SimpleNamespace(root=None), toolathlon=SimpleNamespace(root=None))
+    task = Task(
+        id="notes/t1",
+        app="notes",
+        instruction="x",
+        dir=task_dir,
+        source=task_dir / "config.json",
+        setup=[{"execute": {"command": f"setsid -f {task_dir}/pre_process.py >/dev/null", "shell": True}}],
+    )
+    cfg = SimpleNamespace(
+        env=None,
+        resolution=SimpleNamespace(width=800, height=600),
+        agent=SimpleNamespace(settle=None),
+        tasks=SimpleNamespace(root=str(root), solutions=str(tmp_path / "solutions")),
+        pccanary=SimpleNamespace(root=None),
+        toolathlon=SimpleNamespace(root=None),
+    )
     settings = DesktopSettings.of(cfg).for_run([task], tmp_path / "outputs")
     assert settings.handed == (task_dir / "pre_process.py",)
     assert set(settings.hidden) == {tmp_path / "solutions", tmp_path / "outputs"} and settings.task_roots == (root,)
     work = tmp_path / "work"
     mounts = volumes(work, settings.handed)
-    assert mounts == {str(work): {"bind": str(work), "mode": "rw"},
-                      str(task_dir / "pre_process.py"): {"bind": str(task_dir / "pre_process.py"), "mode": "ro"}}
+    assert mounts == {
+        str(work): {"bind": str(work), "mode": "rw"},
+        str(task_dir / "pre_process.py"): {"bind": str(task_dir / "pre_process.py"), "mode": "ro"},
+    }
 
 
 def test_inside_the_container_the_suites_paths_are_the_episodes_home(tmp_path, monkeypatch):

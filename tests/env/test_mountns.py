@@ -18,17 +18,24 @@ from mcpworld.env.mountns import FileView, desktop_view
 def test_operations_go_shallowest_first_so_a_kept_folder_shows_through_a_hidden_one(tmp_path):
     (tmp_path / "checkout/.venv").mkdir(parents=True)
     (tmp_path / "checkout/pkg/data/tasks").mkdir(parents=True)
-    view = FileView(hide=(tmp_path / "checkout", tmp_path / "checkout/pkg/data/tasks", tmp_path / "gone"),
-                    keep=(tmp_path / "checkout/.venv", tmp_path / "checkout/pkg"),
-                    binds=(("/home/user", tmp_path),), links=(("/workspace", "/home/user/workspace"),))
+    view = FileView(
+        hide=(tmp_path / "checkout", tmp_path / "checkout/pkg/data/tasks", tmp_path / "gone"),
+        keep=(tmp_path / "checkout/.venv", tmp_path / "checkout/pkg"),
+        binds=(("/home/user", tmp_path),),
+        links=(("/workspace", "/home/user/workspace"),),
+    )
     ops = [(kind, path.removeprefix(str(tmp_path))) for kind, path, _ in view.operations()]
-    assert ops.index(("hide", "/checkout")) < ops.index(("keep", "/checkout/.venv")) \
-        < ops.index(("keep", "/checkout/pkg")) < ops.index(("hide", "/checkout/pkg/data/tasks"))
+    assert (
+        ops.index(("hide", "/checkout"))
+        < ops.index(("keep", "/checkout/.venv"))
+        < ops.index(("keep", "/checkout/pkg"))
+        < ops.index(("hide", "/checkout/pkg/data/tasks"))
+    )
     assert ("hide", "/gone") not in ops  # nothing to hide where nothing is
     script = mountns.setup_script(view, "/R", ["usr", "home", "workspace"])
     assert 'mount --rbind /usr "$R"/usr' in script and 'mount --rbind /home "$R"/home' in script
     assert "--rbind /workspace" not in script  # the host's own /workspace (if any) is replaced by the view
-    assert "pivot_root . .old" in script and "ln -sfn /home/user/workspace \"$R\"/workspace" in script
+    assert "pivot_root . .old" in script and 'ln -sfn /home/user/workspace "$R"/workspace' in script
 
 
 def test_the_desktops_view_hides_the_benchmark_and_keeps_what_it_runs(tmp_path):
@@ -49,9 +56,17 @@ def test_a_task_hands_the_files_its_setup_runs_from_its_folder_and_nothing_else(
         (folder / name).write_text("x")
     outside = tmp_path / "elsewhere.sh"
     outside.write_text("x")
-    task = Task(id="notes/t1", app="notes", instruction="x", dir=folder, source=folder / "config.json",
-                setup=[{"execute": {"command": f"setsid -f {folder}/pre_process.py --x=1 >/dev/null", "shell": True}},
-                       {"execute": {"command": f"cd {folder} && {outside}", "shell": True}}])
+    task = Task(
+        id="notes/t1",
+        app="notes",
+        instruction="x",
+        dir=folder,
+        source=folder / "config.json",
+        setup=[
+            {"execute": {"command": f"setsid -f {folder}/pre_process.py --x=1 >/dev/null", "shell": True}},
+            {"execute": {"command": f"cd {folder} && {outside}", "shell": True}},
+        ],
+    )
     assert handed_files([task], [tmp_path / "suite"]) == (folder / "pre_process.py",)
     assert json.dumps(task.setup)  # (unchanged)
 

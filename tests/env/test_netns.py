@@ -22,8 +22,9 @@ from mcpworld.env.netns import NetNamespace
 from mcpworld.env.processes import run_bounded, scrubbed_env
 from tests.fakes.secret_server import SecretServer
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter"),
-                                reason="network namespaces need root and util-linux's nsenter")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("nsenter"), reason="network namespaces need root and util-linux's nsenter"
+)
 
 FETCH = """
 import sys, urllib.request
@@ -68,16 +69,27 @@ def account() -> Iterator[desktop_user.DesktopUser]:
 
 def fetch_inside(ns: NetNamespace, url: str, user: desktop_user.DesktopUser) -> str:
     where = Path("/")  # a folder the desktop account may enter
-    out = run_bounded([sys.executable, "-c", FETCH, url], scrubbed_env(where, where), where, 30, 4000,
-                      user=user, confinement=Confinement(netns=ns))
+    out = run_bounded(
+        [sys.executable, "-c", FETCH, url],
+        scrubbed_env(where, where),
+        where,
+        30,
+        4000,
+        user=user,
+        confinement=Confinement(netns=ns),
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
 def serve_inside(ns: NetNamespace, root: Path, port: int) -> subprocess.Popen:
     """``python -m http.server`` inside the namespace, once it listens there."""
-    proc = subprocess.Popen(ns.wrap([sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(root), str(port)]),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        ns.wrap([sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(root), str(port)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         probe = ns.socket_inside()
@@ -124,8 +136,7 @@ def test_another_episodes_service_and_sink_are_out_of_reach(make_ns, host_servic
         server.wait()
 
 
-def test_the_harness_reaches_the_desktops_app_and_the_desktop_its_exposed_port(make_ns, host_service, account,
-                                                                               tmp_path):
+def test_the_harness_reaches_the_desktops_app_and_the_desktop_its_exposed_port(make_ns, host_service, account, tmp_path):
     ns = make_ns()
     port = free_port()
     ns.forward(port)
@@ -170,8 +181,9 @@ def test_closing_deletes_the_namespace_and_frees_the_forwarded_port():
         s.bind(("127.0.0.1", port))  # nothing holds it any more
 
 
-@pytest.mark.skipif(not shutil.which("slirp4netns") or not netns.fence_tools(),
-                    reason="outbound traffic needs slirp4netns, its fence iptables")
+@pytest.mark.skipif(
+    not shutil.which("slirp4netns") or not netns.fence_tools(), reason="outbound traffic needs slirp4netns, its fence iptables"
+)
 def test_with_outbound_traffic_the_hosts_own_addresses_stay_fenced_off(account):
     """slirp4netns connects from the host: without the namespace's firewall a service bound to
     0.0.0.0 would answer on the host's own address. (The service answers 200 with a secret: an

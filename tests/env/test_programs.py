@@ -15,14 +15,24 @@ def run(bin_dir: Path, *argv: str) -> subprocess.CompletedProcess:
 
 
 def test_a_shim_puts_the_desktops_arguments_first_and_drops_the_callers_conflicting_ones(tmp_path):
-    echo = Program(app="echoer", binary="echo", names=("google-chrome", "chrome"),
-                   args=("--remote-debugging-port={port_cdp}", "--user-data-dir={home}/.config/google-chrome"),
-                   drop=("--remote-debugging-port=", "--user-data-dir="), ports=("cdp",))
+    echo = Program(
+        app="echoer",
+        binary="echo",
+        names=("google-chrome", "chrome"),
+        args=("--remote-debugging-port={port_cdp}", "--user-data-dir={home}/.config/google-chrome"),
+        drop=("--remote-debugging-port=", "--user-data-dir="),
+        ports=("cdp",),
+    )
     values = desktop_values([echo], tmp_path / "home")
     write_shims([echo], tmp_path / "bin", values)
     out = run(tmp_path / "bin", "google-chrome", "--remote-debugging-port=1337", "--user-data-dir=/x", "a b", "--new-window")
-    assert out.stdout.split() == [f"--remote-debugging-port={values['port_cdp']}",
-                                  f"--user-data-dir={tmp_path}/home/.config/google-chrome", "a", "b", "--new-window"]
+    assert out.stdout.split() == [
+        f"--remote-debugging-port={values['port_cdp']}",
+        f"--user-data-dir={tmp_path}/home/.config/google-chrome",
+        "a",
+        "b",
+        "--new-window",
+    ]
     assert run(tmp_path / "bin", "chrome", "x").stdout.startswith("--remote-debugging-port=")
 
 
@@ -51,9 +61,17 @@ def test_the_app_configs_name_every_suite_command_once():
     found = programs()
     names = [n for p in found for n in p.names]
     assert len(names) == len(set(names))
-    for command, app in [("google-chrome", "chromium"), ("chrome", "chromium"), ("libreoffice", "libreoffice_calc"),
-                         ("soffice", "libreoffice_calc"), ("lowriter", "libreoffice_writer"), ("vlc", "vlc"),
-                         ("gimp", "gimp"), ("thunderbird", "thunderbird"), ("/usr/bin/vlc", "vlc")]:
+    for command, app in [
+        ("google-chrome", "chromium"),
+        ("chrome", "chromium"),
+        ("libreoffice", "libreoffice_calc"),
+        ("soffice", "libreoffice_calc"),
+        ("lowriter", "libreoffice_writer"),
+        ("vlc", "vlc"),
+        ("gimp", "gimp"),
+        ("thunderbird", "thunderbird"),
+        ("/usr/bin/vlc", "vlc"),
+    ]:
         assert program_for(list(found), command).app == app
     assert all(p.install.startswith("apt-get install -y ") or p.install == f"make apps APPS={p.app}" for p in found)
     assert program_for(list(found), "code").app == "vscode"

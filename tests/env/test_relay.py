@@ -41,8 +41,9 @@ def echo():
 def service(tmp_path):
     """The desktop service (no desktop started) on a unix socket, as in a container."""
     path = Path(tmp_path) / "service.sock"
-    server = UnixHTTPServer(str(path), make_handler(DesktopService({"workroot": str(tmp_path),
-                                                                    "host_paths": host_paths()}), TOKEN))
+    server = UnixHTTPServer(
+        str(path), make_handler(DesktopService({"workroot": str(tmp_path), "host_paths": host_paths()}), TOKEN)
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield path
     server.shutdown()
@@ -77,13 +78,15 @@ def test_an_app_port_is_reached_through_the_service_and_only_with_its_token(serv
 def test_the_tunnel_goes_to_the_containers_loopback_only(service, echo):
     with socket.socket(socket.AF_UNIX) as conn:
         conn.connect(str(service))
-        conn.sendall(f"CONNECT 192.0.2.1:{echo} HTTP/1.1\r\nHost: 127.0.0.1:{echo}\r\n"
-                     f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+        conn.sendall(
+            f"CONNECT 192.0.2.1:{echo} HTTP/1.1\r\nHost: 127.0.0.1:{echo}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
+        )
         assert conn.recv(200).startswith(b"HTTP/1.1 400")
     with socket.socket(socket.AF_UNIX) as conn:  # its Host names the target too (mcpworld.core.listener)
         conn.connect(str(service))
-        conn.sendall(f"CONNECT 192.0.2.1:{echo} HTTP/1.1\r\nHost: 192.0.2.1:{echo}\r\n"
-                     f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+        conn.sendall(
+            f"CONNECT 192.0.2.1:{echo} HTTP/1.1\r\nHost: 192.0.2.1:{echo}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
+        )
         assert conn.recv(200).startswith(b"HTTP/1.1 403")
     with pytest.raises(ConnectionError, match="502"):  # nothing listens there
         through_service(service, TOKEN, listen_tcp().getsockname()[1])()

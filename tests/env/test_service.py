@@ -85,8 +85,7 @@ def served(tmp_path):
 def test_without_the_token_nothing_is_served(served):
     _, _, base = served
     assert httpx.get(f"{base}/health").status_code == 401
-    assert httpx.post(f"{base}/call/shell", json={"command": "id"},
-                      headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx.post(f"{base}/call/shell", json={"command": "id"}, headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert httpx.get(f"{base}/health", headers={"Authorization": f"Bearer {TOKEN}"}).json()["uid"] == 61000
 
 
@@ -125,29 +124,52 @@ def test_a_desktop_that_stopped_answering_is_infra(served):
 
 
 def test_programs_cross_over_with_project_paths_moved_to_the_image():
-    program = Program(app="vscode", binary="/home/me/mcpworld/.apps/code-server/bin/code-server",
-                      names=("code", "code-server"), args=("--x",), ports=("vscode",), env={"A": "{port_vscode}"},
-                      profile=Path("/home/me/mcpworld/mcpworld/data/profiles/vscode"),
-                      launcher="/home/me/mcpworld/mcpworld/data/scripts/code.sh",
-                      ready={"http": "http://127.0.0.1:{port_vscode}/healthz"}, packages={"apt": ["curl"]})
+    program = Program(
+        app="vscode",
+        binary="/home/me/mcpworld/.apps/code-server/bin/code-server",
+        names=("code", "code-server"),
+        args=("--x",),
+        ports=("vscode",),
+        env={"A": "{port_vscode}"},
+        profile=Path("/home/me/mcpworld/mcpworld/data/profiles/vscode"),
+        launcher="/home/me/mcpworld/mcpworld/data/scripts/code.sh",
+        ready={"http": "http://127.0.0.1:{port_vscode}/healthz"},
+        packages={"apt": ["curl"]},
+    )
     host = {"data": "/home/me/mcpworld/mcpworld/data", "home": "/home/me/mcpworld"}  # a checkout's
     back = program_from_json(program_to_json(program), host)
     assert back.launcher == str(DATA / "scripts" / "code.sh")
     assert back.binary == str(HOME / ".apps" / "code-server" / "bin" / "code-server")
     installed = {"data": "/venv/lib/python3.11/site-packages/mcpworld/data", "home": "/home/me/.local/share/mcpworld"}
-    moved = program_from_json(program_to_json(Program(
-        app="vscode", binary=f"{installed['home']}/.apps/code-server/bin/code-server", names=("code",),
-        launcher=f"{installed['data']}/scripts/code.sh")), installed)
+    moved = program_from_json(
+        program_to_json(
+            Program(
+                app="vscode",
+                binary=f"{installed['home']}/.apps/code-server/bin/code-server",
+                names=("code",),
+                launcher=f"{installed['data']}/scripts/code.sh",
+            )
+        ),
+        installed,
+    )
     assert (moved.launcher, moved.binary) == (back.launcher, back.binary)
     assert back.profile is None  # the host lays profiles into the home
-    assert (back.names, back.args, back.ports, back.env, back.ready) == (program.names, program.args, program.ports,
-                                                                         program.env, program.ready)
+    assert (back.names, back.args, back.ports, back.env, back.ready) == (
+        program.names,
+        program.args,
+        program.ports,
+        program.env,
+        program.ready,
+    )
     system = program_from_json(program_to_json(Program(app="gimp", binary="gimp", names=("gimp",))), host)
     assert system.binary == "gimp"
 
 
 def test_the_images_python_pins_are_the_projects():
     pins = dict(re.findall(r'"([A-Za-z0-9_.-]+)==([^"]+)"', (PROJECT / "pyproject.toml").read_text()))
-    wanted = [line.split("==") for line in (DOCKER / "service-requirements.txt").read_text().splitlines()
-              if line and not line.startswith("#")]
+    wanted = [
+        line.split("==")
+        for line in (DOCKER / "service-requirements.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert wanted and all(pins.get(name) == version for name, version in wanted), (wanted, pins)

@@ -22,17 +22,20 @@ from mcpworld.env.windows import name_matches
 CHROMIUM = ("New Tab - Chromium", "chromium (/home/x/.config/google-chrome).Chromium")
 
 
-@pytest.mark.parametrize("name, strict, by_class, found", [
-    ("Google Chrome", False, False, True),  # OSWorld's 28 chrome setups
-    ("google chrome", False, False, True),  # wmctrl -a ignores case
-    ("New Tab - Google Chrome", True, False, True),  # -F: the whole title, Chrome's name swapped
-    ("new tab - google chrome", True, False, False),  # -F compares case
-    ("New Tab", True, False, False),
-    ("Google-chrome", False, True, True),  # -x: the class
-    ("Chromium", False, True, True),
-    ("New Tab", False, True, False),  # a title is no class
-    ("Mozilla Firefox", False, False, False),
-])
+@pytest.mark.parametrize(
+    "name, strict, by_class, found",
+    [
+        ("Google Chrome", False, False, True),  # OSWorld's 28 chrome setups
+        ("google chrome", False, False, True),  # wmctrl -a ignores case
+        ("New Tab - Google Chrome", True, False, True),  # -F: the whole title, Chrome's name swapped
+        ("new tab - google chrome", True, False, False),  # -F compares case
+        ("New Tab", True, False, False),
+        ("Google-chrome", False, True, True),  # -x: the class
+        ("Chromium", False, True, True),
+        ("New Tab", False, True, False),  # a title is no class
+        ("Mozilla Firefox", False, False, False),
+    ],
+)
 def test_chrome_window_names_find_chromiums_window_as_wmctrl_would(name, strict, by_class, found):
     assert name_matches(name, *CHROMIUM, strict=strict, by_class=by_class) is found
 
@@ -46,8 +49,10 @@ def test_strict_names_compare_the_whole_title_or_class():
 
 def test_openbox_keeps_the_systems_keys_and_binds_ctrl_alt_t_to_the_terminal(tmp_path):
     system = tmp_path / "rc.xml"
-    system.write_text('<?xml version="1.0"?><openbox_config xmlns="http://openbox.org/3.4/rc"><keyboard>'
-                      '<keybind key="A-F4"><action name="Close"/></keybind></keyboard></openbox_config>')
+    system.write_text(
+        '<?xml version="1.0"?><openbox_config xmlns="http://openbox.org/3.4/rc"><keyboard>'
+        '<keybind key="A-F4"><action name="Close"/></keybind></keyboard></openbox_config>'
+    )
     for config in (openbox_config(system), openbox_config(tmp_path / "absent.xml")):
         root = ET.fromstring(config)
         ns = {"o": "http://openbox.org/3.4/rc"}
@@ -58,8 +63,14 @@ def test_openbox_keeps_the_systems_keys_and_binds_ctrl_alt_t_to_the_terminal(tmp
 
 
 def test_command_line_pages_are_the_chrome_urls_among_the_arguments():
-    argv = ["google-chrome", "--remote-debugging-port=1337", "chrome://settings/appearance", "https://a.test/",
-            "--new-window", "CHROME://history"]
+    argv = [
+        "google-chrome",
+        "--remote-debugging-port=1337",
+        "chrome://settings/appearance",
+        "https://a.test/",
+        "--new-window",
+        "CHROME://history",
+    ]
     assert command_line_pages(argv) == ["chrome://settings/appearance", "CHROME://history"]
     assert command_line_pages(["google-chrome", "--remote-debugging-port=1337"]) == []
 

@@ -45,8 +45,9 @@ class StandIn:
         self.screen = screen
         self.sent: list[dict[str, Any]] = []
         self.terminals: list[str | None] = []
-        self.execute_reply: Callable[[dict[str, Any]], httpx.Response] = \
-            lambda body: recorded("execute ok", {"status": "success", "output": "", "error": "", "returncode": 0})
+        self.execute_reply: Callable[[dict[str, Any]], httpx.Response] = lambda body: recorded(
+            "execute ok", {"status": "success", "output": "", "error": "", "returncode": 0}
+        )
         self.routes: dict[str, Handler] = {}
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
@@ -78,6 +79,7 @@ def vm(tmp_path):
 
 # --- typing -----------------------------------------------------------------------------------------
 
+
 def test_ascii_text_is_typed_as_the_suites_harnesses_type_it():
     assert type_code("Hello, World!\n\tok") == "pyautogui.write('Hello, World!\\n\\tok')"
 
@@ -85,8 +87,17 @@ def test_ascii_text_is_typed_as_the_suites_harnesses_type_it():
 def test_text_pyautogui_would_drop_goes_through_the_vms_keymap_whole():
     code = type_code("café Ünïcode 日本 ok")
     runs = eval(code.split("\n", 1)[0].removeprefix("RUNS = "))  # the runs the VM's script types
-    assert runs == [(True, "caf"), (False, "é"), (True, " "), (False, "Ü"), (True, "n"), (False, "ï"),
-                    (True, "code "), (False, "日本"), (True, " ok")]
+    assert runs == [
+        (True, "caf"),
+        (False, "é"),
+        (True, " "),
+        (False, "Ü"),
+        (True, "n"),
+        (False, "ï"),
+        (True, "code "),
+        (False, "日本"),
+        (True, " ok"),
+    ]
     assert "".join(text for _, text in runs) == "café Ünïcode 日本 ok"
     assert code.endswith(TYPE_X11)
     compile(PREFIX + code, "<vm>", "exec")  # one program for the VM's python -c
@@ -105,9 +116,15 @@ def test_a_character_no_key_gives_is_refused_not_lost():
 
 def test_a_type_the_vm_could_not_do_fails_the_action_with_the_vms_reason(vm):
     env, stand_in = vm
-    stand_in.execute_reply = lambda body: recorded("execute ok", {
-        "status": "success", "output": "", "returncode": 1,
-        "error": "SystemExit: cannot type 'é': the keymap has no keycode free to lend it"})
+    stand_in.execute_reply = lambda body: recorded(
+        "execute ok",
+        {
+            "status": "success",
+            "output": "",
+            "returncode": 1,
+            "error": "SystemExit: cannot type 'é': the keymap has no keycode free to lend it",
+        },
+    )
     with pytest.raises(InfraError, match="could not perform type: .*no keycode free to lend"):
         env.act({"kind": "type", "text": "é"})
     command = stand_in.sent[-1]["command"]
@@ -116,13 +133,16 @@ def test_a_type_the_vm_could_not_do_fails_the_action_with_the_vms_reason(vm):
 
 # --- what OSWorld's getters ask the VM server ----------------------------------------------------------
 
+
 def test_the_terminal_getter_asks_the_vms_own_terminal_until_it_holds_still(vm, monkeypatch):
     env, stand_in = vm
     monkeypatch.setattr("mcpworld.env.vm.TERMINAL_SETTLE_S", 0.01)
-    stand_in.terminals = ["user@vm:~$ stty size", "user@vm:~$ stty size\n43 132\nuser@vm:~$",
-                          "user@vm:~$ stty size\n43 132\nuser@vm:~$"]
-    assert get_getter("vm_terminal_output")(env, {"type": "vm_terminal_output"}) == \
-        "user@vm:~$ stty size\n43 132\nuser@vm:~$"
+    stand_in.terminals = [
+        "user@vm:~$ stty size",
+        "user@vm:~$ stty size\n43 132\nuser@vm:~$",
+        "user@vm:~$ stty size\n43 132\nuser@vm:~$",
+    ]
+    assert get_getter("vm_terminal_output")(env, {"type": "vm_terminal_output"}) == "user@vm:~$ stty size\n43 132\nuser@vm:~$"
 
 
 def test_no_active_terminal_is_none_and_a_server_that_cannot_read_one_is_the_environments_failure(vm):
@@ -161,9 +181,15 @@ def test_the_clipboard_is_read_on_the_vm_not_on_this_hosts_display(vm):
     env, stand_in = vm
     from mcpworld.env.vm import CLIPBOARD_MARK
 
-    stand_in.execute_reply = lambda body: recorded("execute ok", {
-        "status": "success", "returncode": 0, "error": "",
-        "output": "Xlib.xauth: warning\n" + CLIPBOARD_MARK + json.dumps("café Ü 日本")})
+    stand_in.execute_reply = lambda body: recorded(
+        "execute ok",
+        {
+            "status": "success",
+            "returncode": 0,
+            "error": "",
+            "output": "Xlib.xauth: warning\n" + CLIPBOARD_MARK + json.dumps("café Ü 日本"),
+        },
+    )
     assert get_getter("vm_clipboard")(env, {"type": "vm_clipboard"}) == "café Ü 日本"
     assert stand_in.sent[-1]["command"][2].startswith("WHICH = 'CLIPBOARD'\n")
     compile(stand_in.sent[-1]["command"][2], "<vm>", "exec")  # one program for the VM's python -c
@@ -173,8 +199,10 @@ def test_paths_are_tested_on_the_vm(vm):
     """Getters that ask whether a path exists (WAA's, Chromium's profile, GIMP's config) ask the VM."""
     env, stand_in = vm
     kinds = {"/home/user/Desktop/a.txt": "file 5", "/home/user/Archive": "dir 7"}
-    stand_in.execute_reply = lambda body: recorded("execute ok", {
-        "status": "success", "returncode": 0, "error": "", "output": kinds.get(body["command"][-1], "none 0") + "\n"})
+    stand_in.execute_reply = lambda body: recorded(
+        "execute ok",
+        {"status": "success", "returncode": 0, "error": "", "output": kinds.get(body["command"][-1], "none 0") + "\n"},
+    )
     assert env.stat("~/Desktop/a.txt").kind == "file" and env.stat("~/Archive").kind == "dir"
     assert env.stat("/home/user/nothing") is None
     assert get_getter("vm_file_exists_in_desktop")(env, {"type": "vm_file_exists_in_desktop", "file_name": "a.txt"})
@@ -187,12 +215,17 @@ def test_the_stat_script_tells_each_kind(tmp_path):
     (tmp_path / "f").write_text("x")
     (tmp_path / "d").mkdir()
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
-    kinds = {name: subprocess.run([sys.executable, "-c", STAT_CODE, str(tmp_path / name)], capture_output=True,
-                                  text=True).stdout.split()[0] for name in ("f", "d", "dangling", "missing")}
+    kinds = {
+        name: subprocess.run(
+            [sys.executable, "-c", STAT_CODE, str(tmp_path / name)], capture_output=True, text=True
+        ).stdout.split()[0]
+        for name in ("f", "d", "dangling", "missing")
+    }
     assert kinds == {"f": "file", "d": "dir", "dangling": "other", "missing": "none"}
 
 
 # --- a pool of VMs --------------------------------------------------------------------------------------
+
 
 def vm_config(**keys: Any) -> SimpleNamespace:
     return SimpleNamespace(**{"url": None, "urls": None, "reset_command": None, "reset_commands": None} | keys)
@@ -209,17 +242,24 @@ def test_each_vm_of_the_pool_gets_its_own_reset():
     assert vm_slots(vm_config(url="http://vm:5000"))[0].reset_command is None
 
 
-@pytest.mark.parametrize("keys, message", [
-    ({}, "env=vm needs the VM server's address"),
-    ({"url": "http://a:5000", "urls": ["http://b:5000"]}, "env.vm.url and env.vm.urls both name VMs"),
-    ({"urls": ["http://a:5000", "http://a:5000/"]}, "names a VM twice"),
-    ({"urls": ["10.0.0.1:5000"]}, "not a VM server's URL: write it as http://HOST:PORT"),
-    ({"urls": ["http://a:5000", "http://b:5000"], "reset_commands": ["r1"]},
-     "env.vm.reset_commands has 1 command\\(s\\) for 2 VM\\(s\\)"),
-    ({"urls": ["http://a:5000", "http://b:5000"], "reset_command": "docker restart osworld"},
-     "env.vm.reset_command has no \\{url\\}: with 2 VMs"),
-    ({"url": "http://a:5000", "reset_command": "r", "reset_commands": ["r"]}, "are both set"),
-])
+@pytest.mark.parametrize(
+    "keys, message",
+    [
+        ({}, "env=vm needs the VM server's address"),
+        ({"url": "http://a:5000", "urls": ["http://b:5000"]}, "env.vm.url and env.vm.urls both name VMs"),
+        ({"urls": ["http://a:5000", "http://a:5000/"]}, "names a VM twice"),
+        ({"urls": ["10.0.0.1:5000"]}, "not a VM server's URL: write it as http://HOST:PORT"),
+        (
+            {"urls": ["http://a:5000", "http://b:5000"], "reset_commands": ["r1"]},
+            "env.vm.reset_commands has 1 command\\(s\\) for 2 VM\\(s\\)",
+        ),
+        (
+            {"urls": ["http://a:5000", "http://b:5000"], "reset_command": "docker restart osworld"},
+            "env.vm.reset_command has no \\{url\\}: with 2 VMs",
+        ),
+        ({"url": "http://a:5000", "reset_command": "r", "reset_commands": ["r"]}, "are both set"),
+    ],
+)
 def test_a_pool_that_does_not_add_up_is_one_error_naming_the_key(keys, message):
     with pytest.raises(UserError, match=message):
         vm_slots(vm_config(**keys))
@@ -243,8 +283,7 @@ def test_the_run_gives_each_desktop_its_own_vm(monkeypatch):
 
     monkeypatch.setattr("mcpworld.env.vm.VmEnvironment", Recorded)
     vm = VmConfig(urls=["http://a:5000", "http://b:5000", "http://c:5000"], reset_command="reset {url}")
-    settings = DesktopSettings(env=EnvConfig(backend=EnvBackend.vm, vm=vm), width=1280, height=800,
-                               settle=SettleConfig())
+    settings = DesktopSettings(env=EnvConfig(backend=EnvBackend.vm, vm=vm), width=1280, height=800, settle=SettleConfig())
     make_environments(settings, [], 2)
     assert sorted(made) == [("http://a:5000", "reset http://a:5000"), ("http://b:5000", "reset http://b:5000")]
     with pytest.raises(UserError, match="desktop 4 of the run has no VM: env=vm has 3 VM"):
@@ -254,9 +293,24 @@ def test_the_run_gives_each_desktop_its_own_vm(monkeypatch):
 
 
 def test_the_cli_refuses_more_concurrency_than_vms_before_any_episode(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "env=vm", "env.vm.url=http://127.0.0.1:9",
-                           "concurrency=2", "tracking=none", "provider=oracle", "task=[mousepad/append_line]",
-                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            "env=vm",
+            "env.vm.url=http://127.0.0.1:9",
+            "concurrency=2",
+            "tracking=none",
+            "provider=oracle",
+            "task=[mousepad/append_line]",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if "concurrency=2 but env=vm has 1 VM(s)" in line]
     assert len(errors) == 1, proc.stderr[-2000:]
@@ -268,8 +322,10 @@ def test_close_window_with_wait_waits_for_the_window_to_leave_the_vms_list(vm):
     env, stand_in = vm
     stand_in.routes["/setup/close_window"] = lambda r: recorded("close_window", content=b"Window closed successfully")
     listings = ["0x01 0 vm Team Wiki - Chromium\n", "0x01 0 vm Team Wiki - Chromium\n", "0x02 0 vm Terminal\n"]
-    stand_in.execute_reply = lambda body: recorded("execute ok", {
-        "status": "success", "output": listings.pop(0) if len(listings) > 1 else listings[0], "error": "", "returncode": 0})
+    stand_in.execute_reply = lambda body: recorded(
+        "execute ok",
+        {"status": "success", "output": listings.pop(0) if len(listings) > 1 else listings[0], "error": "", "returncode": 0},
+    )
     env.run_steps([{"close_window": {"window_name": "Chromium", "wait": True, "timeout": 30}}])
     assert listings == ["0x02 0 vm Terminal\n"] and stand_in.sent[-1]["command"] == ["wmctrl", "-l"]
     listings[:] = ["0x01 0 vm Team Wiki - Chromium\n"]

@@ -34,9 +34,7 @@ class DirEnvironment(Environment):
     def shell(self, command: str, timeout: float = 30.0, max_output: int = 20_000) -> ShellResult:
         self.shell_calls.append(command)
         try:
-            done = subprocess.run(
-                ["bash", "-c", command], cwd=self.home, capture_output=True, text=True, timeout=timeout
-            )
+            done = subprocess.run(["bash", "-c", command], cwd=self.home, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             return ShellResult(returncode=-9, stdout=out, stderr="", timed_out=True)

@@ -39,8 +39,14 @@ def test_defaults_without_a_profile(env):
     assert get(env, "enable_safe_browsing") == "false"
     assert get(env, "chrome_appearance_mode_ui") == "system"
     assert get(env, "enabled_experiments") == []
-    for name in ("data_delete_automacally", "new_startup_page", "enable_enhanced_safety_browsing",
-                 "find_unpacked_extension_path", "find_installed_extension_name", "cookie_data"):
+    for name in (
+        "data_delete_automacally",
+        "new_startup_page",
+        "enable_enhanced_safety_browsing",
+        "find_unpacked_extension_path",
+        "find_installed_extension_name",
+        "cookie_data",
+    ):
         assert get(env, name) is None, name
 
 
@@ -55,13 +61,16 @@ def test_defaults_with_an_untouched_profile(env):
 
 
 def test_changed_settings(env):
-    write_prefs(env, {
-        "default_search_provider_data": {"template_url_data": {"short_name": "Bing", "keyword": "bing.com"}},
-        "profile": {"name": "Thomas", "default_content_setting_values": {"cookies": 4}},
-        "session": {"restore_on_startup": 5},
-        "enable_do_not_track": True,
-        "safebrowsing": {"enabled": True, "enhanced": False},
-    })
+    write_prefs(
+        env,
+        {
+            "default_search_provider_data": {"template_url_data": {"short_name": "Bing", "keyword": "bing.com"}},
+            "profile": {"name": "Thomas", "default_content_setting_values": {"cookies": 4}},
+            "session": {"restore_on_startup": 5},
+            "enable_do_not_track": True,
+            "safebrowsing": {"enabled": True, "enhanced": False},
+        },
+    )
     assert get(env, "default_search_engine") == "Bing"
     assert get(env, "profile_name") == "Thomas"
     assert get(env, "data_delete_automacally") == "true"
@@ -75,8 +84,7 @@ def test_changed_settings(env):
 def test_data_delete_ignores_chromiums_own_migration_flags(env):
     write_prefs(env, {"profile": {"default_content_setting_values": {"has_migrated_local_network_access": True}}})
     assert get(env, "data_delete_automacally") == "false"
-    write_prefs(env, {"profile": {"default_content_setting_values": {"has_migrated_local_network_access": True,
-                                                                     "cookies": 4}}})
+    write_prefs(env, {"profile": {"default_content_setting_values": {"has_migrated_local_network_access": True, "cookies": 4}}})
     assert get(env, "data_delete_automacally") == "true"
 
 
@@ -104,16 +112,19 @@ def test_profile_dir_overrides_the_default_profile(env):
     assert get(env, "enabled_experiments", profile_dir="~/other/Profile 1") == ["x@1"]
 
 
-@pytest.mark.parametrize("theme, extensions, mode", [
-    ({"color_scheme2": 2}, {}, "dark"),
-    ({"color_scheme2": 1, "color_scheme": 2}, {}, "light"),
-    ({"color_scheme": 2}, {}, "dark"),
-    ({"color_scheme2": 0}, {}, "system"),
-    ({"color_scheme2": "Dark"}, {}, "dark"),
-    ({"color_scheme2": 7}, {}, "system"),
-    ({"color_scheme2": 2}, {"theme": {"system_theme": 0}}, "light"),
-    ({"color_scheme2": 2}, {"theme": {"system_theme": 1}}, "dark"),
-])
+@pytest.mark.parametrize(
+    "theme, extensions, mode",
+    [
+        ({"color_scheme2": 2}, {}, "dark"),
+        ({"color_scheme2": 1, "color_scheme": 2}, {}, "light"),
+        ({"color_scheme": 2}, {}, "dark"),
+        ({"color_scheme2": 0}, {}, "system"),
+        ({"color_scheme2": "Dark"}, {}, "dark"),
+        ({"color_scheme2": 7}, {}, "system"),
+        ({"color_scheme2": 2}, {"theme": {"system_theme": 0}}, "light"),
+        ({"color_scheme2": 2}, {"theme": {"system_theme": 1}}, "dark"),
+    ],
+)
 def test_appearance_mode(env, theme, extensions, mode):
     write_prefs(env, {"browser": {"theme": theme}, "extensions": extensions})
     assert get(env, "chrome_appearance_mode_ui") == mode
@@ -132,14 +143,29 @@ def _extension(path: str, name: str | None) -> dict[str, Any]:
 
 def test_extension_paths_and_names_from_both_preference_files(env):
     home = str(env.home)
-    write_prefs(env, {"extensions": {"settings": {
-        "aaa": _extension(f"{home}/Desktop/helloExtension", "Hello Extensions"),
-        "bbb": {"state": 1},  # a record with neither path nor manifest
-    }}})
-    write_prefs(env, {"extensions": {"settings": {
-        "ccc": _extension("ccc/2.1_0", "Google Translate"),
-        "ddd": _extension("ddd/1.0_0", None),
-    }}}, name="Secure Preferences")
+    write_prefs(
+        env,
+        {
+            "extensions": {
+                "settings": {
+                    "aaa": _extension(f"{home}/Desktop/helloExtension", "Hello Extensions"),
+                    "bbb": {"state": 1},  # a record with neither path nor manifest
+                }
+            }
+        },
+    )
+    write_prefs(
+        env,
+        {
+            "extensions": {
+                "settings": {
+                    "ccc": _extension("ccc/2.1_0", "Google Translate"),
+                    "ddd": _extension("ddd/1.0_0", None),
+                }
+            }
+        },
+        name="Secure Preferences",
+    )
     paths = get(env, "find_unpacked_extension_path")
     assert sorted(paths) == ["/home/user/Desktop/helloExtension", "ccc/2.1_0", "ddd/1.0_0"]
     assert score("is_in_list", paths, {"expected": "/home/user/Desktop/helloExtension"}) == 1
@@ -150,11 +176,18 @@ def test_extension_paths_and_names_from_both_preference_files(env):
 def test_extension_names_from_the_extension_folders(env):
     # Current Chromium records only the folder of most extensions (no manifest copy).
     home = str(env.home)
-    write_prefs(env, {"extensions": {"settings": {
-        "aaa": _extension(f"{home}/Desktop/helloExtension", None),
-        "bbb": _extension("bbb/3.2_0", None),
-        "ccc": _extension("ccc/1.0_0", None),  # its folder is gone
-    }}})
+    write_prefs(
+        env,
+        {
+            "extensions": {
+                "settings": {
+                    "aaa": _extension(f"{home}/Desktop/helloExtension", None),
+                    "bbb": _extension("bbb/3.2_0", None),
+                    "ccc": _extension("ccc/1.0_0", None),  # its folder is gone
+                }
+            }
+        },
+    )
     env.write("~/Desktop/helloExtension/manifest.json", json.dumps({"name": "Hello Extensions", "version": "1"}))
     store = f"{PROFILE}/Extensions/bbb/3.2_0"
     env.write(f"{store}/manifest.json", json.dumps({"name": "__MSG_appName__", "default_locale": "en"}))
@@ -189,8 +222,10 @@ def test_is_extension_installed():
 
 
 def test_enabled_experiments(env):
-    env.write("~/.config/google-chrome/Local State", json.dumps(
-        {"browser": {"enabled_labs_experiments": ["show-performance-metrics-hud@1", "smooth-scrolling@2"]}}))
+    env.write(
+        "~/.config/google-chrome/Local State",
+        json.dumps({"browser": {"enabled_labs_experiments": ["show-performance-metrics-hud@1", "smooth-scrolling@2"]}}),
+    )
     flags = get(env, "enabled_experiments")
     assert flags == ["show-performance-metrics-hud@1", "smooth-scrolling@2"]
     name = "check_enabled_experiments"
@@ -222,8 +257,10 @@ def write_cookies(env, relative: str, hosts: list[str]) -> None:
     with closing(sqlite3.connect(path)) as db:
         db.execute(f"CREATE TABLE cookies ({COOKIE_COLUMNS})")
         for i, host in enumerate(hosts):
-            db.execute("INSERT INTO cookies VALUES (?,?,'',?,'v',x'',?,0,1,0,0,1,1,1,0,2,443,0,0,0)",
-                       (13_300_000_000_000_000 + i, host, f"c{i}", "/"))
+            db.execute(
+                "INSERT INTO cookies VALUES (?,?,'',?,'v',x'',?,0,1,0,0,1,1,1,0,2,443,0,0,0)",
+                (13_300_000_000_000_000 + i, host, f"c{i}", "/"),
+            )
         db.commit()
 
 
@@ -284,16 +321,19 @@ def test_shortcuts_on_desktop(env):
     assert shortcuts == {"chrome-abcdef-Default.desktop": LAUNCHER}
 
 
-@pytest.mark.parametrize("rules, expected", [
-    ({"type": "name", "name": "Play 2048 Game Online"}, 1),
-    ({"type": "name", "name": "play 2048 game online - the official site"}, 1),
-    ({"type": "name", "name": "2048"}, 1),
-    ({"type": "name", "name": "Play Puzzle Game 2048"}, 0),
-    ({"type": "exec", "exec": "/opt/google/chrome/google-chrome --profile-directory=Default --app-id=abcdef"}, 1),
-    ({"type": "exec", "exec": "--APP-ID=abcdef"}, 0),
-    ({"type": "description", "description": "Play Puzzle Game 2048."}, 1),
-    ({"type": "description", "description": "Tetris"}, 0),
-])
+@pytest.mark.parametrize(
+    "rules, expected",
+    [
+        ({"type": "name", "name": "Play 2048 Game Online"}, 1),
+        ({"type": "name", "name": "play 2048 game online - the official site"}, 1),
+        ({"type": "name", "name": "2048"}, 1),
+        ({"type": "name", "name": "Play Puzzle Game 2048"}, 0),
+        ({"type": "exec", "exec": "/opt/google/chrome/google-chrome --profile-directory=Default --app-id=abcdef"}, 1),
+        ({"type": "exec", "exec": "--APP-ID=abcdef"}, 0),
+        ({"type": "description", "description": "Play Puzzle Game 2048."}, 1),
+        ({"type": "description", "description": "Tetris"}, 0),
+    ],
+)
 def test_is_shortcut_on_desktop(rules, expected):
     assert score("is_shortcut_on_desktop", {"a.desktop": LAUNCHER}, rules) == expected
 
@@ -322,6 +362,7 @@ def test_is_shortcut_on_desktop_edge_cases():
 def active_url(monkeypatch):
     def use(url: str | None) -> None:
         monkeypatch.setattr(chrome, "active_url_from_access_tree", lambda env, cfg: url)
+
     return use
 
 
@@ -355,26 +396,43 @@ MACYS_KEYS = ["mens_clothing", "shirts", "Men_regular_size_t", "Price_discount_r
 
 
 def test_url_path_parse_of_a_filtered_listing(env, active_url):
-    active_url("https://www.macys.com/shop/mens-clothing/mens-casual-shirts/"
-               "Men_regular_size_t,Price_discount_range,Sleeve_length/L,50_PERCENT_%20off%20%26%20more,"
-               "Short%20Sleeve?id=20627")
+    active_url(
+        "https://www.macys.com/shop/mens-clothing/mens-casual-shirts/"
+        "Men_regular_size_t,Price_discount_range,Sleeve_length/L,50_PERCENT_%20off%20%26%20more,"
+        "Short%20Sleeve?id=20627"
+    )
     result = get(env, "url_path_parse", parse_keys=MACYS_KEYS)
-    assert result == {"mens_clothing": True, "shirts": True, "short_sleeve": True,
-                      "Men_regular_size_t": "L", "Price_discount_range": "50_PERCENT_ off & more"}
+    assert result == {
+        "mens_clothing": True,
+        "shirts": True,
+        "short_sleeve": True,
+        "Men_regular_size_t": "L",
+        "Price_discount_range": "50_PERCENT_ off & more",
+    }
     expected = dict(result)
     assert score("check_direct_json_object", result, {"expected": expected}) == 1
 
 
 def test_url_path_parse_of_other_listings(env, active_url):
-    active_url("https://www.macys.com/shop/womens-clothing/Price_discount_range,Product_department/"
-               "50_PERCENT_%20off%20%26%20more|30_PERCENT_%20off%20%26%20more,Shirts")
+    active_url(
+        "https://www.macys.com/shop/womens-clothing/Price_discount_range,Product_department/"
+        "50_PERCENT_%20off%20%26%20more|30_PERCENT_%20off%20%26%20more,Shirts"
+    )
     result = get(env, "url_path_parse", parse_keys=MACYS_KEYS)
-    assert result == {"mens_clothing": None, "shirts": True, "short_sleeve": None,
-                      "Men_regular_size_t": None, "Price_discount_range": "not_50_PERCENT_ off & more"}
+    assert result == {
+        "mens_clothing": None,
+        "shirts": True,
+        "short_sleeve": None,
+        "Men_regular_size_t": None,
+        "Price_discount_range": "not_50_PERCENT_ off & more",
+    }
     active_url("https://www.macys.com/shop/mens-clothing")
     assert get(env, "url_path_parse", parse_keys=["Sleeve_length", "Price_discount_range"]) == {
-        "mens_clothing": True, "shirts": None, "short_sleeve": None,
-        "Price_discount_range": "not_50_PERCENT_ off & more"}
+        "mens_clothing": True,
+        "shirts": None,
+        "short_sleeve": None,
+        "Price_discount_range": "not_50_PERCENT_ off & more",
+    }
     active_url(None)
     assert get(env, "url_path_parse", parse_keys=MACYS_KEYS) is None
     with pytest.raises(UserError, match="parse_keys"):
@@ -401,8 +459,11 @@ def test_is_expected_active_tab_approximate():
 def test_is_added_to_steam_cart():
     name = "is_added_to_steam_cart"
     rules = {"items": ["The Dota 2 Official Soundtrack"]}
-    page = {"title": "Shopping Cart", "url": "https://store.steampowered.com/cart/",
-            "content": "<div class='cart_item'>The Dota 2 Official Soundtrack</div>"}
+    page = {
+        "title": "Shopping Cart",
+        "url": "https://store.steampowered.com/cart/",
+        "content": "<div class='cart_item'>The Dota 2 Official Soundtrack</div>",
+    }
     assert score(name, page, rules) == 1
     assert score(name, {**page, "content": "<div>Your cart is empty</div>"}, rules) == 0
     assert score(name, None, rules) == 0

@@ -26,14 +26,22 @@ TASK = {
     "id": "count-lines",
     "instruction": "Write 3 into /home/user/count.txt",
     "config": [],
-    "evaluator": {"func": "exact_match",
-                  "result": {"type": "vm_command_line", "command": "cat /home/user/count.txt"},
-                  "expected": {"type": "rule", "rules": {"expected": "3"}}},
+    "evaluator": {
+        "func": "exact_match",
+        "result": {"type": "vm_command_line", "command": "cat /home/user/count.txt"},
+        "expected": {"type": "rule", "rules": {"expected": "3"}},
+    },
 }
-NATIVE = {"app": "mousepad", "instruction": "Write 3 into count.txt", "id": "native/count",
-          "evaluator": {"func": "exact_match",
-                        "result": {"type": "content_from_vm_file", "path": "~/count.txt", "file_type": "txt"},
-                        "expected": {"type": "rule", "rules": {"expected": "3"}}}}
+NATIVE = {
+    "app": "mousepad",
+    "instruction": "Write 3 into count.txt",
+    "id": "native/count",
+    "evaluator": {
+        "func": "exact_match",
+        "result": {"type": "content_from_vm_file", "path": "~/count.txt", "file_type": "txt"},
+        "expected": {"type": "rule", "rules": {"expected": "3"}},
+    },
+}
 
 
 def _run(server):
@@ -73,8 +81,9 @@ def test_live_verdict_is_the_standalone_verdict(live):
             (home / "count.txt").write_text(content)
         over_http = client.evaluate(TASK)
         in_process = grade(load_osworld(Path("t.json"), dict(TASK)), home)
-        assert {k: over_http[k] for k in ("score", "success", "status", "metrics")} == \
-               {k: in_process[k] for k in ("score", "success", "status", "metrics")}
+        assert {k: over_http[k] for k in ("score", "success", "status", "metrics")} == {
+            k: in_process[k] for k in ("score", "success", "status", "metrics")
+        }
     assert over_http["success"] is True and over_http["metrics"][0]["score"] == 1.0
 
 
@@ -115,8 +124,14 @@ def test_bad_requests_say_what_is_wrong(live, tmp_path):
 def test_a_desktop_that_cannot_grade_is_503_not_a_failure(live):
     """A getter that needs a live desktop, on none: the environment's failure, no verdict."""
     _, url = live
-    tree = dict(TASK, evaluator={"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
-                                 "expected": {"type": "rule", "rules": [{"selectors": ["frame"]}]}})
+    tree = dict(
+        TASK,
+        evaluator={
+            "func": "check_accessibility_tree",
+            "result": {"type": "accessibility_tree"},
+            "expected": {"type": "rule", "rules": [{"selectors": ["frame"]}]},
+        },
+    )
     reply = httpx.post(f"{url}/evaluate", json=tree, headers={"Authorization": f"Bearer {TOKEN}"})
     assert reply.status_code == 503
     assert reply.json()["status"] == "infra_error" and "needs a live desktop" in reply.json()["error"]
@@ -132,8 +147,9 @@ def test_endpoint_folder_keeps_the_token_apart_and_private(tmp_path):
 
 
 def _client_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld.evaluation.client", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpworld.evaluation.client", *args], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def test_client_cli_reads_the_token_from_the_folder_the_variable_or_a_file(live, tmp_path):

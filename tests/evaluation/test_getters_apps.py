@@ -21,9 +21,19 @@ from mcpworld.evaluation.registry import GETTERS
 
 
 def test_getters_are_registered():
-    for name in ("cache_file", "rule_relativeTime", "vm_screen_size", "vm_window_size", "vlc_config",
-                 "gimp_config_file", "libreoffice_config", "chrome_preferences", "bookmarks", "history",
-                 "chrome_font_size"):
+    for name in (
+        "cache_file",
+        "rule_relativeTime",
+        "vm_screen_size",
+        "vm_window_size",
+        "vlc_config",
+        "gimp_config_file",
+        "libreoffice_config",
+        "chrome_preferences",
+        "bookmarks",
+        "history",
+        "chrome_font_size",
+    ):
         assert name in GETTERS
 
 
@@ -163,16 +173,18 @@ def test_rule_relative_time_fills_templates_without_mutating(env):
 
 
 def test_rule_relative_time_single_from_fills_time_and_uses_env_clock(env):
-    out = rule_relative_time(env, {"type": "rule_relativeTime",
-                                   "rules": {"relativeTime": {"from": "today"}, "expected": {"time": "{Year}"}}})
+    out = rule_relative_time(
+        env, {"type": "rule_relativeTime", "rules": {"relativeTime": {"from": "today"}, "expected": {"time": "{Year}"}}}
+    )
     assert out["expected"]["time"] == str(datetime.now().astimezone().year)
     assert any(cmd.startswith("date ") for cmd in env.shell_calls)
 
 
 def test_rule_relative_time_config_errors(env):
     with pytest.raises(UserError, match="timezone"):
-        rule_relative_time(env, {"rules": {"relativeTime": {"from": "today"}, "expected": {"time": "x"},
-                                           "timezone": "Mars/Base"}})
+        rule_relative_time(
+            env, {"rules": {"relativeTime": {"from": "today"}, "expected": {"time": "x"}, "timezone": "Mars/Base"}}
+        )
     with pytest.raises(UserError, match="relativeTime"):
         rule_relative_time(env, {"rules": {"expected": {"time": "x"}}})
     with pytest.raises(UserError, match="relativeTime.to"):
@@ -225,10 +237,15 @@ def test_libreoffice_config(env):
 
 
 def _write_profile(env, folder="~/.config/chromium/Default"):
-    env.write(f"{folder}/Preferences", json.dumps({
-        "webkit": {"webprefs": {"default_font_size": 20}},
-        "download": {"default_directory": f"{env.home}/Downloads"},
-    }))
+    env.write(
+        f"{folder}/Preferences",
+        json.dumps(
+            {
+                "webkit": {"webprefs": {"default_font_size": 20}},
+                "download": {"default_directory": f"{env.home}/Downloads"},
+            }
+        ),
+    )
     env.write(f"{folder}/Bookmarks", json.dumps({"roots": {"bookmark_bar": {"children": []}}, "version": 1}))
     db = env.resolve(f"{folder}/History")
     with sqlite3.connect(db) as conn:
@@ -247,7 +264,10 @@ def test_chromium_profile_getters(env):
     assert chrome_preferences(env, {"type": "chrome_preferences", "key": ["nope"], "default": "Google"}) == "Google"
     assert bookmarks(env, {"type": "bookmarks"}) == {"bookmark_bar": {"children": []}}
     assert chrome_font_size(env, {"type": "chrome_font_size"}) == {
-        "default_font_size": 20, "default_fixed_font_size": 13, "minimum_font_size": 0}
+        "default_font_size": 20,
+        "default_fixed_font_size": 13,
+        "minimum_font_size": 0,
+    }
     local = history(env, {"type": "history", "dest": "history.sqlite"})
     assert Path(local).name == "history.sqlite"
     assert check_history_deleted(local, {"type": "keywords", "keywords": ["news"]}) == 0.0
@@ -285,8 +305,12 @@ def _fake_command(tmp_path, monkeypatch, name: str, script: str) -> None:
 
 def test_default_video_player_is_the_most_common_default(env, tmp_path, monkeypatch):
     # mp4 and matroska (and the rest) open in VLC, webm in mpv, flv has no default
-    _fake_command(tmp_path, monkeypatch, "xdg-mime", 'case "$3" in video/webm) echo mpv.desktop;; '
-                  'video/x-flv) ;; *) echo vlc.desktop;; esac\n')
+    _fake_command(
+        tmp_path,
+        monkeypatch,
+        "xdg-mime",
+        'case "$3" in video/webm) echo mpv.desktop;; video/x-flv) ;; *) echo vlc.desktop;; esac\n',
+    )
     assert default_video_player(env, {"type": "default_video_player"}) == "vlc.desktop"
     _fake_command(tmp_path, monkeypatch, "xdg-mime", 'case "$3" in video/webm) echo mpv.desktop;; esac\n')
     assert default_video_player(env, {"type": "default_video_player"}) == "mpv.desktop"
@@ -333,11 +357,13 @@ def test_vm_wallpaper_default_and_none(env, tmp_path, monkeypatch):
 def test_terminal_text_replays_line_editing():
     # bracketed-paste toggles, a title (OSC), colours, a typo fixed with backspace, a readline
     # history recall redrawn with cursor moves and erase-to-end, a progress line rewritten with \r
-    raw = ("\x1b]0;user@host: ~\x07\x1b[?2004h\x1b[01;32muser\x1b[00m$ ls -l\x08\x08\x08\x08\x08wc -l *.php\r\n"
-           "\x1b[?2004l\r  54 total\r\n"
-           "$ stty sizr\x08e\r\n43 132\r\n"
-           "$ echo one two\x1b[3D\x1b[Kthree\r\none three\r\n"
-           "10%\r100%\r\n$ ")
+    raw = (
+        "\x1b]0;user@host: ~\x07\x1b[?2004h\x1b[01;32muser\x1b[00m$ ls -l\x08\x08\x08\x08\x08wc -l *.php\r\n"
+        "\x1b[?2004l\r  54 total\r\n"
+        "$ stty sizr\x08e\r\n43 132\r\n"
+        "$ echo one two\x1b[3D\x1b[Kthree\r\none three\r\n"
+        "10%\r100%\r\n$ "
+    )
     assert terminal_text(raw) == "user$ wc -l *.php\n  54 total\n$ stty size\n43 132\n$ echo one three\none three\n100%\n$"
 
 
@@ -367,12 +393,19 @@ class _PaletteEnv:
 def test_vscode_config_runs_the_palette_command_and_copies_its_file(env, monkeypatch):
     palette = _PaletteEnv(env, "project")
     monkeypatch.setattr(env, "act", palette, raising=False)
-    cfg = {"type": "vscode_config", "vscode_extension_command": "OpenProject", "path": "/home/user/OpenProject.txt",
-           "dest": "OpenProject.txt"}
+    cfg = {
+        "type": "vscode_config",
+        "vscode_extension_command": "OpenProject",
+        "path": "/home/user/OpenProject.txt",
+        "dest": "OpenProject.txt",
+    }
     local = vscode_config(env, cfg)
     assert Path(local).read_text() == "project"
-    assert palette.actions == [{"kind": "key", "keys": "ctrl+shift+p"}, {"kind": "type", "text": "OpenProject"},
-                               {"kind": "key", "keys": "Return"}]
+    assert palette.actions == [
+        {"kind": "key", "keys": "ctrl+shift+p"},
+        {"kind": "type", "text": "OpenProject"},
+        {"kind": "key", "keys": "Return"},
+    ]
 
 
 def test_vscode_config_extension_missing(env, monkeypatch):
@@ -485,6 +518,7 @@ def test_is_files_moved_downloads(env):
     env.write("OldDownloads/Test/example.txt", "x")
     assert waa.is_files_moved_downloads(env, cfg) == "false"  # copied, not moved
     import shutil
+
     shutil.rmtree(env.resolve("Downloads/Test"))
     assert waa.is_files_moved_downloads(env, cfg) == "true"
 

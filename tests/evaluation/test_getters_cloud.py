@@ -27,8 +27,9 @@ def test_one_file_is_returned_as_a_path_under_dest(env, host):
 
 def test_multi_returns_the_entries_gives_picks_in_file_order(env, host):
     urls = [host.url + f"/gold/{n}.docx" for n in "abc"]
-    got = cloud_file(env, {"type": "cloud_file", "multi": True, "path": urls, "dest": ["1.docx", "2.docx", "3.docx"],
-                           "gives": [2, 0]})
+    got = cloud_file(
+        env, {"type": "cloud_file", "multi": True, "path": urls, "dest": ["1.docx", "2.docx", "3.docx"], "gives": [2, 0]}
+    )
     assert [Path(p).read_bytes() for p in got] == [b"A", b"C"]
     assert host.count("/gold/b.docx") == 0  # not given: not needed
 

@@ -75,8 +75,11 @@ def test_audio_embedded(env):
 
 def test_audio_linked(env):
     env.write("~/Desktop/Baseball.mp3", "ID3 tune")
-    linked = deck(env, "linked.pptx",
-                  lambda prs, s: s[0].part.relate_to("file:///home/user/Desktop/Baseball.mp3", RT.AUDIO, is_external=True))
+    linked = deck(
+        env,
+        "linked.pptx",
+        lambda prs, s: s[0].part.relate_to("file:///home/user/Desktop/Baseball.mp3", RT.AUDIO, is_external=True),
+    )
     assert Path(audio_in_slide(env, cfg("audio_in_slide", linked, "0"))).read_text() == "ID3 tune"
     relative = deck(env, "relative.pptx", lambda prs, s: s[0].part.relate_to("Baseball.mp3", RT.AUDIO, is_external=True))
     assert Path(audio_in_slide(env, cfg("audio_in_slide", relative, 0))).read_text() == "ID3 tune"

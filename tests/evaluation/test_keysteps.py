@@ -16,8 +16,11 @@ EVENTS = [
 
 
 def check_file_says(text: str) -> dict:
-    return {"func": "exact_match", "result": {"type": "content_from_vm_file", "path": "~/out.txt"},
-            "expected": {"type": "rule", "rules": {"expected": text}}}
+    return {
+        "func": "exact_match",
+        "result": {"type": "content_from_vm_file", "path": "~/out.txt"},
+        "expected": {"type": "rule", "rules": {"expected": text}},
+    }
 
 
 STEPS = [
@@ -33,7 +36,10 @@ def test_event_and_check_steps_give_ratio_progress_and_timeline(env):
     ks = evaluate_key_steps(STEPS, EVENTS, env, "DONE")
     assert (ks["total"], ks["completed"], ks["ratio"], ks["progress"]) == (4, 3, 0.75, 1.0)
     assert [(s["name"], s["t"], s["via"]) for s in ks["timeline"]] == [
-        ("read the input", 0.5, "event"), ("saved", 0.9, "event"), ("output written", None, "check")]
+        ("read the input", 0.5, "event"),
+        ("saved", 0.9, "event"),
+        ("output written", None, "check"),
+    ]
 
 
 def test_progress_is_the_highest_completed_step(env):
@@ -53,14 +59,17 @@ def test_key_step_metrics_reach_the_result_numbers(env):
     assert "keysteps.ratio" not in EpisodeResult(task_id="t", app="a").numbers()
 
 
-@pytest.mark.parametrize("steps, message", [
-    ([{"event": {"type": "tool_call"}}], "needs a 'name'"),
-    ([{"name": "x"}], "exactly one of 'event', 'check' or 'handler_index'"),
-    ([{"name": "x", "event": {"type": "a"}, "check": check_file_says("y")}], "exactly one"),
-    ([{"name": "x", "event": {"match": {}}}], "needs a 'type'"),
-    ([{"name": "x", "event": {"type": "tool_call", "match": {"args": "("}}}], "match.args is not a valid regex"),
-    ([{"name": "x", "check": {"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}}], "no_such_metric"),
-])
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        ([{"event": {"type": "tool_call"}}], "needs a 'name'"),
+        ([{"name": "x"}], "exactly one of 'event', 'check' or 'handler_index'"),
+        ([{"name": "x", "event": {"type": "a"}, "check": check_file_says("y")}], "exactly one"),
+        ([{"name": "x", "event": {"match": {}}}], "needs a 'type'"),
+        ([{"name": "x", "event": {"type": "tool_call", "match": {"args": "("}}}], "match.args is not a valid regex"),
+        ([{"name": "x", "check": {"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}}], "no_such_metric"),
+    ],
+)
 def test_bad_key_steps_name_the_file_and_step(steps, message):
     with pytest.raises(UserError, match=message) as err:
         validate_key_steps(steps, "tasks/a/task.yaml")

@@ -14,7 +14,7 @@ from mcpworld.evaluation.handler import HandlerProcess, run_handler
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.select import discover
 
-HANDLER = '''
+HANDLER = """
 import os
 from pathlib import Path
 
@@ -31,18 +31,26 @@ def message_handler(message, logger, task_parameter):
 
 def inspector_on_completion(eval_handler):
     eval_handler({"event": "check_note"}, None)
-'''
+"""
 
 CONFIG = {
-    "task_id": 7, "task_name": "append", "description": "append text to a note",
+    "task_id": 7,
+    "task_name": "append",
+    "description": "append text to a note",
     "application_info": {"name": "notes", "executable_path": "/bin/true", "args": []},
     "instruction_template": "Append '${text}' to ${note} in the vault.",
     "task_parameters": {"note": "Agenda.md", "text": "- review budget"},
-    "evaluation_setup": {"scripts": [{"role": "hook", "path": "handler.py"}, {"role": "handler", "path": "handler.py"}],
-                         "timeout": 300, "evaluator_type": "StateInspector", "evaluate_on_completion": True},
+    "evaluation_setup": {
+        "scripts": [{"role": "hook", "path": "handler.py"}, {"role": "handler", "path": "handler.py"}],
+        "timeout": 300,
+        "evaluator_type": "StateInspector",
+        "evaluate_on_completion": True,
+    },
     "total_key_steps": 2,
-    "events": {"note_found": {"description": "", "is_key_step": True, "key_step_index": 1, "key_step_name": "found the note"},
-               "text_appended": {"is_key_step": True, "key_step_index": 2, "key_step_name": "appended the text"}},
+    "events": {
+        "note_found": {"description": "", "is_key_step": True, "key_step_index": 1, "key_step_name": "found the note"},
+        "text_appended": {"is_key_step": True, "key_step_index": 2, "key_step_name": "appended the text"},
+    },
     "mcp_servers": [{"command": "uvx", "args": ["mcp-obsidian"]}],
     "context_data": [{"from": "tests/context_data/notes/vault", "to": "/workspace/.mcpworld/notes/vault"}],
 }
@@ -67,8 +75,7 @@ def test_config_json_maps_onto_the_task_model(canary):
     assert task.instruction == "Append '- review budget' to Agenda.md in the vault."
     assert task.context[0].dest == "~/workspace/.mcpworld/notes/vault"
     assert task.context[0].src.name == "vault"
-    assert task.key_steps == [{"name": "found the note", "handler_index": 1},
-                              {"name": "appended the text", "handler_index": 2}]
+    assert task.key_steps == [{"name": "found the note", "handler_index": 1}, {"name": "appended the text", "handler_index": 2}]
     assert task.handler == canary / "handler.py" and task.timeout_s == 300
     assert task.mcp_servers == [{"command": "uvx", "args": ["mcp-obsidian"], "name": "mcp-obsidian"}]
     assert [t.id for t in discover(canary.parents[2])] == ["notes/task07_append"]
@@ -77,8 +84,10 @@ def test_config_json_maps_onto_the_task_model(canary):
 def test_missing_app_or_context_loads_with_a_skip_reason(canary):
     data = dict(CONFIG, application_info={"name": "notes", "executable_path": "/opt/nowhere/notes.sh"})
     (canary / "config.json").write_text(json.dumps(data))
-    assert load_task_file(canary / "config.json").skip_reason == \
-        "its application notes is not installed here (the task starts /opt/nowhere/notes.sh)"
+    assert (
+        load_task_file(canary / "config.json").skip_reason
+        == "its application notes is not installed here (the task starts /opt/nowhere/notes.sh)"
+    )
     data = dict(CONFIG, context_data=[{"from": "tests/context_data/other", "to": "/workspace/x"}])
     (canary / "config.json").write_text(json.dumps(data))
     assert "context data" in load_task_file(canary / "config.json").skip_reason
@@ -92,8 +101,12 @@ def test_missing_handler_is_a_skip_naming_the_file_and_the_fix(canary):
 
 
 def grade(task_file: Path, home: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(task_file), "--home", str(home)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld.evaluation", str(task_file), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -118,20 +131,24 @@ def test_handler_judges_the_home_with_key_steps(canary, tmp_path):
 
 def test_message_only_handler_gets_the_completion_message(tmp_path):
     handler = tmp_path / "handler.py"
-    handler.write_text("def message_handler(message, logger, p):\n"
-                       "    if message.get('event_type') == 'evaluate_on_completion':\n"
-                       "        return {'status': 'success', 'reason': p['why']}\n")
+    handler.write_text(
+        "def message_handler(message, logger, p):\n"
+        "    if message.get('event_type') == 'evaluate_on_completion':\n"
+        "        return {'status': 'success', 'reason': p['why']}\n"
+    )
     verdict = run_handler(handler, {"why": "checked"}, tmp_path)
     assert verdict.score == 1.0 and "checked" in verdict.reason
 
 
 def test_live_messages_record_key_steps_and_app_events(tmp_path):
     handler = tmp_path / "handler.py"
-    handler.write_text("def message_handler(message, logger, p):\n"
-                       "    if 'step' in message.get('payload', {}):\n"
-                       "        return [{'status': 'key_step', 'index': message['payload']['step']},\n"
-                       "                {'status': 'app_event', 'name': 'seen', 'payload': {}}]\n"
-                       "    return None\n")
+    handler.write_text(
+        "def message_handler(message, logger, p):\n"
+        "    if 'step' in message.get('payload', {}):\n"
+        "        return [{'status': 'key_step', 'index': message['payload']['step']},\n"
+        "                {'status': 'app_event', 'name': 'seen', 'payload': {}}]\n"
+        "    return None\n"
+    )
     proc = HandlerProcess(handler, {}, tmp_path, timeout_s=20)
     try:
         for step in (2, 1, 2):
@@ -143,14 +160,17 @@ def test_live_messages_record_key_steps_and_app_events(tmp_path):
     assert verdict.score == 0.0 and "no success or error verdict" in verdict.reason
 
 
-@pytest.mark.parametrize("body, reason", [
-    ("def message_handler(m, l, p):\n    raise ValueError('bad state')\n", "raised ValueError: bad state"),
-    ("import time\ndef message_handler(m, l, p):\n    time.sleep(30)\n", "did not answer within 1s"),
-    ("x = 1\n", "neither message_handler"),
-    ("raise SystemExit(3)\n", "could not be loaded: SystemExit: 3"),
-    ("import os\ndef message_handler(m, l, p):\n    os._exit(4)\n", "process exited"),
-    ("def message_handler(m, l, p:\n    pass\n", "could not be loaded: SyntaxError"),
-])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("def message_handler(m, l, p):\n    raise ValueError('bad state')\n", "raised ValueError: bad state"),
+        ("import time\ndef message_handler(m, l, p):\n    time.sleep(30)\n", "did not answer within 1s"),
+        ("x = 1\n", "neither message_handler"),
+        ("raise SystemExit(3)\n", "could not be loaded: SystemExit: 3"),
+        ("import os\ndef message_handler(m, l, p):\n    os._exit(4)\n", "process exited"),
+        ("def message_handler(m, l, p:\n    pass\n", "could not be loaded: SyntaxError"),
+    ],
+)
 def test_a_handler_that_cannot_judge_is_an_eval_error_not_a_failure(tmp_path, body, reason):
     handler = tmp_path / "handler.py"
     handler.write_text(body)
@@ -164,9 +184,11 @@ def test_a_handler_that_cannot_judge_is_an_eval_error_not_a_failure(tmp_path, bo
 
 def test_a_handler_that_says_no_is_a_failure_with_its_reason(tmp_path):
     handler = tmp_path / "handler.py"
-    handler.write_text("print('chatty handler')\n"
-                       "def message_handler(m, l, p):\n"
-                       "    print('still chatty')\n"
-                       "    return {'status': 'error', 'type': 'wrong', 'message': 'theme is Light'}\n")
+    handler.write_text(
+        "print('chatty handler')\n"
+        "def message_handler(m, l, p):\n"
+        "    print('still chatty')\n"
+        "    return {'status': 'error', 'type': 'wrong', 'message': 'theme is Light'}\n"
+    )
     verdict = run_handler(handler, {}, tmp_path)
     assert verdict.score == 0.0 and "theme is Light" in verdict.reason

@@ -29,10 +29,16 @@ def test_a_rule_matching_nothing_scores_zero():
 
 
 def test_namespaced_states_and_attributes_in_xpath_and_css():
-    assert check_accessibility_tree(TREE, [{"xpath": '//*[@st:focused="true"]', "text": "anonym-x2024@outlook.com",
-                                            "exact": True}]) == 1.0
-    assert check_accessibility_tree(TREE, [{"selectors": ['application[name="Thunderbird"] frame[attr|toolkit=gtk] '
-                                                          '> push-button[st|sensitive=true]']}]) == 1.0
+    assert (
+        check_accessibility_tree(TREE, [{"xpath": '//*[@st:focused="true"]', "text": "anonym-x2024@outlook.com", "exact": True}])
+        == 1.0
+    )
+    assert (
+        check_accessibility_tree(
+            TREE, [{"selectors": ['application[name="Thunderbird"] frame[attr|toolkit=gtk] > push-button[st|sensitive=true]']}]
+        )
+        == 1.0
+    )
     assert check_accessibility_tree(TREE, [{"selectors": ["slider[val|value='70.0']"]}]) == 1.0
     assert check_accessibility_tree(TREE, [{"selectors": ["slider[val|value='10.0']"]}]) == 0.0
 
@@ -58,14 +64,17 @@ def test_missing_or_broken_tree_scores_zero(result):
     assert check_accessibility_tree(result, [{"xpath": "//entry"}]) == 0.0
 
 
-@pytest.mark.parametrize("rules, fragment", [
-    (None, "non-empty list"),
-    ([], "non-empty list"),
-    ([{"text": "x"}], "needs 'xpath' or a non-empty 'selectors'"),
-    ([{"xpath": "//entry["}], "not valid XPath"),
-    ([{"xpath": "//zz:entry"}], "not valid XPath"),
-    ([{"selectors": ["entry[[["]}], "not valid CSS"),
-])
+@pytest.mark.parametrize(
+    "rules, fragment",
+    [
+        (None, "non-empty list"),
+        ([], "non-empty list"),
+        ([{"text": "x"}], "needs 'xpath' or a non-empty 'selectors'"),
+        ([{"xpath": "//entry["}], "not valid XPath"),
+        ([{"xpath": "//zz:entry"}], "not valid XPath"),
+        ([{"selectors": ["entry[[["]}], "not valid CSS"),
+    ],
+)
 def test_bad_rules_name_the_metric_and_the_rule(rules, fragment):
     with pytest.raises(UserError, match=fragment) as info:
         check_accessibility_tree(TREE, rules)
@@ -78,8 +87,10 @@ def test_a_single_rule_object_and_the_osname_option_are_accepted():
 
 def test_external_entities_are_not_read(tmp_path):
     (tmp_path / "secret").write_text("secret")
-    evil = (f'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file://{tmp_path}/secret">]>'
-            f'<desktop-frame {NS}><label name="l">&x;</label></desktop-frame>')
+    evil = (
+        f'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file://{tmp_path}/secret">]>'
+        f'<desktop-frame {NS}><label name="l">&x;</label></desktop-frame>'
+    )
     assert check_accessibility_tree(evil, [{"selectors": ["label"]}]) == 1.0  # parsed
     assert check_accessibility_tree(evil, [{"selectors": ["label"], "text": "secret", "exact": True}]) == 0.0
 

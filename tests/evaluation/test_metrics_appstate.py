@@ -24,11 +24,24 @@ from mcpworld.evaluation.metrics.appstate.vscode import check_json_keybindings, 
 from mcpworld.evaluation.registry import METRICS
 
 NAMES = [
-    "check_config_status", "is_vlc_recordings_folder", "check_qt_bgcone", "check_qt_max_volume",
-    "check_qt_minimal_view", "check_qt_slider_colours", "check_qt_video_resize", "check_global_key_play_pause",
-    "check_one_instance_when_started_from_file", "check_play_and_exit", "find_default_font", "check_libre_locale",
-    "check_json_settings", "check_json_keybindings", "is_expected_bookmarks", "check_history_deleted",
-    "check_font_size", "check_moved_jpgs",
+    "check_config_status",
+    "is_vlc_recordings_folder",
+    "check_qt_bgcone",
+    "check_qt_max_volume",
+    "check_qt_minimal_view",
+    "check_qt_slider_colours",
+    "check_qt_video_resize",
+    "check_global_key_play_pause",
+    "check_one_instance_when_started_from_file",
+    "check_play_and_exit",
+    "find_default_font",
+    "check_libre_locale",
+    "check_json_settings",
+    "check_json_keybindings",
+    "is_expected_bookmarks",
+    "check_history_deleted",
+    "check_font_size",
+    "check_moved_jpgs",
 ]
 
 
@@ -65,8 +78,12 @@ def test_check_config_status(local):
     # a nested setting sits on its own line: its name is the first word there
     assert check_config_status(path, {"key": "show-menubar", "value": "no"}) == 1.0
     assert check_config_status(path, {"key": ["default-view", "show-menubar"], "value": "no"}) == 0.0
-    assert check_config_status(local("one", "(default-view show-menubar no)\n"),
-                               {"key": ["default-view", "show-menubar"], "value": "no"}) == 1.0
+    assert (
+        check_config_status(
+            local("one", "(default-view show-menubar no)\n"), {"key": ["default-view", "show-menubar"], "value": "no"}
+        )
+        == 1.0
+    )
     assert check_config_status(path, {"key": "show-tips", "value": "yes"}) == 0.0
     # a value with spaces never matches; a line of spaces before the match ends the scan (OSWorld raised)
     spaced = local("sp", '(layer-new-name "My Square")\n')
@@ -216,8 +233,10 @@ XCU = """<?xml version="1.0" encoding="UTF-8"?>
 def test_xcu_with_entities_is_refused(local, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("Times New Roman")
-    evil = XCU.replace('<?xml version="1.0" encoding="UTF-8"?>',
-                       f'<?xml version="1.0"?><!DOCTYPE oor:items [<!ENTITY x SYSTEM "file://{secret}">]>')
+    evil = XCU.replace(
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<?xml version="1.0"?><!DOCTYPE oor:items [<!ENTITY x SYSTEM "file://{secret}">]>',
+    )
     evil = evil.replace("<value>Times New Roman</value>", "<value>&x;</value>")
     assert find_default_font(local("evil2.xcu", evil), {"font_name": "Times New Roman"}) == 0.0
 
@@ -227,8 +246,12 @@ def test_find_default_font(local):
     assert find_default_font(path, {"font_name": "Times New Roman"}) == 1.0
     assert find_default_font(path, {"font_name": "Liberation Serif"}) == 0.0
     assert find_default_font(path, {"font_name": "Arial", "font_type": "Heading"}) == 1.0
-    assert find_default_font(local("empty.xcu", '<oor:items xmlns:oor="http://openoffice.org/2001/registry"/>'),
-                             {"font_name": "Times New Roman"}) == 0.0
+    assert (
+        find_default_font(
+            local("empty.xcu", '<oor:items xmlns:oor="http://openoffice.org/2001/registry"/>'), {"font_name": "Times New Roman"}
+        )
+        == 0.0
+    )
     assert find_default_font(None, {"font_name": "Arial"}) == 0.0
     assert find_default_font("/nonexistent.xcu", {"font_name": "Arial"}) == 0.0
     with pytest.raises(UserError, match="font_name"):
@@ -319,8 +342,11 @@ ROOTS = {
     "bookmark_bar": {
         "type": "folder",
         "children": [
-            {"type": "folder", "name": "Liked Authors", "children": [
-                _bookmark("A", "https://a.example.com/"), _bookmark("B", "https://b.example.com/x")]},
+            {
+                "type": "folder",
+                "name": "Liked Authors",
+                "children": [_bookmark("A", "https://a.example.com/"), _bookmark("B", "https://b.example.com/x")],
+            },
             {"type": "folder", "name": "Work", "children": []},
             _bookmark("Site", "https://site.example.com/"),
         ],
@@ -344,8 +370,10 @@ def test_is_expected_bookmarks_folders_and_urls(tmp_path):
 
 
 def test_is_expected_bookmarks_liked_authors():
-    rule = {"type": "liked_authors_websites_urls",
-            "urls": [["https://a.example.com/", "https://a2.example.com/"], "https://b.example.com/x"]}
+    rule = {
+        "type": "liked_authors_websites_urls",
+        "urls": [["https://a.example.com/", "https://a2.example.com/"], "https://b.example.com/x"],
+    }
     assert is_expected_bookmarks(ROOTS, rule) == 1.0
     assert is_expected_bookmarks(ROOTS, {**rule, "urls": ["https://a2.example.com/", "https://b.example.com/x"]}) == 0.0
     assert is_expected_bookmarks(ROOTS, {**rule, "urls": ["https://a.example.com/"]}) == 0.0  # count differs
@@ -368,8 +396,10 @@ def history_db(tmp_path):
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY, url LONGVARCHAR, title LONGVARCHAR, last_visit_time INTEGER)")
-        conn.executemany("INSERT INTO urls (url, title, last_visit_time) VALUES (?, ?, 0)",
-                         [("https://www.youtube.com/watch?v=1", "Video"), ("https://docs.python.org/3/", "Python")])
+        conn.executemany(
+            "INSERT INTO urls (url, title, last_visit_time) VALUES (?, ?, 0)",
+            [("https://www.youtube.com/watch?v=1", "Video"), ("https://docs.python.org/3/", "Python")],
+        )
     conn.close()
     return str(path)
 
@@ -401,8 +431,12 @@ def test_check_font_size():
     assert check_font_size(sizes, {"type": "range", "min": 20, "max": 24}) == 0.0  # strict
     # no default_font_size in the dict: 0 (OSWorld raised); the getter fills Chromium's defaults in
     assert check_font_size({"webkit": {"webprefs": {"minimum_font_size": 8}}}, {"type": "value", "value": 16}) == 0.0
-    assert check_font_size({"webkit": {"webprefs": {"minimum_font_size": 8}}},
-                           {"type": "value", "value": 8, "key": "minimum_font_size"}) == 1.0
+    assert (
+        check_font_size(
+            {"webkit": {"webprefs": {"minimum_font_size": 8}}}, {"type": "value", "value": 8, "key": "minimum_font_size"}
+        )
+        == 1.0
+    )
     assert check_font_size({"webkit": "junk"}, {"type": "value", "value": 16}) == 0.0
     assert check_font_size(None, {"type": "value", "value": 16}) == 0.0
     assert check_font_size(sizes, {"type": "range", "min": "small", "max": 24}) == 0.0  # OSWorld raised
@@ -446,13 +480,16 @@ VLC_STATUS = """<?xml version="1.0" encoding="utf-8" standalone="yes" ?>
 </information></root>"""
 
 
-@pytest.mark.parametrize("state,name,rules,score", [
-    ("playing", "tone.wav", {"type": "file_name", "file_name": "tone.wav"}, 1.0),
-    ("playing", "My Music - tone.wav", {"type": "file_name", "file_name": "tone.wav"}, 1.0),  # an ending, as OSWorld
-    ("paused", "tone.wav", {"type": "file_name", "file_name": "tone.wav"}, 0.0),
-    ("playing", "other.wav", {"type": "file_name", "file_name": "tone.wav"}, 0.0),
-    ("playing", "x", {"type": "url", "url": "example.org/live.m3u8"}, 1.0),
-])
+@pytest.mark.parametrize(
+    "state,name,rules,score",
+    [
+        ("playing", "tone.wav", {"type": "file_name", "file_name": "tone.wav"}, 1.0),
+        ("playing", "My Music - tone.wav", {"type": "file_name", "file_name": "tone.wav"}, 1.0),  # an ending, as OSWorld
+        ("paused", "tone.wav", {"type": "file_name", "file_name": "tone.wav"}, 0.0),
+        ("playing", "other.wav", {"type": "file_name", "file_name": "tone.wav"}, 0.0),
+        ("playing", "x", {"type": "url", "url": "example.org/live.m3u8"}, 1.0),
+    ],
+)
 def test_is_vlc_playing(tmp_path, state, name, rules, score):
     from mcpworld.evaluation.metrics.appstate.vlc import is_vlc_playing
 
@@ -474,8 +511,10 @@ def test_check_auto_saving_time_reads_the_documents_autosave_interval(tmp_path):
     from mcpworld.evaluation.metrics.appstate.libreoffice import check_auto_saving_time
 
     xcu = tmp_path / "registrymodifications.xcu"
-    item = ('<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" '
-            'oor:op="fuse"><value>{}</value></prop></item>')
+    item = (
+        '<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" '
+        'oor:op="fuse"><value>{}</value></prop></item>'
+    )
     head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
     xcu.write_text(head + item.format(3) + "</oor:items>")
     assert check_auto_saving_time(str(xcu), {"minutes": 3}) == 1.0
@@ -490,8 +529,10 @@ def test_check_presenter_console_disable(tmp_path):
 
     xcu = tmp_path / "registrymodifications.xcu"
     head = '<?xml version="1.0"?><oor:items xmlns:oor="http://openoffice.org/2001/registry">'
-    item = ('<item oor:path="/org.openoffice.Office.Impress/Misc/Start"><prop oor:name="EnablePresenterScreen" '
-            'oor:op="fuse"><value>{}</value></prop></item>')
+    item = (
+        '<item oor:path="/org.openoffice.Office.Impress/Misc/Start"><prop oor:name="EnablePresenterScreen" '
+        'oor:op="fuse"><value>{}</value></prop></item>'
+    )
     xcu.write_text(head + item.format("false") + "</oor:items>")
     assert check_presenter_console_disable(str(xcu)) == 1.0
     xcu.write_text(head + item.format("false") + item.format("true") + "</oor:items>")
@@ -512,7 +553,7 @@ from mcpworld.evaluation.metrics.appstate.thunderbird import (  # noqa: E402
     thunderbird_filters,
 )
 
-PREFS_JS = r'''// Mozilla User Preferences
+PREFS_JS = r"""// Mozilla User Preferences
 
 // DO NOT EDIT THIS FILE.
 user_pref("extensions.activeThemeID", "thunderbird-compact-dark@mozilla.org");
@@ -523,7 +564,7 @@ user_pref("mail.server.default.applyIncomingFilters", true);
 user_pref("mail.server.default.autosync_offline_stores", true);
 user_pref("mail.server.server1.name", "anonym \"x\"");
 user_pref("mailnews.start_page_override.mstone", "115.6.0");
-'''
+"""
 
 
 def test_thunderbird_metrics_are_registered():
@@ -538,9 +579,13 @@ def test_check_thunderbird_prefs(local):
     assert check_thunderbird_prefs(prefs, {"expect": {"mail.identity.id1.auto_quote": {"method": "eq", "ref": False}}}) == 1.0
     assert check_thunderbird_prefs(prefs, {"expect": {"extensions.activeThemeID": {"method": "re", "ref": "dark"}}}) == 1.0
     assert check_thunderbird_prefs(prefs, {"expect": {"mail.server.server1.name": {"method": "eq", "ref": 'anonym "x"'}}}) == 1.0
-    both = {"expect": {"mail.server.default.applyIncomingFilters": {"method": "eq", "ref": True},
-                       "mail.imap.use_status_for_biff": {"method": "eq", "ref": False}},
-            "unexpect": {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": False}}}
+    both = {
+        "expect": {
+            "mail.server.default.applyIncomingFilters": {"method": "eq", "ref": True},
+            "mail.imap.use_status_for_biff": {"method": "eq", "ref": False},
+        },
+        "unexpect": {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": False}},
+    }
     assert check_thunderbird_prefs(prefs, both) == 1.0
     # the unexpected value present, a wrong value, a pref left at its default (absent)
     unexpected = {"mail.server.default.autosync_offline_stores": {"method": "eq", "ref": True}}
@@ -561,7 +606,7 @@ def test_check_thunderbird_prefs_last_line_wins_and_bad_rules(local):
         check_thunderbird_prefs(prefs, {})
 
 
-FILTER_RULES = r'''version="9"
+FILTER_RULES = r"""version="9"
 logging="no"
 name="Promotions"
 enabled="yes"
@@ -581,7 +626,7 @@ enabled="yes"
 type="17"
 action="Delete"
 condition="OR (from,contains,spam@x.org) OR (\"X-Spam\",is,\"yes, really\")"
-'''
+"""
 
 
 def test_thunderbird_filters_parse(local):
@@ -596,8 +641,12 @@ def test_thunderbird_filters_parse(local):
 
 def test_check_thunderbird_filter(local):
     path = local("msgFilterRules.dat", FILTER_RULES)
-    move = {"enabled": "yes", "action": "Move to folder", "actionValue": "mailbox://nobody@Local%20Folders/Promotions",
-            "condition": ["AND (subject,contains,discount)"]}
+    move = {
+        "enabled": "yes",
+        "action": "Move to folder",
+        "actionValue": "mailbox://nobody@Local%20Folders/Promotions",
+        "condition": ["AND (subject,contains,discount)"],
+    }
     assert check_thunderbird_filter(path, {"expect": [move]}) == 1.0
     # a filter shows only its last action, as in OSWorld
     forward = {"action": "Forward", "actionValue": "anonym-x2024@gmail.com", "condition": ["ALL"]}
@@ -614,9 +663,11 @@ def test_check_thunderbird_filter(local):
 
 
 def _message(n: int, status: str = "0001", keys: str = "") -> str:
-    return (f"From - Mon Jan 0{n} 10:00:00 2024\nX-Mozilla-Status: {status}\nX-Mozilla-Status2: 00000000\n"
-            f"X-Mozilla-Keys: {keys}\nFrom: bills@example.org\nSubject: Bill {n}\nMIME-Version: 1.0\n\n"
-            f"Amount due: {n}00 EUR\nFrom the accounts team\n\n")
+    return (
+        f"From - Mon Jan 0{n} 10:00:00 2024\nX-Mozilla-Status: {status}\nX-Mozilla-Status2: 00000000\n"
+        f"X-Mozilla-Keys: {keys}\nFrom: bills@example.org\nSubject: Bill {n}\nMIME-Version: 1.0\n\n"
+        f"Amount due: {n}00 EUR\nFrom the accounts team\n\n"
+    )
 
 
 def test_check_thunderbird_folder(local):
@@ -687,13 +738,21 @@ def test_libreoffice_settings_read_as_osworld(tmp_path):
     l10n = "/org.openoffice.Setup/L10N"
     # no ooSetupSystemLocale: OSWorld falls back to ooLocale
     assert check_libre_locale(xcu(item(l10n, "ooLocale", "de-DE")), {"locale_set": ["de-*"]}) == 1.0
-    assert check_libre_locale(xcu(item(l10n, "ooSetupSystemLocale", "en-US"), item(l10n, "ooSetupSystemLocale", "de-DE")),
-                              {"locale_set": ["de-*"]}) == 0.0  # the first one counts
+    assert (
+        check_libre_locale(
+            xcu(item(l10n, "ooSetupSystemLocale", "en-US"), item(l10n, "ooSetupSystemLocale", "de-DE")), {"locale_set": ["de-*"]}
+        )
+        == 0.0
+    )  # the first one counts
     save = "/org.openoffice.Office.Common/Save/Document"
     assert check_auto_saving_time(xcu(item(save, "AutoSaveTimeIntervall", " 3 ")), {"minutes": 3}) == 1.0
     assert check_auto_saving_time(xcu(item(save, "AutoSaveTimeIntervall", "3")), {"minutes": "3"}) == 0.0  # 3 != "3"
-    assert check_auto_saving_time(xcu(item(save, "AutoSaveTimeIntervall", "5"), item(save, "AutoSaveTimeIntervall", "3")),
-                                  {"minutes": 3}) == 1.0  # the last item counts
+    assert (
+        check_auto_saving_time(
+            xcu(item(save, "AutoSaveTimeIntervall", "5"), item(save, "AutoSaveTimeIntervall", "3")), {"minutes": 3}
+        )
+        == 1.0
+    )  # the last item counts
     font = "/org.openoffice.Office.Writer/DefaultFont"
     assert find_default_font(xcu(item(font, "Standard", " Times New Roman ")), {"font_name": "Times New Roman"}) == 0.0
 
@@ -716,8 +775,11 @@ def test_moved_jpgs_and_liked_authors_as_osworld():
     assert check_moved_jpgs(["a.jpg"], {"expected": ["a.jpg"]}) == 1.0  # our getter's list of names
 
     def bar(*urls):
-        return {"bookmark_bar": {"children": [{"type": "folder", "name": "Liked Authors",
-                                               "children": [{"type": "url", "url": u} for u in urls]}]}}
+        return {
+            "bookmark_bar": {
+                "children": [{"type": "folder", "name": "Liked Authors", "children": [{"type": "url", "url": u} for u in urls]}]
+            }
+        }
 
     rule = {"type": "liked_authors_websites_urls", "urls": [["https://a/", "https://a2/"], ["https://b/"]]}
     assert is_expected_bookmarks(bar("https://a2/", "https://b/"), rule) == 1.0

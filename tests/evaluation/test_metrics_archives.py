@@ -18,8 +18,13 @@ def pdf_bytes(text: str, producer: str = "LibreOffice") -> bytes:
     """A one-page PDF showing ``text``; ``producer`` changes the bytes, not the text."""
     writer = PdfWriter()
     page = writer.add_blank_page(612, 792)
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
     page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
     stream = DecodedStreamObject()
     stream.set_data(f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1"))

@@ -14,10 +14,16 @@ def test_is_expected_tabs_compares_the_url_sets_in_any_order_with_osworlds_norma
     assert m(TABS, {"type": "url", "urls": ["https://example.com"]}) == 0.0  # one tab too many
     assert m(TABS, {"type": "url", "urls": ["https://example.com", "file:///home/user/c.html"]}) == 0.0
     # the metric compares every tab it gets, as OSWorld's (the getter leaves the browser's own pages out)
-    assert m(TABS + [{"title": "S", "url": "chrome://settings/"}],
-             {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html"]}) == 0.0
-    assert m(TABS + [{"title": "no url"}],
-             {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
+    assert (
+        m(
+            TABS + [{"title": "S", "url": "chrome://settings/"}],
+            {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html"]},
+        )
+        == 0.0
+    )
+    assert (
+        m(TABS + [{"title": "no url"}], {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
+    )
     assert m(None, {"type": "url", "urls": []}) == 0.0
     assert m([], {"type": "url", "urls": []}) == 0.0
     with pytest.raises(UserError):
@@ -41,14 +47,17 @@ def test_url_pattern_and_search_query_metrics():
     assert get_metric("is_expected_search_query")(None, {"expect": {"pattern": "x"}}) == 0.0
 
 
-@pytest.mark.parametrize("a, b, same", [
-    ("https://www.airbnb.com.sg/", "https://airbnb.com", True),  # OSWorld drops the public suffix
-    ("maps.google.com", "http://google.com", False),  # a subdomain other than www stays
-    ("http://127.0.0.1:8000/a", "127.0.0.1:9000/a", True),  # and the port goes with the suffix
-    ("https://a.com/x?q=1", "https://a.com/x?q=2", False),
-    ("https://a.com/", "https://a.com", True),
-    ("https://a.com/x/", "https://a.com/x", False),  # only a bare "/" path is no path
-])
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ("https://www.airbnb.com.sg/", "https://airbnb.com", True),  # OSWorld drops the public suffix
+        ("maps.google.com", "http://google.com", False),  # a subdomain other than www stays
+        ("http://127.0.0.1:8000/a", "127.0.0.1:9000/a", True),  # and the port goes with the suffix
+        ("https://a.com/x?q=1", "https://a.com/x?q=2", False),
+        ("https://a.com/", "https://a.com", True),
+        ("https://a.com/x/", "https://a.com/x", False),  # only a bare "/" path is no path
+    ],
+)
 def test_urls_compare_as_osworld_compares_them(a, b, same):
     from mcpworld.core.urls import compare_urls
 

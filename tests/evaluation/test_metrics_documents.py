@@ -56,10 +56,19 @@ def _png(color, size=(8, 6), fmt="PNG"):
 
 def test_all_metrics_registered():
     for name in [
-        "compare_docx_files", "compare_docx_tables", "compare_docx_images", "compare_line_spacing",
-        "compare_font_names", "has_page_numbers_in_footers", "is_first_line_centered",
-        "contains_page_break", "check_tabstops", "compare_highlighted_text", "evaluate_alignment",
-        "evaluate_spacing", "check_no_duplicates",
+        "compare_docx_files",
+        "compare_docx_tables",
+        "compare_docx_images",
+        "compare_line_spacing",
+        "compare_font_names",
+        "has_page_numbers_in_footers",
+        "is_first_line_centered",
+        "contains_page_break",
+        "check_tabstops",
+        "compare_highlighted_text",
+        "evaluate_alignment",
+        "evaluate_spacing",
+        "check_no_duplicates",
     ]:
         assert get_metric(name).__module__.startswith("mcpworld.evaluation.metrics.documents.")
 
@@ -295,8 +304,6 @@ def _highlight(*spans, shading=False):
 # --- duplicates -------------------------------------------------------------------------------
 
 
-
-
 # --- OSWorld's semantics (docs.py): direct formatting, its indexing and its quirks ------------------
 
 
@@ -320,8 +327,9 @@ def test_compare_docx_files_odt_as_odfpy_reads_it(tmp_path):
     from tests.evaluation.test_metrics_documents_tasks import write_odt
 
     # headings are not text:p; text:s and nested spans are not seen
-    a = write_odt(tmp_path / "a.odt",
-                  "<text:h>Title</text:h><text:p>a<text:s/>b<text:span>c<text:span>d</text:span></text:span></text:p>")
+    a = write_odt(
+        tmp_path / "a.odt", "<text:h>Title</text:h><text:p>a<text:s/>b<text:span>c<text:span>d</text:span></text:span></text:p>"
+    )
     b = write_odt(tmp_path / "b.odt", "<text:p>abc</text:p>")
     assert compare_docx_files(a, b) == 1.0
     assert compare_docx_files(a, b, ignore_blanks=False) == 1.0
@@ -331,6 +339,7 @@ def test_compare_line_spacing_direct(make):
     def spaced(value):
         def build(d):
             d.paragraphs[-1].paragraph_format.line_spacing = value
+
         return build
 
     gold = make("gold.docx", "Intro", "Body", build=spaced(2.0))
@@ -339,6 +348,7 @@ def test_compare_line_spacing_direct(make):
 
     def by_style(d):
         d.styles["Normal"].paragraph_format.line_spacing = 2.0
+
     # spacing from the style only is not direct spacing (OSWorld)
     assert compare_line_spacing(make("style.docx", "Intro", "Body", build=by_style), gold) == 0.0
     # every paragraph counts, empty ones too
@@ -349,6 +359,7 @@ def test_evaluate_spacing_first_three_paragraphs(make):
     def build(d):
         for p, s in zip(d.paragraphs, (1.0, 2.0, 1.5)):
             p.paragraph_format.line_spacing = s
+
     assert evaluate_spacing(make("a.docx", "I", "B", "C", "more", build=build)) == 1.0
     assert evaluate_spacing(make("b.docx", "", "B", "C", build=build)) == 1.0  # paragraph 0 even when empty
     assert evaluate_spacing(make("c.docx", "I", "B", build=lambda d: None)) == 0.0  # fewer than 3: 0
@@ -364,6 +375,7 @@ def test_has_page_numbers_in_footers_digit_in_first_paragraph(make):
             f.paragraphs[0].text = texts[0]
             for t in texts[1:]:
                 f.add_paragraph(t)
+
         return build
 
     assert has_page_numbers_in_footers(make("a.docx", "x", build=footer("Page 1"))) == 1.0
@@ -386,6 +398,7 @@ def test_has_page_numbers_in_footers_digit_in_first_paragraph(make):
                 el = OxmlElement("w:instrText")
                 el.text = text
                 r._r.append(el)
+
     assert has_page_numbers_in_footers(make("f.docx", "x", build=field)) == 1.0
     assert has_page_numbers_in_footers(make("g.docx", "x", build=field), field_only=True) == 1.0
 
@@ -394,6 +407,7 @@ def test_is_first_line_centered_paragraph_zero_direct(make):
     def center(i):
         def build(d):
             d.paragraphs[i].alignment = WD_ALIGN_PARAGRAPH.CENTER
+
         return build
 
     assert is_first_line_centered(make("a.docx", "Title", "body", build=center(0))) == 1.0
@@ -402,6 +416,7 @@ def test_is_first_line_centered_paragraph_zero_direct(make):
 
     def by_style(d):
         d.styles["Normal"].paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
+
     assert is_first_line_centered(make("d.docx", "Title", build=by_style)) == 0.0  # style only
 
 
@@ -418,6 +433,7 @@ def test_contains_page_break_runs_of_body_paragraphs(make):
         d.paragraphs[0].add_run().add_break(WD_BREAK.PAGE)
         d.paragraphs[1].paragraph_format.page_break_before = True
         d.add_table(rows=1, cols=1).cell(0, 0).paragraphs[0].add_run().add_break(WD_BREAK.PAGE)
+
     doc = make("a.docx", "Part 1", "Part 2", build=breaks)
     assert contains_page_break(doc, {"page_break_count": 1}) == 1.0  # break-before and table breaks not counted
     assert contains_page_break(doc, None) == 1.0

@@ -30,9 +30,15 @@ def make(make_docx):
 
 def test_registered():
     for name in [
-        "compare_subscript_contains", "check_highlighted_words", "evaluate_strike_through_last_paragraph",
-        "evaluate_colored_words_in_tables", "check_italic_font_size_14", "compare_unique_train_records",
-        "compare_docx_files_and_ignore_new_lines", "compare_references", "fuzzy_place_math",
+        "compare_subscript_contains",
+        "check_highlighted_words",
+        "evaluate_strike_through_last_paragraph",
+        "evaluate_colored_words_in_tables",
+        "check_italic_font_size_14",
+        "compare_unique_train_records",
+        "compare_docx_files_and_ignore_new_lines",
+        "compare_references",
+        "fuzzy_place_math",
     ]:
         assert get_metric(name).__module__.startswith("mcpworld.evaluation.metrics.documents.")
 
@@ -61,7 +67,7 @@ MANIFEST = (
 
 def write_odt(path, body, automatic="", common=""):
     content = (
-        f'<office:document-content {ODT_NS}><office:automatic-styles>{automatic}</office:automatic-styles>'
+        f"<office:document-content {ODT_NS}><office:automatic-styles>{automatic}</office:automatic-styles>"
         f"<office:body><office:text>{body}</office:text></office:body></office:document-content>"
     )
     styles = f"<office:document-styles {ODT_NS}><office:styles>{common}</office:styles></office:document-styles>"
@@ -147,8 +153,6 @@ def test_compare_references(make):
         compare_references(gold, gold, reference_base_result=1)
 
 
-
-
 # --- OSWorld's semantics (docs.py / general.py) ---------------------------------------------------
 
 
@@ -203,6 +207,7 @@ def test_evaluate_colored_words_in_tables_first_letter_of_each_run(make):
                 r = p.add_run(text)
                 if color is not None:
                     r.font.color.rgb = color
+
         return build
 
     gold = make("gold.docx", "Words")

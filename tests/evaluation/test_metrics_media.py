@@ -50,9 +50,11 @@ OSWORLD_SCORES = [("a", "b", 0.358908069665205), ("a", "c", 0.9195732291683887),
 
 
 def test_compare_audios_matches_osworld(tmp_path):
-    files = {"a": _wav(tmp_path / "a.wav", 440),
-             "b": _wav(tmp_path / "b.wav", 660, seconds=1.5),
-             "c": _wav(tmp_path / "c.wav", 440, rate=22050, channels=2, seed=1)}
+    files = {
+        "a": _wav(tmp_path / "a.wav", 440),
+        "b": _wav(tmp_path / "b.wav", 660, seconds=1.5),
+        "c": _wav(tmp_path / "c.wav", 440, rate=22050, channels=2, seed=1),
+    }
     assert compare_audios(files["a"], files["a"]) == pytest.approx(1.0)
     # 1e-6: resampling and FFT libraries differ in the last bits between machines
     for first, second, score in OSWORLD_SCORES:

@@ -32,10 +32,14 @@ def test_registered():
 
 @needs_tesseract
 def test_reads_the_command_and_its_output(tmp_path):
-    shot = terminal(tmp_path, "ls.png", [
-        ("user@user-virtual-machine:~$ ls", (255, 255, 255)),
-        ("Desktop    Documents  Downloads  Music  Pictures  Public  Templates  Videos", (110, 150, 255)),
-    ])
+    shot = terminal(
+        tmp_path,
+        "ls.png",
+        [
+            ("user@user-virtual-machine:~$ ls", (255, 255, 255)),
+            ("Desktop    Documents  Downloads  Music  Pictures  Public  Templates  Videos", (110, 150, 255)),
+        ],
+    )
     # Tesseract, like EasyOCR, may read "ls" as "1s": the task accepts either
     assert max(compare_image_text(shot, {"type": "text", "text": t}) for t in ("ls", "1s")) == 1.0
     assert compare_image_text(shot, {"type": "text", "text": "Templates"}) == 1.0

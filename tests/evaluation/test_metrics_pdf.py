@@ -25,11 +25,13 @@ def text_pdf(path: Path, *pages: list[str] | str) -> str:
     for lines in pages:
         lines = [lines] if isinstance(lines, str) else lines
         page = writer.add_blank_page(612, 792)
-        font = DictionaryObject({
-            NameObject("/Type"): NameObject("/Font"),
-            NameObject("/Subtype"): NameObject("/Type1"),
-            NameObject("/BaseFont"): NameObject("/Helvetica"),
-        })
+        font = DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
         page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
         ops = ["BT", "/F1 12 Tf", "72 720 Td"]
         for i, line in enumerate(lines):

@@ -74,8 +74,13 @@ def deck(tmp_path):
 
 
 def test_registered():
-    for name in ("compare_pptx_files", "check_slide_numbers_color", "check_strikethrough", "check_transition",
-                 "check_slide_orientation_Portrait"):
+    for name in (
+        "compare_pptx_files",
+        "check_slide_numbers_color",
+        "check_strikethrough",
+        "check_transition",
+        "check_slide_orientation_Portrait",
+    ):
         assert name in METRICS
 
 

@@ -51,7 +51,8 @@ def test_is_utc_0():
     assert is_utc_0(TIMEDATECTL.format(abbr="CET", zone="Europe/Berlin (CET, +0100)")) == 0.0
     # no RTC line: the zone is not on the fourth line any more
     no_rtc = TIMEDATECTL.format(abbr="UTC", zone="Etc/UTC (UTC, +0000)").replace(
-        "                 RTC time: Thu 2024-01-25 12:56:05\n", "")
+        "                 RTC time: Thu 2024-01-25 12:56:05\n", ""
+    )
     assert is_utc_0(no_rtc) == 1.0
     assert is_utc_0("") == 0.0
     assert is_utc_0(None) == 0.0
@@ -143,9 +144,11 @@ def test_check_python_file_by_test_suite_needs_env(local, suite):
 def test_the_evaluator_passes_the_environment(env):
     env.write("Desktop/snake/snake.py", SNAKE.format(bug=""))
     env.write("suite/test.py", SUITE)
-    spec = {"func": "check_python_file_by_test_suite",
-            "result": {"type": "vm_file", "multi": True, "path": ["~/Desktop/snake/snake.py"], "dest": ["snake.py"]},
-            "expected": {"type": "vm_file", "path": "~/suite/test.py", "dest": "test_suite.py"}}
+    spec = {
+        "func": "check_python_file_by_test_suite",
+        "result": {"type": "vm_file", "multi": True, "path": ["~/Desktop/snake/snake.py"], "dest": ["snake.py"]},
+        "expected": {"type": "vm_file", "path": "~/suite/test.py", "dest": "test_suite.py"},
+    }
     score, outcomes = evaluate_spec(env, spec, "DONE")
     assert score == 1.0, outcomes
     with pytest.raises(UserError, match="no option 'env'"):
@@ -161,6 +164,7 @@ def test_osworld_edge_cases_of_favourites_and_time_zone():
     assert check_gnome_favorite_apps(twice, {"expected": ["thunderbird.desktop", "x"]}) == 0.0
     # the time-zone line is taken as it is: a trailing space or \r fails, as in OSWorld
     from mcpworld.evaluation.metrics.system import is_utc_0
+
     assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000)\n") == 1.0
     assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000) \n") == 0.0
     assert is_utc_0("a\nb\nc\n  Time zone: Etc/UTC (UTC, +0000)\r\n") == 0.0

@@ -176,8 +176,13 @@ def test_sheet_fuzzy(tmp_path):
     gold = xlsx(tmp_path, "g.xlsx", rows=[("Address",), ("12 Main Road",), ("5 Oak Street",)])
     close = xlsx(tmp_path, "c.xlsx", rows=[("address",), ("12 Main Rd",), ("5 oak st.",)])
     base = {"type": "sheet_fuzzy", "sheet_idx0": "RI0", "sheet_idx1": "EI0"}
-    normalized = {"range": ["A2:A3"], "type": "exact_match", "ignore_case": True, "ignore_chars": ".",
-                  "normalization": [["Road", "Rd"], ["Street", "St"], ["road", "rd"], ["street", "st"]]}
+    normalized = {
+        "range": ["A2:A3"],
+        "type": "exact_match",
+        "ignore_case": True,
+        "ignore_chars": ".",
+        "normalization": [["Road", "Rd"], ["Street", "St"], ["road", "rd"], ["street", "st"]],
+    }
     assert compare_table(close, gold, rules=[{**base, "rules": [normalized]}]) == 1.0
     assert compare_table(close, gold, rules=[{**base, "rules": [{"range": "A2:A3", "type": "exact_match"}]}]) == 0.0
     fuzzy = {"range": "A1:A3", "type": "fuzzy_match", "threshold": 70, "ignore_case": True}
@@ -246,6 +251,7 @@ def test_filter(tmp_path):
         def build(wb, ws):
             ws.auto_filter.ref = "A1:B3"
             ws.auto_filter.add_filter_column(0, values)
+
         return build
 
     gold = xlsx(tmp_path, "g.xlsx", filtered(["Ann"]))
@@ -265,6 +271,7 @@ def _chart(kind=BarChart, min_row=2, title="Scores"):
         chart.add_data(Reference(ws, min_col=2, min_row=min_row, max_row=3))
         chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=3))
         ws.add_chart(chart, "E2")
+
     return build
 
 
@@ -273,23 +280,30 @@ def _pivot(row_field=0, hidden_west=False, name="PT1"):
         ws.title = "Data"
         target = wb.create_sheet("Pivot")
         source = CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref="A1:C4", sheet="Data"))
-        cache = CacheDefinition(cacheSource=source, cacheFields=[
-            CacheField(name="Region", sharedItems=SharedItems(_fields=[Text(v="East"), Text(v="West")])),
-            CacheField(name="Rep", sharedItems=SharedItems(_fields=[Text(v="Ann"), Text(v="Bob")])),
-            CacheField(name="Sales", sharedItems=SharedItems()),
-        ])
+        cache = CacheDefinition(
+            cacheSource=source,
+            cacheFields=[
+                CacheField(name="Region", sharedItems=SharedItems(_fields=[Text(v="East"), Text(v="West")])),
+                CacheField(name="Rep", sharedItems=SharedItems(_fields=[Text(v="Ann"), Text(v="Bob")])),
+                CacheField(name="Sales", sharedItems=SharedItems()),
+            ],
+        )
         cache.records = RecordList()
         items = [FieldItem(x=0), FieldItem(x=1, h=hidden_west or None), FieldItem(t="default")]
         fields = [PivotField(), PivotField(), PivotField(dataField=True)]
         fields[row_field] = PivotField(axis="axisRow", items=items)
         pivot = TableDefinition(
-            name=name, cacheId=1, dataCaption="Values",
+            name=name,
+            cacheId=1,
+            dataCaption="Values",
             location=Location(ref="A3:B6", firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
-            pivotFields=fields, rowFields=[RowColField(x=row_field)],
+            pivotFields=fields,
+            rowFields=[RowColField(x=row_field)],
             dataFields=[DataField(name="Sum - Sales", fld=2, subtotal="sum")],
         )
         pivot.cache = cache
         target.add_pivot(pivot)
+
     return build
 
 
@@ -298,11 +312,19 @@ PIVOT_ROWS = [("Region", "Rep", "Sales"), ("East", "Ann", 1), ("West", "Bob", 2)
 
 def test_pivot_table(tmp_path):
     gold = xlsx(tmp_path, "g.xlsx", _pivot(), rows=PIVOT_ROWS)
-    rule = {"type": "pivot_table", "sheet_idx0": "RNPivot", "sheet_idx1": "ENPivot",
-            "pivot_props": ["row_fields", "data_fields", "selection", "location"]}
+    rule = {
+        "type": "pivot_table",
+        "sheet_idx0": "RNPivot",
+        "sheet_idx1": "ENPivot",
+        "pivot_props": ["row_fields", "data_fields", "selection", "location"],
+    }
     assert compare_table(xlsx(tmp_path, "s.xlsx", _pivot(name="Other"), rows=PIVOT_ROWS), gold, rules=[rule]) == 1.0
-    assert compare_table(xlsx(tmp_path, "n.xlsx", _pivot(name="Other"), rows=PIVOT_ROWS), gold,
-                         rules=[{**rule, "pivot_props": ["name"]}]) == 0.0
+    assert (
+        compare_table(
+            xlsx(tmp_path, "n.xlsx", _pivot(name="Other"), rows=PIVOT_ROWS), gold, rules=[{**rule, "pivot_props": ["name"]}]
+        )
+        == 0.0
+    )
     assert compare_table(xlsx(tmp_path, "r.xlsx", _pivot(row_field=1), rows=PIVOT_ROWS), gold, rules=[rule]) == 0.0
     assert compare_table(xlsx(tmp_path, "h.xlsx", _pivot(hidden_west=True), rows=PIVOT_ROWS), gold, rules=[rule]) == 0.0
     no_pivot = xlsx(tmp_path, "p.xlsx", lambda wb, ws: wb.create_sheet("Pivot"), rows=PIVOT_ROWS)
@@ -345,16 +367,24 @@ def test_check_cell_reads_raw_cell_values(tmp_path):
     path = xlsx(tmp_path, "r.xlsx", build)
 
     def check(coordinate, props):
-        return compare_table(path, None, rules=[{"type": "check_cell", "sheet_idx": 0, "coordinate": coordinate,
-                                                 "props": props}])
+        return compare_table(path, None, rules=[{"type": "check_cell", "sheet_idx": 0, "coordinate": coordinate, "props": props}])
 
     assert check("B3", {"value": {"method": "eq", "ref": 7.0}}) == 1.0
     assert check("B3", {"value": {"method": "re", "ref": "7"}}) == 0.0  # a number, not text: OSWorld's regex fails
     assert check("C1", {"value": {"method": "eq", "ref": None}}) == 1.0  # booleans read as nothing
     assert check("C2", {"value": {"method": "eq", "ref": None}}) == 1.0
     assert check("C3", {"value": {"method": "eq", "ref": "  padded "}}) == 0.0
-    assert check("A1", {"font_bold": {"method": "eq", "ref": True}, "font_color": {"method": "eq", "ref": "FF0000FF"},
-                        "value": {"method": "eq", "ref": "Name"}}) == 1.0
+    assert (
+        check(
+            "A1",
+            {
+                "font_bold": {"method": "eq", "ref": True},
+                "font_color": {"method": "eq", "ref": "FF0000FF"},
+                "value": {"method": "eq", "ref": "Name"},
+            },
+        )
+        == 1.0
+    )
     assert check("B2", {"bgcolor": {"method": "eq", "ref": "FFFF0000"}}) == 1.0
     assert check("D1", {"merge": {"method": "eq", "ref": False}}) == 1.0  # the top-left cell is not "merged"
     assert check("E1", {"merge": {"method": "eq", "ref": True}}) == 1.0
@@ -403,10 +433,14 @@ def test_data_validation_fails_on_an_extra_validation(tmp_path):
             ws.add_data_validation(dv)
             if extra:
                 ws.add_data_validation(DataValidation(type="whole", formula1="0", sqref="E2"))
+
         return build
 
-    wanted = {"ranges": {"method": "spreadsheet_range", "ref": ["D2:D29", "D2:D1048576"]},
-              "type": {"method": "eq", "ref": "list"}, "formula1": {"method": "str_set_eq", "ref": ["Pass", "Fail", "Held"]}}
+    wanted = {
+        "ranges": {"method": "spreadsheet_range", "ref": ["D2:D29", "D2:D1048576"]},
+        "type": {"method": "eq", "ref": "list"},
+        "formula1": {"method": "str_set_eq", "ref": ["Pass", "Fail", "Held"]},
+    }
     rule = {"type": "data_validation", "sheet_idx": 0, "dv_props": [wanted]}
     assert compare_table(xlsx(tmp_path, "r.xlsx", validated(False)), None, rules=[rule]) == 1.0
     assert compare_table(xlsx(tmp_path, "x.xlsx", validated(True)), None, rules=[rule]) == 0.0
@@ -443,11 +477,13 @@ def test_chart(tmp_path):
     assert compare_table(gold, gold, rules=[{**rule, "sheet_idx0": "RNNope", "sheet_idx1": "ENNope"}]) == 1.0
 
 
-_SPARKLINES = ('<extLst><ext uri="{05C60535-1F16-4fd2-B633-F4F36F0B64E0}" '
-               'xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main">'
-               '<x14:sparklineGroups xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main">'
-               '<x14:sparklineGroup><x14:sparklines><x14:sparkline><xm:f>Sheet1!{}</xm:f><xm:sqref>D1</xm:sqref>'
-               '</x14:sparkline></x14:sparklines></x14:sparklineGroup></x14:sparklineGroups></ext></extLst>')
+_SPARKLINES = (
+    '<extLst><ext uri="{05C60535-1F16-4fd2-B633-F4F36F0B64E0}" '
+    'xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main">'
+    '<x14:sparklineGroups xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main">'
+    "<x14:sparklineGroup><x14:sparklines><x14:sparkline><xm:f>Sheet1!{}</xm:f><xm:sqref>D1</xm:sqref>"
+    "</x14:sparkline></x14:sparklines></x14:sparklineGroup></x14:sparklineGroups></ext></extLst>"
+)
 
 
 def _with_sparkline(path: str, source: str) -> str:
@@ -474,8 +510,18 @@ def test_sheet_selectors_resolve_as_in_osworld(tmp_path):
     path = xlsx(tmp_path, "r.xlsx", lambda wb, ws: (wb.create_sheet("Two"), wb["Two"].__setitem__("A1", "two")))
 
     def value_of(selector):
-        return compare_table(path, path, rules=[{"type": "check_cell", "sheet_idx": selector, "coordinate": "A1",
-                                                 "props": {"value": {"method": "eq", "ref": "two"}}}])
+        return compare_table(
+            path,
+            path,
+            rules=[
+                {
+                    "type": "check_cell",
+                    "sheet_idx": selector,
+                    "coordinate": "A1",
+                    "props": {"value": {"method": "eq", "ref": "two"}},
+                }
+            ],
+        )
 
     assert value_of(1) == value_of("RI1") == value_of("RNTwo") == value_of("ENTwo") == value_of("EI1") == 1.0
     assert value_of(-1) == value_of("RI-1") == 1.0  # negative indexes count from the end
@@ -532,7 +578,7 @@ def test_compare_csv(tmp_path):
     upper = write("upper.csv", 'NAME,CITY\nANN,"PARIS, FR"\n')
     assert compare_csv(upper, gold) == 0.0
     assert compare_csv(upper, gold, ignore_case=True) == 1.0
-    other_gold = write("gold2.csv", "NAME,CITY\nANN,\"PARIS, FR\"\n")
+    other_gold = write("gold2.csv", 'NAME,CITY\nANN,"PARIS, FR"\n')
     assert compare_csv(upper, [gold, other_gold]) == 1.0
     assert compare_csv(upper, [str(tmp_path / "missing.csv"), other_gold]) == 1.0
     assert compare_csv(write("wrong.csv", "name,city\nBob,Rome\n"), gold) == 0.0
@@ -605,12 +651,17 @@ def test_conditional_format_formulas(formula, value, holds):
 def test_check_cell_formula_is_ours_and_reads_the_formula_text(tmp_path):
     """mcpworld's own Calc tasks check formulas; OSWorld's check_cell has no such property (its tasks
     never ask for one), so this extension changes no OSWorld score."""
+
     def build(wb, ws):
         ws["B6"] = "=SUM(B2:B5)"
 
     path = xlsx(tmp_path, "f.xlsx", build)
-    rule = {"type": "check_cell", "sheet_idx": 0, "coordinate": "B6",
-            "props": {"formula": {"method": "re", "ref": r"^=SUM\(B2:B5\)$"}}}
+    rule = {
+        "type": "check_cell",
+        "sheet_idx": 0,
+        "coordinate": "B6",
+        "props": {"formula": {"method": "re", "ref": r"^=SUM\(B2:B5\)$"}},
+    }
     assert compare_table(path, None, rules=[rule]) == 1.0
     rule["props"]["formula"]["ref"] = r"^=SUM\(B2:B4\)$"
     assert compare_table(path, None, rules=[rule]) == 0.0

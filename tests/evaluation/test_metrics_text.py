@@ -167,10 +167,7 @@ def db(tmp_path):
 def test_run_sqlite3(db, tmp_path):
     assert run_sqlite3(db, {"sql": "SELECT count(*) = 2 FROM bookmarks"}) == 1.0
     assert run_sqlite3(db, {"sql": "select count(*) > 0 from bookmarks where title = 'Docs';"}) == 1.0
-    assert (
-        run_sqlite3(db, {"sql": "WITH t AS (SELECT title FROM bookmarks) SELECT count(*) FROM t WHERE title = 'x'"})
-        == 0.0
-    )
+    assert run_sqlite3(db, {"sql": "WITH t AS (SELECT title FROM bookmarks) SELECT count(*) FROM t WHERE title = 'x'"}) == 0.0
     assert run_sqlite3(db, {"sql": "SELECT count(*) FROM bookmarks"}) == 1.0  # 2 clamped to 1
     assert run_sqlite3(db, {"sql": "SELECT -3"}) == 0.0
     assert run_sqlite3(db, {"sql": "SELECT 0.25"}) == 0.25

@@ -19,7 +19,8 @@ STATE_READER = (
     "        line = payload.get('info', {}).get('line')\n"
     "        if line == 7:\n"
     "            return [{'status': 'success', 'reason': 'line 7'}]\n"
-    "    return None\n")
+    "    return None\n"
+)
 
 
 def _handler(tmp_path, setup):

@@ -10,8 +10,16 @@ def test_builtins_are_registered():
         getter_names()
     )
     assert {
-        "exact_match", "fuzzy_match", "check_include_exclude", "diff_text_file", "check_json",
-        "literal_match", "match_in_list", "is_in_list", "file_contains", "check_line_number",
+        "exact_match",
+        "fuzzy_match",
+        "check_include_exclude",
+        "diff_text_file",
+        "check_json",
+        "literal_match",
+        "match_in_list",
+        "is_in_list",
+        "file_contains",
+        "check_line_number",
     } <= set(metric_names())
     assert get_metric("exact_match").__name__ == "exact_match"
     assert get_getter("rule").__name__ == "rule"

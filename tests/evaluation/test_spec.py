@@ -278,8 +278,9 @@ def test_postconfig_goes_on_past_a_window_the_agent_closed(env, caplog):
     then see what the agent left (here a correct answer)."""
     env.step_error = MissingWindow("no window matching 'Mousepad' to activate")
     steps = [{"type": "activate_window", "parameters": {"window_name": "Mousepad"}}, {"type": "sleep"}]
-    score, outcomes = evaluate_spec(env, {"func": "exact_match", "result": cmd("echo x"),
-                                          "expected": rule(expected="x"), "postconfig": steps}, "DONE")
+    score, outcomes = evaluate_spec(
+        env, {"func": "exact_match", "result": cmd("echo x"), "expected": rule(expected="x"), "postconfig": steps}, "DONE"
+    )
     assert score == 1.0 and len(env.steps) == 2  # each step tried
     assert "no window matching 'Mousepad'" in caplog.text
 
@@ -288,17 +289,23 @@ def test_postconfig_goes_on_past_a_window_the_agent_closed(env, caplog):
     "spec, pattern",
     [
         ({"result": cmd("true")}, r"evaluator\.func is missing"),
-        ({"func": "exact_mach", "result": cmd("true")},
-         r"evaluator\.func: unknown metric 'exact_mach'; did you mean exact_match"),
+        (
+            {"func": "exact_mach", "result": cmd("true")},
+            r"evaluator\.func: unknown metric 'exact_mach'; did you mean exact_match",
+        ),
         ({"func": ["exact_match", "infeasible"], "result": [cmd("a"), cmd("b")]}, r"evaluator\.func: 'infeasible'"),
         ({"func": [], "result": []}, r"evaluator\.func must be"),
         ({"func": "exact_match"}, r"evaluator\.result is missing"),
         ({"func": "exact_match", "result": {"type": "vm_fiel", "path": "x"}}, r"evaluator\.result: unknown getter 'vm_fiel'"),
         ({"func": "exact_match", "result": {"path": "x"}}, r"evaluator\.result entries must be getter configs"),
-        ({"func": "exact_match", "result": cmd("true"), "expected": {"type": "rul"}},
-         r"evaluator\.expected: unknown getter 'rul'"),
-        ({"func": ["exact_match", "exact_match"], "result": [cmd("true")]},
-         r"evaluator\.result has 1 entries but evaluator\.func has 2"),
+        (
+            {"func": "exact_match", "result": cmd("true"), "expected": {"type": "rul"}},
+            r"evaluator\.expected: unknown getter 'rul'",
+        ),
+        (
+            {"func": ["exact_match", "exact_match"], "result": [cmd("true")]},
+            r"evaluator\.result has 1 entries but evaluator\.func has 2",
+        ),
         ({"func": ["exact_match"], "result": [cmd("true")], "expected": [None, None]}, r"evaluator\.expected has 2"),
         ({"func": ["exact_match"], "result": [cmd("true")], "options": [{}, {}]}, r"evaluator\.options has 2"),
         ({"func": ["exact_match"], "result": cmd("true")}, r"evaluator\.result must be a list"),
@@ -331,8 +338,9 @@ def test_preview_is_short():
 @pytest.fixture
 def same_bytes(monkeypatch):
     """A metric comparing two files byte for byte (the shape of compare_table and its kin)."""
-    monkeypatch.setitem(registry.METRICS, "same_bytes",
-                        lambda result, expected: float(open(result, "rb").read() == open(expected, "rb").read()))
+    monkeypatch.setitem(
+        registry.METRICS, "same_bytes", lambda result, expected: float(open(result, "rb").read() == open(expected, "rb").read())
+    )
 
 
 def test_a_compared_file_is_shown_by_its_content_after_its_cache_copy_is_gone(env, same_bytes):
@@ -341,8 +349,11 @@ def test_a_compared_file_is_shown_by_its_content_after_its_cache_copy_is_gone(en
     env.write("out/notes.txt", "total: 42\n")
     (env.cache_dir / "gold").mkdir(parents=True)
     (env.cache_dir / "gold" / "notes.txt").write_text("total: 41\n")
-    spec = {"func": "same_bytes", "result": {"type": "vm_file", "path": "~/out/notes.txt", "dest": "notes.txt"},
-            "expected": {"type": "cache_file", "path": "gold/notes.txt"}}
+    spec = {
+        "func": "same_bytes",
+        "result": {"type": "vm_file", "path": "~/out/notes.txt", "dest": "notes.txt"},
+        "expected": {"type": "cache_file", "path": "gold/notes.txt"},
+    }
     score, (outcome,) = evaluate_spec(env, spec, "DONE")
     shutil.rmtree(env.cache_dir)  # as at the episode's end
     assert score == 0.0
@@ -352,8 +363,11 @@ def test_a_compared_file_is_shown_by_its_content_after_its_cache_copy_is_gone(en
 def test_a_long_text_file_is_cut_with_a_note_and_a_split_character_is_dropped(env, same_bytes):
     text = "é" * (FILE_TEXT_CHARS + 1500)  # two bytes a character: the read cuts inside the text
     env.write("big.txt", text)
-    spec = {"func": "same_bytes", "result": {"type": "vm_file", "path": "~/big.txt", "dest": "big.txt"},
-            "expected": {"type": "vm_file", "path": "~/big.txt", "dest": "same.txt"}}
+    spec = {
+        "func": "same_bytes",
+        "result": {"type": "vm_file", "path": "~/big.txt", "dest": "big.txt"},
+        "expected": {"type": "vm_file", "path": "~/big.txt", "dest": "same.txt"},
+    }
     score, (outcome,) = evaluate_spec(env, spec, "DONE")
     assert score == 1.0
     shown, note = outcome.actual.split("\n", 1)
@@ -367,8 +381,11 @@ def test_a_binary_file_is_described_by_name_size_and_sha256(env, same_bytes):
     data = b"PK\x03\x04\x00\x00" + bytes(range(256)) * 40  # a zip's start, NUL bytes: an .xlsx's shape
     target = env.resolve("~/scores.xlsx")
     target.write_bytes(data)
-    spec = {"func": "same_bytes", "result": {"type": "vm_file", "path": "~/scores.xlsx", "dest": "scores.xlsx"},
-            "expected": {"type": "vm_file", "path": "~/scores.xlsx", "dest": "gold.xlsx"}}
+    spec = {
+        "func": "same_bytes",
+        "result": {"type": "vm_file", "path": "~/scores.xlsx", "dest": "scores.xlsx"},
+        "expected": {"type": "vm_file", "path": "~/scores.xlsx", "dest": "gold.xlsx"},
+    }
     _, (outcome,) = evaluate_spec(env, spec, "DONE")
     digest = hashlib.sha256(data).hexdigest()[:12]
     assert outcome.actual == f"[scores.xlsx: {len(data):,} bytes, binary, sha256 {digest}]"
@@ -378,10 +395,17 @@ def test_a_binary_file_is_described_by_name_size_and_sha256(env, same_bytes):
 def test_files_of_a_multi_getter_are_shown_each_and_an_empty_one_is_named(env):
     env.write("a.txt", "first\n")
     env.write("b.txt", "")
-    spec = {"func": "file_contains",
-            "result": {"type": "vm_file", "multi": True, "path": ["~/a.txt", "~/b.txt", "~/missing.txt"],
-                       "dest": ["a.txt", "b.txt", "c.txt"], "gives": [0, 1, 2]},
-            "expected": rule(expected=["first"])}
+    spec = {
+        "func": "file_contains",
+        "result": {
+            "type": "vm_file",
+            "multi": True,
+            "path": ["~/a.txt", "~/b.txt", "~/missing.txt"],
+            "dest": ["a.txt", "b.txt", "c.txt"],
+            "gives": [0, 1, 2],
+        },
+        "expected": rule(expected=["first"]),
+    }
     _, (outcome,) = evaluate_spec(env, spec, "DONE")
     assert outcome.actual == "[1/3] first\n\n[2/3] [b.txt: empty file]\n[3/3] None"
 
@@ -400,7 +424,10 @@ def test_a_known_secret_in_a_compared_file_is_redacted(env):
     secret = "sk-test-FILE-SECRET-77"
     register_secrets([secret])
     env.write("config.txt", f"key = {secret}\n")
-    spec = {"func": "file_contains", "result": {"type": "vm_file", "path": "~/config.txt", "dest": "config.txt"},
-            "expected": rule(expected=["key"])}
+    spec = {
+        "func": "file_contains",
+        "result": {"type": "vm_file", "path": "~/config.txt", "dest": "config.txt"},
+        "expected": rule(expected=["key"]),
+    }
     _, (outcome,) = evaluate_spec(env, spec, "DONE")
     assert outcome.actual == "key = ***\n"

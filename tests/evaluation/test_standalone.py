@@ -25,10 +25,14 @@ TASK = {
     "related_apps": ["os"],
     "evaluator": {
         "func": ["exact_match", "check_include_exclude"],
-        "result": [{"type": "vm_command_line", "command": "cat /home/user/count.txt"},
-                   {"type": "content_from_vm_file", "path": "/home/user/count.txt", "file_type": "txt"}],
-        "expected": [{"type": "rule", "rules": {"expected": "3"}},
-                     {"type": "rule", "rules": {"include": ["3"], "exclude": ["4"]}}],
+        "result": [
+            {"type": "vm_command_line", "command": "cat /home/user/count.txt"},
+            {"type": "content_from_vm_file", "path": "/home/user/count.txt", "file_type": "txt"},
+        ],
+        "expected": [
+            {"type": "rule", "rules": {"expected": "3"}},
+            {"type": "rule", "rules": {"include": ["3"], "exclude": ["4"]}},
+        ],
     },
 }
 
@@ -41,8 +45,12 @@ def write_task(folder: Path, data: dict) -> Path:
 
 
 def cli(task: Path, home: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(task), "--home", str(home), *extra],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpworld.evaluation", str(task), "--home", str(home), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -53,19 +61,23 @@ def served(tmp_path):
     server = make_server(home, TOKEN)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    with httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}",
-                      headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    with httpx.Client(
+        base_url=f"http://127.0.0.1:{server.server_address[1]}", headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as http:
         yield home, http
     server.shutdown()
     server.server_close()
 
 
 def test_osworld_json_maps_onto_the_task_model(tmp_path):
-    data = dict(TASK, config=[
-        {"type": "download", "parameters": {"files": [{"url": "files/data.txt", "path": "/home/user/data.txt"}]}},
-        {"type": "launch", "parameters": {"command": ["xterm"]}},
-        {"type": "sleep", "parameters": {"seconds": 0.1}},
-    ])
+    data = dict(
+        TASK,
+        config=[
+            {"type": "download", "parameters": {"files": [{"url": "files/data.txt", "path": "/home/user/data.txt"}]}},
+            {"type": "launch", "parameters": {"command": ["xterm"]}},
+            {"type": "sleep", "parameters": {"seconds": 0.1}},
+        ],
+    )
     path = write_task(tmp_path / "suite", data)
     task = load_task_file(path)
     assert (task.id, task.app, task.format, task.skip_reason) == ("0b17a146-demo", "os", "osworld", None)
@@ -73,33 +85,92 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
     assert task.setup[1] == {"type": "launch", "parameters": {"command": ["xterm"]}}
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"config": [{"type": "teleport", "parameters": {}}]}, "its setup step 'teleport' is one mcpworld does not have"),
-    ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "teleport"}])}, "its postconfig step 'teleport'"),
-    ({"config": [{"type": "googledrive", "parameters": {"settings_file": "s.json", "operation": ["delete"]}}]},
-     "needs a Google Drive account"),
-    ({"evaluator": {"func": "compare_pdfs", "result": {"type": "googledrive_file", "path": ["x.pdf"]},
-                    "expected": {"type": "cloud_file", "path": "https://h/x.pdf"}}}, "needs a Google Drive account"),
-    # Windows Agent Arena: Windows' own programs, its Windows steps, Windows paths and shells
-    ({"related_apps": ["file_explorer"]}, "needs Windows: it works file_explorer"),
-    ({"config": [{"type": "create_folder", "parameters": {"path": "C:\\Users\\Docker\\x"}}]},
-     "needs Windows: its setup step 'create_folder'"),
-    ({"config": [{"type": "download", "parameters": {"files": [
-        {"url": "https://h/a.xlsx", "path": "C:\\Users\\Docker\\AppData\\Local\\a.xlsx"}]}}]},  # no Linux twin
-     "needs Windows: its setup names a Windows path or shell ('C:\\\\Users\\\\Docker"),
-    ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "launch", "parameters": {
-        "command": ["powershell", "-Command", "Stop-Process", "-Name", "vlc"]}}])},
-     "needs Windows: its evaluator names a Windows path or shell ('powershell')"),
-    ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "execute", "parameters": {"command": [
-        "python", "-c", "import pyautogui; pyautogui.locateCenterOnScreen('ok.png')"]}}])},
-     "pyautogui.locateCenterOnScreen(), which mcpworld does not replay"),
-    # what OSWorld's Ubuntu VM runs and our desktop does not: GNOME Shell's settings, systemd
-    ({"config": [{"type": "execute", "parameters": {"command": "gsettings set org.gnome.shell favorite-apps "
-                                                    "\"['thunderbird.desktop']\"", "shell": True}}]},
-     "needs GNOME Shell (it reads or sets the org.gnome.shell settings), which mcpworld's desktop does not run"),
-    ({"evaluator": {"func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status"}}},
-     "needs systemd as the init system"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"config": [{"type": "teleport", "parameters": {}}]}, "its setup step 'teleport' is one mcpworld does not have"),
+        ({"evaluator": dict(TASK["evaluator"], postconfig=[{"type": "teleport"}])}, "its postconfig step 'teleport'"),
+        (
+            {"config": [{"type": "googledrive", "parameters": {"settings_file": "s.json", "operation": ["delete"]}}]},
+            "needs a Google Drive account",
+        ),
+        (
+            {
+                "evaluator": {
+                    "func": "compare_pdfs",
+                    "result": {"type": "googledrive_file", "path": ["x.pdf"]},
+                    "expected": {"type": "cloud_file", "path": "https://h/x.pdf"},
+                }
+            },
+            "needs a Google Drive account",
+        ),
+        # Windows Agent Arena: Windows' own programs, its Windows steps, Windows paths and shells
+        ({"related_apps": ["file_explorer"]}, "needs Windows: it works file_explorer"),
+        (
+            {"config": [{"type": "create_folder", "parameters": {"path": "C:\\Users\\Docker\\x"}}]},
+            "needs Windows: its setup step 'create_folder'",
+        ),
+        (
+            {
+                "config": [
+                    {
+                        "type": "download",
+                        "parameters": {
+                            "files": [{"url": "https://h/a.xlsx", "path": "C:\\Users\\Docker\\AppData\\Local\\a.xlsx"}]
+                        },
+                    }
+                ]
+            },  # no Linux twin
+            "needs Windows: its setup names a Windows path or shell ('C:\\\\Users\\\\Docker",
+        ),
+        (
+            {
+                "evaluator": dict(
+                    TASK["evaluator"],
+                    postconfig=[
+                        {"type": "launch", "parameters": {"command": ["powershell", "-Command", "Stop-Process", "-Name", "vlc"]}}
+                    ],
+                )
+            },
+            "needs Windows: its evaluator names a Windows path or shell ('powershell')",
+        ),
+        (
+            {
+                "evaluator": dict(
+                    TASK["evaluator"],
+                    postconfig=[
+                        {
+                            "type": "execute",
+                            "parameters": {
+                                "command": ["python", "-c", "import pyautogui; pyautogui.locateCenterOnScreen('ok.png')"]
+                            },
+                        }
+                    ],
+                )
+            },
+            "pyautogui.locateCenterOnScreen(), which mcpworld does not replay",
+        ),
+        # what OSWorld's Ubuntu VM runs and our desktop does not: GNOME Shell's settings, systemd
+        (
+            {
+                "config": [
+                    {
+                        "type": "execute",
+                        "parameters": {
+                            "command": "gsettings set org.gnome.shell favorite-apps \"['thunderbird.desktop']\"",
+                            "shell": True,
+                        },
+                    }
+                ]
+            },
+            "needs GNOME Shell (it reads or sets the org.gnome.shell settings), which mcpworld's desktop does not run",
+        ),
+        (
+            {"evaluator": {"func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status"}}},
+            "needs systemd as the init system",
+        ),
+    ],
+)
 def test_tasks_this_machine_cannot_run_load_with_a_skip_reason(tmp_path, change, reason):
     task = load_task_file(write_task(tmp_path, dict(TASK, **change)))
     assert reason in task.skip_reason
@@ -107,15 +178,28 @@ def test_tasks_this_machine_cannot_run_load_with_a_skip_reason(tmp_path, change,
 
 def test_gnome_desktop_settings_that_dconf_keeps_are_runnable(tmp_path):
     """org.gnome.desktop.* schemas are installed and dconf keeps them: only GNOME Shell's are missing."""
-    task = load_task_file(write_task(tmp_path, dict(TASK, config=[{"type": "execute", "parameters": {
-        "command": ["gsettings", "set", "org.gnome.desktop.screensaver", "lock-enabled", "false"]}}])))
+    task = load_task_file(
+        write_task(
+            tmp_path,
+            dict(
+                TASK,
+                config=[
+                    {
+                        "type": "execute",
+                        "parameters": {"command": ["gsettings", "set", "org.gnome.desktop.screensaver", "lock-enabled", "false"]},
+                    }
+                ],
+            ),
+        )
+    )
     assert task.skip_reason is None
 
 
 def test_python_escapes_are_not_windows_paths(tmp_path):
     code = "try:\n    run()\nexcept Exception as e:\n    print(e)"
-    task = load_task_file(write_task(tmp_path, dict(TASK, config=[
-        {"type": "execute", "parameters": {"command": ["python", "-c", code]}}])))
+    task = load_task_file(
+        write_task(tmp_path, dict(TASK, config=[{"type": "execute", "parameters": {"command": ["python", "-c", code]}}]))
+    )
     assert task.skip_reason is None
 
 
@@ -204,8 +288,9 @@ def test_home_user_in_commands_and_instructions_maps_to_the_home(tmp_path):
 
     env = HomeEnvironment(tmp_path)
     try:
-        assert env.map_paths("cat /home/user/a.txt /home/username /home/user") == \
-            f"cat {tmp_path}/a.txt /home/username {tmp_path}"
+        assert (
+            env.map_paths("cat /home/user/a.txt /home/username /home/user") == f"cat {tmp_path}/a.txt /home/username {tmp_path}"
+        )
     finally:
         env.close()
     task = load_task_file(write_task(tmp_path / "s", TASK))

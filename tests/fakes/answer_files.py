@@ -11,9 +11,13 @@ from pathlib import Path
 def plant_answers(secret: str) -> tuple[Path, dict[str, Path]]:
     """A fresh folder in /var/tmp (not pytest's 0700 tmp) and the planted files by what they are."""
     base = Path(tempfile.mkdtemp(prefix="mcpworld-probe-", dir="/var/tmp"))
-    files = {"own task": base / "suite/tasks/a/task.yaml", "another task": base / "suite/tasks/b/task.yaml",
-             "solution": base / "solutions/a.yaml", "ground truth": base / "suite/tasks/a/groundtruth_workspace/x.js",
-             "outputs": base / "outputs/2026-01-01/episodes/a/1/result.json"}
+    files = {
+        "own task": base / "suite/tasks/a/task.yaml",
+        "another task": base / "suite/tasks/b/task.yaml",
+        "solution": base / "solutions/a.yaml",
+        "ground truth": base / "suite/tasks/a/groundtruth_workspace/x.js",
+        "outputs": base / "outputs/2026-01-01/episodes/a/1/result.json",
+    }
     for path in files.values():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{secret} {path.name}\n")

@@ -62,16 +62,29 @@ from urllib.parse import unquote
 
 from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-               500: "api_error", 529: "overloaded_error"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 
 
 class FakeAnthropicServer(ScriptedServer):
     """Scripted Anthropic Messages server on 127.0.0.1 (random port) in a background thread."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "claude-fake",
-                 api_key: str | None = None, max_input_tokens: int = 200_000):
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        model: str = "claude-fake",
+        api_key: str | None = None,
+        max_input_tokens: int = 200_000,
+    ):
         super().__init__(script, model, _make_handler)
         self.api_key = api_key
         self.max_input_tokens = max_input_tokens
@@ -94,9 +107,17 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             elif unquote(self.path.removeprefix("/v1/models/")) != server.model:
                 self._error(404, f"model: {unquote(self.path.removeprefix('/v1/models/'))}")
             else:
-                self._send_json(200, {"type": "model", "id": server.model, "display_name": "Claude Fake",
-                                      "created_at": "2025-02-19T00:00:00Z",
-                                      "max_input_tokens": server.max_input_tokens, "max_tokens": 64_000})
+                self._send_json(
+                    200,
+                    {
+                        "type": "model",
+                        "id": server.model,
+                        "display_name": "Claude Fake",
+                        "created_at": "2025-02-19T00:00:00Z",
+                        "max_input_tokens": server.max_input_tokens,
+                        "max_tokens": 64_000,
+                    },
+                )
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -116,8 +137,9 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                     self._error(400, problem)
                 elif reply.get("status"):
                     status = int(reply["status"])
-                    self._error(status, reply.get("error") or f"scripted error {status}",
-                                reply.get("error_type"), reply.get("headers"))
+                    self._error(
+                        status, reply.get("error") or f"scripted error {status}", reply.get("error_type"), reply.get("headers")
+                    )
                 elif body.get("stream") and not reply.get("ignore_stream"):
                     self._stream(body, reply)
                 else:
@@ -125,8 +147,7 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up; nothing to do
 
-        def _error(self, status: int, message: str, kind: str | None = None,
-                   extra: dict[str, str] | None = None) -> None:
+        def _error(self, status: int, message: str, kind: str | None = None, extra: dict[str, str] | None = None) -> None:
             kind = kind or ERROR_TYPES.get(status, "api_error")
             self._send_json(status, {"type": "error", "error": {"type": kind, "message": message}}, extra)
 
@@ -134,8 +155,10 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             self.send_json(status, data, {"request-id": f"req_{uuid.uuid4().hex[:16]}", **(extra or {})})
 
         def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
-            frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
-                      for e in _events(body, reply, server.model, server.issued)]
+            frames = [
+                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                for e in _events(body, reply, server.model, server.issued)
+            ]
             self.send_stream(reply, frames, content_type="text/event-stream; charset=utf-8")
 
     return Handler
@@ -157,10 +180,10 @@ def validate(body: dict[str, Any], headers: dict[str, str]) -> str | None:
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
     if messages[0].get("role") != "user":
-        return "messages: first message must use the \"user\" role"
+        return 'messages: first message must use the "user" role'
     for i, m in enumerate(messages):
         if i and m.get("role") == messages[i - 1].get("role"):
-            return f"messages.{i}: roles must alternate between \"user\" and \"assistant\""
+            return f'messages.{i}: roles must alternate between "user" and "assistant"'
         content = m.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not blocks:
@@ -171,11 +194,12 @@ def validate(body: dict[str, Any], headers: dict[str, str]) -> str | None:
         wanted = [b["id"] for b in blocks if b.get("type") == "tool_use"]
         if wanted:
             following = messages[i + 1]["content"] if i + 1 < len(messages) else []
-            answered = [b.get("tool_use_id") for b in following if isinstance(b, dict)
-                        and b.get("type") == "tool_result"]
+            answered = [b.get("tool_use_id") for b in following if isinstance(b, dict) and b.get("type") == "tool_result"]
             if set(answered) != set(wanted) or (following and following[0].get("type") != "tool_result"):
-                return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
-                        f"after: {', '.join(sorted(set(wanted) - set(answered))) or 'order'}")
+                return (
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                    f"after: {', '.join(sorted(set(wanted) - set(answered))) or 'order'}"
+                )
     for b in body.get("system") or []:
         if not str(b.get("text", "")).strip():
             return "system: text content blocks must be non-empty"
@@ -204,9 +228,11 @@ def validate_thinking(body: dict[str, Any], headers: dict[str, str], issued: dic
         assistant = [m for m in body.get("messages") or [] if m.get("role") == "assistant"]
         first = (assistant[-1].get("content") or [{}])[0] if assistant else {}
         if assistant and isinstance(first, dict) and first.get("type") not in ("thinking", "redacted_thinking"):
-            return ("messages: Expected `thinking` or `redacted_thinking`, but found "
-                    f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
-                    "with a thinking block")
+            return (
+                "messages: Expected `thinking` or `redacted_thinking`, but found "
+                f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
+                "with a thinking block"
+            )
     for i, m in enumerate(body.get("messages") or []):
         for j, b in enumerate(m.get("content") if isinstance(m.get("content"), list) else []):
             if b.get("type") == "thinking" and issued.get(str(b.get("signature"))) != b.get("thinking"):
@@ -238,8 +264,10 @@ def _all_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tool_uses(reply: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"id": tu.get("id") or f"toolu_{uuid.uuid4().hex[:20]}", "name": tu["name"], "input": tu.get("input", {})}
-            for tu in reply.get("tool_uses") or []]
+    return [
+        {"id": tu.get("id") or f"toolu_{uuid.uuid4().hex[:20]}", "name": tu["name"], "input": tu.get("input", {})}
+        for tu in reply.get("tool_uses") or []
+    ]
 
 
 def _input_text(value: dict[str, Any] | str) -> str:
@@ -250,11 +278,14 @@ def _usage(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, int] | None
     if reply.get("usage") is False:
         return None
     given = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
-    out_chars = len(reply.get("text") or "") + sum(len(_input_text(t.get("input", {})))
-                                                   for t in reply.get("tool_uses") or [])
-    return {"input_tokens": len(json.dumps(body.get("messages", []))) // 4,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-            "output_tokens": out_chars // 4 + 1, **given}
+    out_chars = len(reply.get("text") or "") + sum(len(_input_text(t.get("input", {}))) for t in reply.get("tool_uses") or [])
+    return {
+        "input_tokens": len(json.dumps(body.get("messages", []))) // 4,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": out_chars // 4 + 1,
+        **given,
+    }
 
 
 def _stop_reason(reply: dict[str, Any]) -> str:
@@ -273,13 +304,19 @@ def _message(body: dict[str, Any], reply: dict[str, Any], model: str, issued: di
         issued[reply["redacted_thinking"]] = ""
         content.append({"type": "redacted_thinking", "data": reply["redacted_thinking"]})
     if reply.get("thinking"):
-        content.append({"type": "thinking", "thinking": reply["thinking"],
-                        "signature": _signature(reply["thinking"], issued)})
+        content.append({"type": "thinking", "thinking": reply["thinking"], "signature": _signature(reply["thinking"], issued)})
     if reply.get("text"):
         content.append({"type": "text", "text": reply["text"]})
     content += [{"type": "tool_use", **tu} for tu in _tool_uses(reply)]
-    data = {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": _stop_reason(reply), "stop_sequence": None}
+    data = {
+        "id": f"msg_{uuid.uuid4().hex[:20]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _stop_reason(reply),
+        "stop_sequence": None,
+    }
     usage = _usage(body, reply)
     if usage is not None:
         data["usage"] = usage
@@ -290,8 +327,15 @@ def _events(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dic
     """The event sequence the real API streams: message_start, ping, blocks, message_delta, message_stop."""
     usage = _usage(body, reply)
     start_usage = {k: v for k, v in (usage or {}).items() if k != "output_tokens"}
-    message = {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": model,
-               "content": [], "stop_reason": None, "stop_sequence": None}
+    message = {
+        "id": f"msg_{uuid.uuid4().hex[:20]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+    }
     if usage is not None:
         message["usage"] = {**start_usage, "output_tokens": 1}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": message}, {"type": "ping"}]
@@ -302,35 +346,54 @@ def _events(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dic
     index = 0
     if reply.get("redacted_thinking"):
         issued[reply["redacted_thinking"]] = ""
-        events += [{"type": "content_block_start", "index": index,
-                    "content_block": {"type": "redacted_thinking", "data": reply["redacted_thinking"]}},
-                   {"type": "content_block_stop", "index": index}]
+        events += [
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "redacted_thinking", "data": reply["redacted_thinking"]},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
         index += 1
     if reply.get("thinking"):
-        events.append({"type": "content_block_start", "index": index,
-                       "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
-        events += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}
-                   for piece in _split(reply["thinking"], 3)]
-        events += [{"type": "content_block_delta", "index": index,
-                    "delta": {"type": "signature_delta", "signature": _signature(reply["thinking"], issued)}},
-                   {"type": "content_block_stop", "index": index}]
+        events.append(
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            }
+        )
+        events += [
+            {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}
+            for piece in _split(reply["thinking"], 3)
+        ]
+        events += [
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": _signature(reply["thinking"], issued)},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
         index += 1
     if reply.get("text"):
         events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-        events += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
-                   for piece in _split(reply["text"], 3)]
+        events += [
+            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+            for piece in _split(reply["text"], 3)
+        ]
         events.append({"type": "content_block_stop", "index": index})
         index += 1
     for tu in _tool_uses(reply):
         block = {"type": "tool_use", "id": tu["id"], "name": tu["name"], "input": {}}
         events.append({"type": "content_block_start", "index": index, "content_block": block})
-        events += [{"type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": piece}}
-                   for piece in _split(_input_text(tu["input"]), 3)]
+        events += [
+            {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
+            for piece in _split(_input_text(tu["input"]), 3)
+        ]
         events.append({"type": "content_block_stop", "index": index})
         index += 1
-    delta: dict[str, Any] = {"type": "message_delta",
-                             "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None}}
+    delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None}}
     if usage is not None:
         delta["usage"] = {"output_tokens": usage["output_tokens"]}
     return events + [delta, {"type": "message_stop"}]

@@ -50,8 +50,10 @@ class DcgmExporter:
             lines += [f"# HELP {name} {doc}", f"# TYPE {name} {kind}"]
             for i, g in enumerate(self.gpus):
                 value = getattr(g, source) if isinstance(source, str) else source
-                labels = (f'gpu="{i}",UUID="GPU-{i:08d}-5d26-a36a-e7af1ce2586e",device="nvidia{i}",'
-                          f'modelName="NVIDIA H100 80GB HBM3",Hostname="model-host",DCGM_FI_DRIVER_VERSION="550.54.15"')
+                labels = (
+                    f'gpu="{i}",UUID="GPU-{i:08d}-5d26-a36a-e7af1ce2586e",device="nvidia{i}",'
+                    f'modelName="NVIDIA H100 80GB HBM3",Hostname="model-host",DCGM_FI_DRIVER_VERSION="550.54.15"'
+                )
                 lines.append(f"{name}{{{labels}}} {BLANK_INT64 if value is None else value}")
         return "\n".join(lines) + "\n"
 

@@ -61,7 +61,7 @@ class FileServer:
                 if start:
                     self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
                 self.end_headers()
-                self.wfile.write(body[start:start + cut] if cut is not None else body[start:])
+                self.wfile.write(body[start : start + cut] if cut is not None else body[start:])
                 if cut is not None:
                     self.wfile.flush()
                     self.close_connection = True

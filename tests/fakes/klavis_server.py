@@ -25,26 +25,75 @@ from urllib.parse import parse_qs, urlsplit
 from mcpworld.core.archives import pack, safe_extract
 from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer, free_port
 
-OFFERED = {"filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel", "word", "powerpoint",
-           "code-executor", "code-runner", "pdf-tools", "google_cloud", "poste_email_toolathlon", "canvas",
-           "localmemory", "playwright"}
+OFFERED = {
+    "filesystem",
+    "git",
+    "terminal",
+    "desktop-commander",
+    "arxiv",
+    "excel",
+    "word",
+    "powerpoint",
+    "code-executor",
+    "code-runner",
+    "pdf-tools",
+    "google_cloud",
+    "poste_email_toolathlon",
+    "canvas",
+    "localmemory",
+    "playwright",
+}
 BENCHMARKS = {"MCP_Atlas", "Toolathlon", "MCP_Mark"}
-INDIVIDUAL = {"github", "notion", "google_sheets", "snowflake", "woocommerce", "google_calendar", "google_forms",
-              "huggingface", "weights_and_biases", "arxiv_latex", "scholarly", "yahoo_finance", "fetch", "localmemory"}
+INDIVIDUAL = {
+    "github",
+    "notion",
+    "google_sheets",
+    "snowflake",
+    "woocommerce",
+    "google_calendar",
+    "google_forms",
+    "huggingface",
+    "weights_and_biases",
+    "arxiv_latex",
+    "scholarly",
+    "yahoo_finance",
+    "fetch",
+    "localmemory",
+}
 # what each individual sandbox's details hold, shaped as the runner reads them
 ACCOUNTS: dict[str, dict[str, dict[str, str]]] = {
     "github": {"auth_data": {"access_token": "ghp_fakeTOKEN0123456789"}, "metadata": {"login": "klavis-test-1"}},
-    "woocommerce": {"auth_data": {"consumer_key": "ck_fake_0001", "consumer_secret": "cs_fake_0001",
-                                  "site_url": "http://127.0.0.1:1/store1", "admin_username": "admin",
-                                  "admin_password": "pw-fake-0001"}, "metadata": {}},
-    "snowflake": {"auth_data": {"SNOWFLAKE_ACCOUNT": "fake-acct", "SNOWFLAKE_WAREHOUSE": "COMPUTE_WH",
-                                "SNOWFLAKE_ROLE": "ACCOUNTADMIN", "SNOWFLAKE_USER": "fake_user",
-                                "SNOWFLAKE_PRIVATE_KEY": "-----BEGIN PRIVATE KEY-----fake", "SNOWFLAKE_DATABASE": "DB",
-                                "SNOWFLAKE_SCHEMA": "PUBLIC"}, "metadata": {}},
-    "notion": {"auth_data": {}, "metadata": {"toolathon_notion_integration_key": "ntn_fake_key_01",
-                                             "toolathon_notion_integration_key_eval": "ntn_fake_eval_01",
-                                             "toolathon_source_notion_page_url": "https://notion.so/src",
-                                             "toolathon_eval_notion_page_url": "https://notion.so/eval"}},
+    "woocommerce": {
+        "auth_data": {
+            "consumer_key": "ck_fake_0001",
+            "consumer_secret": "cs_fake_0001",
+            "site_url": "http://127.0.0.1:1/store1",
+            "admin_username": "admin",
+            "admin_password": "pw-fake-0001",
+        },
+        "metadata": {},
+    },
+    "snowflake": {
+        "auth_data": {
+            "SNOWFLAKE_ACCOUNT": "fake-acct",
+            "SNOWFLAKE_WAREHOUSE": "COMPUTE_WH",
+            "SNOWFLAKE_ROLE": "ACCOUNTADMIN",
+            "SNOWFLAKE_USER": "fake_user",
+            "SNOWFLAKE_PRIVATE_KEY": "-----BEGIN PRIVATE KEY-----fake",
+            "SNOWFLAKE_DATABASE": "DB",
+            "SNOWFLAKE_SCHEMA": "PUBLIC",
+        },
+        "metadata": {},
+    },
+    "notion": {
+        "auth_data": {},
+        "metadata": {
+            "toolathon_notion_integration_key": "ntn_fake_key_01",
+            "toolathon_notion_integration_key_eval": "ntn_fake_eval_01",
+            "toolathon_source_notion_page_url": "https://notion.so/src",
+            "toolathon_eval_notion_page_url": "https://notion.so/eval",
+        },
+    },
 }
 
 # a hosted MCP server: `echo` answers, `hang` never does (until the server is stopped)
@@ -74,19 +123,18 @@ class FakeKlavisServer(ScriptedServer):
     the default ``http://127.0.0.1:<port>/<name>/mcp/?local_sandbox_id=<id>``; ``server_status``
     (Klavis name -> status) scripts e.g. ``"error"`` for one server."""
 
-    def __init__(self, token: str = "test-key", urls: dict[str, str] | None = None,
-                 server_status: dict[str, str] | None = None):
+    def __init__(self, token: str = "test-key", urls: dict[str, str] | None = None, server_status: dict[str, str] | None = None):
         super().__init__(None, "klavis", _make_handler)
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.token = token
         self.urls = dict(urls or {})
         self.server_status = dict(server_status or {})
-        self.calls: list[dict[str, Any]] = []        # method, path, query, headers (lower-case), json
+        self.calls: list[dict[str, Any]] = []  # method, path, query, headers (lower-case), json
         self.sandboxes: dict[str, dict[str, Any]] = {}
         self.uploads: dict[str, bytes] = {}
         self.releases = 0
-        self.dump_override: bytes | None = None      # served instead of the packed workspace
-        self.signature = secrets.token_hex(8)        # the "signature" of the signed storage URLs
+        self.dump_override: bytes | None = None  # served instead of the packed workspace
+        self.signature = secrets.token_hex(8)  # the "signature" of the signed storage URLs
         self._failures: list[tuple[int, str | None]] = []
         self._root = Path(tempfile.mkdtemp(prefix="fake-klavis-"))
         self.accounts = {k: {s: dict(v) for s, v in d.items()} for k, d in ACCOUNTS.items()}
@@ -100,8 +148,9 @@ class FakeKlavisServer(ScriptedServer):
         """A hosted MCP server for Klavis's server ``name`` (its sandboxes' URL from now on): tools
         ``echo`` and ``hang`` (a call that never returns). Stopped with the fake."""
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-c", HOSTED_MCP, str(port), name],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOSTED_MCP, str(port), name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self._hosted.append(proc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -116,8 +165,10 @@ class FakeKlavisServer(ScriptedServer):
 
     def held(self) -> list[str]:
         """Ids of every sandbox (local or individual) acquired and not released."""
-        return sorted([sid for sid, box in self.sandboxes.items() if box["status"] != "deleted"]
-                      + [sid for sid, box in self.individual.items() if box["status"] == "occupied"])
+        return sorted(
+            [sid for sid, box in self.sandboxes.items() if box["status"] != "deleted"]
+            + [sid for sid, box in self.individual.items() if box["status"] == "occupied"]
+        )
 
     def stop(self) -> None:
         super().stop()
@@ -179,8 +230,7 @@ def _make_handler(server: FakeKlavisServer) -> type[BaseHTTPRequestHandler]:
             if raw and "json" in headers.get("content-type", ""):
                 body = json.loads(raw)
             with server._lock:
-                server.calls.append({"method": method, "path": path, "query": query,
-                                     "headers": headers, "json": body})
+                server.calls.append({"method": method, "path": path, "query": query, "headers": headers, "json": body})
             failure = server._take_failure(path)
             if failure is not None:
                 return self.send_json(failure, {"detail": f"scripted failure {failure}"})
@@ -226,15 +276,35 @@ def _make_handler(server: FakeKlavisServer) -> type[BaseHTTPRequestHandler]:
             servers = []
             for name in names:
                 url = server.urls.get(name, f"http://127.0.0.1:{server.port}/{name}/mcp/?local_sandbox_id={{id}}")
-                servers.append({"id": secrets.token_hex(4), "server_name": name,
-                                "mcp_server_url": url.replace("{id}", sid),
-                                "status": server.server_status.get(name, "idle"),
-                                "benchmark": body.get("benchmark"), "metadata": {}, "auth_data": None, "tags": []})
-            server.sandboxes[sid] = {"created_at": datetime.now(UTC).isoformat(), "servers": servers,
-                                     "status": "idle", "ttl_seconds": body.get("ttl_seconds")}
+                servers.append(
+                    {
+                        "id": secrets.token_hex(4),
+                        "server_name": name,
+                        "mcp_server_url": url.replace("{id}", sid),
+                        "status": server.server_status.get(name, "idle"),
+                        "benchmark": body.get("benchmark"),
+                        "metadata": {},
+                        "auth_data": None,
+                        "tags": [],
+                    }
+                )
+            server.sandboxes[sid] = {
+                "created_at": datetime.now(UTC).isoformat(),
+                "servers": servers,
+                "status": "idle",
+                "ttl_seconds": body.get("ttl_seconds"),
+            }
             server.workspace(sid).mkdir(parents=True, exist_ok=True)
-            self.send_json(200, {"local_sandbox_id": sid, "servers": servers, "status": "idle",
-                                 "benchmark": body.get("benchmark"), "message": "created"})
+            self.send_json(
+                200,
+                {
+                    "local_sandbox_id": sid,
+                    "servers": servers,
+                    "status": "idle",
+                    "benchmark": body.get("benchmark"),
+                    "message": "created",
+                },
+            )
 
         def individual(self, method: str, name: str, rest: list[str], body: Any) -> None:
             """``/sandbox/{name}[/{id}[/initialize|/dump|/reset]]``, as Klavis's SDK calls them."""
@@ -247,39 +317,72 @@ def _make_handler(server: FakeKlavisServer) -> type[BaseHTTPRequestHandler]:
                     return self.send_json(422, {"detail": f"invalid benchmark: {body}"})
                 sid = secrets.token_hex(8)
                 url = server.urls.get(name, f"http://127.0.0.1:{server.port}/{name}/mcp/?sandbox_id={{id}}")
-                server.individual[sid] = {"server": name, "status": "occupied", "initialized": None,
-                                          "url": url.replace("{id}", sid), "request": body}
-                return self.send_json(200, {"sandbox_id": sid, "server_urls": {name: url.replace("{id}", sid)},
-                                            "server_name": name, "status": "occupied", "message": "acquired"})
+                server.individual[sid] = {
+                    "server": name,
+                    "status": "occupied",
+                    "initialized": None,
+                    "url": url.replace("{id}", sid),
+                    "request": body,
+                }
+                return self.send_json(
+                    200,
+                    {
+                        "sandbox_id": sid,
+                        "server_urls": {name: url.replace("{id}", sid)},
+                        "server_name": name,
+                        "status": "occupied",
+                        "message": "acquired",
+                    },
+                )
             box = server.individual.get(rest[0]) if rest else None
             if box is None or box["server"] != name or box["status"] != "occupied":
                 return self.send_json(404, {"detail": "sandbox not found or not occupied"})
             sid, action = rest[0], (method, rest[1] if len(rest) > 1 else "")
             if action == ("GET", ""):
                 account = server.accounts.get(name, {})
-                return self.send_json(200, {"sandbox_id": sid, "server_url": box["url"], "server_name": name,
-                                            "status": "occupied", "updated_at": datetime.now(UTC).isoformat(),
-                                            "auth_data": account.get("auth_data"),
-                                            "metadata": account.get("metadata")})
+                return self.send_json(
+                    200,
+                    {
+                        "sandbox_id": sid,
+                        "server_url": box["url"],
+                        "server_name": name,
+                        "status": "occupied",
+                        "updated_at": datetime.now(UTC).isoformat(),
+                        "auth_data": account.get("auth_data"),
+                        "metadata": account.get("metadata"),
+                    },
+                )
             if action == ("DELETE", ""):
                 box["status"] = "idle"
                 server.releases += 1
                 return self.send_json(200, {"sandbox_id": sid, "status": "idle", "message": "released"})
             if action == ("POST", "initialize"):
                 box["initialized"] = body
-                return self.send_json(200, {"sandbox_id": sid, "status": "occupied", "message": "initialized",
-                                            "records_created": {k: len(v) if isinstance(v, list) else 1
-                                                                for k, v in (body or {}).items()}})
+                return self.send_json(
+                    200,
+                    {
+                        "sandbox_id": sid,
+                        "status": "occupied",
+                        "message": "initialized",
+                        "records_created": {k: len(v) if isinstance(v, list) else 1 for k, v in (body or {}).items()},
+                    },
+                )
             if action == ("GET", "dump"):
-                return self.send_json(200, {"sandbox_id": sid, "server_name": name,
-                                            "dumped_at": datetime.now(UTC).isoformat(), "data": box["initialized"] or {}})
+                return self.send_json(
+                    200,
+                    {
+                        "sandbox_id": sid,
+                        "server_name": name,
+                        "dumped_at": datetime.now(UTC).isoformat(),
+                        "data": box["initialized"] or {},
+                    },
+                )
             return self.send_json(404, {"detail": "not found"})
 
         def signed(self, kind: str, sid: str) -> str:
             return f"{server.base_url}/signed/{kind}/{sid}?X-Goog-Signature={server.signature}"
 
-        def storage(self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str],
-                    raw: bytes) -> None:
+        def storage(self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes) -> None:
             """Signed-URL storage: an Authorization header makes a real bucket refuse the request."""
             if "authorization" in headers:
                 return self.send_json(400, {"error": "Authorization header not allowed with a signed URL"})

@@ -38,6 +38,7 @@ class FakeNvml:
             def wrapped(*a):
                 self.calls.append(name)
                 return fn(*a)
+
             monkeypatch.setattr(pynvml, name, wrapped)
 
         def init():

@@ -46,20 +46,47 @@ class Call(NamedTuple):
     body: Any  # parsed JSON, or None for a request without a body
 
 
-def tag_entry(name: str, *, digest: str = DIGEST, size: int = 20_000_000_000, quantization: str = "Q4_K_M",
-              parameter_size: str = "33.4B", family: str = "qwen3vl", **extra: Any) -> dict[str, Any]:
+def tag_entry(
+    name: str,
+    *,
+    digest: str = DIGEST,
+    size: int = 20_000_000_000,
+    quantization: str = "Q4_K_M",
+    parameter_size: str = "33.4B",
+    family: str = "qwen3vl",
+    **extra: Any,
+) -> dict[str, Any]:
     """An ``/api/tags`` entry shaped like a real Ollama's."""
-    return {"name": name, "model": name, "modified_at": "2025-10-01T12:00:00Z", "size": size, "digest": digest,
-            "details": {"parent_model": "", "format": "gguf", "family": family, "families": [family],
-                        "parameter_size": parameter_size, "quantization_level": quantization}, **extra}
+    return {
+        "name": name,
+        "model": name,
+        "modified_at": "2025-10-01T12:00:00Z",
+        "size": size,
+        "digest": digest,
+        "details": {
+            "parent_model": "",
+            "format": "gguf",
+            "family": family,
+            "families": [family],
+            "parameter_size": parameter_size,
+            "quantization_level": quantization,
+        },
+        **extra,
+    }
 
 
-def ps_entry(name: str, *, size_vram: int = 24_000_000_000, context_length: int | None = None,
-             **tag: Any) -> dict[str, Any]:
+def ps_entry(name: str, *, size_vram: int = 24_000_000_000, context_length: int | None = None, **tag: Any) -> dict[str, Any]:
     """An ``/api/ps`` entry; ``tag`` is forwarded to ``tag_entry`` for the shared fields."""
     t = tag_entry(name, **tag)
-    entry = {"name": name, "model": name, "size": t["size"] + 2_000_000_000, "digest": t["digest"],
-             "details": t["details"], "expires_at": "2099-01-01T00:00:00Z", "size_vram": size_vram}
+    entry = {
+        "name": name,
+        "model": name,
+        "size": t["size"] + 2_000_000_000,
+        "digest": t["digest"],
+        "details": t["details"],
+        "expires_at": "2099-01-01T00:00:00Z",
+        "size_vram": size_vram,
+    }
     if context_length is not None:
         entry["context_length"] = context_length
     return entry
@@ -67,10 +94,16 @@ def ps_entry(name: str, *, size_vram: int = 24_000_000_000, context_length: int 
 
 def default_pull(digest: str = DIGEST) -> list[dict[str, Any]]:
     total = 4_000_000
-    return [{"status": "pulling manifest"},
-            *({"status": f"pulling {digest[7:19]}", "digest": digest, "total": total, "completed": c}
-              for c in (0, total // 2, total)),
-            {"status": "verifying sha256 digest"}, {"status": "writing manifest"}, {"status": "success"}]
+    return [
+        {"status": "pulling manifest"},
+        *(
+            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": total, "completed": c}
+            for c in (0, total // 2, total)
+        ),
+        {"status": "verifying sha256 digest"},
+        {"status": "writing manifest"},
+        {"status": "success"},
+    ]
 
 
 def latest(name: str) -> str:
@@ -80,10 +113,19 @@ def latest(name: str) -> str:
 class FakeOllamaServer(FakeOpenAIServer):
     """``FakeOpenAIServer`` whose handler also answers Ollama's ``/api/*`` routes."""
 
-    def __init__(self, models: list[dict[str, Any]] | None = None, loaded: list[dict[str, Any]] | None = None,
-                 pull_script: list[dict[str, Any]] | None = None, chat_script: list[dict[str, Any]] | None = None,
-                 context_length: int | None = None, *, model: str | None = None, size_vram: int = 24_000_000_000,
-                 num_ctx: int | None = None, trained_context: int = 262_144):
+    def __init__(
+        self,
+        models: list[dict[str, Any]] | None = None,
+        loaded: list[dict[str, Any]] | None = None,
+        pull_script: list[dict[str, Any]] | None = None,
+        chat_script: list[dict[str, Any]] | None = None,
+        context_length: int | None = None,
+        *,
+        model: str | None = None,
+        size_vram: int = 24_000_000_000,
+        num_ctx: int | None = None,
+        trained_context: int = 262_144,
+    ):
         tags = [dict(m) for m in models or []]
         super().__init__(chat_script, model=model or (tags[0]["name"] if tags else "fake-model"))
         self.tags = tags
@@ -117,11 +159,20 @@ class FakeOllamaServer(FakeOpenAIServer):
         family = details.get("family") or "llama"
         lines = [f"num_ctx                        {self.num_ctx}"] if self.num_ctx else []
         lines.append('stop                           "<|im_end|>"')
-        return 200, {"license": "", "modelfile": f"FROM {tag['name']}\n", "parameters": "\n".join(lines),
-                     "template": "{{ .Prompt }}", "details": details,
-                     "model_info": {"general.architecture": family, "general.parameter_count": 8_000_000_000,
-                                    f"{family}.context_length": self.trained_context},
-                     "capabilities": ["completion", "vision", "tools"], "modified_at": tag.get("modified_at")}
+        return 200, {
+            "license": "",
+            "modelfile": f"FROM {tag['name']}\n",
+            "parameters": "\n".join(lines),
+            "template": "{{ .Prompt }}",
+            "details": details,
+            "model_info": {
+                "general.architecture": family,
+                "general.parameter_count": 8_000_000_000,
+                f"{family}.context_length": self.trained_context,
+            },
+            "capabilities": ["completion", "vision", "tools"],
+            "modified_at": tag.get("modified_at"),
+        }
 
     def _generate(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         name = str(body.get("model") or "")
@@ -135,8 +186,13 @@ class FakeOllamaServer(FakeOpenAIServer):
                 entry = ps_entry(tag["name"], size_vram=self.size_vram, context_length=self.context_length)
                 entry.update(digest=tag.get("digest", entry["digest"]), details=tag.get("details", entry["details"]))
                 self.loaded.append(entry)
-        reply = {"model": tag["name"], "created_at": "2025-10-01T12:00:00Z", "response": "", "done": True,
-                 "done_reason": "unload" if unload else "load"}
+        reply = {
+            "model": tag["name"],
+            "created_at": "2025-10-01T12:00:00Z",
+            "response": "",
+            "done": True,
+            "done_reason": "unload" if unload else "load",
+        }
         return 200, reply
 
 
@@ -146,8 +202,11 @@ def _make_handler(server: FakeOllamaServer, base: type) -> type:
             self._log(None)
             route = self.path.rstrip("/")
             with server._lock:
-                answers = {"/api/tags": {"models": list(server.tags)}, "/api/ps": {"models": list(server.loaded)},
-                           "/api/version": {"version": VERSION}}
+                answers = {
+                    "/api/tags": {"models": list(server.tags)},
+                    "/api/ps": {"models": list(server.loaded)},
+                    "/api/version": {"version": VERSION},
+                }
             if route in answers:
                 self.send_json(200, answers[route])
             elif route.startswith("/api/"):

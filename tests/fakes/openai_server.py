@@ -64,10 +64,19 @@ from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 class FakeOpenAIServer(ScriptedServer):
     """Scripted OpenAI-compatible server on 127.0.0.1 (random port) in a background thread."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, model: str = "fake-model",
-                 flavour: str = "openai", max_model_len: int | None = None, root: str | None = None,
-                 served_name: str | None = None, loaded_context_length: int | None = None,
-                 models_status: int | None = None, version: str = "0.11.0"):
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        model: str = "fake-model",
+        flavour: str = "openai",
+        max_model_len: int | None = None,
+        root: str | None = None,
+        served_name: str | None = None,
+        loaded_context_length: int | None = None,
+        models_status: int | None = None,
+        version: str = "0.11.0",
+    ):
         super().__init__(script, model, _make_handler)
         self.flavour = flavour
         self.max_model_len = max_model_len
@@ -82,12 +91,28 @@ class FakeOpenAIServer(ScriptedServer):
         """The ``/v1/models`` entry this flavour of server lists."""
         card: dict[str, Any] = {"id": self.served_name or self.model, "object": "model", "created": 1_760_000_000}
         if self.flavour == "vllm":
-            perm = {"id": "modelperm-0", "object": "model_permission", "created": 1_760_000_000,
-                    "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
-                    "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False,
-                    "organization": "*", "group": None, "is_blocking": False}
-            return {**card, "owned_by": "vllm", "root": self.root or self.model, "parent": None,
-                    "max_model_len": self.max_model_len, "permission": [perm]}
+            perm = {
+                "id": "modelperm-0",
+                "object": "model_permission",
+                "created": 1_760_000_000,
+                "allow_create_engine": False,
+                "allow_sampling": True,
+                "allow_logprobs": True,
+                "allow_search_indices": False,
+                "allow_view": True,
+                "allow_fine_tuning": False,
+                "organization": "*",
+                "group": None,
+                "is_blocking": False,
+            }
+            return {
+                **card,
+                "owned_by": "vllm",
+                "root": self.root or self.model,
+                "parent": None,
+                "max_model_len": self.max_model_len,
+                "permission": [perm],
+            }
         if self.flavour == "lmstudio":
             return {"id": self.model, "object": "model", "owned_by": "organization_owner"}
         return {**card, "owned_by": "system"}
@@ -95,10 +120,18 @@ class FakeOpenAIServer(ScriptedServer):
     def lmstudio_model(self) -> dict[str, Any]:
         """LM Studio's native ``/api/v0/models/{id}`` description of the model."""
         loaded = self.loaded_context_length is not None
-        return {"id": self.model, "object": "model", "type": "vlm", "publisher": "lmstudio-community",
-                "arch": "qwen3vl", "compatibility_type": "gguf", "quantization": "Q4_K_M",
-                "state": "loaded" if loaded else "not-loaded", "max_context_length": 262144,
-                **({"loaded_context_length": self.loaded_context_length} if loaded else {})}
+        return {
+            "id": self.model,
+            "object": "model",
+            "type": "vlm",
+            "publisher": "lmstudio-community",
+            "arch": "qwen3vl",
+            "compatibility_type": "gguf",
+            "quantization": "Q4_K_M",
+            "state": "loaded" if loaded else "not-loaded",
+            "max_context_length": 262144,
+            **({"loaded_context_length": self.loaded_context_length} if loaded else {}),
+        }
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -107,12 +140,10 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.rstrip("/")
             server.gets.append(path)
             card = server.model_card()
-            missing = {"message": f"The model `{path.rsplit('/', 1)[-1]}` does not exist", "type": "NotFoundError",
-                       "code": 404}
+            missing = {"message": f"The model `{path.rsplit('/', 1)[-1]}` does not exist", "type": "NotFoundError", "code": 404}
             if path.startswith("/v1/models") and server.models_status:
                 status = server.models_status
-                self.send_json(status, {"error": {"message": f"scripted error {status}", "type": "fake_error",
-                                                  "code": status}})
+                self.send_json(status, {"error": {"message": f"scripted error {status}", "type": "fake_error", "code": status}})
             elif path == "/v1/models":
                 self.send_json(200, {"object": "list", "data": [card]})
             elif path.startswith("/v1/models/"):
@@ -152,8 +183,7 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def _stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            frames = [f"data: {json.dumps(c)}\n\n".encode()
-                      for c in _chunks(body, reply, server.model, include_usage)]
+            frames = [f"data: {json.dumps(c)}\n\n".encode() for c in _chunks(body, reply, server.model, include_usage)]
             self.send_stream(reply, frames, last=b"data: [DONE]\n\n")
 
     return Handler
@@ -226,8 +256,7 @@ def _chunks(body: dict[str, Any], reply: dict[str, Any], model: str, include_usa
     created = int(time.time())
 
     def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": choices, **extra}
+        return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices, **extra}
 
     def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return chunk([{"index": 0, "delta": d, "finish_reason": finish}])

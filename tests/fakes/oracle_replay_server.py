@@ -37,8 +37,15 @@ class OracleReplayServer(FakeOpenAIServer):
     """Replays oracle solutions as tool calls; ``error_every``/``cut_every``: every Nth request (0:
     never) gets one HTTP 500 / one stream dropped after a few chunks (the provider retries either)."""
 
-    def __init__(self, solutions: dict[str, list[dict[str, Any]]], *, model: str = "oracle",
-                 wait_s: float = 2.0, error_every: int = 0, cut_every: int = 0):
+    def __init__(
+        self,
+        solutions: dict[str, list[dict[str, Any]]],
+        *,
+        model: str = "oracle",
+        wait_s: float = 2.0,
+        error_every: int = 0,
+        cut_every: int = 0,
+    ):
         super().__init__(None, model=model)
         self.solutions = {instruction.strip(): list(steps) for instruction, steps in solutions.items()}
         self.wait_s = wait_s

@@ -166,12 +166,18 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
         data = request.json or {}
         shell = data.get("shell", False)
         try:
-            result = subprocess.run(argv(data.get("command", "" if shell else []), shell), shell=shell,
-                                    capture_output=True, text=True, timeout=120, env=env, cwd=home)
+            result = subprocess.run(
+                argv(data.get("command", "" if shell else []), shell),
+                shell=shell,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+                cwd=home,
+            )
         except Exception as exc:  # the real server answers any failure to run so
             return jsonify({"status": "error", "message": str(exc)}), 500
-        return jsonify({"status": "success", "output": result.stdout, "error": result.stderr,
-                        "returncode": result.returncode})
+        return jsonify({"status": "success", "output": result.stdout, "error": result.stderr, "returncode": result.returncode})
 
     @app.route("/setup/launch", methods=["POST"])
     def launch():
@@ -179,8 +185,15 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
         shell = data.get("shell", False)
         command = argv(data.get("command", "" if shell else []), shell)
         try:
-            subprocess.Popen(command, shell=shell, env=env, cwd=home, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+            subprocess.Popen(
+                command,
+                shell=shell,
+                env=env,
+                cwd=home,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except Exception as exc:
             return jsonify({"status": "error", "message": str(exc)}), 500
         return f"{command if shell else ' '.join(command)} launched successfully"
@@ -205,8 +218,9 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
         if dialect == "waa":  # the real server reads a terminal on Linux only
             return "Currently not implemented for platform Windows.", 500
         try:
-            done = subprocess.run([SYSTEM_PYTHON, "-c", TERMINAL_SCRIPT], capture_output=True, text=True,
-                                  timeout=60, env=env, cwd=home)
+            done = subprocess.run(
+                [SYSTEM_PYTHON, "-c", TERMINAL_SCRIPT], capture_output=True, text=True, timeout=60, env=env, cwd=home
+            )
             if done.returncode != 0:
                 raise RuntimeError(done.stderr.strip()[-500:] or f"exit {done.returncode}")
             return jsonify({"output": json.loads(done.stdout), "status": "success"})
@@ -217,8 +231,14 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
     def window_size():
         if "app_class_name" not in request.form:
             return jsonify({"error": "app_class_name is required"}), 400
-        done = subprocess.run([python, "-c", WINDOW_SIZE_SCRIPT, request.form["app_class_name"]], capture_output=True,
-                              text=True, timeout=60, env=env, cwd=home)
+        done = subprocess.run(
+            [python, "-c", WINDOW_SIZE_SCRIPT, request.form["app_class_name"]],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=home,
+        )
         found = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
         if not found or found[0] == "null":  # the real view returns None: Flask answers 500
             return "Internal Server Error", 500
@@ -226,8 +246,9 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
 
     @app.route("/wallpaper", methods=["POST"])
     def wallpaper():
-        done = subprocess.run(["gsettings", "get", "org.gnome.desktop.background", "picture-uri"],
-                              capture_output=True, text=True, env=env, cwd=home)
+        done = subprocess.run(
+            ["gsettings", "get", "org.gnome.desktop.background", "picture-uri"], capture_output=True, text=True, env=env, cwd=home
+        )
         path = done.stdout.strip().replace("file://", "").replace("'", "") if done.returncode == 0 else ""
         if not path:
             return "Wallpaper file not found", 404
@@ -287,8 +308,14 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
             return "Path not supplied!", 400
         if not os.path.exists(local(path)):
             return f"File not found: {path}", 404
-        subprocess.Popen(["xdg-open", local(path)], env=env, cwd=home, start_new_session=True,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            ["xdg-open", local(path)],
+            env=env,
+            cwd=home,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return "File opened successfully"
 
     def _window(verb: str):
@@ -297,8 +324,12 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
         if not name:
             return "window_name required", 400
         # the real server runs wmctrl -a/-c (by title substring); xdotool does the same here
-        found = subprocess.run(["xdotool", "search", "--onlyvisible", "--classname" if data.get("by_class")
-                                else "--name", name], capture_output=True, text=True, env=env)
+        found = subprocess.run(
+            ["xdotool", "search", "--onlyvisible", "--classname" if data.get("by_class") else "--name", name],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         for window in found.stdout.split()[:1]:
             action = "windowactivate" if verb == "activate" else "windowclose"
             subprocess.run(["xdotool", action, window], env=env, capture_output=True)
@@ -315,8 +346,7 @@ def make_app(home: Path, env: dict[str, str], dialect: str, python: str = sys.ex
     return app
 
 
-TERMINAL_BIND = ('<keybind key="C-A-t"><action name="Execute"><command>gnome-terminal</command></action>'
-                 '</keybind>')
+TERMINAL_BIND = '<keybind key="C-A-t"><action name="Execute"><command>gnome-terminal</command></action></keybind>'
 
 
 def openbox_rc(home: Path) -> Path:
@@ -326,8 +356,10 @@ def openbox_rc(home: Path) -> Path:
     if "<keyboard>" in text:
         text = text.replace("<keyboard>", "<keyboard>" + TERMINAL_BIND, 1)
     else:
-        text = ('<?xml version="1.0" encoding="UTF-8"?>\n<openbox_config xmlns="http://openbox.org/3.4/rc">'
-                f"<keyboard>{TERMINAL_BIND}</keyboard></openbox_config>\n")
+        text = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<openbox_config xmlns="http://openbox.org/3.4/rc">'
+            f"<keyboard>{TERMINAL_BIND}</keyboard></openbox_config>\n"
+        )
     rc = home / ".config" / "openbox" / "vm-rc.xml"
     rc.parent.mkdir(parents=True, exist_ok=True)
     rc.write_text(text)
@@ -341,8 +373,7 @@ def start_window_manager(home: Path, env: dict[str, str], tries: int = 5) -> sub
     log = home.parent / "openbox.log"  # (beside the VM's home, never in it)
     for _ in range(tries):
         with log.open("a") as out:
-            wm = subprocess.Popen(["openbox", "--config-file", str(openbox_rc(home))], env=env,
-                                  stdout=out, stderr=out)
+            wm = subprocess.Popen(["openbox", "--config-file", str(openbox_rc(home))], env=env, stdout=out, stderr=out)
         deadline = time.monotonic() + 20
         while wm.poll() is None and time.monotonic() < deadline:
             if subprocess.run(["wmctrl", "-m"], env=env, capture_output=True).returncode == 0:
@@ -358,9 +389,12 @@ def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[li
     # -displayfd: Xvfb writes the display's number once it accepts clients (its socket file appears
     # before that, and a client that comes too early, openbox, fails to open the display)
     ready_read, ready_write = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
-                             "-displayfd", str(ready_write)], pass_fds=(ready_write,),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", display, "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-displayfd", str(ready_write)],
+        pass_fds=(ready_write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(ready_write)
     with os.fdopen(ready_read) as ready:
         readable, _, _ = select.select([ready], [], [], 20)
@@ -369,23 +403,49 @@ def start_desktop(display: str, width: int, height: int, home: Path) -> tuple[li
             raise SystemExit(f"Xvfb {display} did not start")
     xauth = home / ".Xauthority"
     xauth.touch()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "DISPLAY": display,
-           "XAUTHORITY": str(xauth), "LANG": "C.UTF-8"}
-    bus = subprocess.run(["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
-                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "DISPLAY": display,
+        "XAUTHORITY": str(xauth),
+        "LANG": "C.UTF-8",
+    }
+    bus = subprocess.run(
+        ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout.split()
     env["DBUS_SESSION_BUS_ADDRESS"] = bus[0]
     processes = [xvfb]
     launcher = Path("/usr/libexec/at-spi-bus-launcher")  # GNOME Terminal's text is read over AT-SPI
     if launcher.exists():
-        processes.append(subprocess.Popen([str(launcher), "--launch-immediately"], env=env,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        processes.append(
+            subprocess.Popen(
+                [str(launcher), "--launch-immediately"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
     processes.append(start_window_manager(home, env))
     if shutil.which("gnome-terminal") and shutil.which("gdbus"):
         # GNOME Terminal's server started (no window), so ctrl+alt+t opens a terminal within the 0.5 s OSWorld's
         # task waits before typing, as on a VM of its own; a loaded test machine starts it later than that
-        subprocess.run(["gdbus", "call", "--session", "--dest", "org.gnome.Terminal", "--object-path",
-                        "/org/gnome/Terminal", "--method", "org.freedesktop.DBus.Peer.Ping"],
-                       env=env, capture_output=True, timeout=60)
+        subprocess.run(
+            [
+                "gdbus",
+                "call",
+                "--session",
+                "--dest",
+                "org.gnome.Terminal",
+                "--object-path",
+                "/org/gnome/Terminal",
+                "--method",
+                "org.freedesktop.DBus.Peer.Ping",
+            ],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
     return processes, env | {"_DBUS_PID": bus[1]}
 
 

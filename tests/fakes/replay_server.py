@@ -74,7 +74,7 @@ def _make_handler(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 size = answer.chunk or max(1, len(answer.body))
                 for i in range(0, len(answer.body), size):
-                    self.write_chunk(answer.body[i:i + size])
+                    self.write_chunk(answer.body[i : i + size])
                 self.write_chunk(b"")
             except (BrokenPipeError, ConnectionResetError):
                 pass

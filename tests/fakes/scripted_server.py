@@ -24,8 +24,9 @@ def free_port() -> int:
 class ScriptedServer:
     """Base for the fakes; ``make_handler(self)`` builds the protocol's request handler class."""
 
-    def __init__(self, script: list[dict[str, Any]] | None, model: str,
-                 make_handler: Callable[[Any], type[BaseHTTPRequestHandler]]):
+    def __init__(
+        self, script: list[dict[str, Any]] | None, model: str, make_handler: Callable[[Any], type[BaseHTTPRequestHandler]]
+    ):
         self.model = model
         self.script: deque[dict[str, Any]] = deque(script or [])
         self.requests: list[dict[str, Any]] = []
@@ -39,8 +40,7 @@ class ScriptedServer:
 
     def start(self):  # noqa: ANN201 (returns the subclass)
         # A short poll interval keeps stop() (and so every test) fast.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        name=type(self).__name__, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name=type(self).__name__, daemon=True)
         self._thread.start()
         return self
 
@@ -91,8 +91,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def send_stream(self, reply: dict[str, Any], frames: list[bytes], last: bytes = b"",
-                    content_type: str = "text/event-stream") -> None:
+    def send_stream(
+        self, reply: dict[str, Any], frames: list[bytes], last: bytes = b"", content_type: str = "text/event-stream"
+    ) -> None:
         """Stream ``frames`` (then ``last`` unless cut) as chunked SSE."""
         self.send_response(200)
         self.send_header("Content-Type", content_type)

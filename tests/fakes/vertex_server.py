@@ -33,20 +33,38 @@ from tests.fakes.anthropic_server import _events, _message, validate, validate_t
 from tests.fakes.bedrock_server import recorded_events as recorded
 from tests.fakes.scripted_server import ScriptedHandler, ScriptedServer
 
-ROUTE = re.compile(r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/publishers/anthropic/models/"
-                   r"(?P<model>[^/:]+):(?P<method>streamRawPredict|rawPredict)$")
-STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-          429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+ROUTE = re.compile(
+    r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/publishers/anthropic/models/"
+    r"(?P<model>[^/:]+):(?P<method>streamRawPredict|rawPredict)$"
+)
+STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
-UNAUTHENTICATED = ("Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or "
-                   "other valid authentication credential.")
+UNAUTHENTICATED = (
+    "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or "
+    "other valid authentication credential."
+)
 
 
 class FakeVertexServer(ScriptedServer):
     """Scripted Vertex AI endpoint + token endpoint on 127.0.0.1 (random port)."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, project: str = "fake-project",
-                 region: str = "us-east5", model: str = "claude-sonnet-4-5@20250929", token_lifetime_s: int = 3600):
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        project: str = "fake-project",
+        region: str = "us-east5",
+        model: str = "claude-sonnet-4-5@20250929",
+        token_lifetime_s: int = 3600,
+    ):
         self.project, self.region = project, region
         self.token_lifetime_s = token_lifetime_s
         self.account = f"mcpworld-tests@{project}.iam.gserviceaccount.com"
@@ -67,9 +85,14 @@ class FakeVertexServer(ScriptedServer):
     def service_account_file(self, folder: Path, private_key_pem: str | None = None, project: bool = True) -> Path:
         """A service-account key file (what GOOGLE_APPLICATION_CREDENTIALS names) whose token_uri is this server;
         ``private_key_pem`` another key (a revoked one), ``project=False`` leaves out project_id."""
-        info = {"type": "service_account", "client_email": self.account, "client_id": "1234567890",
-                "private_key_id": "fakekeyid0001", "private_key": private_key_pem or self.private_key_pem,
-                "token_uri": self.token_uri}
+        info = {
+            "type": "service_account",
+            "client_email": self.account,
+            "client_id": "1234567890",
+            "private_key_id": "fakekeyid0001",
+            "private_key": private_key_pem or self.private_key_pem,
+            "token_uri": self.token_uri,
+        }
         if project:
             info["project_id"] = self.project
         path = folder / "service-account.json"
@@ -127,11 +150,15 @@ def _make_handler(server: FakeVertexServer) -> type[BaseHTTPRequestHandler]:
             if not auth.startswith("Bearer ") or not server._token_ok(auth[7:]):
                 return self._error(401, UNAUTHENTICATED)
             if route["project"] != server.project or route["region"] != server.region:
-                return self._error(403, f"Permission denied on resource project {route['project']} "
-                                        f"(or it may not exist) in {route['region']}.")
+                return self._error(
+                    403, f"Permission denied on resource project {route['project']} (or it may not exist) in {route['region']}."
+                )
             if unquote(route["model"]) != server.model:
-                return self._error(404, f"Publisher Model `projects/{route['project']}/locations/{route['region']}/"
-                                        f"publishers/anthropic/models/{unquote(route['model'])}` not found.")
+                return self._error(
+                    404,
+                    f"Publisher Model `projects/{route['project']}/locations/{route['region']}/"
+                    f"publishers/anthropic/models/{unquote(route['model'])}` not found.",
+                )
             try:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError:
@@ -141,20 +168,19 @@ def _make_handler(server: FakeVertexServer) -> type[BaseHTTPRequestHandler]:
             if problem is not None:
                 return self._error(400, problem)
             if reply.get("status"):
-                return self._error(int(reply["status"]), reply.get("error") or f"scripted error {reply['status']}",
-                                   record=False)
+                return self._error(int(reply["status"]), reply.get("error") or f"scripted error {reply['status']}", record=False)
             if route["method"] == "rawPredict" or not body.get("stream"):
                 return self.send_json(200, _message(body, reply, server.model, server.issued))
-            events = (recorded(reply["transcript"]) if reply.get("transcript")
-                      else _events(body, reply, server.model, server.issued))
+            events = (
+                recorded(reply["transcript"]) if reply.get("transcript") else _events(body, reply, server.model, server.issued)
+            )
             frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
             self.send_stream(reply, frames, content_type="text/event-stream; charset=utf-8")
 
         def _error(self, status: int, message: str, record: bool = True) -> None:
             if record:
                 server.rejected.append(f"{status}: {message}")
-            self.send_json(status, {"error": {"code": status, "message": message,
-                                              "status": STATUS.get(status, "UNKNOWN")}})
+            self.send_json(status, {"error": {"code": status, "message": message, "status": STATUS.get(status, "UNKNOWN")}})
 
     return Handler
 
@@ -169,15 +195,14 @@ def check_body(body: Any, headers: dict[str, str]) -> str | None:
     return validate(body, {**headers, "anthropic-version": body["anthropic_version"]})
 
 
-
 def rsa_key_pair() -> tuple[str, str]:
     """A fresh 2048-bit RSA key: (private PKCS#8 PEM, public PEM)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     return private, public

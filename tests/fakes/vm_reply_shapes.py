@@ -15,8 +15,10 @@ import httpx
 
 PROBE_FILE = "~/mcpworld-shape-probe.txt"
 WALLPAPER = "/home/user/mcpworld-shape-wallpaper.png"
-PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-                    "0000000d4944415478da63f8cfc0f01f0005000201a5d2ad2a0000000049454e44ae426082")
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d4944415478da63f8cfc0f01f0005000201a5d2ad2a0000000049454e44ae426082"
+)
 
 
 def _shape(reply: httpx.Response) -> dict[str, Any]:
@@ -63,8 +65,11 @@ def reply_shapes(url: str) -> dict[str, dict[str, Any]]:
         shapes["window_size no name"] = _shape(http.post("/window_size", data={}))
 
         def wallpaper(uri: str) -> dict[str, Any]:
-            http.post("/execute", content=json.dumps({"command": ["gsettings", "set", "org.gnome.desktop.background",
-                                                                  "picture-uri", uri]}), **json_post)
+            http.post(
+                "/execute",
+                content=json.dumps({"command": ["gsettings", "set", "org.gnome.desktop.background", "picture-uri", uri]}),
+                **json_post,
+            )
             return _shape(http.post("/wallpaper"))
 
         http.post("/setup/upload", data={"file_path": WALLPAPER}, files={"file_data": ("f", PNG)})

@@ -69,17 +69,37 @@ class Workspace(HomeEnvironment):
 @pytest.mark.slow
 def test_an_episode_whose_hosted_tool_hangs_ends_at_its_timeout_with_nothing_left_acquired(tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
-    task = Task(id="t/hangs", app="t", instruction="call the hosted tool", dir=tmp_path, source=tmp_path / "task.yaml",
-                mcp_servers=["filesystem", "github"], workspace="~/workspace", evaluator={"func": "infeasible"},
-                solution={"mcp": [{"tool": "filesystem-echo", "args": {"text": "hi"}},
-                                  {"tool": "github-hang", "args": {"text": "x"}},
-                                  {"tool": "done", "args": {"status": "DONE"}}]})
+    task = Task(
+        id="t/hangs",
+        app="t",
+        instruction="call the hosted tool",
+        dir=tmp_path,
+        source=tmp_path / "task.yaml",
+        mcp_servers=["filesystem", "github"],
+        workspace="~/workspace",
+        evaluator={"func": "infeasible"},
+        solution={
+            "mcp": [
+                {"tool": "filesystem-echo", "args": {"text": "hi"}},
+                {"tool": "github-hang", "args": {"text": "x"}},
+                {"tool": "done", "args": {"status": "DONE"}},
+            ]
+        },
+    )
     with FakeKlavisServer(token=KEY) as fake:
         fake.host_mcp("filesystem")  # in the local sandbox
         fake.host_mcp("github")  # an individual sandbox
-        cfg = make("env=klavis", "modality=mcp", "provider=oracle", "tracking=none", "agent.timeout_s=4",
-                   "mcp.call_timeout_s=60", f"env.klavis.base_url={fake.base_url}", f"env.klavis.api_key={KEY}",
-                   f"env.klavis.leases_dir={tmp_path / 'leases'}")
+        cfg = make(
+            "env=klavis",
+            "modality=mcp",
+            "provider=oracle",
+            "tracking=none",
+            "agent.timeout_s=4",
+            "mcp.call_timeout_s=60",
+            f"env.klavis.base_url={fake.base_url}",
+            f"env.klavis.api_key={KEY}",
+            f"env.klavis.leases_dir={tmp_path / 'leases'}",
+        )
         started = time.monotonic()
         result = run_episode(cfg, task, 0, tmp_path / "episode", Workspace(tmp_path / "home"))
         took = time.monotonic() - started

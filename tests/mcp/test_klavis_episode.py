@@ -29,13 +29,32 @@ PROXY_TOKEN = "proxy-token-for-the-test"  # the proxy standing in for Klavis's s
 @pytest.fixture
 def sandbox_filesystem_url(tmp_path: Path):
     """A real filesystem MCP server over HTTP, serving whatever folder the fake gives sandboxes."""
+
     def start(root: Path) -> str:
         port = free_port()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(tmp_path / "fs.jsonl"),
-             "--serve", "http", "--port", str(port), "--name", "filesystem", "--",
-             str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"), str(root)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, MCPWORLD_PROXY_TOKEN=PROXY_TOKEN))
+            [
+                sys.executable,
+                "-m",
+                "mcpworld.mcp.proxy",
+                "--mode",
+                "record",
+                "--cassette",
+                str(tmp_path / "fs.jsonl"),
+                "--serve",
+                "http",
+                "--port",
+                str(port),
+                "--name",
+                "filesystem",
+                "--",
+                str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"),
+                str(root),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ, MCPWORLD_PROXY_TOKEN=PROXY_TOKEN),
+        )
         started.append(proc)
         return f"http://127.0.0.1:{port}/mcp?token={PROXY_TOKEN}"  # a URL alone, as Klavis gives it
 
@@ -51,8 +70,15 @@ async def test_an_episode_on_a_klavis_sandbox(tmp_path: Path, sandbox_filesystem
     (tmp_path / "home" / "workspace").mkdir(parents=True)
     env = HomeEnvironment(tmp_path / "home")
     (tmp_path / "home" / "workspace" / "a.txt").write_text("from the harness")
-    task = Task(id="t/klavis", app="t", instruction="x", dir=tmp_path, source=tmp_path / "task.yaml",
-                mcp_servers=["filesystem"], workspace="~/workspace")
+    task = Task(
+        id="t/klavis",
+        app="t",
+        instruction="x",
+        dir=tmp_path,
+        source=tmp_path / "task.yaml",
+        mcp_servers=["filesystem"],
+        workspace="~/workspace",
+    )
     events: list[tuple[str, dict]] = []
     with FakeKlavisServer(token="test-key") as fake:
         url = sandbox_filesystem_url(fake._root)

@@ -46,23 +46,40 @@ def task_dir(tmp_path: Path, **files: object) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("server,kind,name", [
-    ("filesystem", "local", "filesystem"), ("pptx", "local", "powerpoint"), ("emails", "local", "poste_email_toolathlon"),
-    ("google-cloud", "local", "google_cloud"), ("desktop-commander", "local", "desktop-commander"),
-    ("code-runner", "local", "code-runner"), ("arxiv_local", "local", "arxiv"), ("python_execute", "local", "code-executor"),
-    ("github", "individual", "github"), ("google_sheet", "individual", "google_sheets"),
-    ("wandb", "individual", "weights_and_biases"), ("arxiv-latex", "individual", "arxiv_latex"),
-    # the runner's LOCAL_SANDBOX_SERVERS has 13 names: every other server is an individual sandbox, whatever
-    # Klavis's API reference lists for the local sandbox (localmemory, playwright, canvas) or not at all
-    ("memory", "individual", "localmemory"), ("playwright_with_chunk", "individual", "playwright_with_chunk"),
-    ("canvas", "individual", "canvas"), ("k8s", "individual", "k8s"), ("youtube", "individual", "youtube")])
+@pytest.mark.parametrize(
+    "server,kind,name",
+    [
+        ("filesystem", "local", "filesystem"),
+        ("pptx", "local", "powerpoint"),
+        ("emails", "local", "poste_email_toolathlon"),
+        ("google-cloud", "local", "google_cloud"),
+        ("desktop-commander", "local", "desktop-commander"),
+        ("code-runner", "local", "code-runner"),
+        ("arxiv_local", "local", "arxiv"),
+        ("python_execute", "local", "code-executor"),
+        ("github", "individual", "github"),
+        ("google_sheet", "individual", "google_sheets"),
+        ("wandb", "individual", "weights_and_biases"),
+        ("arxiv-latex", "individual", "arxiv_latex"),
+        # the runner's LOCAL_SANDBOX_SERVERS has 13 names: every other server is an individual sandbox, whatever
+        # Klavis's API reference lists for the local sandbox (localmemory, playwright, canvas) or not at all
+        ("memory", "individual", "localmemory"),
+        ("playwright_with_chunk", "individual", "playwright_with_chunk"),
+        ("canvas", "individual", "canvas"),
+        ("k8s", "individual", "k8s"),
+        ("youtube", "individual", "youtube"),
+    ],
+)
 def test_the_runners_classification_and_name_mappings(server, kind, name):
     assert (placement(server).kind, placement(server).name) == (kind, name)
 
 
 def test_an_account_that_differs_says_so_in_the_config():
-    k = KlavisConfig(local_sandbox=[*RUNNER_LOCAL_SANDBOX, "localmemory", "playwright"], no_sandbox=["k8s"],
-                     sandbox_names={"canvas": "canvas_lms"})
+    k = KlavisConfig(
+        local_sandbox=[*RUNNER_LOCAL_SANDBOX, "localmemory", "playwright"],
+        no_sandbox=["k8s"],
+        sandbox_names={"canvas": "canvas_lms"},
+    )
     where = Classification.of(k)
     assert where.placement("memory") == Placement("local", "localmemory")
     assert where.placement("playwright_with_chunk") == Placement("local", "playwright")
@@ -172,8 +189,12 @@ with hold(cfg, ["filesystem", "github"], sys.argv[4], lambda *a, **k: None):
 
 def test_a_killed_runs_sandboxes_are_released_by_the_next_run(fake, cfg, tmp_path):
     folder = task_dir(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, fake.base_url, KEY, cfg.leases_dir, str(folder)],
-                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, fake.base_url, KEY, cfg.leases_dir, str(folder)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         left = fake.held()
@@ -201,9 +222,15 @@ def test_the_credentials_go_to_the_preprocess_step_and_the_grader_only():
     grant = Grant(env={"KLAVIS_GITHUB_TOKEN": "ghp_secret"})
     mkdir = {"execute": {"command": ["mkdir", "-p", "/workspace"]}}
     preprocess = {"execute": {"command": "python -m pre", "shell": True, "timeout": 300, "preprocess": True}}
-    task = Task(id="t", app="toolathlon", instruction="x", dir=Path("/t"), source=Path("/t/task_config.json"),
-                setup=[mkdir, preprocess],
-                grader={"command": ["python", "-m", "eval"]})
+    task = Task(
+        id="t",
+        app="toolathlon",
+        instruction="x",
+        dir=Path("/t"),
+        source=Path("/t/task_config.json"),
+        setup=[mkdir, preprocess],
+        grader={"command": ["python", "-m", "eval"]},
+    )
     ran = grant.task(task)
     assert ran.setup[0] == mkdir and ran.setup[1]["execute"]["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
     assert ran.grader["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}

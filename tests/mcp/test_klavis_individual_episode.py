@@ -33,10 +33,28 @@ def serve_filesystem(root: Path, name: str, cassette: Path) -> tuple[subprocess.
     """A real filesystem MCP server rooted at ``root``, over streamable HTTP (our proxy in front)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(cassette),
-         "--serve", "http", "--port", str(port), "--name", name, "--",
-         str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"), str(root)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, MCPWORLD_PROXY_TOKEN=PROXY_TOKEN))
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.mcp.proxy",
+            "--mode",
+            "record",
+            "--cassette",
+            str(cassette),
+            "--serve",
+            "http",
+            "--port",
+            str(port),
+            "--name",
+            name,
+            "--",
+            str(servers_dir() / "npm/node_modules/.bin/mcp-server-filesystem"),
+            str(root),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, MCPWORLD_PROXY_TOKEN=PROXY_TOKEN),
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with socket.socket() as s:
@@ -65,10 +83,19 @@ def test_a_github_task_runs_end_to_end_on_individual_sandboxes(tmp_path: Path, s
             gh, gh_url = serve_filesystem(repo, "github", tmp_path / "gh.jsonl")
             servers += [fs, gh]
             fake.urls = {"filesystem": fs_url, "github": gh_url}
-            proc = run_cli(tmp_path, "env=klavis", "modality=mcp", "provider=oracle", "tracking=none",
-                           f"tasks.root={CHECKOUT / 'tasks' / 'finalpool'}", f"toolathlon.python={sys.executable}",
-                           f"env.klavis.base_url={fake.base_url}", f"env.klavis.leases_dir={tmp_path / 'leases'}",
-                           f"env.klavis.workspace={sandbox_root}", env={"KLAVIS_API_KEY": KEY})
+            proc = run_cli(
+                tmp_path,
+                "env=klavis",
+                "modality=mcp",
+                "provider=oracle",
+                "tracking=none",
+                f"tasks.root={CHECKOUT / 'tasks' / 'finalpool'}",
+                f"toolathlon.python={sys.executable}",
+                f"env.klavis.base_url={fake.base_url}",
+                f"env.klavis.leases_dir={tmp_path / 'leases'}",
+                f"env.klavis.workspace={sandbox_root}",
+                env={"KLAVIS_API_KEY": KEY},
+            )
             assert proc.returncode == 0, proc.stderr[-3000:]
             (r,) = results(tmp_path / "run")
             assert r["status"] == "success", r["reason"]

@@ -15,13 +15,13 @@ from mcpworld.mcp.spec import ServerSpec, parse_servers
 
 WHERE = "tasks/demo/task.yaml"
 CATALOG = {
-    "filesystem": {"command": "{servers}/bin/fs", "args": ["{workspace}"], "env": {"A": "1"},
-                   "install": {"npm": "fs@1"}},
+    "filesystem": {"command": "{servers}/bin/fs", "args": ["{workspace}"], "env": {"A": "1"}, "install": {"npm": "fs@1"}},
     "memory": {"command": "mem", "env": {"FILE": "{workspace}/m.json"}},
 }
 
 
 # --- parse_servers -----------------------------------------------------------------------------------
+
 
 def test_catalog_name_as_a_string():
     (spec,) = parse_servers(["filesystem"], CATALOG, WHERE)
@@ -53,16 +53,19 @@ def test_an_http_server_with_a_url():
     assert spec.transport == "http" and spec.url == "http://127.0.0.1:9000/mcp" and spec.command is None
 
 
-@pytest.mark.parametrize("entry, words", [
-    ("nope", ["'nope'", "not in the catalog", "filesystem, memory"]),
-    ("bad name", ["'bad name'", "letters, digits"]),
-    ({"name": "a.b", "command": "x"}, ["'a.b'"]),
-    ({"name": "srv", "command": "", "args": ["x"]}, ["'srv'", "stdio", "'command'"]),
-    ({"name": "web", "transport": "http", "command": "x"}, ["'web'", "http", "'url'"]),
-    ({"name": "srv", "command": "x", "bogus": 1}, ["'srv'", "bogus"]),
-    ({"name": "srv", "command": "x", "transport": "ws"}, ["'srv'", "'ws'"]),
-    ({"command": "x"}, ["'name'"]),
-])
+@pytest.mark.parametrize(
+    "entry, words",
+    [
+        ("nope", ["'nope'", "not in the catalog", "filesystem, memory"]),
+        ("bad name", ["'bad name'", "letters, digits"]),
+        ({"name": "a.b", "command": "x"}, ["'a.b'"]),
+        ({"name": "srv", "command": "", "args": ["x"]}, ["'srv'", "stdio", "'command'"]),
+        ({"name": "web", "transport": "http", "command": "x"}, ["'web'", "http", "'url'"]),
+        ({"name": "srv", "command": "x", "bogus": 1}, ["'srv'", "bogus"]),
+        ({"name": "srv", "command": "x", "transport": "ws"}, ["'srv'", "'ws'"]),
+        ({"command": "x"}, ["'name'"]),
+    ],
+)
 def test_errors_name_the_file_and_the_server(entry, words):
     with pytest.raises(UserError) as err:
         parse_servers([entry], CATALOG, WHERE)
@@ -83,10 +86,17 @@ def test_no_entries_is_no_servers():
 
 # --- ServerSpec.filled / unavailable -----------------------------------------------------------------
 
+
 def test_filled_replaces_the_placeholders_everywhere():
-    spec = ServerSpec(name="s", command="{servers}/bin/s", args=["--root", "{workspace}", "{home}/x"],
-                      env={"LOG": "{episode}/log", "KEEP": "{other} {}"}, cwd="{home}",
-                      transport="http", url="http://h/{episode}")
+    spec = ServerSpec(
+        name="s",
+        command="{servers}/bin/s",
+        args=["--root", "{workspace}", "{home}/x"],
+        env={"LOG": "{episode}/log", "KEEP": "{other} {}"},
+        cwd="{home}",
+        transport="http",
+        url="http://h/{episode}",
+    )
     values = {"workspace": "/h/ws", "home": "/h", "servers": "/srv", "episode": "/ep/1", "other": "NO"}
     out = spec.filled(values)
     assert out.command == "/srv/bin/s"
@@ -113,33 +123,43 @@ def test_unavailable(tmp_path: Path):
 
 # --- proxy: Cassette ---------------------------------------------------------------------------------
 
+
 def write_cassette(path: Path, entries: list[dict]) -> Path:
     path.write_text("".join(json.dumps(e) + "\n" for e in entries) + "\n")
     return path
 
 
 def call(tool: str, arguments: dict, text: str) -> dict:
-    return {"type": "call", "tool": tool, "arguments": arguments,
-            "result": {"content": [{"type": "text", "text": text}]}}
+    return {"type": "call", "tool": tool, "arguments": arguments, "result": {"content": [{"type": "text", "text": text}]}}
 
 
 def test_cassette_load(tmp_path: Path):
-    cassette = Cassette.load(write_cassette(tmp_path / "git.jsonl", [
-        {"type": "header", "server": {"name": "git"}},
-        {"type": "list_tools", "tools": [{"name": "status"}]},
-        {"type": "list_tools", "tools": [{"name": "later"}]},
-        call("status", {}, "clean"),
-    ]))
+    cassette = Cassette.load(
+        write_cassette(
+            tmp_path / "git.jsonl",
+            [
+                {"type": "header", "server": {"name": "git"}},
+                {"type": "list_tools", "tools": [{"name": "status"}]},
+                {"type": "list_tools", "tools": [{"name": "later"}]},
+                call("status", {}, "clean"),
+            ],
+        )
+    )
     assert cassette.server == {"name": "git"}
     assert cassette.tools == [{"name": "status"}]  # the first listing wins
 
 
 def test_answer_matches_tool_and_canonical_arguments(tmp_path: Path):
-    cassette = Cassette.load(write_cassette(tmp_path / "c.jsonl", [
-        call("read", {"path": "a", "opts": {"x": 1, "y": 2}}, "A"),
-        call("read", {"path": "b"}, "B"),
-        call("stat", {}, "S"),
-    ]))
+    cassette = Cassette.load(
+        write_cassette(
+            tmp_path / "c.jsonl",
+            [
+                call("read", {"path": "a", "opts": {"x": 1, "y": 2}}, "A"),
+                call("read", {"path": "b"}, "B"),
+                call("stat", {}, "S"),
+            ],
+        )
+    )
     assert cassette.answer("read", {"opts": {"y": 2, "x": 1}, "path": "a"})["result"]["content"][0]["text"] == "A"
     assert cassette.answer("read", {"path": "b"})["arguments"] == {"path": "b"}
     assert cassette.answer("stat", None)["tool"] == "stat"  # None and {} are the same call
@@ -148,9 +168,16 @@ def test_answer_matches_tool_and_canonical_arguments(tmp_path: Path):
 
 
 def test_repeated_calls_are_answered_in_order_then_the_last_repeats(tmp_path: Path):
-    cassette = Cassette.load(write_cassette(tmp_path / "c.jsonl", [
-        call("tick", {}, "1"), call("other", {}, "x"), call("tick", {}, "2"),
-    ]))
+    cassette = Cassette.load(
+        write_cassette(
+            tmp_path / "c.jsonl",
+            [
+                call("tick", {}, "1"),
+                call("other", {}, "x"),
+                call("tick", {}, "2"),
+            ],
+        )
+    )
     texts = [cassette.answer("tick", {})["result"]["content"][0]["text"] for _ in range(4)]
     assert texts == ["1", "2", "2", "2"]
 
@@ -170,8 +197,9 @@ def test_a_missing_cassette(tmp_path: Path):
 
 # --- proxy: proxied ----------------------------------------------------------------------------------
 
-STDIO = ServerSpec(name="git", command="/srv/git/bin/mcp-server-git", args=["--repository", "/h/ws"],
-                   env={"TOKEN": "t=1"}, cwd="/h/ws")
+STDIO = ServerSpec(
+    name="git", command="/srv/git/bin/mcp-server-git", args=["--repository", "/h/ws"], env={"TOKEN": "t=1"}, cwd="/h/ws"
+)
 HTTP = ServerSpec(name="web", transport="http", url="http://127.0.0.1:9000/mcp")
 
 
@@ -189,7 +217,7 @@ def test_proxied_record_carries_the_upstream_after_dashes(tmp_path: Path):
     assert out.name == "git" and out.transport == "stdio" and out.env == {} and out.url is None
     assert out.args[2:4] == ["--mode", "record"]
     dashes = out.args.index("--")
-    assert out.args[dashes + 1:] == ["/srv/git/bin/mcp-server-git", "--repository", "/h/ws"]
+    assert out.args[dashes + 1 :] == ["/srv/git/bin/mcp-server-git", "--repository", "/h/ws"]
     args = parsed(out)
     assert (args.mode, args.cassette, args.name) == ("record", str(tmp_path / "git.jsonl"), "git")
     (upstream,) = _upstreams(args)
@@ -197,11 +225,25 @@ def test_proxied_record_carries_the_upstream_after_dashes(tmp_path: Path):
 
 
 def test_proxied_fault_passes_the_fault_settings(tmp_path: Path):
-    out = proxied(STDIO, "fault", tmp_path / "git.jsonl", fault_rate=0.3, fault_kinds=["error", "drop"],
-                  fault_latency_s=0.5, seed=7, call_timeout_s=9)
+    out = proxied(
+        STDIO,
+        "fault",
+        tmp_path / "git.jsonl",
+        fault_rate=0.3,
+        fault_kinds=["error", "drop"],
+        fault_latency_s=0.5,
+        seed=7,
+        call_timeout_s=9,
+    )
     args = parsed(out)
-    assert (args.mode, args.fault_rate, args.fault_kinds, args.fault_latency_s, args.seed, args.call_timeout_s) \
-        == ("fault", 0.3, "error,drop", 0.5, 7, 9.0)
+    assert (args.mode, args.fault_rate, args.fault_kinds, args.fault_latency_s, args.seed, args.call_timeout_s) == (
+        "fault",
+        0.3,
+        "error,drop",
+        0.5,
+        7,
+        9.0,
+    )
     assert args.command == [STDIO.command, *STDIO.args]
 
 

@@ -20,8 +20,9 @@ CATALOG = load_settings()["catalog"]
 
 
 def catalog_spec(name: str, workspace: Path) -> ServerSpec:
-    spec = parse_servers([name], CATALOG, "test")[0].filled({"workspace": str(workspace), "home": str(workspace),
-                                                            "servers": str(servers_dir())})
+    spec = parse_servers([name], CATALOG, "test")[0].filled(
+        {"workspace": str(workspace), "home": str(workspace), "servers": str(servers_dir())}
+    )
     if spec.unavailable():
         pytest.fail(f"{name} is not installed: run `make servers` ({spec.unavailable()})")
     return spec
@@ -61,9 +62,13 @@ async def test_filesystem_and_git_over_stdio(tmp_path: Path, events: list) -> No
 
 async def test_a_third_party_server_over_streamable_http(tmp_path: Path, events: list) -> None:
     port = free_port()
-    spec = ServerSpec(name="excel", transport="http", url=f"http://127.0.0.1:{port}/mcp",
-                      command=str(servers_dir() / "excel/bin/excel-mcp-server"),
-                      args=["streamable-http", "--port", str(port), "--allow-dir", str(tmp_path)])
+    spec = ServerSpec(
+        name="excel",
+        transport="http",
+        url=f"http://127.0.0.1:{port}/mcp",
+        command=str(servers_dir() / "excel/bin/excel-mcp-server"),
+        args=["streamable-http", "--port", str(port), "--allow-dir", str(tmp_path)],
+    )
     async with pool([spec], tmp_path, events) as p:
         assert any(t.name == "create_workbook" for t in p.tools)
         made = await p.call("excel", "create_workbook", {"path": str(tmp_path / "book.xlsx")})
@@ -75,10 +80,29 @@ async def test_a_third_party_server_over_streamable_http(tmp_path: Path, events:
 async def test_the_proxy_serves_streamable_http_in_front_of_a_stdio_server(tmp_path: Path, events: list) -> None:
     port = free_port()
     git = catalog_spec("git", tmp_path)
-    spec = ServerSpec(name="git", transport="http", url=f"http://127.0.0.1:{port}/mcp?token=proxy-token-for-the-test",
-                      command=sys.executable, env={"MCPWORLD_PROXY_TOKEN": "proxy-token-for-the-test"},
-                      args=["-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(tmp_path / "git.jsonl"),
-                            "--serve", "http", "--port", str(port), "--name", "git", "--", git.command])
+    spec = ServerSpec(
+        name="git",
+        transport="http",
+        url=f"http://127.0.0.1:{port}/mcp?token=proxy-token-for-the-test",
+        command=sys.executable,
+        env={"MCPWORLD_PROXY_TOKEN": "proxy-token-for-the-test"},
+        args=[
+            "-m",
+            "mcpworld.mcp.proxy",
+            "--mode",
+            "record",
+            "--cassette",
+            str(tmp_path / "git.jsonl"),
+            "--serve",
+            "http",
+            "--port",
+            str(port),
+            "--name",
+            "git",
+            "--",
+            git.command,
+        ],
+    )
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     async with pool([spec], tmp_path, events) as p:
         status = await p.call("git", "git_status", {"repo_path": str(tmp_path / "repo")})
@@ -101,9 +125,11 @@ async def test_a_call_past_its_deadline_is_a_failed_call_not_a_hang(tmp_path: Pa
     script.write_text(
         "import time\nfrom mcp.server.mcpserver import MCPServer\nserver = MCPServer('slow')\n"
         "@server.tool()\ndef wait(seconds: float) -> str:\n    time.sleep(seconds)\n    return 'done'\n"
-        "server.run('stdio')\n")
-    async with pool([ServerSpec(name="slow", command=sys.executable, args=[str(script)])], tmp_path, events,
-                    call_timeout_s=0.5) as p:
+        "server.run('stdio')\n"
+    )
+    async with pool(
+        [ServerSpec(name="slow", command=sys.executable, args=[str(script)])], tmp_path, events, call_timeout_s=0.5
+    ) as p:
         assert (await p.call("slow", "wait", {"seconds": 0})).content[0].text == "done"
         with pytest.raises(ToolCallFailed, match="no answer within"):
             await p.call("slow", "wait", {"seconds": 3})
@@ -112,8 +138,9 @@ async def test_a_call_past_its_deadline_is_a_failed_call_not_a_hang(tmp_path: Pa
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
 async def test_every_catalog_server_starts_and_lists_its_tools(tmp_path: Path, events: list, name: str) -> None:
-    spec = parse_servers([name], CATALOG, "test")[0].filled({"workspace": str(tmp_path), "home": str(tmp_path),
-                                                            "servers": str(servers_dir())})
+    spec = parse_servers([name], CATALOG, "test")[0].filled(
+        {"workspace": str(tmp_path), "home": str(tmp_path), "servers": str(servers_dir())}
+    )
     if name == "pdf-tools" and spec.unavailable():  # needs Python 3.12, which a machine may lack
         from mcpworld.core.interpreters import find_python
 
@@ -126,9 +153,22 @@ async def test_every_catalog_server_starts_and_lists_its_tools(tmp_path: Path, e
 
 async def test_one_proxy_in_front_of_several_servers_prefixes_their_tools(tmp_path: Path, events: list) -> None:
     fs, git = catalog_spec("filesystem", tmp_path), catalog_spec("git", tmp_path)
-    spec = ServerSpec(name="many", command=sys.executable, args=[
-        "-m", "mcpworld.mcp.proxy", "--mode", "record", "--cassette", str(tmp_path / "many.jsonl"),
-        "--upstream", f"fs={fs.command} {tmp_path}", "--upstream", f"git={git.command}"])
+    spec = ServerSpec(
+        name="many",
+        command=sys.executable,
+        args=[
+            "-m",
+            "mcpworld.mcp.proxy",
+            "--mode",
+            "record",
+            "--cassette",
+            str(tmp_path / "many.jsonl"),
+            "--upstream",
+            f"fs={fs.command} {tmp_path}",
+            "--upstream",
+            f"git={git.command}",
+        ],
+    )
     async with pool([spec], tmp_path, events) as p:
         names = {t.name for t in p.tools}
         assert {"fs-list_directory", "git-git_status"} <= names
@@ -137,19 +177,29 @@ async def test_one_proxy_in_front_of_several_servers_prefixes_their_tools(tmp_pa
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_servers_never_see_the_harness_secrets(tmp_path: Path, events: list, transport: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_servers_never_see_the_harness_secrets(
+    tmp_path: Path, events: list, transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-harness-secret")
     port = free_port()
     script = tmp_path / "env_server.py"
     script.write_text(
         "import os, sys\nfrom mcp.server.mcpserver import MCPServer\nserver = MCPServer('env')\n"
         "@server.tool()\ndef environment() -> str:\n    return repr(sorted(os.environ.items()))\n"
-        f"server.run('stdio') if sys.argv[1:] == [] else server.run('streamable-http', port={port})\n")
-    spec = (ServerSpec(name="env", command=sys.executable, args=[str(script)], env={"GIVEN": "yes"})
-            if transport == "stdio" else
-            ServerSpec(name="env", command=sys.executable, args=[str(script), "http"], env={"GIVEN": "yes"},
-                       transport="http", url=f"http://127.0.0.1:{port}/mcp"))
+        f"server.run('stdio') if sys.argv[1:] == [] else server.run('streamable-http', port={port})\n"
+    )
+    spec = (
+        ServerSpec(name="env", command=sys.executable, args=[str(script)], env={"GIVEN": "yes"})
+        if transport == "stdio"
+        else ServerSpec(
+            name="env",
+            command=sys.executable,
+            args=[str(script), "http"],
+            env={"GIVEN": "yes"},
+            transport="http",
+            url=f"http://127.0.0.1:{port}/mcp",
+        )
+    )
     async with pool([spec], tmp_path, events) as p:
         seen = (await p.call("env", "environment", {})).content[0].text
     assert "sk-ant-harness-secret" not in seen and "ANTHROPIC_API_KEY" not in seen

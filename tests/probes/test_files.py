@@ -29,8 +29,7 @@ def test_a_tree_made_at_once_is_seen_without_library_warnings(tmp_path: Path):
     home = tmp_path / "home"
     home.mkdir()
     tree = Path(__file__).resolve().parents[2] / "mcpworld" / "tasks"
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(home), str(tree)], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(home), str(tree)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "changed"
     assert done.stderr == ""  # watchdog's duplicate-watch RuntimeWarning is not dumped on the user

@@ -29,22 +29,31 @@ def live(tmp_path, source: str, traced: list) -> LiveHooks:
 
 def test_a_hook_runs_in_the_apps_process_and_its_sends_arrive_as_frida_messages(tmp_path, app):
     traced = []
-    hooks = live(tmp_path, "send({event: 'script_initialized', pid: Process.id, "
-                           "has_libc: Module.findExportByName(null, 'open') !== null});", traced)
+    hooks = live(
+        tmp_path,
+        "send({event: 'script_initialized', pid: Process.id, has_libc: Module.findExportByName(null, 'open') !== null});",
+        traced,
+    )
     try:
         hooks.start(app, 5)
         assert hooks.env() == {} and hooks.evaluate() is True  # Frida: the completion goes to the handler
     finally:
         hooks.close()
-    assert traced == [("app_event", {"message": {"type": "send", "payload": {
-        "event": "script_initialized", "pid": app, "has_libc": True}}})]
+    assert traced == [
+        ("app_event", {"message": {"type": "send", "payload": {"event": "script_initialized", "pid": app, "has_libc": True}}})
+    ]
 
 
-@pytest.mark.parametrize("source, why", [
-    ("send({event_type: 'error', error_type: 'symbol_not_found', message: 'gimp_image_new'});",
-     "symbol_not_found: gimp_image_new"),  # PC-Canary's GIMP hooks on a build without its symbols
-    ("throw new Error('no such module');", "no such module"),
-])
+@pytest.mark.parametrize(
+    "source, why",
+    [
+        (
+            "send({event_type: 'error', error_type: 'symbol_not_found', message: 'gimp_image_new'});",
+            "symbol_not_found: gimp_image_new",
+        ),  # PC-Canary's GIMP hooks on a build without its symbols
+        ("throw new Error('no such module');", "no such module"),
+    ],
+)
 def test_a_hook_that_cannot_watch_this_build_is_an_infra_error(tmp_path, app, source, why):
     hooks = live(tmp_path, source, [])
     try:
@@ -59,7 +68,7 @@ def test_no_process_to_attach_to_is_an_infra_error(tmp_path):
     with pytest.raises(InfraError, match="no app process"):
         hooks.start(None, 5)
     with pytest.raises(InfraError, match="frida could not attach"):
-        hooks.start(2 ** 22 + 7, 5)  # no such pid
+        hooks.start(2**22 + 7, 5)  # no such pid
     hooks.close()
 
 

@@ -40,8 +40,9 @@ async def probe(sink: EventSink, token: str | None = None) -> tuple[socketio.Asy
         await client.emit("send", {"event_type": "evaluate_on_completion", "data": "Default Light+"})
 
     try:
-        await client.connect(sink.url, headers={"Authorization": f"Bearer {token or sink.token}"},
-                             transports=["websocket"], wait_timeout=5)
+        await client.connect(
+            sink.url, headers={"Authorization": f"Bearer {token or sink.token}"}, transports=["websocket"], wait_timeout=5
+        )
     except socketio.exceptions.ConnectionError:
         if client.eio.http is not None:  # refused at the handshake: the client leaves its session open
             await client.eio.http.close()
@@ -57,8 +58,10 @@ async def test_a_probe_gets_the_hook_and_its_events_reach_the_episode(sinks):
         assert injected == ["socket.on('evaluate', () => {})"]
         await client.emit("send", {"event_type": "theme_changed", "data": "Solarized"})
         assert await asyncio.to_thread(sink.evaluate, 5) is True
-        assert got == [{"event_type": "theme_changed", "data": "Solarized"},
-                       {"event_type": "evaluate_on_completion", "data": "Default Light+"}]  # start_success kept apart
+        assert got == [
+            {"event_type": "theme_changed", "data": "Solarized"},
+            {"event_type": "evaluate_on_completion", "data": "Default Light+"},
+        ]  # start_success kept apart
     finally:
         await client.disconnect()
 
@@ -104,5 +107,8 @@ def test_the_relay_traces_events_holds_them_for_the_handler_and_dates_key_steps(
     relay.attach(handler)
     relay({"n": 2})
     assert handler.seen == [1, 2]
-    assert traced == [("app_event", {"message": {"n": 1}}), ("app_event", {"message": {"n": 2}}),
-                      ("key_step", {"index": 1, "via": "handler"})]
+    assert traced == [
+        ("app_event", {"message": {"n": 1}}),
+        ("app_event", {"message": {"n": 2}}),
+        ("key_step", {"index": 1, "via": "handler"}),
+    ]

@@ -19,8 +19,9 @@ from mcpworld.tasks.select import not_applicable, task_paths
 from tests.test_config import make
 from tests.test_servers_selection import installed  # noqa: F401  (a fixture: stand-ins for `make servers`)
 
-TOOLATHLON = sorted(f"toolathlon/{p.parent.name}"
-                    for p in (CONF_DIR.parent / "data" / "tasks" / "toolathlon").glob("*/task_config.json"))
+TOOLATHLON = sorted(
+    f"toolathlon/{p.parent.name}" for p in (CONF_DIR.parent / "data" / "tasks" / "toolathlon").glob("*/task_config.json")
+)
 DESIGN_CARD = ("model=qwen3vl_32b", "resolution=square")
 
 
@@ -36,8 +37,7 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_design_cards_command_skips_the_mcp_only_tasks_with_the_reason(tmp_path, capsys, monkeypatch,
-                                                                          any_machine):
+def test_the_design_cards_command_skips_the_mcp_only_tasks_with_the_reason(tmp_path, capsys, monkeypatch, any_machine):
     assert len(TOOLATHLON) == 6  # the built-in Toolathlon tasks: what gui cannot do
     monkeypatch.setattr(job, "job_dir", lambda: tmp_path)
     # no model server: the job stops at the endpoint check, after choosing its tasks
@@ -47,8 +47,10 @@ def test_the_design_cards_command_skips_the_mcp_only_tasks_with_the_reason(tmp_p
         job.run_job(cfg)
     err = capsys.readouterr().err
     (line,) = [line for line in err.splitlines() if "not applicable" in line]  # once per job, not per task
-    assert line.startswith(f"mcpworld: skipping 6 tasks ({', '.join(TOOLATHLON[:3])}, … 3 more): "
-                           "not applicable to modality=gui (it offers computer, done): the task needs MCP tools")
+    assert line.startswith(
+        f"mcpworld: skipping 6 tasks ({', '.join(TOOLATHLON[:3])}, … 3 more): "
+        "not applicable to modality=gui (it offers computer, done): the task needs MCP tools"
+    )
     assert "run it with modality=mcp, hybrid or all" in line
     summary = json.loads((tmp_path / "summary.json").read_text())
     (group,) = [g for g in summary["skipped"] if g["kind"] == "not_applicable"]

@@ -11,8 +11,15 @@ from mcpworld.run.job import missing_program, refused_sudo
 
 
 def task(*setup: dict, app: str = "xterm", postconfig: list | None = None) -> Task:
-    return Task(id="t/x", app=app, instruction="x", dir=Path("."), source=Path("task.json"), setup=list(setup),
-                evaluator={"func": "exact_match", **({"postconfig": postconfig} if postconfig else {})})
+    return Task(
+        id="t/x",
+        app=app,
+        instruction="x",
+        dir=Path("."),
+        source=Path("task.json"),
+        setup=list(setup),
+        evaluator={"func": "exact_match", **({"postconfig": postconfig} if postconfig else {})},
+    )
 
 
 def test_osworlds_sudo_install_step_is_refused_on_a_local_desktop_only():
@@ -44,8 +51,13 @@ def test_with_env_docker_only_apps_our_scripts_install_must_be_here(monkeypatch)
     import mcpworld.run.job as experiment
 
     ghost = Program(app="ghostapp", binary="ghost-not-installed", names=("ghost",), packages={"apt": ["ghost"]})
-    scripted = Program(app="scripted", binary="/nonexistent/x", names=("x",), packages={"script": ["scripts/x.sh"]},
-                       install="make apps APPS=scripted")
+    scripted = Program(
+        app="scripted",
+        binary="/nonexistent/x",
+        names=("x",),
+        packages={"script": ["scripts/x.sh"]},
+        install="make apps APPS=scripted",
+    )
     monkeypatch.setattr(experiment, "programs", lambda: (ghost, scripted))
     assert missing_program(task(app="ghostapp"), "docker") is None  # the image holds its Debian package
     assert "make apps APPS=scripted" in missing_program(task(app="scripted"), "docker")  # taken from here

@@ -13,7 +13,8 @@ def test_the_docs_list_of_logged_names_is_what_a_run_logs() -> None:
     missing, stale = listed_names(made) - listed_names(written), listed_names(written) - listed_names(made)
     assert written == made, (
         f"docs/tracking.md's list of logged names is not what a run logs; logged but not listed: {sorted(missing)}; "
-        f"listed but not logged: {sorted(stale)}. Rewrite it: python -m mcpworld.run.logged_names --doc docs/tracking.md")
+        f"listed but not logged: {sorted(stale)}. Rewrite it: python -m mcpworld.run.logged_names --doc docs/tracking.md"
+    )
 
 
 def test_the_list_counts_every_param_a_default_job_logs() -> None:
@@ -40,5 +41,7 @@ def test_an_episode_and_its_job_name_tool_metrics_alike() -> None:
 def test_a_missing_name_is_named_by_the_check() -> None:
     block = doc_list(logged_names())
     edited = block.replace("`prompt.sha256`", "`prompt.sha`")
-    assert (listed_names(block) - listed_names(edited), listed_names(edited) - listed_names(block)) == \
-        ({"prompt.sha256"}, {"prompt.sha"})
+    assert (listed_names(block) - listed_names(edited), listed_names(edited) - listed_names(block)) == (
+        {"prompt.sha256"},
+        {"prompt.sha"},
+    )

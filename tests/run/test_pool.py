@@ -129,4 +129,3 @@ def test_stop_check_raises_inside_an_episode():
     stop.set("SIGTERM")
     with pytest.raises(EpisodeInterrupted, match="SIGTERM"):
         stop.check()
-

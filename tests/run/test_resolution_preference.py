@@ -31,26 +31,42 @@ def make(*overrides: str):
 
 
 def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld", *args, f"hydra.run.dir={tmp_path}/run",
-                           f"hydra.sweep.dir={tmp_path}/sweep"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpworld", *args, f"hydra.run.dir={tmp_path}/run", f"hydra.sweep.dir={tmp_path}/sweep"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("model, screen", [("qwen3vl_8b", "square"), ("qwen3vl_235b_a22b", "square"),
-                                           ("claude_sonnet_4_5", "rect"), ("claude_3_7_sonnet", "rect"),
-                                           ("devstral", "square"), ("oracle", "square")])
+@pytest.mark.parametrize(
+    "model, screen",
+    [
+        ("qwen3vl_8b", "square"),
+        ("qwen3vl_235b_a22b", "square"),
+        ("claude_sonnet_4_5", "rect"),
+        ("claude_3_7_sonnet", "rect"),
+        ("devstral", "square"),
+        ("oracle", "square"),
+    ],
+)
 def test_without_resolution_the_model_gets_the_screen_it_prefers(model: str, screen: str) -> None:
     cfg = make(f"model={model}")
     assert cfg.resolution.name == screen
     assert job_params(OmegaConf.to_container(cfg, resolve=True))["resolution"] == screen  # logged as a param
 
 
-@pytest.mark.parametrize("overrides, screen", [
-    (("model=claude_sonnet_4_5", "resolution=square"), "square"),
-    (("resolution=square", "model=claude_sonnet_4_5"), "square"),  # the order on the command line does not matter
-    (("model=qwen3vl_8b", "resolution=rect"), "rect"),
-    (("model=qwen3vl_8b", "resolution=fhd"), "fhd"),
-    (("experiment=size_scaling", "model=claude_sonnet_4_5"), "square"),  # a preset that fixes the screen wins too
-])
+@pytest.mark.parametrize(
+    "overrides, screen",
+    [
+        (("model=claude_sonnet_4_5", "resolution=square"), "square"),
+        (("resolution=square", "model=claude_sonnet_4_5"), "square"),  # the order on the command line does not matter
+        (("model=qwen3vl_8b", "resolution=rect"), "rect"),
+        (("model=qwen3vl_8b", "resolution=fhd"), "fhd"),
+        (("experiment=size_scaling", "model=claude_sonnet_4_5"), "square"),  # a preset that fixes the screen wins too
+    ],
+)
 def test_an_explicit_resolution_always_wins(overrides: tuple[str, ...], screen: str) -> None:
     assert make(*overrides).resolution.name == screen
 
@@ -63,19 +79,24 @@ def test_every_shipped_preference_is_what_its_file_picks(model: str) -> None:
 
 
 def test_a_sweep_over_resolution_still_gives_each_job_its_screen() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "model=claude_sonnet_4_5,qwen3vl_8b", "resolution=square,rect",
-                           "-m", "--cfg", "job"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", "model=claude_sonnet_4_5,qwen3vl_8b", "resolution=square,rect", "-m", "--cfg", "job"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     jobs = re.findall(r"^# job \d+: (.*)$\n(?:.*\n)*?^resolution:\n  name: (\w+)$", proc.stdout, re.M)
-    assert sorted(jobs) == sorted((f"model={m} resolution={r}", r) for m in ("claude_sonnet_4_5", "qwen3vl_8b")
-                                  for r in ("square", "rect"))
+    assert sorted(jobs) == sorted(
+        (f"model={m} resolution={r}", r) for m in ("claude_sonnet_4_5", "qwen3vl_8b") for r in ("square", "rect")
+    )
 
 
 def test_a_preference_nothing_picks_is_one_error_naming_the_line(tmp_path: Path) -> None:
     own = tmp_path / "mine" / "model"
     own.mkdir(parents=True)  # a model file of one's own, written without the defaults line
-    (own / "my_vlm.yaml").write_text("# @package _global_\nmodel:\n  name: my_vlm\n  id: my-vlm\n"
-                                     "  preferred_resolution: rect\n")
+    (own / "my_vlm.yaml").write_text("# @package _global_\nmodel:\n  name: my_vlm\n  id: my-vlm\n  preferred_resolution: rect\n")
     proc = cli(tmp_path, f"hydra.searchpath=[file://{own.parent}]", "model=my_vlm", "tracking=none")
     errors = [line for line in proc.stderr.splitlines() if line.startswith("mcpworld: error:")]
     assert proc.returncode != 0 and len(errors) == 1, proc.stderr[-2000:]

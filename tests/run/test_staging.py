@@ -64,8 +64,11 @@ def test_a_staged_reset_is_handed_over_to_its_own_episode_only(tmp_path):
     assert desk.resets == [("a", tmp_path / "e/a/0")]  # handed over: not reset again
     assert desk.handover and desk.handover["stage_s"] >= 0 and desk.handover["ready_ahead_s"] >= 0
 
-    for other_task, folder, extra in ((b, tmp_path / "e/a/0", {}), (a, tmp_path / "e/a/1", {}),
-                                      (a, tmp_path / "e/a/0", {"SINK": "x"})):
+    for other_task, folder, extra in (
+        (b, tmp_path / "e/a/0", {}),
+        (a, tmp_path / "e/a/1", {}),
+        (a, tmp_path / "e/a/0", {"SINK": "x"}),
+    ):
         desk.stage(a, tmp_path / "e/a/0")
         desk.resets.clear()
         desk.extra_env = extra
@@ -130,7 +133,8 @@ def test_a_failed_staging_leaves_the_reset_to_the_episode(tmp_path):
         return "handed" if env.handover else "reset"
 
     EpisodePool(desks, run_one, StopSignal(), staging=EpisodeStaging(tmp_path)).run(
-        [(task("t0"), 0), (task("t1"), 0), (task("t2"), 0)], seen.append)
+        [(task("t0"), 0), (task("t1"), 0), (task("t2"), 0)], seen.append
+    )
     assert seen == ["reset", "infra_error", "handed"]  # its own reset fails it again: its failure, reported
 
 
@@ -151,7 +155,8 @@ def test_a_stopped_run_ends_the_staged_desktop_and_leaves_no_folder_of_an_episod
         return run[0].id
 
     EpisodePool(desks, run_one, stop, staging=EpisodeStaging(tmp_path)).run(
-        [(task("t0"), 0), (task("t1"), 0), (task("t2"), 0)], lambda r: None)
+        [(task("t0"), 0), (task("t1"), 0), (task("t2"), 0)], lambda r: None
+    )
     assert staged_first.is_set() and began == ["t0"]
     assert desks[1].resets == [("t1", episode_folder(tmp_path, "t1", 0))]
     assert desks[1].ended >= 1  # withdrawn: its apps ended

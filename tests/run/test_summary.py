@@ -11,10 +11,12 @@ import pytest
 from mcpworld.core.result import EpisodeResult
 from mcpworld.run.summary import job_rows, print_job_table, print_sweep_table
 
-OVERRIDES = ["model=qwen2.5vl:72b,provider=ollama,modality=hybrid,resolution=fhd,agent.max_steps=50,"
-             "task=libreoffice_calc/*,env=docker,tracking.uri=sqlite:///shared/mlflow.db",
-             "model=gpt-4.1-mini,provider=openai_compat,modality=gui,resolution=wxga,agent.max_steps=50,"
-             "task=libreoffice_calc/*,env=docker,tracking.uri=sqlite:///shared/mlflow.db"]
+OVERRIDES = [
+    "model=qwen2.5vl:72b,provider=ollama,modality=hybrid,resolution=fhd,agent.max_steps=50,"
+    "task=libreoffice_calc/*,env=docker,tracking.uri=sqlite:///shared/mlflow.db",
+    "model=gpt-4.1-mini,provider=openai_compat,modality=gui,resolution=wxga,agent.max_steps=50,"
+    "task=libreoffice_calc/*,env=docker,tracking.uri=sqlite:///shared/mlflow.db",
+]
 
 
 class Terminal(io.StringIO):
@@ -25,9 +27,19 @@ class Terminal(io.StringIO):
 def sweep(tmp_path: Path) -> Path:
     for num, job in enumerate(OVERRIDES):
         (tmp_path / str(num)).mkdir()
-        (tmp_path / str(num) / "summary.json").write_text(json.dumps(
-            {"job": job, "status": "FINISHED", "episodes": 12.0, "success_rate": 0.25 * (num + 1),
-             "mean_score": 0.5, "infra_errors": 0.0, "eval_errors": 1.0}))
+        (tmp_path / str(num) / "summary.json").write_text(
+            json.dumps(
+                {
+                    "job": job,
+                    "status": "FINISHED",
+                    "episodes": 12.0,
+                    "success_rate": 0.25 * (num + 1),
+                    "mean_score": 0.5,
+                    "infra_errors": 0.0,
+                    "eval_errors": 1.0,
+                }
+            )
+        )
     (tmp_path / "10").mkdir()  # a job whose process died: no summary
     return tmp_path
 
@@ -62,26 +74,62 @@ def test_the_job_table_in_a_log_keeps_task_ids_whole(capsys):
 
 # ---------------------------------------------------------------- the job metrics' vocabulary
 
+
 def episode(status: str, tools: dict[str, tuple[int, int]], **kw) -> EpisodeResult:
     from mcpworld.core.result import ToolCounts
 
-    return EpisodeResult(task_id="t", app="a", status=status, score=float(status == "success"),
-                         tool_calls={n: ToolCounts(ok, err) for n, (ok, err) in tools.items()}, **kw)
+    return EpisodeResult(
+        task_id="t",
+        app="a",
+        status=status,
+        score=float(status == "success"),
+        tool_calls={n: ToolCounts(ok, err) for n, (ok, err) in tools.items()},
+        **kw,
+    )
 
 
 def test_job_metrics_take_the_episodes_names_means_and_totals():
     from mcpworld.run.job import summarize
 
     results = [
-        episode("success", {"computer": (4, 1), "filesystem-write_file": (2, 0), "done": (1, 0)}, steps=6,
-                llm_calls=7, tokens_in=1000, tokens_out=100, duration_s=10.0, hallucinations=1,
-                key_steps={"total": 2, "ratio": 1.0}),
-        episode("failure", {"computer_use": (2, 2), "bash": (1, 1), "local-claim_done": (0, 1)}, steps=4, llm_calls=5,
-                tokens_in=3000, tokens_out=300, duration_s=30.0, hallucinations=2, loops=1, tokens_estimated=True, truncations=1,
-                key_steps={"total": 2, "ratio": 0.5}),
+        episode(
+            "success",
+            {"computer": (4, 1), "filesystem-write_file": (2, 0), "done": (1, 0)},
+            steps=6,
+            llm_calls=7,
+            tokens_in=1000,
+            tokens_out=100,
+            duration_s=10.0,
+            hallucinations=1,
+            key_steps={"total": 2, "ratio": 1.0},
+        ),
+        episode(
+            "failure",
+            {"computer_use": (2, 2), "bash": (1, 1), "local-claim_done": (0, 1)},
+            steps=4,
+            llm_calls=5,
+            tokens_in=3000,
+            tokens_out=300,
+            duration_s=30.0,
+            hallucinations=2,
+            loops=1,
+            tokens_estimated=True,
+            truncations=1,
+            key_steps={"total": 2, "ratio": 0.5},
+        ),
         # not judged: its calls are in no rate; what it spent is in the totals
-        episode("infra_error", {"computer": (0, 9)}, steps=40, llm_calls=1, tokens_in=500, tokens_out=0,
-                duration_s=2.0, hallucinations=9, loops=3, truncations=1),
+        episode(
+            "infra_error",
+            {"computer": (0, 9)},
+            steps=40,
+            llm_calls=1,
+            tokens_in=500,
+            tokens_out=0,
+            duration_s=2.0,
+            hallucinations=9,
+            loops=3,
+            truncations=1,
+        ),
     ]
     out = summarize(results, 4, skipped=6)
     assert (out["episodes"], out["episodes_planned"], out["infra_errors"], out["tasks_skipped"]) == (3, 4, 1, 6)
@@ -107,11 +155,23 @@ def test_job_metrics_take_the_episodes_names_means_and_totals():
 def test_a_sweep_of_new_and_old_summaries_reads_both_and_shows_skipped_tasks(tmp_path, capsys):
     sweep(tmp_path)  # jobs 0 and 1 wrote the old names (success_rate, mean_score)
     (tmp_path / "2").mkdir()
-    (tmp_path / "2" / "summary.json").write_text(json.dumps(
-        {"job": "model=qwen3vl_32b,resolution=square", "status": "FINISHED", "episodes": 33.0, "success": 0.75,
-         "score": 0.8, "infra_errors": 0.0, "eval_errors": 0.0, "tasks_skipped": 6.0,
-         "skipped": [{"kind": "not_applicable", "reason": "not applicable to modality=gui", "count": 6,
-                      "tasks": ["toolathlon/a"]}]}))
+    (tmp_path / "2" / "summary.json").write_text(
+        json.dumps(
+            {
+                "job": "model=qwen3vl_32b,resolution=square",
+                "status": "FINISHED",
+                "episodes": 33.0,
+                "success": 0.75,
+                "score": 0.8,
+                "infra_errors": 0.0,
+                "eval_errors": 0.0,
+                "tasks_skipped": 6.0,
+                "skipped": [
+                    {"kind": "not_applicable", "reason": "not applicable to modality=gui", "count": 6, "tasks": ["toolathlon/a"]}
+                ],
+            }
+        )
+    )
     print_sweep_table(tmp_path, job_rows(tmp_path))
     lines = capsys.readouterr().out.splitlines()
     (new,) = [line for line in lines if line.startswith("  job  2  ")]

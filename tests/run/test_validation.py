@@ -58,14 +58,20 @@ def test_a_broken_task_json_is_an_error_not_a_missing_task(tmp_path):
 
 
 def spec(**changes):
-    base = {"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
-            "expected": {"type": "rule", "rules": {"expected": "x"}}}
+    base = {
+        "func": "exact_match",
+        "result": {"type": "vm_command_line", "command": "true"},
+        "expected": {"type": "rule", "rules": {"expected": "x"}},
+    }
     return {**base, **changes}
 
 
 def test_a_misspelled_metric_option_names_the_metric_and_suggests_the_right_one():
-    with pytest.raises(UserError, match=r"task.yaml: .*metric 'compare_text_file' has no option 'ignore_cse'; "
-                                        r"did you mean 'ignore_case'"):
+    with pytest.raises(
+        UserError,
+        match=r"task.yaml: .*metric 'compare_text_file' has no option 'ignore_cse'; "
+        r"did you mean 'ignore_case'",
+    ):
         validate_spec(spec(func="compare_text_file", options={"ignore_cse": True}), "task.yaml")
     validate_spec(spec(func="compare_text_file", options={"ignore_case": True}), "task.yaml")
 
@@ -73,26 +79,45 @@ def test_a_misspelled_metric_option_names_the_metric_and_suggests_the_right_one(
 def test_rules_must_be_a_mapping_or_a_list():
     with pytest.raises(UserError, match="'rules' as a mapping"):
         validate_spec(spec(expected={"type": "rule", "rules": "hi"}), "task.yaml")
-    validate_spec(spec(func="check_accessibility_tree", result={"type": "accessibility_tree"},
-                       expected={"type": "rule", "rules": [{"selectors": ["x"]}]}), "task.yaml")
+    validate_spec(
+        spec(
+            func="check_accessibility_tree",
+            result={"type": "accessibility_tree"},
+            expected={"type": "rule", "rules": [{"selectors": ["x"]}]},
+        ),
+        "task.yaml",
+    )
 
 
-@pytest.mark.parametrize("override,message", [
-    ("agent.image_quality=500", "agent.image_quality=500 must be 1..100"),
-    ("resolution.width=0", "resolution.width=0 must be 200..8192"),
-    ("agent.max_llm_calls=0", "agent.max_llm_calls=0 must be positive"),
-    ("agent.max_steps=-1", "agent.max_steps=-1 must be 0"),
-    ("agent.timeout_s=-5", "agent.timeout_s=-5.0 must be positive"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("agent.image_quality=500", "agent.image_quality=500 must be 1..100"),
+        ("resolution.width=0", "resolution.width=0 must be 200..8192"),
+        ("agent.max_llm_calls=0", "agent.max_llm_calls=0 must be positive"),
+        ("agent.max_steps=-1", "agent.max_steps=-1 must be 0"),
+        ("agent.timeout_s=-5", "agent.timeout_s=-5.0 must be positive"),
+    ],
+)
 def test_bad_config_values_stop_with_one_line_and_exit_2(tmp_path, override, message):
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", override, "tracking=none",
-                           f"hydra.run.dir={tmp_path}/run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", override, "tracking=none", f"hydra.run.dir={tmp_path}/run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not list((tmp_path / "run").rglob("result.json"))
 
 
 def test_a_bad_native_task_stops_the_run_naming_the_file(tmp_path):
     path = task_file(tmp_path, extra="max_steps: 0")
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", f"tasks.root={tmp_path}/suite", "tracking=none",
-                           f"hydra.run.dir={tmp_path}/run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", f"tasks.root={tmp_path}/suite", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and f"{path}: 'max_steps' must be positive" in proc.stderr, proc.stderr

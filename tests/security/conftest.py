@@ -19,8 +19,12 @@ import pytest
 TOKEN = "listener-token-for-the-security-tests"
 FOREIGN_ORIGIN = "http://attacker.example"
 # what an MCP client sends first (the proxy answers it from its cassette's header)
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 @dataclass
@@ -39,9 +43,17 @@ class Served:
     def port(self) -> int:
         return int(self.url.rsplit(":", 1)[1])
 
-    def send(self, *, token: str | None = "own", content_type: str | None = "application/json",
-             origin: str | None = None, host: str | None = None, method: str | None = None,
-             body: Any = "default", extra: dict[str, str] | None = None) -> httpx.Response:
+    def send(
+        self,
+        *,
+        token: str | None = "own",
+        content_type: str | None = "application/json",
+        origin: str | None = None,
+        host: str | None = None,
+        method: str | None = None,
+        body: Any = "default",
+        extra: dict[str, str] | None = None,
+    ) -> httpx.Response:
         """The listener's own request, with one thing changed."""
         headers = dict(self.headers)
         token = self.token if token == "own" else token
@@ -75,9 +87,16 @@ def _stop(server: Any) -> None:
     server.server_close()
 
 
-TASK = {"id": "count", "instruction": "Write 3 into count.txt", "config": [],
-        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat /home/user/count.txt"},
-                      "expected": {"type": "rule", "rules": {"expected": "3"}}}}
+TASK = {
+    "id": "count",
+    "instruction": "Write 3 into count.txt",
+    "config": [],
+    "evaluator": {
+        "func": "exact_match",
+        "result": {"type": "vm_command_line", "command": "cat /home/user/count.txt"},
+        "expected": {"type": "rule", "rules": {"expected": "3"}},
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -161,10 +180,27 @@ def mcp_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     cassette = folder / "empty.jsonl"
     cassette.write_text(json.dumps({"type": "header", "server": {"name": "replayed", "version": "1"}}) + "\n")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcpworld.mcp.proxy", "--mode", "replay", "--cassette", str(cassette),
-                             "--serve", "http", "--port", str(port), "--token-file", str(folder / "token")],
-                            env=dict(os.environ, MCPWORLD_PROXY_TOKEN=TOKEN), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.mcp.proxy",
+            "--mode",
+            "replay",
+            "--cassette",
+            str(cassette),
+            "--serve",
+            "http",
+            "--port",
+            str(port),
+            "--token-file",
+            str(folder / "token"),
+        ],
+        env=dict(os.environ, MCPWORLD_PROXY_TOKEN=TOKEN),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while True:
         with socket.socket() as s:
@@ -172,8 +208,14 @@ def mcp_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 break
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.1)
-    yield Served("mcp.proxy --serve http", f"http://127.0.0.1:{port}", "POST", "/mcp", INITIALIZE,
-                 headers={"Accept": "application/json, text/event-stream"})
+    yield Served(
+        "mcp.proxy --serve http",
+        f"http://127.0.0.1:{port}",
+        "POST",
+        "/mcp",
+        INITIALIZE,
+        headers={"Accept": "application/json, text/event-stream"},
+    )
     proc.terminate()
     proc.wait(timeout=10)
 

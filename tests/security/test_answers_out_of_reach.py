@@ -22,8 +22,10 @@ from mcpworld.env import mountns
 from mcpworld.env.local import LocalEnvironment
 from tests.fakes.answer_files import plant_answers
 
-pytestmark = [pytest.mark.desktop,
-              pytest.mark.skipif(mountns.problem() is not None, reason=f"no mount namespace here: {mountns.problem()}")]
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(mountns.problem() is not None, reason=f"no mount namespace here: {mountns.problem()}"),
+]
 SECRET = "ANSWER-7f3e"
 
 
@@ -36,16 +38,14 @@ def suite(tmp_path):
 
 
 def _task(base: Path) -> Task:
-    return Task(id="a/task", app="xterm", instruction="x", dir=base / "suite/tasks/a",
-                source=base / "suite/tasks/a/task.yaml")
+    return Task(id="a/task", app="xterm", instruction="x", dir=base / "suite/tasks/a", source=base / "suite/tasks/a/task.yaml")
 
 
 def _probe(env: LocalEnvironment, paths: dict[str, Path]) -> dict[str, str]:
     """What the desktop's account read from each path (cat, and a recursive grep of its folder)."""
     found = {}
     for what, path in paths.items():
-        done = env.shell(f"cat {path} 2>/dev/null; grep -rs {SECRET} {path.parent} 2>/dev/null; "
-                         f"ls -A {path.parent} 2>/dev/null")
+        done = env.shell(f"cat {path} 2>/dev/null; grep -rs {SECRET} {path.parent} 2>/dev/null; ls -A {path.parent} 2>/dev/null")
         if done.stdout.strip():
             found[what] = done.stdout.strip()[:200]
     return found
@@ -57,8 +57,10 @@ def test_a_hidden_desktop_reads_none_of_the_answers_and_has_the_suites_paths(sui
     builtin = BUILTIN_TASKS / "xterm" / "count_errors" / "task.yaml"
     assert builtin.is_file() and os.stat(builtin).st_mode & 0o004  # readable by all on the host
     hidden = [base / "suite", base / "solutions", base / "outputs"]
-    with LocalEnvironment(800, 600, network="isolated", files="hidden", hidden=hidden) as other, \
-            LocalEnvironment(800, 600, network="isolated", files="hidden", hidden=hidden) as env:
+    with (
+        LocalEnvironment(800, 600, network="isolated", files="hidden", hidden=hidden) as other,
+        LocalEnvironment(800, 600, network="isolated", files="hidden", hidden=hidden) as env,
+    ):
         other.reset(_task(base), tmp_path / "other")
         (other.home / "notes.txt").write_text(f"{SECRET} other desktop\n")
         other.home.chmod(0o755)  # only the namespace keeps it out now
@@ -66,9 +68,13 @@ def test_a_hidden_desktop_reads_none_of_the_answers_and_has_the_suites_paths(sui
         env.reset(_task(base), tmp_path / "episode")
         (env.home / "mine.txt").write_text("mine\n")
         env.user and os.chown(env.home / "mine.txt", env.user.uid, env.user.gid)
-        probe = {**files, "built-in task": builtin, "built-in solution": solution,
-                 "another desktop's home": other.home / "notes.txt",
-                 "the harness's temp space": Path(tempfile.mkdtemp(dir="/tmp")) / "x"}
+        probe = {
+            **files,
+            "built-in task": builtin,
+            "built-in solution": solution,
+            "another desktop's home": other.home / "notes.txt",
+            "the harness's temp space": Path(tempfile.mkdtemp(dir="/tmp")) / "x",
+        }
         probe["the harness's temp space"].write_text(f"{SECRET}\n")
         probe["the harness's temp space"].parent.chmod(0o755)
         probe["the harness's temp space"].chmod(0o644)
@@ -78,8 +84,13 @@ def test_a_hidden_desktop_reads_none_of_the_answers_and_has_the_suites_paths(sui
             shutil.rmtree(probe["the harness's temp space"].parent, ignore_errors=True)
         # what it needs is there: its home under the suites' names, X, the venv, the network
         assert env.shell("cat /home/user/mine.txt /home/agent/mine.txt").stdout == "mine\nmine\n"
-        assert env.shell("mkdir -p ~/workspace/.mcpworld/vscode && echo hi > /workspace/.mcpworld/vscode/f && "
-                         "mkdir -p ~/FreeCAD && touch /FreeCAD/doc.FCStd && echo ok").stdout.strip() == "ok"
+        assert (
+            env.shell(
+                "mkdir -p ~/workspace/.mcpworld/vscode && echo hi > /workspace/.mcpworld/vscode/f && "
+                "mkdir -p ~/FreeCAD && touch /FreeCAD/doc.FCStd && echo ok"
+            ).stdout.strip()
+            == "ok"
+        )
         assert (env.home / "workspace/.mcpworld/vscode/f").read_text() == "hi\n" and (env.home / "FreeCAD/doc.FCStd").exists()
         assert other.shell("ls /home/user").stdout.split() == ["notes.txt"]  # each desktop its own
         assert env.shell("xdpyinfo >/dev/null && echo x").stdout.strip() == "x"
@@ -100,8 +111,7 @@ def test_pooled_desktops_each_see_their_own_home_and_handed_files(suite, tmp_pat
     handed = base / "suite/tasks/a/pre_process.py"
     handed.write_text("print('set up')\n")
     handed.chmod(0o644)
-    with LocalEnvironment(800, 600, network="isolated", files="hidden", pool=2, hidden=[base / "suite"],
-                          handed=[handed]) as env:
+    with LocalEnvironment(800, 600, network="isolated", files="hidden", pool=2, hidden=[base / "suite"], handed=[handed]) as env:
         for n in range(2):
             env.reset(_task(base), tmp_path / f"e{n}")
             (env.home / "n.txt").write_text(f"{n}\n")

@@ -26,8 +26,9 @@ from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, relay
 from mcpworld.env.netns import NetNamespace
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                                reason="connecting as another uid needs root and util-linux's setpriv")
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="connecting as another uid needs root and util-linux's setpriv"
+)
 BASE_PYTHON = "/usr/bin/python3"  # one any account may run (the venv's may sit under a closed folder)
 # a request from another account's process: the status line that came back, "CLOSED" when the
 # connection ended unanswered (a refusal), "TIMEOUT" when it neither answered nor ended
@@ -51,9 +52,24 @@ print(data.decode(errors="replace").split("\\r\\n", 1)[0] if data else end)
 def as_uid(uid: int, port: int, path: str = "/") -> str:
     """An HTTP request to ``127.0.0.1:port`` from a process of ``uid``: its status line, or CLOSED."""
     entry = pwd.getpwuid(uid)
-    done = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={entry.pw_gid}", "--clear-groups", "--",
-                           BASE_PYTHON, "-c", PROBE, str(port), path], capture_output=True, text=True, timeout=30,
-                          cwd="/")
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={entry.pw_gid}",
+            "--clear-groups",
+            "--",
+            BASE_PYTHON,
+            "-c",
+            PROBE,
+            str(port),
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -152,8 +168,11 @@ def test_an_isolated_desktops_forwarded_port_answers_the_harness_only(account, t
     ns = NetNamespace.create(outbound=False)
     assert ns is not None
     port = relay.listen_tcp().getsockname()[1]  # (closed at once: a free number)
-    server = subprocess.Popen(ns.wrap([sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(tmp_path),
-                                       str(port)]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ns.wrap([sys.executable, "-m", "http.server", "-b", "127.0.0.1", "-d", str(tmp_path), str(port)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         ns.forward(port)
         deadline = time.monotonic() + 20
@@ -174,6 +193,7 @@ def test_an_isolated_desktops_forwarded_port_answers_the_harness_only(account, t
 
 
 # --- real apps on a real desktop --------------------------------------------------------------------
+
 
 def app_task(tmp_path: Path, app: str, *setup: dict) -> Task:
     return Task(id=f"t/{app}", app=app, instruction="x", dir=tmp_path, source=tmp_path / "task.yaml", setup=list(setup))
@@ -200,7 +220,7 @@ def listening_tcp(pid: int) -> list[str]:
             except OSError:
                 continue
             if target.startswith("socket:["):
-                inodes.add(target[len("socket:["):-1])
+                inodes.add(target[len("socket:[") : -1])
         for table in ("tcp", "tcp6"):
             for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
                 fields = row.split()
@@ -225,8 +245,15 @@ def test_code_server_serves_on_its_own_socket_and_its_port_answers_the_harness_a
 
     with LocalEnvironment(1000, 800, programs=programs(), network=network) as env:
         assert env.user is not None
-        env.reset(app_task(tmp_path, "vscode", {"execute": {"command": "mkdir -p ~/project", "shell": True}},
-                           {"launch": {"command": ["code", "~/project"], "timeout": 90}}), tmp_path / "ep")
+        env.reset(
+            app_task(
+                tmp_path,
+                "vscode",
+                {"execute": {"command": "mkdir -p ~/project", "shell": True}},
+                {"launch": {"command": ["code", "~/project"], "timeout": 90}},
+            ),
+            tmp_path / "ep",
+        )
         assert env.windows.find("project - Visual Studio Code") is not None  # its window got through
         port = int(env.ports["vscode"])
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200  # the harness
@@ -240,9 +267,25 @@ def test_code_server_serves_on_its_own_socket_and_its_port_answers_the_harness_a
         assert [port for pid in family for port in listening_tcp(pid)] == []  # no TCP port, in whichever network
         mode = socket_path.stat()
         assert mode.st_mode & 0o777 == 0o600 and mode.st_uid == env.user.uid
-        stranger = subprocess.run(["setpriv", f"--reuid={nobody()}", "--regid=nogroup", "--clear-groups", "--",
-                                   "curl", "-s", "-m", "5", "--unix-socket", str(socket_path), "http://localhost/healthz"],
-                                  capture_output=True, text=True, timeout=30)
+        stranger = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={nobody()}",
+                "--regid=nogroup",
+                "--clear-groups",
+                "--",
+                "curl",
+                "-s",
+                "-m",
+                "5",
+                "--unix-socket",
+                str(socket_path),
+                "http://localhost/healthz",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert stranger.returncode != 0 and stranger.stdout == ""
 
 
@@ -254,8 +297,7 @@ def test_an_isolated_desktops_devtools_port_drives_nothing_for_another_user(tmp_
     from mcpworld.env.local import LocalEnvironment
 
     with LocalEnvironment(1000, 800, programs=programs(), network="isolated") as env:
-        env.reset(app_task(tmp_path, "chromium", {"launch": {"command": ["google-chrome", "about:blank"]}}),
-                  tmp_path / "ep")
+        env.reset(app_task(tmp_path, "chromium", {"launch": {"command": ["google-chrome", "about:blank"]}}), tmp_path / "ep")
         port = int(env.ports["cdp"])
         assert "Browser" in httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=5).json()  # the harness
         assert as_uid(os.getuid(), port, "/json/version") == "HTTP/1.1 200 OK"  # the same probe, from the harness's uid

@@ -19,8 +19,9 @@ TOKEN_VARIABLES = ("MCPWORLD_EVAL_TOKEN", "MCPWORLD_GPU_AGENT_TOKEN", "MCPWORLD_
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in TOKEN_VARIABLES}
-    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120,
-                          env={**clean, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})}
+    )
 
 
 def test_the_gpu_agent_on_another_address_needs_a_chosen_token() -> None:
@@ -31,8 +32,19 @@ def test_the_gpu_agent_on_another_address_needs_a_chosen_token() -> None:
 
 def test_the_mcp_proxy_on_another_address_needs_a_chosen_token(tmp_path) -> None:
     (tmp_path / "c.jsonl").write_text("")
-    proc = run("mcpworld.mcp.proxy", "--mode", "replay", "--cassette", str(tmp_path / "c.jsonl"), "--serve", "http",
-               "--host", "0.0.0.0", "--port", "0")
+    proc = run(
+        "mcpworld.mcp.proxy",
+        "--mode",
+        "replay",
+        "--cassette",
+        str(tmp_path / "c.jsonl"),
+        "--serve",
+        "http",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+    )
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert "MCPWORLD_PROXY_TOKEN" in proc.stderr and "--host 0.0.0.0" in proc.stderr
 

@@ -29,8 +29,10 @@ from tests.env.test_netns import fetch_inside
 from tests.fakes.secret_server import SecretServer
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter") or not shutil.which("slirp4netns"),
-                                reason="a desktop's network namespace and its way out need root, nsenter and slirp4netns")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("nsenter") or not shutil.which("slirp4netns"),
+    reason="a desktop's network namespace and its way out need root, nsenter and slirp4netns",
+)
 needs_iptables = pytest.mark.skipif(not netns.fence_tools(), reason="iptables is not installed (make apt)")
 FENCE_TOOLS = ("iptables", "ip6tables", "xtables")
 
@@ -41,8 +43,6 @@ def account() -> Iterator[desktop_user.DesktopUser]:
     assert slot.user is not None
     yield slot.user
     slot.release()
-
-
 
 
 @pytest.fixture(autouse=True)
@@ -62,13 +62,21 @@ def no_fence_tool(monkeypatch: pytest.MonkeyPatch) -> None:
 def bridge() -> Iterator[tuple[str, ipaddress.IPv4Network]]:
     """A local bridge with a subnet of its own (docker0's or a VM network's kind): (its address, subnet)."""
     name = f"mcpwt{secrets.token_hex(4)}"
-    taken = [ipaddress.ip_network(f"{a.address}/{a.netmask}", strict=False)
-             for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == socket.AF_INET and a.netmask]
-    subnet = next(s for s in ipaddress.ip_network("198.18.0.0/16").subnets(new_prefix=24)
-                  if not any(s.overlaps(t) for t in taken))
+    taken = [
+        ipaddress.ip_network(f"{a.address}/{a.netmask}", strict=False)
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == socket.AF_INET and a.netmask
+    ]
+    subnet = next(
+        s for s in ipaddress.ip_network("198.18.0.0/16").subnets(new_prefix=24) if not any(s.overlaps(t) for t in taken)
+    )
     address = str(next(subnet.hosts()))
-    for command in (["link", "add", name, "type", "bridge"], ["addr", "add", f"{address}/24", "dev", name],
-                    ["link", "set", name, "up"]):
+    for command in (
+        ["link", "add", name, "type", "bridge"],
+        ["addr", "add", f"{address}/24", "dev", name],
+        ["link", "set", name, "up"],
+    ):
         done = subprocess.run(["ip", *command], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     yield address, subnet
@@ -76,9 +84,14 @@ def bridge() -> Iterator[tuple[str, ipaddress.IPv4Network]]:
 
 
 def host_addresses() -> list[str]:
-    return [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
-            if a.family == socket.AF_INET and not ipaddress.ip_address(a.address).is_loopback
-            and not ipaddress.ip_address(a.address).is_link_local]
+    return [
+        a.address
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == socket.AF_INET
+        and not ipaddress.ip_address(a.address).is_loopback
+        and not ipaddress.ip_address(a.address).is_link_local
+    ]
 
 
 def rejected(rules: list[str]) -> list[ipaddress.IPv4Network]:
@@ -180,8 +193,9 @@ def test_isolated_unfenced_falls_back_with_the_warning(no_fence_tool, caplog, tm
     assert len(warned) == 1 and "iptables is not installed" in warned[0] and "0.0.0.0" in warned[0]
     with LocalEnvironment(200, 200, network="isolated_unfenced") as env:
         assert env.network_effective == "isolated_unfenced"
-        assert env.notes == ["env.network=isolated_unfenced was asked; this desktop's network: isolated_unfenced "
-                             "(docs/isolation.md)"]
+        assert env.notes == [
+            "env.network=isolated_unfenced was asked; this desktop's network: isolated_unfenced (docs/isolation.md)"
+        ]
     assert len([r for r in caplog.records if "isolated_unfenced" in r.getMessage()]) == 1  # once per run
 
 
@@ -205,9 +219,14 @@ def path_without_the_fence_tool(folder: Path) -> str:
 
 def run_cli(tmp_path: Path, *overrides: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, **({"PATH": path} if path else {}))
-    return subprocess.run([sys.executable, "-m", "mcpworld", "provider=oracle", "tracking=none", *overrides,
-                           f"hydra.run.dir={tmp_path}/run"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpworld", "provider=oracle", "tracking=none", *overrides, f"hydra.run.dir={tmp_path}/run"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -238,11 +257,19 @@ def test_episodes_say_which_network_their_desktop_got(tmp_path):
     assert json.loads(next((tmp_path / "fenced").rglob("desktop.json")).read_text())["network"] == "isolated"
 
     (tmp_path / "open").mkdir()
-    unfenced = run_cli(tmp_path / "open", "env=local", "env.network=isolated_unfenced", "task=xterm/set_theme",
-                       path=path_without_the_fence_tool(tmp_path / "bin"))
+    unfenced = run_cli(
+        tmp_path / "open",
+        "env=local",
+        "env.network=isolated_unfenced",
+        "task=xterm/set_theme",
+        path=path_without_the_fence_tool(tmp_path / "bin"),
+    )
     assert unfenced.returncode == 0, unfenced.stderr[-3000:]
-    warned = [line for line in (tmp_path / "open" / "run" / "main.log").read_text().splitlines()
-              if "env.network=isolated_unfenced: iptables is not installed" in line]
+    warned = [
+        line
+        for line in (tmp_path / "open" / "run" / "main.log").read_text().splitlines()
+        if "env.network=isolated_unfenced: iptables is not installed" in line
+    ]
     assert len(warned) == 1 and "[WARNING]" in warned[0]
     (result,) = [json.loads(p.read_text()) for p in (tmp_path / "open").rglob("result.json")]
     assert result["labels"]["network_effective"] == "isolated_unfenced"
@@ -258,8 +285,9 @@ def test_env_docker_isolated_needs_its_firewall_and_isolated_unfenced_goes_on_wi
     from mcpworld.env import DesktopSettings, check_network, docker_network
 
     real_which = shutil.which
-    monkeypatch.setattr(docker_network.shutil, "which",
-                        lambda name, *a, **k: None if name.startswith(FENCE_TOOLS) else real_which(name, *a, **k))
+    monkeypatch.setattr(
+        docker_network.shutil, "which", lambda name, *a, **k: None if name.startswith(FENCE_TOOLS) else real_which(name, *a, **k)
+    )
     monkeypatch.setattr(docker_network, "_firewall_ready", False)
     monkeypatch.setattr(docker_network, "_warned_unfenced", [])
     caplog.set_level(logging.WARNING, logger="mcpworld.env.docker_network")

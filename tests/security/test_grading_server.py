@@ -26,9 +26,16 @@ def clean_env() -> dict[str, str]:
 
 def touching(marker: Path) -> dict:
     """A task whose getter runs a command on the graded machine: the command leaves ``marker``."""
-    return {"id": "rce", "instruction": "-", "config": [],
-            "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": f"touch {marker}"},
-                          "expected": {"type": "rule", "rules": {"expected": ""}}}}
+    return {
+        "id": "rce",
+        "instruction": "-",
+        "config": [],
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": f"touch {marker}"},
+            "expected": {"type": "rule", "rules": {"expected": ""}},
+        },
+    }
 
 
 @pytest.fixture
@@ -36,8 +43,13 @@ def served_home(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
     """The CLI as docs/suites.md starts it (a free port); its URL and token read from the folder it names."""
     home, folder = tmp_path / "home", tmp_path / "served"
     home.mkdir()
-    proc = subprocess.Popen([*SERVER, "--home", str(home), "--port", "0", "--dir", str(folder)], env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*SERVER, "--home", str(home), "--port", "0", "--dir", str(folder)],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (folder / "endpoint.json").is_file():
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
@@ -54,8 +66,12 @@ def test_a_cross_site_text_plain_post_runs_nothing(served_home, tmp_path: Path) 
     marker = tmp_path / "pwned"
     body = json.dumps(touching(marker))
     # exactly what fetch(url, {method: "POST", mode: "no-cors", body}) sends from https://attacker.example
-    browser = {"Content-Type": "text/plain;charset=UTF-8", "Origin": "https://attacker.example",
-               "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}
+    browser = {
+        "Content-Type": "text/plain;charset=UTF-8",
+        "Origin": "https://attacker.example",
+        "Sec-Fetch-Site": "cross-site",
+        "Sec-Fetch-Mode": "no-cors",
+    }
     assert httpx.post(f"{url}/evaluate", content=body, headers=browser).status_code == 403
     assert not marker.exists()
     # the same without the browser's headers (a local process of another user): no token, nothing runs
@@ -66,10 +82,20 @@ def test_a_cross_site_text_plain_post_runs_nothing(served_home, tmp_path: Path) 
     auth = {"Authorization": f"Bearer {token}"}
     # even with the token, text/plain is not read, and a foreign Origin is refused
     assert httpx.post(f"{url}/evaluate", content=body, headers={**auth, "Content-Type": "text/plain"}).status_code == 415
-    assert httpx.post(f"{url}/evaluate", content=body, headers={**auth, "Content-Type": "application/json",
-                                                                "Origin": "https://attacker.example"}).status_code == 403
-    assert httpx.post(f"{url}/evaluate", content=body, headers={**auth, "Content-Type": "application/json",
-                                                                "Host": "attacker.example"}).status_code == 403
+    assert (
+        httpx.post(
+            f"{url}/evaluate",
+            content=body,
+            headers={**auth, "Content-Type": "application/json", "Origin": "https://attacker.example"},
+        ).status_code
+        == 403
+    )
+    assert (
+        httpx.post(
+            f"{url}/evaluate", content=body, headers={**auth, "Content-Type": "application/json", "Host": "attacker.example"}
+        ).status_code
+        == 403
+    )
     assert not marker.exists()
     # the control: the harness's own request (token, JSON) does run the getter, so the marker would show it
     assert httpx.post(f"{url}/evaluate", content=body, headers={**auth, "Content-Type": "application/json"}).status_code == 200
@@ -92,8 +118,13 @@ def test_the_token_is_in_a_0600_file_and_printed_nowhere(served_home) -> None:
 def test_another_address_without_a_chosen_token_is_refused_in_one_line(tmp_path: Path, mode: list[str]) -> None:
     (tmp_path / "home").mkdir()
     args = [str(tmp_path / "home") if a == "HOME" else a for a in mode]
-    proc = subprocess.run([*SERVER, *args, "--host", "0.0.0.0", "--dir", str(tmp_path / "served")], env=clean_env(),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*SERVER, *args, "--host", "0.0.0.0", "--dir", str(tmp_path / "served")],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""
     assert "--host 0.0.0.0" in proc.stderr and "MCPWORLD_EVAL_TOKEN" in proc.stderr and "ssh -L" in proc.stderr
@@ -104,9 +135,13 @@ def test_another_address_with_a_chosen_token_serves_it(tmp_path: Path) -> None:
     """The safe way the refusal names: the researcher's own token, sent by clients elsewhere."""
     (tmp_path / "home").mkdir()
     token = "a-researchers-own-long-random-token"
-    proc = subprocess.Popen([*SERVER, "--home", str(tmp_path / "home"), "--host", "0.0.0.0", "--port", "0",
-                             "--dir", str(tmp_path / "served")], env=dict(clean_env(), MCPWORLD_EVAL_TOKEN=token),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*SERVER, "--home", str(tmp_path / "home"), "--host", "0.0.0.0", "--port", "0", "--dir", str(tmp_path / "served")],
+        env=dict(clean_env(), MCPWORLD_EVAL_TOKEN=token),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith("serving POST http://0.0.0.0:"), proc.stderr.read() if proc.stderr else line

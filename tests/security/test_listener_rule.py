@@ -21,8 +21,17 @@ def test_a_loopback_listener_answers_to_loopback_names_on_its_own_port_only() ->
     bound = ("127.0.0.1", 8765)
     for host in ("127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "127.0.0.2:8765"):
         assert host_allowed(host, bound), host
-    for host in ("127.0.0.1:8766", "127.0.0.1", "attacker.example:8765", "10.0.0.1:8765", f"{socket.gethostname()}:8765",
-                 "", "127.0.0.1:80x", "[::1:8765", None):
+    for host in (
+        "127.0.0.1:8766",
+        "127.0.0.1",
+        "attacker.example:8765",
+        "10.0.0.1:8765",
+        f"{socket.gethostname()}:8765",
+        "",
+        "127.0.0.1:80x",
+        "[::1:8765",
+        None,
+    ):
         assert not host_allowed(host, bound), host
 
 
@@ -49,8 +58,10 @@ def headers(**values: str) -> dict[str, str]:
 def test_the_checks_come_in_order_and_the_token_only_as_bearer() -> None:
     guard, bound = Guard(T), ("127.0.0.1", 1234)
     assert guard.check("POST", "/", headers(authorization=f"Bearer {T}", content_type="application/json"), bound) is None
-    assert guard.check("POST", "/", headers(authorization=f"bearer {T}", content_type="application/json; charset=utf-8"),
-                       bound) is None
+    assert (
+        guard.check("POST", "/", headers(authorization=f"bearer {T}", content_type="application/json; charset=utf-8"), bound)
+        is None
+    )
     refusal = guard.check("POST", "/", headers(origin="http://a.example", content_type="text/plain"), bound)
     assert refusal is not None and refusal.status == 403  # a browser's request is told nothing of the token
     refusal = guard.check("POST", "/", headers(content_type="text/plain"), bound)
@@ -81,12 +92,29 @@ def test_the_asgi_wrapper_refuses_before_the_app_and_passes_other_scopes() -> No
     base = {"server": ("127.0.0.1", 1234), "path": "/", "query_string": b"", "method": "GET"}
     asyncio.run(wrapped({**base, "type": "http", "headers": [(b"host", b"127.0.0.1:1234")]}, receive, send))
     assert called == [] and sent[0]["status"] == 401
-    asyncio.run(wrapped({**base, "type": "websocket", "headers": [(b"host", b"127.0.0.1:1234"),
-                                                                  (b"authorization", f"Bearer {T}".encode()),
-                                                                  (b"origin", b"http://a.example")]}, receive, send))
+    asyncio.run(
+        wrapped(
+            {
+                **base,
+                "type": "websocket",
+                "headers": [
+                    (b"host", b"127.0.0.1:1234"),
+                    (b"authorization", f"Bearer {T}".encode()),
+                    (b"origin", b"http://a.example"),
+                ],
+            },
+            receive,
+            send,
+        )
+    )
     assert called == [] and sent[-1] == {"type": "websocket.close", "code": 1008}
-    asyncio.run(wrapped({**base, "type": "http", "headers": [(b"host", b"127.0.0.1:1234"),
-                                                             (b"authorization", f"Bearer {T}".encode())]}, receive, send))
+    asyncio.run(
+        wrapped(
+            {**base, "type": "http", "headers": [(b"host", b"127.0.0.1:1234"), (b"authorization", f"Bearer {T}".encode())]},
+            receive,
+            send,
+        )
+    )
     asyncio.run(wrapped({"type": "lifespan"}, receive, send))
     assert called == ["http", "lifespan"]
 

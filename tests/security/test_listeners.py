@@ -32,8 +32,10 @@ def test_no_token_or_a_wrong_one_is_401(listener: Served) -> None:
     assert basic.status_code == 401
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "text/plain;charset=UTF-8",
-                                          "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"],
+)
 def test_a_body_that_is_not_json_is_415(listener: Served, content_type: str) -> None:
     """What a browser posts cross-site without asking first (a "simple" request) never reaches a route."""
     reply = listener.send(method="POST", content_type=content_type, body=TASK)
@@ -52,8 +54,12 @@ def test_a_foreign_origin_is_403(listener: Served) -> None:
 
 def test_a_foreign_host_is_403(listener: Served) -> None:
     """DNS rebinding: a page whose name now resolves to 127.0.0.1 still sends its own name."""
-    for host in (f"attacker.example:{listener.port}", "attacker.example", f"127.0.0.1:{listener.port + 1}",
-                 f"10.0.0.1:{listener.port}"):
+    for host in (
+        f"attacker.example:{listener.port}",
+        "attacker.example",
+        f"127.0.0.1:{listener.port + 1}",
+        f"10.0.0.1:{listener.port}",
+    ):
         reply = listener.send(host=host)
         assert reply.status_code == 403, f"{listener.name}: Host {host}: {reply.status_code}"
     assert listener.send(host=f"localhost:{listener.port}").status_code not in REFUSED

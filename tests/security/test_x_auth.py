@@ -25,8 +25,10 @@ from mcpworld.env.xconnection import open_display
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("xdpyinfo"),
-                       reason="another uid's connection needs root, util-linux's setpriv and x11-utils' xdpyinfo"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("xdpyinfo"),
+        reason="another uid's connection needs root, util-linux's setpriv and x11-utils' xdpyinfo",
+    ),
 ]
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
 REFUSED = "Authorization required"  # what the X server answers a client without the cookie
@@ -34,13 +36,25 @@ REFUSED = "Authorization required"  # what the X server answers a client without
 
 def task(tmp_path: Path) -> Task:
     """A task whose setup starts an app (xterm) as the desktop's account: it must still show."""
-    return Task(id="t/x-auth", app="xterm", instruction="-", dir=tmp_path / "task", source=tmp_path / "task" / "task.yaml",
-                setup=[{"launch": {"command": ["xterm", "-T", "x-auth-window"], "window": "x-auth-window"}}])
+    return Task(
+        id="t/x-auth",
+        app="xterm",
+        instruction="-",
+        dir=tmp_path / "task",
+        source=tmp_path / "task" / "task.yaml",
+        setup=[{"launch": {"command": ["xterm", "-T", "x-auth-window"], "window": "x-auth-window"}}],
+    )
 
 
 def xdpyinfo(display: str, env: dict[str, str], as_nobody: bool = False) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*(NOBODY if as_nobody else []), "xdpyinfo", "-display", display], env=env,
-                          capture_output=True, text=True, timeout=30, cwd="/")
+    return subprocess.run(
+        [*(NOBODY if as_nobody else []), "xdpyinfo", "-display", display],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd="/",
+    )
 
 
 def server_auth_file(desktop_id: str) -> Path:
@@ -75,10 +89,15 @@ def test_only_the_desktops_account_and_the_harness_open_its_display(tmp_path, ne
         assert env.shell("xdotool search --name x-auth-window").stdout.strip()
 
         # the desktop's own account, as the agent's shell runs: its XAUTHORITY, its file
-        mine = env.shell("id -un; xdpyinfo | grep -c dimensions; stat -c '%U %a' \"$XAUTHORITY\"; "
-                         "stat -c '%U %a' \"$(dirname \"$XAUTHORITY\")\"")
+        mine = env.shell(
+            'id -un; xdpyinfo | grep -c dimensions; stat -c \'%U %a\' "$XAUTHORITY"; stat -c \'%U %a\' "$(dirname "$XAUTHORITY")"'
+        )
         assert mine.returncode == 0 and mine.stdout.split("\n")[:4] == [
-            env.user.name, "1", f"{env.user.name} 600", f"{env.user.name} 700"], mine
+            env.user.name,
+            "1",
+            f"{env.user.name} 600",
+            f"{env.user.name} 700",
+        ], mine
 
         # the harness: in-process (python-xlib, mss) and its own subprocesses
         conn = open_display(name)

@@ -18,14 +18,17 @@ def test_every_fixed_wait_over_half_a_second_says_why() -> None:
         f"{w.where(ROOT)}: a fixed wait of {w.seconds:g} s without a reason. Wait for what the next step needs "
         "instead (wait_for: a window, process, file, widget, text on the screen, or {screen: changed}: "
         f"mcpworld/core/waits.py), or, where nothing shows it, keep it at most {LIMIT_S:g} s or end its line with "
-        "'# why: …'" for w in bad)
+        "'# why: …'"
+        for w in bad
+    )
 
 
 def test_the_docs_list_of_fixed_waits_is_the_files_own() -> None:
     listed = doc_list(fixed_waits(), ROOT)
     assert listed in DOC.read_text(encoding="utf-8"), (
         "docs/certify.md's list of fixed waits differs from the solution files': "
-        "python -m mcpworld.tasks.fixed_waits --doc docs/certify.md")
+        "python -m mcpworld.tasks.fixed_waits --doc docs/certify.md"
+    )
 
 
 def test_the_scan_covers_the_builtin_tasks_and_the_suites_solutions() -> None:
@@ -36,12 +39,14 @@ def test_the_scan_covers_the_builtin_tasks_and_the_suites_solutions() -> None:
 
 def test_a_wait_is_found_in_each_form_with_its_reason(tmp_path: Path) -> None:
     yaml = tmp_path / "a.yaml"
-    yaml.write_text("solution:\n"
-                    "  - computer: {action: wait, duration: 2}  # why: the splash has no window\n"
-                    "  - computer: {action: key, text: a}  # not a wait: {action: wait, duration: 9}\n"
-                    "  - computer:\n      action: wait\n      duration: 1.5\n"
-                    "  - {tool: computer, args: {action: wait}}\n"
-                    "  - computer: {action: waiting, duration: 3}\n")
+    yaml.write_text(
+        "solution:\n"
+        "  - computer: {action: wait, duration: 2}  # why: the splash has no window\n"
+        "  - computer: {action: key, text: a}  # not a wait: {action: wait, duration: 9}\n"
+        "  - computer:\n      action: wait\n      duration: 1.5\n"
+        "  - {tool: computer, args: {action: wait}}\n"
+        "  - computer: {action: waiting, duration: 3}\n"
+    )
     found = [(w.line, w.seconds, w.why) for w in fixed_waits_in(yaml)]
     assert found == [(2, 2.0, "the splash has no window"), (5, 1.5, ""), (7, 1.0, "")]
     js = tmp_path / "solution.json"

@@ -127,8 +127,9 @@ def test_whole_param_keeps_its_type_but_text_around_it_makes_a_string(tmp_path: 
 def test_list_solution_means_gui(tmp_path: Path) -> None:
     text = valid_with(solution="solution:\n  - computer: {action: key, text: ctrl+s}\n  - done: {status: DONE}")
     task = load_task(write_task(tmp_path / "t", text))
-    assert task.solution == {"gui": [{"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}},
-                                     {"tool": "done", "args": {"status": "DONE"}}]}
+    assert task.solution == {
+        "gui": [{"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}}, {"tool": "done", "args": {"status": "DONE"}}]
+    }
 
 
 def test_id_without_root_is_app_and_folder_and_explicit_id_wins(tmp_path: Path) -> None:
@@ -234,8 +235,7 @@ def test_bad_solution_step_is_an_error(tmp_path: Path) -> None:
 
 
 def make(task_id: str, tags: list[str] | None = None) -> Task:
-    return Task(id=task_id, app=task_id.split("/")[0], instruction="x", dir=Path("."), source=Path("x"),
-                tags=tags or [])
+    return Task(id=task_id, app=task_id.split("/")[0], instruction="x", dir=Path("."), source=Path("x"), tags=tags or [])
 
 
 TASKS = [make("mousepad/a", ["edit"]), make("mousepad/b", ["slow"]), make("xterm/a"), make("pcmanfm/c", ["slow"])]
@@ -306,10 +306,12 @@ def test_builtin_task_is_complete(task: Task) -> None:
     assert task.instruction and "{{" not in task.instruction
     assert task.solution and any(task.solution.values()), f"{task.id} has no solution"
     allowed = {"gui": {"computer"}, "cli": {"bash"}, "mcp": set(), "hybrid": {"computer"}}
-    app_servers = (yaml.safe_load(app_file.read_text()) or {}).get("mcp_servers", []) \
-        if (app_file := CONF_APPS / f"{task.app}.yaml").is_file() else []
-    servers = tuple(f"{s if isinstance(s, str) else s['name']}-"
-                    for s in [*task.mcp_servers, *app_servers]) or ("filesystem-",)
+    app_servers = (
+        (yaml.safe_load(app_file.read_text()) or {}).get("mcp_servers", [])
+        if (app_file := CONF_APPS / f"{task.app}.yaml").is_file()
+        else []
+    )
+    servers = tuple(f"{s if isinstance(s, str) else s['name']}-" for s in [*task.mcp_servers, *app_servers]) or ("filesystem-",)
     for modality, calls in task.solution.items():
         assert modality in allowed, f"{task.id}: unknown solution modality {modality!r}"
         for tool in {c["tool"] for c in calls} - allowed[modality] - {"done", "wait_for"}:  # wait_for: the oracle's, any modality
@@ -331,8 +333,10 @@ def test_whole_param_instruction_becomes_text(tmp_path):
     assert load_task(path).instruction == "14"
 
 
-@pytest.mark.parametrize("line, key", [("tags: slow", "tags"), ("timeout: soon", "timeout"),
-                                       ("max_steps: many", "max_steps"), ("instrucion: typo", "instrucion")])
+@pytest.mark.parametrize(
+    "line, key",
+    [("tags: slow", "tags"), ("timeout: soon", "timeout"), ("max_steps: many", "max_steps"), ("instrucion: typo", "instrucion")],
+)
 def test_bad_field_values_name_file_and_key(tmp_path, line, key):
     path = tmp_path / "t" / "task.yaml"
     path.parent.mkdir()

@@ -23,35 +23,44 @@ FIXTURE = Path(__file__).resolve().parents[1] / "data" / "pccanary_fixture"  # a
 NOTES = FIXTURE / "tests" / "tasks" / "notes"
 
 
-@pytest.mark.parametrize("written, here", [
-    ("/workspace/PC-Canary/apps/notes/notes.sh", str(FIXTURE / "apps/notes/notes.sh")),
-    ("/home/agent/agent-demo/PC-Canary/tests/tasks/x/pre_process.py", str(FIXTURE / "tests/tasks/x/pre_process.py")),
-    ("PC-Canary/apps/tdesktop/telegram-mcp", str(FIXTURE / "apps/tdesktop/telegram-mcp")),
-    ("apps/notes/notes.sh", str(FIXTURE / "apps/notes/notes.sh")),  # relative: PC-Canary runs from its root
-    ("/workspace/.mcpworld/vscode/C-Plus-Plus", "/home/user/workspace/.mcpworld/vscode/C-Plus-Plus"),
-    ("/home/agent/.local/share/Anki2/sam/collection.anki2", "/home/user/.local/share/Anki2/sam/collection.anki2"),
-    ("/usr/bin/freetube", "/usr/bin/freetube"),
-    ("obsidian://open?vault=vault", "obsidian://open?vault=vault"),
-    ("-r", "-r"),
-    ("apps/zulip_user_data_dir", "apps/zulip_user_data_dir"),  # relative and not in the checkout: left alone
-])
+@pytest.mark.parametrize(
+    "written, here",
+    [
+        ("/workspace/PC-Canary/apps/notes/notes.sh", str(FIXTURE / "apps/notes/notes.sh")),
+        ("/home/agent/agent-demo/PC-Canary/tests/tasks/x/pre_process.py", str(FIXTURE / "tests/tasks/x/pre_process.py")),
+        ("PC-Canary/apps/tdesktop/telegram-mcp", str(FIXTURE / "apps/tdesktop/telegram-mcp")),
+        ("apps/notes/notes.sh", str(FIXTURE / "apps/notes/notes.sh")),  # relative: PC-Canary runs from its root
+        ("/workspace/.mcpworld/vscode/C-Plus-Plus", "/home/user/workspace/.mcpworld/vscode/C-Plus-Plus"),
+        ("/home/agent/.local/share/Anki2/sam/collection.anki2", "/home/user/.local/share/Anki2/sam/collection.anki2"),
+        ("/usr/bin/freetube", "/usr/bin/freetube"),
+        ("obsidian://open?vault=vault", "obsidian://open?vault=vault"),
+        ("-r", "-r"),
+        ("apps/zulip_user_data_dir", "apps/zulip_user_data_dir"),  # relative and not in the checkout: left alone
+    ],
+)
 def test_paths_of_the_authors_machine_resolve_here(written, here):
     assert author_path(written, FIXTURE) == here
 
 
-@pytest.mark.parametrize("entry, name", [  # the real configs' unnamed server shapes
-    ({"command": "uvx", "args": ["mcp-obsidian"]}, "mcp-obsidian"),
-    ({"command": "mcp-proxy", "args": ["http://127.0.0.1:6010/sse"]}, "mcp-proxy"),
-    ({"command": "python3", "args": ["/home/agent/.local/share/FreeCAD/Mod/freecad_mcp/src/freecad_bridge.py"]},
-     "freecad_bridge"),
-    ({"command": "node", "args": ["/home/agent/obs-mcp/build/index.js"]}, "obs-mcp"),
-    ({"command": "uv", "args": ["--directory", "PC-Canary/apps/tdesktop/telegram-mcp", "run", "main.py"]},
-     "telegram-mcp"),
-    ({"command": "/home/agent/anki-mcp-server/.venv/bin/python", "args": ["/home/agent/anki-mcp-server/run_server.py"]},
-     "anki-mcp-server"),
-    ({"command": "npx", "args": ["-y", "/root/mcpworld-testbed/zulip-mcp"]}, "zulip-mcp"),
-    ({"command": "uv", "args": ["run", "zotero-mcp"], "cwd": "/home/agent/zotero-mcp"}, "zotero-mcp"),
-])
+@pytest.mark.parametrize(
+    "entry, name",
+    [  # the real configs' unnamed server shapes
+        ({"command": "uvx", "args": ["mcp-obsidian"]}, "mcp-obsidian"),
+        ({"command": "mcp-proxy", "args": ["http://127.0.0.1:6010/sse"]}, "mcp-proxy"),
+        (
+            {"command": "python3", "args": ["/home/agent/.local/share/FreeCAD/Mod/freecad_mcp/src/freecad_bridge.py"]},
+            "freecad_bridge",
+        ),
+        ({"command": "node", "args": ["/home/agent/obs-mcp/build/index.js"]}, "obs-mcp"),
+        ({"command": "uv", "args": ["--directory", "PC-Canary/apps/tdesktop/telegram-mcp", "run", "main.py"]}, "telegram-mcp"),
+        (
+            {"command": "/home/agent/anki-mcp-server/.venv/bin/python", "args": ["/home/agent/anki-mcp-server/run_server.py"]},
+            "anki-mcp-server",
+        ),
+        ({"command": "npx", "args": ["-y", "/root/mcpworld-testbed/zulip-mcp"]}, "zulip-mcp"),
+        ({"command": "uv", "args": ["run", "zotero-mcp"], "cwd": "/home/agent/zotero-mcp"}, "zotero-mcp"),
+    ],
+)
 def test_unnamed_servers_get_a_name_from_their_command(entry, name):
     assert server_name(entry) == name
 
@@ -66,14 +75,16 @@ def test_a_statinspector_task_loads_with_every_key_honoured_or_named():
     # executable_path in the authors' checkout, cwd and args in their /workspace: mapped
     assert launch["launch"]["command"] == (
         f"cd /home/user/workspace/.mcpworld/notes/vault && exec {FIXTURE}/apps/notes/notes.sh "
-        "/home/user/workspace/.mcpworld/notes/vault/Agenda.md")
+        "/home/user/workspace/.mcpworld/notes/vault/Agenda.md"
+    )
     assert [s["name"] for s in task.mcp_servers] == ["mcp-obsidian", "notes-mcp", "mcp-proxy"]
     assert task.mcp_servers[1]["args"] == ["/home/user/notes-mcp/build/index.js"]
     # notes_running is the launch's own readiness check; the rest is named
     assert task.notes == [
         "precondition vault_initialized=true is not checked here (PC-Canary does not check it either)",
         "success_conditions ['text_appended'] kept: PC-Canary's evaluator reads it and acts on it nowhere, "
-        "the handler's success update decides"]
+        "the handler's success update decides",
+    ]
     setup = task.handler_setup
     assert setup["config"]["sql_path"] == "/home/user/.local/share/notes/index.txt"
     assert setup["evaluate_on_completion"] is True and setup["live_hooks"] is False
@@ -84,9 +95,15 @@ def test_a_statinspector_task_loads_with_every_key_honoured_or_named():
 def test_a_hook_event_task_names_what_it_cannot_have(tmp_path):
     task = load_task_file(NOTES / "task02_save")
     assert task.skip_reason is None
-    assert task.setup == [{"launch": {"command": [str(FIXTURE / "apps/notes/notes.sh"),
-                                                  "/home/user/workspace/.mcpworld/notes/vault/Agenda.md"],
-                                      "window": ".", "timeout": 60}}]
+    assert task.setup == [
+        {
+            "launch": {
+                "command": [str(FIXTURE / "apps/notes/notes.sh"), "/home/user/workspace/.mcpworld/notes/vault/Agenda.md"],
+                "window": ".",
+                "timeout": 60,
+            }
+        }
+    ]
     assert task.handler_setup["live_hooks"] is True and task.handler_setup["evaluator_type"] == "HookManager"
     assert any("user_logged_in=true" in n for n in task.notes)
     assert not any(n.startswith("its hooks") for n in task.notes)  # Frida runs HookManager hooks
@@ -95,8 +112,10 @@ def test_a_hook_event_task_names_what_it_cannot_have(tmp_path):
     electron = tmp_path / "tests" / "tasks" / "joplin" / "task02_save"
     shutil.copytree(NOTES / "task02_save", electron)
     (electron / "config.json").write_text(json.dumps(ipc))
-    assert any(n.startswith("its hooks hooker.js (IpcInjector) do not run here: no probe of this harness runs "
-                            "them in joplin yet") for n in load_task_file(electron).notes)
+    assert any(
+        n.startswith("its hooks hooker.js (IpcInjector) do not run here: no probe of this harness runs them in joplin yet")
+        for n in load_task_file(electron).notes
+    )
     assert task.mcp_servers[0]["name"] == "notes_bridge"
 
 
@@ -121,12 +140,24 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
     task_dir.mkdir(parents=True)
     (task_dir / "handler.py").write_text("def message_handler(m, l, p):\n    return None\n")
     (task_dir / "hooker.js").write_text("send({event: 'ready'});\n")
-    (task_dir / "config.json").write_text(json.dumps({
-        "task_id": "01", "task_name": "create_image", "instruction_template": "Create a new image",
-        "application_info": {"name": "gimp", "executable_path": "/usr/local/bin/gimp", "args": []},
-        "evaluation_setup": {"scripts": [{"role": "hook", "path": "hooker.js"}, {"role": "handler", "path": "handler.py"}],
-                             "timeout": 60, "evaluator_type": "HookManager", "evaluate_on_completion": False},
-        "preconditions": {"gimp_running": True}, "total_key_steps": 1}))
+    (task_dir / "config.json").write_text(
+        json.dumps(
+            {
+                "task_id": "01",
+                "task_name": "create_image",
+                "instruction_template": "Create a new image",
+                "application_info": {"name": "gimp", "executable_path": "/usr/local/bin/gimp", "args": []},
+                "evaluation_setup": {
+                    "scripts": [{"role": "hook", "path": "hooker.js"}, {"role": "handler", "path": "handler.py"}],
+                    "timeout": 60,
+                    "evaluator_type": "HookManager",
+                    "evaluate_on_completion": False,
+                },
+                "preconditions": {"gimp_running": True},
+                "total_key_steps": 1,
+            }
+        )
+    )
     task = load_task_file(task_dir)
     assert task.setup[0]["launch"]["command"] == ["gimp"]  # mcpworld/conf/app/gimp.yaml's program (its shim, its profile)
     assert "window" not in task.setup[0]["launch"]  # ready when its own main window takes input, not a splash
@@ -141,17 +172,26 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
     monkeypatch.setitem(mcpworld_format.DEBIAN_PROGRAMS, "frobnicator", ("frobnicate", "frobnicator-qt"))
     assert load_task_file(other).skip_reason == (  # no app config of ours and not on PATH
         "its application Frobnicator is not installed here (the task starts /usr/local/bin/Frobnicator; "
-        "Debian has it: apt-get install frobnicator-qt)")
+        "Debian has it: apt-get install frobnicator-qt)"
+    )
 
 
 def test_the_fixture_checkout_is_discovered_as_a_suite():
-    assert [t.id for t in discover(FIXTURE)] == ["notes/task01_append", "notes/task02_save",
-                                                "vscode/task01_updateColorTheme", "vscode/task02_darkTheme"]
+    assert [t.id for t in discover(FIXTURE)] == [
+        "notes/task01_append",
+        "notes/task02_save",
+        "vscode/task01_updateColorTheme",
+        "vscode/task02_darkTheme",
+    ]
 
 
 def grade(task_file: Path, home: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(task_file), "--home", str(home)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpworld.evaluation", str(task_file), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_statinspector_hooks_and_evaluator_config_reach_the_handler(tmp_path):
@@ -192,10 +232,12 @@ def test_no_made_up_completion_reaches_a_handler_that_expects_its_hooks_answer(t
     """PC-Canary's VS Code handlers judge the completion event's data, which their hooker.js adds: a
     bare completion would make them say no for the agent's work unseen."""
     handler = tmp_path / "handler.py"
-    handler.write_text("def message_handler(m, l, p):\n"
-                       "    if m.get('event_type') == 'evaluate_on_completion':\n"
-                       "        ok = m.get('data') == 'Default Light+'\n"
-                       "        return {'status': 'success' if ok else 'error', 'message': 'theme'}\n")
+    handler.write_text(
+        "def message_handler(m, l, p):\n"
+        "    if m.get('event_type') == 'evaluate_on_completion':\n"
+        "        ok = m.get('data') == 'Default Light+'\n"
+        "        return {'status': 'success' if ok else 'error', 'message': 'theme'}\n"
+    )
     setup = {"evaluate_on_completion": True, "live_hooks": True, "config": {}}
     with pytest.raises(EvalError, match="no probe of this harness runs for this app yet"):
         run_handler(handler, {}, tmp_path, setup=setup)
@@ -204,40 +246,92 @@ def test_no_made_up_completion_reaches_a_handler_that_expects_its_hooks_answer(t
 
 def test_evaluate_on_completion_false_sends_no_completion(tmp_path):
     handler = tmp_path / "handler.py"
-    handler.write_text("def message_handler(m, l, p):\n"
-                       "    if m.get('event_type') == 'evaluate_on_completion':\n"
-                       "        return {'status': 'success', 'reason': 'completion seen'}\n")
+    handler.write_text(
+        "def message_handler(m, l, p):\n"
+        "    if m.get('event_type') == 'evaluate_on_completion':\n"
+        "        return {'status': 'success', 'reason': 'completion seen'}\n"
+    )
     assert run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": True, "config": {}}).score == 1.0
     unjudged = run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": False, "config": {}})
     assert unjudged.score == 0.0 and "no success or error verdict" in unjudged.reason
 
 
 def test_standalone_grading_takes_the_suites_roots(tmp_path):
-    bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_save"), "--home",
-                          str(tmp_path), "--pccanary-root", "/nowhere"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.evaluation",
+            str(NOTES / "task02_save"),
+            "--home",
+            str(tmp_path),
+            "--pccanary-root",
+            "/nowhere",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "pccanary.root=/nowhere: no such folder" in bad.stderr
     toolathlon_task = next((FIXTURE.parent / "toolathlon_fixture" / "tasks").glob("*/*/task_config.json"))
-    bad = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(toolathlon_task), "--home",
-                          str(tmp_path), "--toolathlon-root", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.evaluation",
+            str(toolathlon_task),
+            "--home",
+            str(tmp_path),
+            "--toolathlon-root",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and f"toolathlon.root={tmp_path}: not a Toolathlon checkout" in bad.stderr
-    graded = subprocess.run([sys.executable, "-m", "mcpworld.evaluation", str(NOTES / "task02_save"), "--home",
-                             str(tmp_path), "--pccanary-root", str(FIXTURE)], capture_output=True, text=True, timeout=60)
+    graded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.evaluation",
+            str(NOTES / "task02_save"),
+            "--home",
+            str(tmp_path),
+            "--pccanary-root",
+            str(FIXTURE),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert graded.returncode == 0 and json.loads(graded.stdout)["status"] == "eval_error"
 
 
-@pytest.mark.parametrize("kind, sent", [
-    ("HookManager", {"type": "send", "payload": {"event": "evaluate_on_completion"}}),  # to the handler itself
-    ("StateInspector", "bare"),  # no Python hook here: the completion message itself
-])
+@pytest.mark.parametrize(
+    "kind, sent",
+    [
+        ("HookManager", {"type": "send", "payload": {"event": "evaluate_on_completion"}}),  # to the handler itself
+        ("StateInspector", "bare"),  # no Python hook here: the completion message itself
+    ],
+)
 def test_the_completion_is_what_pc_canarys_evaluator_of_the_kind_sends(tmp_path, kind, sent):
     handler = tmp_path / "handler.py"
-    handler.write_text("import json\n"
-                       "def message_handler(m, l, p):\n"
-                       "    return {'status': 'success', 'reason': json.dumps(m, sort_keys=True)}\n")
-    verdict = run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": True, "evaluator_type": kind,
-                                                         "live_hooks": True, "probed": True, "config": {}})
+    handler.write_text(
+        "import json\ndef message_handler(m, l, p):\n    return {'status': 'success', 'reason': json.dumps(m, sort_keys=True)}\n"
+    )
+    verdict = run_handler(
+        handler,
+        {},
+        tmp_path,
+        setup={"evaluate_on_completion": True, "evaluator_type": kind, "live_hooks": True, "probed": True, "config": {}},
+    )
     got = json.loads(verdict.reason.split("success: ", 1)[1])
     assert got == sent if sent != "bare" else got["event_type"] == "evaluate_on_completion"
-    ipc = run_handler(handler, {}, tmp_path, setup={"evaluate_on_completion": True, "evaluator_type": "IpcInjector",
-                                                     "live_hooks": True, "probed": True, "config": {}})
+    ipc = run_handler(
+        handler,
+        {},
+        tmp_path,
+        setup={"evaluate_on_completion": True, "evaluator_type": "IpcInjector", "live_hooks": True, "probed": True, "config": {}},
+    )
     assert ipc.score == 0.0  # IPC: the hooks in the app answer (through the probe), nothing is made up

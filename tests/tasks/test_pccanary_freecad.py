@@ -28,11 +28,12 @@ def _task(tmp_path: Path):
     folder.mkdir(parents=True)
     (folder / "hooker.js").write_text(HOOK)
     (folder / "handler.py").write_text("def message_handler(message, logger, task_parameter):\n    return None\n")
-    config = {"instruction_template": "Save the file to ${source_path}${filename}",
-              "application_info": {"name": "FreeCAD", "executable_path": "/usr/local/bin/FreeCAD"},
-              "task_parameters": {"source_path": "/FreeCAD/", "filename": "task07.FCStd"},
-              "evaluation_setup": {"scripts": [{"role": "hook", "path": "hooker.js"},
-                                               {"role": "handler", "path": "handler.py"}]}}
+    config = {
+        "instruction_template": "Save the file to ${source_path}${filename}",
+        "application_info": {"name": "FreeCAD", "executable_path": "/usr/local/bin/FreeCAD"},
+        "task_parameters": {"source_path": "/FreeCAD/", "filename": "task07.FCStd"},
+        "evaluation_setup": {"scripts": [{"role": "hook", "path": "hooker.js"}, {"role": "handler", "path": "handler.py"}]},
+    }
     (folder / "config.json").write_text(json.dumps(config))
     return load_mcpworld(folder / "config.json")
 
@@ -54,23 +55,32 @@ def test_a_task_naming_no_such_folder_gets_no_setup_step(tmp_path):
     folder = tmp_path / "tests" / "tasks" / "vscode" / "task01"
     folder.mkdir(parents=True)
     (folder / "handler.py").write_text("def message_handler(message, logger, task_parameter):\n    return None\n")
-    (folder / "config.json").write_text(json.dumps({"instruction_template": "Open /workspace/a.txt",
-                                                    "evaluation_setup": {"scripts": [{"role": "handler",
-                                                                                      "path": "handler.py"}]}}))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "instruction_template": "Open /workspace/a.txt",
+                "evaluation_setup": {"scripts": [{"role": "handler", "path": "handler.py"}]},
+            }
+        )
+    )
     task = load_mcpworld(folder / "config.json")
     assert task.instruction == "Open /workspace/a.txt"
     assert task.setup == [] and task.handler_setup["python_path"] == []
 
 
-@pytest.mark.skipif(not Path(DEBIAN_PYTHON_MODULES["freecad"][0], "FreeCAD.so").is_file(),
-                    reason="Debian's FreeCAD is not installed (apt-get install freecad)")
+@pytest.mark.skipif(
+    not Path(DEBIAN_PYTHON_MODULES["freecad"][0], "FreeCAD.so").is_file(),
+    reason="Debian's FreeCAD is not installed (apt-get install freecad)",
+)
 def test_a_freecad_handler_imports_freecad(tmp_path):
     handler = tmp_path / "handler.py"
-    handler.write_text("def message_handler(message, logger, task_parameter):\n"
-                       "    import freecad, FreeCAD\n"
-                       "    doc = FreeCAD.newDocument('probe')\n"
-                       "    box = doc.addObject('PartDesign::AdditiveBox', 'Box')\n"
-                       "    return [{'status': 'success', 'reason': box.TypeId}]\n")
+    handler.write_text(
+        "def message_handler(message, logger, task_parameter):\n"
+        "    import freecad, FreeCAD\n"
+        "    doc = FreeCAD.newDocument('probe')\n"
+        "    box = doc.addObject('PartDesign::AdditiveBox', 'Box')\n"
+        "    return [{'status': 'success', 'reason': box.TypeId}]\n"
+    )
     proc = HandlerProcess(handler, {}, tmp_path, setup={"python_path": DEBIAN_PYTHON_MODULES["freecad"]})
     try:
         proc.send({"type": "send", "payload": {"event": "function_key_word_detected"}})

@@ -29,13 +29,20 @@ def _task(tmp_path: Path):
     folder.mkdir(parents=True)
     (folder / "hooker.js").write_text(HOOK)
     (folder / "handler.py").write_text("def message_handler(message, logger, task_parameter):\n    return None\n")
-    config = {"instruction_template": "Edit ${expected_path}.",
-              "task_parameters": {"expected_path": "/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp",
-                                  "breakpoints": {"78": "i==2"}, "hit_line": 98,
-                                  "files": ["/workspace/.mcpworld/a", "b"]},
-              "evaluation_setup": {"scripts": [{"role": "hook", "path": "hooker.js"},
-                                               {"role": "handler", "path": "handler.py"}],
-                                   "evaluator_type": "IpcInjector", "evaluate_on_completion": True}}
+    config = {
+        "instruction_template": "Edit ${expected_path}.",
+        "task_parameters": {
+            "expected_path": "/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp",
+            "breakpoints": {"78": "i==2"},
+            "hit_line": 98,
+            "files": ["/workspace/.mcpworld/a", "b"],
+        },
+        "evaluation_setup": {
+            "scripts": [{"role": "hook", "path": "hooker.js"}, {"role": "handler", "path": "handler.py"}],
+            "evaluator_type": "IpcInjector",
+            "evaluate_on_completion": True,
+        },
+    }
     (folder / "config.json").write_text(json.dumps(config))
     return load_mcpworld(folder / "config.json")
 
@@ -46,17 +53,24 @@ def test_the_handler_gets_its_parameters_in_this_episodes_home(tmp_path):
     home = tmp_path / "episode" / "home"
     env = SimpleNamespace(home=home, map_paths=lambda text: Environment.map_paths(env, text))
     params = handler_params(task, env)
-    assert params == {"expected_path": f"{home}/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp",
-                      "breakpoints": {"78": "i==2"}, "hit_line": 98,
-                      "files": [f"{home}/workspace/.mcpworld/a", "b"]}
+    assert params == {
+        "expected_path": f"{home}/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp",
+        "breakpoints": {"78": "i==2"},
+        "hit_line": 98,
+        "files": [f"{home}/workspace/.mcpworld/a", "b"],
+    }
 
 
 def test_the_hooks_source_names_this_episodes_home(tmp_path):
     task = _task(tmp_path)
     home = tmp_path / "episode" / "home"
     env = SimpleNamespace(home=home)
-    live = LiveHooks("vscode", list(task.handler_setup["js_hooks"]), lambda kind, **data: None,
-                     rewrite=lambda source: Environment.map_paths(env, author_home_text(source)))
+    live = LiveHooks(
+        "vscode",
+        list(task.handler_setup["js_hooks"]),
+        lambda kind, **data: None,
+        rewrite=lambda source: Environment.map_paths(env, author_home_text(source)),
+    )
     try:
         assert f'"{home}/workspace/.mcpworld/vscode/C-Plus-Plus/bubble_sort.cpp"' in live.source
         assert "/home/user" not in live.source
@@ -97,11 +111,17 @@ def test_an_app_event_naming_the_instructions_path_reaches_the_handler_as_the_ho
     (folder / "handler.py").write_text(
         "def message_handler(message, logger, p):\n"
         "    if message.get('payload', {}).get('saved') == p['source_path'] + p['filename']:\n"
-        "        return {'status': 'success', 'reason': 'saved where asked'}\n")
-    (folder / "config.json").write_text(json.dumps({
-        "instruction_template": "Save to ${source_path}${filename}",
-        "task_parameters": {"source_path": "/FreeCAD/", "filename": "x.FCStd"},
-        "evaluation_setup": {"scripts": [{"role": "handler", "path": "handler.py"}]}}))
+        "        return {'status': 'success', 'reason': 'saved where asked'}\n"
+    )
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "instruction_template": "Save to ${source_path}${filename}",
+                "task_parameters": {"source_path": "/FreeCAD/", "filename": "x.FCStd"},
+                "evaluation_setup": {"scripts": [{"role": "handler", "path": "handler.py"}]},
+            }
+        )
+    )
     task = load_mcpworld(folder / "config.json")
     assert task.instruction == "Save to /FreeCAD/x.FCStd"
     home = tmp_path / "home"

@@ -23,18 +23,35 @@ from tests.fakes.file_server import FileServer
 def osworld_task(folder: Path, base: str, task_id: str = "0a2e43bf-remote") -> Path:
     """The shape of OSWorld's Office tasks: the document downloaded in setup, the gold by cloud_file."""
     data = {
-        "id": task_id, "snapshot": "libreoffice_calc", "related_apps": ["libreoffice_calc"],
+        "id": task_id,
+        "snapshot": "libreoffice_calc",
+        "related_apps": ["libreoffice_calc"],
         "instruction": "Fill in the totals.",
-        "config": [{"type": "download", "parameters": {"files": [
-            {"url": f"{base}/libreoffice_calc/{task_id}/Budget.xlsx", "path": "/home/user/Budget.xlsx"}]}},
-            {"type": "open", "parameters": {"path": "/home/user/Budget.xlsx"}}],
+        "config": [
+            {
+                "type": "download",
+                "parameters": {
+                    "files": [{"url": f"{base}/libreoffice_calc/{task_id}/Budget.xlsx", "path": "/home/user/Budget.xlsx"}]
+                },
+            },
+            {"type": "open", "parameters": {"path": "/home/user/Budget.xlsx"}},
+        ],
         "evaluator": {
             "func": "compare_table",
-            "postconfig": [{"type": "download", "parameters": {"files": [
-                {"url": f"{base}/libreoffice_calc/{task_id}/helper.txt", "path": "/home/user/helper.txt"}]}}],
+            "postconfig": [
+                {
+                    "type": "download",
+                    "parameters": {
+                        "files": [{"url": f"{base}/libreoffice_calc/{task_id}/helper.txt", "path": "/home/user/helper.txt"}]
+                    },
+                }
+            ],
             "result": {"type": "vm_file", "path": "/home/user/Budget.xlsx", "dest": "Budget.xlsx"},
-            "expected": {"type": "cloud_file", "path": f"{base}/libreoffice_calc/{task_id}/Budget_gold.xlsx",
-                         "dest": "Budget_gold.xlsx"},
+            "expected": {
+                "type": "cloud_file",
+                "path": f"{base}/libreoffice_calc/{task_id}/Budget_gold.xlsx",
+                "dest": "Budget_gold.xlsx",
+            },
         },
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,9 +60,11 @@ def osworld_task(folder: Path, base: str, task_id: str = "0a2e43bf-remote") -> P
     return path
 
 
-FILES = {"/libreoffice_calc/0a2e43bf-remote/Budget.xlsx": b"budget",
-         "/libreoffice_calc/0a2e43bf-remote/helper.txt": b"helper",
-         "/libreoffice_calc/0a2e43bf-remote/Budget_gold.xlsx": b"gold"}
+FILES = {
+    "/libreoffice_calc/0a2e43bf-remote/Budget.xlsx": b"budget",
+    "/libreoffice_calc/0a2e43bf-remote/helper.txt": b"helper",
+    "/libreoffice_calc/0a2e43bf-remote/Budget_gold.xlsx": b"gold",
+}
 
 
 @pytest.fixture
@@ -57,8 +76,12 @@ def host():
 def test_a_url_download_loads_as_a_download_step(tmp_path):
     task = load_task_file(osworld_task(tmp_path, "https://huggingface.co/x/resolve/main"))
     assert task.skip_reason is None
-    assert task.setup[0] == {"download": {"url": "https://huggingface.co/x/resolve/main/libreoffice_calc/"
-                                                 "0a2e43bf-remote/Budget.xlsx", "dest": "/home/user/Budget.xlsx"}}
+    assert task.setup[0] == {
+        "download": {
+            "url": "https://huggingface.co/x/resolve/main/libreoffice_calc/0a2e43bf-remote/Budget.xlsx",
+            "dest": "/home/user/Budget.xlsx",
+        }
+    }
     assert len(remote_urls(task)) == 3
 
 
@@ -106,9 +129,20 @@ def test_a_run_honours_the_mirror(tmp_path):
 
 
 def prefetch(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpworld.cli.prefetch", f"tasks.root={tmp_path / 'suite'}",
-                           f"files.cache_dir={tmp_path / 'cache'}", "files.retries=1", *overrides],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpworld.cli.prefetch",
+            f"tasks.root={tmp_path / 'suite'}",
+            f"files.cache_dir={tmp_path / 'cache'}",
+            "files.retries=1",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_prefetch_fills_the_cache_and_reports_failures(tmp_path, host):

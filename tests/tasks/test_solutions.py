@@ -13,9 +13,17 @@ from mcpworld.tasks.solutions import attach_solutions, load_solutions, read_over
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT.parent / "shared" / "reference" / "suites" / "osworld" / "evaluation_examples" / "examples"
-TASK = {"id": "0b17a146-demo", "snapshot": "os", "instruction": "Make ~/x.txt", "config": [],
-        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat ~/x.txt"},
-                      "expected": {"type": "rule", "rules": {"expected": "x\n"}}}}
+TASK = {
+    "id": "0b17a146-demo",
+    "snapshot": "os",
+    "instruction": "Make ~/x.txt",
+    "config": [],
+    "evaluator": {
+        "func": "exact_match",
+        "result": {"type": "vm_command_line", "command": "cat ~/x.txt"},
+        "expected": {"type": "rule", "rules": {"expected": "x\n"}},
+    },
+}
 
 
 def suite(tmp_path: Path) -> Path:
@@ -33,12 +41,17 @@ def overlay(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_a_solution_file_attaches_by_id(tmp_path):
     tasks = discover(suite(tmp_path))
-    folder = overlay(tmp_path, "os/0b17a146-demo.yaml",
-                     "solution:\n  cli:\n    - bash: {command: 'echo x > ~/x.txt'}\n"
-                     "  gui:\n    - {tool: computer, args: {action: key, text: Return}}\n")
+    folder = overlay(
+        tmp_path,
+        "os/0b17a146-demo.yaml",
+        "solution:\n  cli:\n    - bash: {command: 'echo x > ~/x.txt'}\n"
+        "  gui:\n    - {tool: computer, args: {action: key, text: Return}}\n",
+    )
     assert attach_solutions(tasks, folder) == 1
-    assert tasks[0].solution == {"cli": [{"tool": "bash", "args": {"command": "echo x > ~/x.txt"}}],
-                                 "gui": [{"tool": "computer", "args": {"action": "key", "text": "Return"}}]}
+    assert tasks[0].solution == {
+        "cli": [{"tool": "bash", "args": {"command": "echo x > ~/x.txt"}}],
+        "gui": [{"tool": "computer", "args": {"action": "key", "text": "Return"}}],
+    }
 
 
 def test_an_id_key_names_tasks_whose_id_is_no_file_name(tmp_path):
@@ -48,8 +61,7 @@ def test_an_id_key_names_tasks_whose_id_is_no_file_name(tmp_path):
 
 def test_an_offline_declaration_reaches_the_task(tmp_path):
     tasks = discover(suite(tmp_path))
-    folder = overlay(tmp_path, "os/0b17a146-demo.yaml",
-                     "offline: the answer is a setting\nsolution: [{bash: {command: x}}]\n")
+    folder = overlay(tmp_path, "os/0b17a146-demo.yaml", "offline: the answer is a setting\nsolution: [{bash: {command: x}}]\n")
     attach_solutions(tasks, folder)
     assert tasks[0].offline == "the answer is a setting"
 
@@ -61,16 +73,19 @@ def test_an_unsolved_declaration_says_why_the_task_has_no_solution(tmp_path):
     assert tasks[0].unsolved == "it installs a package from the web" and tasks[0].solution == {}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("solution: [{bash: {command: x}}]\noffline: true\n", "'offline' must be a sentence"),
-    ("solution: [{bash: {command: x}}]\nunsolved: no network\n", "or instead 'unsolved:'"),
-    ("unsolved: [no, network]\n", "'unsolved' must be a sentence"),
-    ("steps: []\n", "needs 'solution:'"),
-    ("solution: {cli: [{bash: {command: x}}]}\nauthor: me\n", "unknown key.*author"),
-    ("solution: {cli: {bash: x}}\n", "must be a list of tool calls"),
-    ("solution: [{bash: {}, computer: {}}]\n", "must be {tool: NAME"),
-    ("solution: [\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("solution: [{bash: {command: x}}]\noffline: true\n", "'offline' must be a sentence"),
+        ("solution: [{bash: {command: x}}]\nunsolved: no network\n", "or instead 'unsolved:'"),
+        ("unsolved: [no, network]\n", "'unsolved' must be a sentence"),
+        ("steps: []\n", "needs 'solution:'"),
+        ("solution: {cli: [{bash: {command: x}}]}\nauthor: me\n", "unknown key.*author"),
+        ("solution: {cli: {bash: x}}\n", "must be a list of tool calls"),
+        ("solution: [{bash: {}, computer: {}}]\n", "must be {tool: NAME"),
+        ("solution: [\n", "not valid YAML"),
+    ],
+)
 def test_a_bad_solution_file_is_one_error_naming_it(tmp_path, text, message):
     folder = overlay(tmp_path, "os/t.yaml", text)
     with pytest.raises(TaskFileError, match=message) as err:

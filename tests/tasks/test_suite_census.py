@@ -36,16 +36,18 @@ def test_suite_census(root: Path, loadable: int, monkeypatch, capsys):
     selection = census(root, monkeypatch)
     capsys.readouterr()
     total = len(selection.tasks) + len(selection.skipped)
-    machine = [r for _, _, r in selection.skipped if "not installed" in r or "env=local never grants" in r
-               or "make apps" in r]  # what this machine lacks (a program) or refuses (root)
+    machine = [
+        r for _, _, r in selection.skipped if "not installed" in r or "env=local never grants" in r or "make apps" in r
+    ]  # what this machine lacks (a program) or refuses (root)
     installable = [r for r in machine if "would be root" not in r]
     with capsys.disabled():
-        print(f"\n{root.parent.parent.name}: {len(selection.tasks)} of {total} runnable here (env=local); "
-              f"{len(selection.tasks) + len(installable)} once this machine has every program named below")
+        print(
+            f"\n{root.parent.parent.name}: {len(selection.tasks)} of {total} runnable here (env=local); "
+            f"{len(selection.tasks) + len(installable)} once this machine has every program named below"
+        )
         for cause, count in causes(selection).most_common():
             print(f"  {count:3d}  {cause}")
     # what the loaders decide (Windows, Google Drive, GNOME Shell, systemd) does not depend on this machine
     assert len(selection.tasks) + len(machine) == loadable
     # every skip this machine causes names its fix
-    assert all("apt-get install" in r or "make apps" in r or "would be root" in r or "apt-file search" in r
-               for r in machine)
+    assert all("apt-get install" in r or "make apps" in r or "would be root" in r or "apt-file search" in r for r in machine)

@@ -34,18 +34,28 @@ def load_task_file(path: Path, **toolathlon_settings) -> Task:
     keywords given."""
     settings = ToolathlonSettings(**{"python": sys.executable, **toolathlon_settings})
     return load_with(path, settings=LoaderSettings(toolathlon=settings))
+
+
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Z][a-z]+day$")
-PROMPT = ("Work in !!<<<<||||workspace_dir||||>>>>!! only.\n"
-          "Now: !!<<<<||||time||||>>>>!!\n")
+PROMPT = "Work in !!<<<<||||workspace_dir||||>>>>!! only.\nNow: !!<<<<||||time||||>>>>!!\n"
 
 
-def make_task(root: Path, name: str = "demo", *, config: dict | None = None, preprocess: bool = False,
-              initial: bool = True, solution: list | None = None, task_md: bool = True,
-              grader: bool = True) -> Path:
+def make_task(
+    root: Path,
+    name: str = "demo",
+    *,
+    config: dict | None = None,
+    preprocess: bool = False,
+    initial: bool = True,
+    solution: list | None = None,
+    task_md: bool = True,
+    grader: bool = True,
+) -> Path:
     folder = root / name
     (folder / "docs").mkdir(parents=True)
-    config = {"needed_mcp_servers": ["filesystem"], "needed_local_tools": ["claim_done"], "meta": {}} \
-        if config is None else config
+    config = (
+        {"needed_mcp_servers": ["filesystem"], "needed_local_tools": ["claim_done"], "meta": {}} if config is None else config
+    )
     (folder / "task_config.json").write_text(json.dumps(config))
     if task_md:
         (folder / "docs" / "task.md").write_text("\nSort the files in the inbox.\n")
@@ -67,8 +77,11 @@ def make_task(root: Path, name: str = "demo", *, config: dict | None = None, pre
 
 
 def test_a_task_folder_maps_onto_the_task_model(tmp_path: Path):
-    path = make_task(tmp_path, "sort-inbox", config={
-        "needed_mcp_servers": ["filesystem", "git"], "needed_local_tools": ["claim_done"], "meta": {"x": 1}})
+    path = make_task(
+        tmp_path,
+        "sort-inbox",
+        config={"needed_mcp_servers": ["filesystem", "git"], "needed_local_tools": ["claim_done"], "meta": {"x": 1}},
+    )
     task = load_task_file(path)
     folder = path.parent
     assert task.id == "toolathlon/sort-inbox"
@@ -110,8 +123,14 @@ def test_with_preprocess_it_runs_with_the_workspace_and_the_same_launch_time(tmp
     command = shlex.split(run["execute"]["command"])  # outside a checkout: a module of the task's parent folder
     assert run["execute"]["shell"] is True
     assert command[:3] == ["cd", str(tmp_path.resolve()), "&&"]
-    assert command[5:] == ["-m", "demo.preprocess.main", "--agent_workspace", "~/workspace",
-                           "--launch_time", task.grader["launch_time"]]
+    assert command[5:] == [
+        "-m",
+        "demo.preprocess.main",
+        "--agent_workspace",
+        "~/workspace",
+        "--launch_time",
+        task.grader["launch_time"],
+    ]
 
 
 def test_no_initial_workspace_means_no_context(tmp_path: Path):
@@ -120,17 +139,22 @@ def test_no_initial_workspace_means_no_context(tmp_path: Path):
 
 
 def test_local_tools_keep_provided_ones_and_drop_the_context_managers(tmp_path: Path):
-    task = load_task_file(make_task(tmp_path, config={
-        "needed_mcp_servers": [], "needed_local_tools": ["claim_done", "manage_context", "python_execute",
-                                                         "history", "sleep"]}))
+    task = load_task_file(
+        make_task(
+            tmp_path,
+            config={
+                "needed_mcp_servers": [],
+                "needed_local_tools": ["claim_done", "manage_context", "python_execute", "history", "sleep"],
+            },
+        )
+    )
     assert task.local_tools == ["claim_done", "python_execute", "sleep"]
     assert task.skip_reason is None
 
 
 @pytest.mark.parametrize("tool", ["web_search", "ai_webpage_summary", "teleport"])
 def test_a_local_tool_we_lack_skips_the_task(tmp_path: Path, tool: str):
-    task = load_task_file(make_task(tmp_path, config={"needed_mcp_servers": [],
-                                                      "needed_local_tools": ["claim_done", tool]}))
+    task = load_task_file(make_task(tmp_path, config={"needed_mcp_servers": [], "needed_local_tools": ["claim_done", tool]}))
     assert task.skip_reason and tool in task.skip_reason
     assert tool not in task.local_tools
 
@@ -141,11 +165,9 @@ def test_max_turns_becomes_max_steps(tmp_path: Path):
 
 
 def test_solution_calls_become_the_mcp_and_hybrid_solutions(tmp_path: Path):
-    calls = [{"tool": "filesystem-list_directory", "args": {"path": "{workspace}"}},
-             {"local-claim_done": {}}]
+    calls = [{"tool": "filesystem-list_directory", "args": {"path": "{workspace}"}}, {"local-claim_done": {}}]
     task = load_task_file(make_task(tmp_path, solution=calls))
-    expected = [{"tool": "filesystem-list_directory", "args": {"path": "{workspace}"}},
-                {"tool": "local-claim_done", "args": {}}]
+    expected = [{"tool": "filesystem-list_directory", "args": {"path": "{workspace}"}}, {"tool": "local-claim_done", "args": {}}]
     assert task.solution == {"mcp": expected, "hybrid": expected}
 
 
@@ -180,8 +202,7 @@ def test_find_task_files_finds_task_config_only(tmp_path: Path):
 
 # --- the shipped tasks -------------------------------------------------------------------------------
 
-SHIPPED_NAMES = ["arrange-files", "docx-report", "fix-bib-citations", "git-tag-release", "redact-contacts",
-                 "sales-long-format"]
+SHIPPED_NAMES = ["arrange-files", "docx-report", "fix-bib-citations", "git-tag-release", "redact-contacts", "sales-long-format"]
 
 
 def test_all_shipped_tasks_are_found():
@@ -204,8 +225,13 @@ def test_a_shipped_task_loads_and_runs_here(name: str, tmp_path: Path):
 def test_no_grader_groundtruth_or_preprocess_reaches_the_agent(name: str, tmp_path: Path):
     folder = SHIPPED / name
     task = load_task_file(folder / "task_config.json")
-    hidden = [folder / "evaluation", folder / "groundtruth_workspace", folder / "preprocess",
-              folder / "solution.json", folder / "task_config.json"]
+    hidden = [
+        folder / "evaluation",
+        folder / "groundtruth_workspace",
+        folder / "preprocess",
+        folder / "solution.json",
+        folder / "task_config.json",
+    ]
     for entry in task.context:
         src = entry.src.resolve()
         for path in hidden:

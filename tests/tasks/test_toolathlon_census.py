@@ -15,29 +15,81 @@ from mcpworld.core.interpreters import find_python
 from mcpworld.mcp.klavis_catalog import RUNNER, TO_LOCAL_SANDBOX
 from mcpworld.tasks.toolathlon_accounts import accounts_of, task_accounts
 
-INSTALLED = {"filesystem": None, "terminal": None, "excel": None, "pdf-tools": None, "git": None,
-             "memory": None, "word": None, "pptx": None, "playwright": None}
+INSTALLED = {
+    "filesystem": None,
+    "terminal": None,
+    "excel": None,
+    "pdf-tools": None,
+    "git": None,
+    "memory": None,
+    "word": None,
+    "pptx": None,
+    "playwright": None,
+}
 TOOLS = ["claim_done", "handle_overlong_tool_outputs", "manage_context", "history"]
 
 # the seed's runner (toolathlon_task_run_example.py): these 13 run in the local sandbox, "everything
 # else → individual sandbox"; task names map onto them by TASK_TO_LOCAL_SANDBOX_NAME
-SEED_LOCAL_SANDBOX_SERVERS = {"filesystem", "git", "terminal", "desktop-commander", "arxiv", "excel", "word",
-                              "powerpoint", "code-executor", "code-runner", "pdf-tools", "google_cloud",
-                              "poste_email_toolathlon"}
+SEED_LOCAL_SANDBOX_SERVERS = {
+    "filesystem",
+    "git",
+    "terminal",
+    "desktop-commander",
+    "arxiv",
+    "excel",
+    "word",
+    "powerpoint",
+    "code-executor",
+    "code-runner",
+    "pdf-tools",
+    "google_cloud",
+    "poste_email_toolathlon",
+}
 # every server the 108 finalpool tasks name (Klavis-AI/Toolathlon @ 45d20b06, task_config.json)
-FINALPOOL_SERVERS = ["arxiv-latex", "arxiv_local", "canvas", "emails", "excel", "fetch", "filesystem", "git", "github",
-                     "google-cloud", "google_calendar", "google_forms", "google_map", "google_sheet", "howtocook",
-                     "huggingface", "k8s", "memory", "notion", "pdf-tools", "playwright_with_chunk", "pptx",
-                     "rail_12306", "scholarly", "snowflake", "terminal", "wandb", "woocommerce", "word",
-                     "yahoo-finance", "youtube", "youtube-transcript"]
+FINALPOOL_SERVERS = [
+    "arxiv-latex",
+    "arxiv_local",
+    "canvas",
+    "emails",
+    "excel",
+    "fetch",
+    "filesystem",
+    "git",
+    "github",
+    "google-cloud",
+    "google_calendar",
+    "google_forms",
+    "google_map",
+    "google_sheet",
+    "howtocook",
+    "huggingface",
+    "k8s",
+    "memory",
+    "notion",
+    "pdf-tools",
+    "playwright_with_chunk",
+    "pptx",
+    "rail_12306",
+    "scholarly",
+    "snowflake",
+    "terminal",
+    "wandb",
+    "woocommerce",
+    "word",
+    "yahoo-finance",
+    "youtube",
+    "youtube-transcript",
+]
 
 
-def task(root: Path, name: str, servers: list[str], tools: list[str] = TOOLS, code: str = "",
-         files: dict[str, str] | None = None) -> Path:
+def task(
+    root: Path, name: str, servers: list[str], tools: list[str] = TOOLS, code: str = "", files: dict[str, str] | None = None
+) -> Path:
     folder = root / "tasks" / "finalpool" / name
     (folder / "evaluation").mkdir(parents=True)
-    (folder / "task_config.json").write_text(json.dumps(
-        {"needed_mcp_servers": servers, "needed_local_tools": tools, "meta": {}}, indent=2))
+    (folder / "task_config.json").write_text(
+        json.dumps({"needed_mcp_servers": servers, "needed_local_tools": tools, "meta": {}}, indent=2)
+    )
     (folder / "evaluation" / "main.py").write_text(code or "import sys\nsys.exit(0)\n")
     for rel, text in (files or {}).items():
         path = folder / rel
@@ -125,18 +177,35 @@ def unused():
 def checkout(tmp_path: Path) -> Path:
     task(tmp_path, "arrange-workspace", ["filesystem", "terminal", "pdf-tools", "excel"])
     task(tmp_path, "sync-todo-to-readme", ["git", "github"], tools=["python_execute", *TOOLS], code=SYNC_TODO)
-    task(tmp_path, "oil-price", ["yahoo-finance", "notion", "filesystem", "terminal"],
-         files={"preprocess/main.py": OIL_PRICE_PRE})
+    task(
+        tmp_path, "oil-price", ["yahoo-finance", "notion", "filesystem", "terminal"], files={"preprocess/main.py": OIL_PRICE_PRE}
+    )
     task(tmp_path, "quantitative-financial-analysis", ["google_sheet", "notion"], files={"preprocess/main.py": SHADOWED})
-    task(tmp_path, "canvas-list-test", ["canvas", "memory"],
-         files={"preprocess/main.py": CANVAS_PRE, "preprocess/setup_courses.py": CANVAS_SETUP,
-                "token_key_session.py": "all_token_key_session = None\n"})
+    task(
+        tmp_path,
+        "canvas-list-test",
+        ["canvas", "memory"],
+        files={
+            "preprocess/main.py": CANVAS_PRE,
+            "preprocess/setup_courses.py": CANVAS_SETUP,
+            "token_key_session.py": "all_token_key_session = None\n",
+        },
+    )
     task(tmp_path, "k8s-safety-audit", ["k8s", "google_sheet", "filesystem"])
-    task(tmp_path, "git-milestone", ["filesystem", "terminal", "fetch"], tools=["web_search", *TOOLS],
-         code="from configs.token_key_session import all_token_key_session\n"
-              "x = all_token_key_session.github_token\n")
-    task(tmp_path, "woocommerce-new-product", ["woocommerce", "emails", "filesystem", "playwright_with_chunk"],
-         code=RELATIVE_GRADER, files={"evaluation/check_remote.py": CHECK_REMOTE, "evaluation/__init__.py": ""})
+    task(
+        tmp_path,
+        "git-milestone",
+        ["filesystem", "terminal", "fetch"],
+        tools=["web_search", *TOOLS],
+        code="from configs.token_key_session import all_token_key_session\nx = all_token_key_session.github_token\n",
+    )
+    task(
+        tmp_path,
+        "woocommerce-new-product",
+        ["woocommerce", "emails", "filesystem", "playwright_with_chunk"],
+        code=RELATIVE_GRADER,
+        files={"evaluation/check_remote.py": CHECK_REMOTE, "evaluation/__init__.py": ""},
+    )
     return tmp_path
 
 
@@ -184,8 +253,11 @@ def test_each_task_is_accounted_for_with_its_needs_and_verdicts(rows):
 def test_accounts_come_from_the_code_that_runs(rows):
     gh = rows["sync-todo-to-readme"]  # Hugging Face imported, never called
     assert gh.accounts == ["GitHub"] and gh.klavis == "yes"
-    assert gh.needed_by["GitHub"] == ["server github", "evaluation/main.py:8 (token_key_session.github_token)",
-                                      "+1 more place"]  # (github_get_login, line 9)
+    assert gh.needed_by["GitHub"] == [
+        "server github",
+        "evaluation/main.py:8 (token_key_session.github_token)",
+        "+1 more place",
+    ]  # (github_get_login, line 9)
 
     oil = rows["oil-price"]  # notion_page_duplicator only in a comment; notion's helper run as a command
     assert oil.accounts == ["Notion"] and oil.klavis == "yes"
@@ -197,13 +269,14 @@ def test_accounts_come_from_the_code_that_runs(rows):
 
     canvas = rows["canvas-list-test"]  # the mail domain helper needs no mailbox; snowflake only in an uncalled function
     assert canvas.accounts == ["Canvas"]
-    assert canvas.needed_by["Canvas"] == ["server canvas",
-                                          "preprocess/setup_courses.py:4 (token_key_session.canvas_api_token)"]
+    assert canvas.needed_by["Canvas"] == ["server canvas", "preprocess/setup_courses.py:4 (token_key_session.canvas_api_token)"]
 
     woo = rows["woocommerce-new-product"]  # a relative import's called function counts, its uncalled one does not
     assert woo.accounts == ["Poste.io mail", "WooCommerce"]
-    assert woo.needed_by["WooCommerce"][1] == \
-        "evaluation/check_remote.py:6 (utils.app_specific.woocommerce.client.WooCommerceClient)"
+    assert (
+        woo.needed_by["WooCommerce"][1]
+        == "evaluation/check_remote.py:6 (utils.app_specific.woocommerce.client.WooCommerceClient)"
+    )
     assert woo.needed_by["Poste.io mail"][1] == "evaluation/check_remote.py:7 (imaplib)"
 
 
@@ -215,8 +288,10 @@ def test_the_table_names_each_account_and_where_it_is_needed(checkout, monkeypat
     text = out.read_text()
     assert "| servers placed as the seed runner places them | 8 of 8 |" in text
     assert "| runnable with env=klavis (KLAVIS_API_KEY set) | 3 |" in text  # arrange-workspace, oil-price, sync-todo
-    assert "| sync-todo-to-readme | GitHub | server github; evaluation/main.py:8 (token_key_session.github_token); " \
+    assert (
+        "| sync-todo-to-readme | GitHub | server github; evaluation/main.py:8 (token_key_session.github_token); "
         "+1 more place |" in text
+    )
     assert "notion_page_duplicator" not in text and "Hugging Face" not in text
     assert "does not list them as individual sandboxes: canvas, k8s, playwright_with_chunk." in text
 

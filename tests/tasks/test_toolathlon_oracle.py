@@ -36,20 +36,22 @@ def workbook_bytes(rows: list[list[object]]) -> bytes:
     return out.getvalue()
 
 
-def make_task(root: Path, name: str = "demo", servers: tuple[str, ...] = ("filesystem",),
-              local: tuple[str, ...] = ("claim_done", "python_execute")) -> Path:
+def make_task(
+    root: Path,
+    name: str = "demo",
+    servers: tuple[str, ...] = ("filesystem",),
+    local: tuple[str, ...] = ("claim_done", "python_execute"),
+) -> Path:
     """A task whose initial workspace is an archive (notes.txt, kept as it is in the ground truth) and
     whose ground truth adds out/report.csv (text) and book.xlsx (bytes)."""
     folder = root / name
     (folder / "initial_workspace").mkdir(parents=True)
     (folder / "groundtruth_workspace" / "out").mkdir(parents=True)
-    (folder / "task_config.json").write_text(json.dumps({"needed_mcp_servers": list(servers),
-                                                         "needed_local_tools": list(local)}))
+    (folder / "task_config.json").write_text(json.dumps({"needed_mcp_servers": list(servers), "needed_local_tools": list(local)}))
     tar_gz(folder / "initial_workspace" / "files.tar.gz", {"./notes.txt": b"keep me\n"})
     (folder / "groundtruth_workspace" / "notes.txt").write_bytes(b"keep me\n")
     (folder / "groundtruth_workspace" / "out" / "report.csv").write_text("name,total\nann,3\nbob,4\n\n")
-    (folder / "groundtruth_workspace" / "book.xlsx").write_bytes(workbook_bytes([["year", "rate"], [2023, 1.5],
-                                                                                 [2024, 2.5]]))
+    (folder / "groundtruth_workspace" / "book.xlsx").write_bytes(workbook_bytes([["year", "rate"], [2023, 1.5], [2024, 2.5]]))
     return folder
 
 
@@ -61,10 +63,12 @@ def run_code(code: str, cwd: Path) -> None:
 def test_it_writes_what_the_ground_truth_changes_with_the_tasks_own_tools(tmp_path: Path):
     oracle = oracle_for(make_task(tmp_path))
     tools = [(s["tool"], s["args"].get("path")) for s in oracle.steps]
-    assert tools == [("local-python-execute", None),
-                     ("filesystem-create_directory", "{workspace}/out"),
-                     ("filesystem-write_file", "{workspace}/out/report.csv"),
-                     ("local-claim_done", None)]  # notes.txt is the initial workspace's: not written
+    assert tools == [
+        ("local-python-execute", None),
+        ("filesystem-create_directory", "{workspace}/out"),
+        ("filesystem-write_file", "{workspace}/out/report.csv"),
+        ("local-claim_done", None),
+    ]  # notes.txt is the initial workspace's: not written
     write = oracle.steps[2]
     assert write["args"]["content"] == "name,total\nann,3\nbob,4\n\n"
     assert write["spoil"] == {"content": "name,total\nann,3\n\n"}  # the last record left out
@@ -92,8 +96,9 @@ def test_without_a_filesystem_server_text_goes_through_python_too(tmp_path: Path
 def test_no_oracle_when_no_tool_of_the_task_can_write_a_file(tmp_path: Path):
     oracle = oracle_for(make_task(tmp_path, servers=("filesystem", "word"), local=("claim_done",)))
     assert oracle.steps == []
-    assert oracle.reason == ("no tool of the task writes book.xlsx (bytes): it offers filesystem, word and no "
-                             "local-python-execute")
+    assert oracle.reason == (
+        "no tool of the task writes book.xlsx (bytes): it offers filesystem, word and no local-python-execute"
+    )
 
 
 def test_no_oracle_without_a_ground_truth_or_with_an_unchanged_one(tmp_path: Path):

@@ -17,18 +17,34 @@ def closed_port() -> int:
 
 
 def chrome_task(task_id: str, url: str, **evaluator) -> Task:
-    return Task(id=task_id, app="chrome", instruction="x", dir=Path("."), source=Path("x.json"), format="osworld",
-                setup=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": [url]}},
-                       {"type": "launch", "parameters": {"command": f"google-chrome {url}/extra", "shell": True}}],
-                evaluator={"func": "exact_match", **evaluator})
+    return Task(
+        id=task_id,
+        app="chrome",
+        instruction="x",
+        dir=Path("."),
+        source=Path("x.json"),
+        format="osworld",
+        setup=[
+            {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [url]}},
+            {"type": "launch", "parameters": {"command": f"google-chrome {url}/extra", "shell": True}},
+        ],
+        evaluator={"func": "exact_match", **evaluator},
+    )
 
 
 def test_urls_come_from_tabs_commands_and_fetching_getters():
-    task = chrome_task("t", "https://a.example/x", result={"type": "page_info", "url": "http://b.example:8080/p"},
-                       expected={"type": "rule", "rules": {"expected": "https://not-fetched.example"}})
+    task = chrome_task(
+        "t",
+        "https://a.example/x",
+        result={"type": "page_info", "url": "http://b.example:8080/p"},
+        expected={"type": "rule", "rules": {"expected": "https://not-fetched.example"}},
+    )
     assert site_urls(task) == ["https://a.example/x", "https://a.example/x/extra", "http://b.example:8080/p"]
-    pdf = chrome_task("p", "https://a.example/x", expected={"type": "pdf_from_url", "dest": "gold.pdf",
-                                                             "path": "https://lilianweng.example/posts/agent/"})
+    pdf = chrome_task(
+        "p",
+        "https://a.example/x",
+        expected={"type": "pdf_from_url", "dest": "gold.pdf", "path": "https://lilianweng.example/posts/agent/"},
+    )
     assert site_urls(pdf)[-1] == "https://lilianweng.example/posts/agent/"  # its page is in "path"
 
 
@@ -41,8 +57,11 @@ def test_a_connect_says_why_a_site_cannot_be_reached():
 
 def test_only_tasks_with_an_unreachable_site_are_skipped():
     down = "https://no-such-site.invalid/page"  # .invalid never resolves (RFC 2606)
-    tasks = [chrome_task("own", f"http://127.0.0.1:{closed_port()}/"), chrome_task("down", down),
-             Task(id="local", app="os", instruction="x", dir=Path("."), source=Path("x"))]
+    tasks = [
+        chrome_task("own", f"http://127.0.0.1:{closed_port()}/"),
+        chrome_task("down", down),
+        Task(id="local", app="os", instruction="x", dir=Path("."), source=Path("x")),
+    ]
     skip_unreachable(tasks, timeout_s=2)
     assert tasks[0].skip_reason is None  # loopback: a server the episode itself starts
     assert tasks[2].skip_reason is None

@@ -43,6 +43,7 @@ def test_an_open_call_is_active_up_to_the_window_end():
 
 # -- a scripted job on the fake clock -----------------------------------------------------------------
 
+
 def test_two_overlapping_episodes_share_and_add_up_to_the_job(monkeypatch):
     nvml = FakeNvml(n=1).install(monkeypatch)
     meter = EnergyMeter({"gpu": NvmlBackend(clock=nvml.clock)}, clock=nvml.clock)
@@ -56,9 +57,17 @@ def test_two_overlapping_episodes_share_and_add_up_to_the_job(monkeypatch):
         cm.__enter__()
         open_calls[name] = cm
 
-    script = {0: [("start", "A")], 1: [("call", "A1", "A"), ("start", "B")], 2: [("call", "B1", "B")],
-              4: [("end", "A1")], 7: [("call", "A2", "A")], 9: [("end", "A2")], 10: [("finish", "A")],
-              11: [("end", "B1")], 12: [("finish", "B")]}
+    script = {
+        0: [("start", "A")],
+        1: [("call", "A1", "A"), ("start", "B")],
+        2: [("call", "B1", "B")],
+        4: [("end", "A1")],
+        7: [("call", "A2", "A")],
+        9: [("end", "A2")],
+        10: [("finish", "A")],
+        11: [("end", "B1")],
+        12: [("finish", "B")],
+    }
     for t in range(-5, 14):
         nvml.now = float(t)
         if t > -5:
@@ -85,7 +94,8 @@ def test_two_overlapping_episodes_share_and_add_up_to_the_job(monkeypatch):
     assert results["A"].llm_energy_j == pytest.approx([200, 100]) and results["B"].llm_energy_j == pytest.approx([700])
     assert job["gpu.job_energy_j"] == pytest.approx(1300) and job["gpu.energy_outside_episodes_j"] == pytest.approx(100)
     assert a["gpu.energy_j"] + b["gpu.energy_j"] + job["gpu.energy_outside_episodes_j"] == pytest.approx(
-        job["gpu.job_energy_j"], abs=1e-9)
+        job["gpu.job_energy_j"], abs=1e-9
+    )
     # the idle baseline: 40 W; net = gross - 40 W x the seconds shared the same way (A 4 s, B 8 s)
     assert job["gpu.power_w_idle"] == pytest.approx(40) and a["gpu.power_w_idle"] == pytest.approx(40)
     assert a["gpu.energy_net_j"] == pytest.approx(400 - 160) and b["gpu.energy_net_j"] == pytest.approx(800 - 320)
@@ -116,6 +126,7 @@ def test_without_a_baseline_there_is_no_net_energy(monkeypatch):
 
 
 # -- concurrency=2 for real: threads, the pool, the metered provider ----------------------------------
+
 
 class LiveGpu(FakeGpu):
     """Power follows the calls in flight (60 W + 150 W each); the counter is its exact integral."""
@@ -238,13 +249,23 @@ def test_two_jobs_on_one_gpu_share_it_through_the_hosts_ledger(monkeypatch, tmp_
     from mcpworld.telemetry.energy.ledger import SharedLedger
 
     nvml = FakeNvml(n=1).install(monkeypatch)
-    jobs = {name: EnergyMeter({"gpu": NvmlBackend(clock=nvml.clock)}, clock=nvml.clock, ledger=SharedLedger(tmp_path))
-            for name in ("X", "Y")}
+    jobs = {
+        name: EnergyMeter({"gpu": NvmlBackend(clock=nvml.clock)}, clock=nvml.clock, ledger=SharedLedger(tmp_path))
+        for name in ("X", "Y")
+    }
     eps: dict[str, Any] = {}
     calls: dict[str, Any] = {}
     got: dict[str, dict[str, float]] = {}
-    script = {0: [("start", "X")], 1: [("call", "X")], 2: [("start", "Y")], 3: [("call", "Y")], 5: [("end", "X")],
-              7: [("end", "Y")], 8: [("finish", "Y")], 10: [("finish", "X")]}
+    script = {
+        0: [("start", "X")],
+        1: [("call", "X")],
+        2: [("start", "Y")],
+        3: [("call", "Y")],
+        5: [("end", "X")],
+        7: [("end", "Y")],
+        8: [("finish", "Y")],
+        10: [("finish", "X")],
+    }
     for t in range(11):
         nvml.now = float(t)
         nvml.gpus[0].energy_mj = t * 100_000  # 100 W

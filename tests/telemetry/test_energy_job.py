@@ -22,9 +22,16 @@ def test_a_concurrency_2_job_adds_up(tmp_path, monkeypatch, capsys):
     nvml.install(monkeypatch)
     monkeypatch.setattr(job, "job_dir", lambda: tmp_path / "job")
     monkeypatch.setattr(factory, "_said", set())
-    cfg = make("task=mousepad/create_todo", "tracking=none", "attempts=2", "concurrency=2", "telemetry.idle_s=0.5",
-               "telemetry.gpu.rate_hz=20", f"telemetry.cpu.powercap_root={tmp_path / 'no-rapl'}",
-               f"telemetry.ledger_dir={tmp_path / 'ledger'}")
+    cfg = make(
+        "task=mousepad/create_todo",
+        "tracking=none",
+        "attempts=2",
+        "concurrency=2",
+        "telemetry.idle_s=0.5",
+        "telemetry.gpu.rate_hz=20",
+        f"telemetry.cpu.powercap_root={tmp_path / 'no-rapl'}",
+        f"telemetry.ledger_dir={tmp_path / 'ledger'}",
+    )
     job.run_job(cfg)
     out = tmp_path / "job"
     summary = json.loads((out / "summary.json").read_text())

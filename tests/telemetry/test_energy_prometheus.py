@@ -81,8 +81,9 @@ def test_remote_gpu_energy_is_shared_like_a_local_ones(exporter):
     assert first_metrics["gpu.energy_llm_j"] == pytest.approx(800) and second_metrics["gpu.energy_llm_j"] == pytest.approx(400)
     assert first_metrics["gpu.energy_j"] == pytest.approx(1000) and second_metrics["gpu.energy_j"] == pytest.approx(600)
     assert job["gpu.job_energy_j"] == pytest.approx(2400)  # 6 s x 400 W
-    assert first_metrics["gpu.energy_j"] + second_metrics["gpu.energy_j"] + job["gpu.energy_outside_episodes_j"] == \
-        pytest.approx(job["gpu.job_energy_j"])
+    assert first_metrics["gpu.energy_j"] + second_metrics["gpu.energy_j"] + job["gpu.energy_outside_episodes_j"] == pytest.approx(
+        job["gpu.job_energy_j"]
+    )
     assert exporter.scrapes == 1 + 7 + 1  # connect, every sample, close
 
 

@@ -49,11 +49,12 @@ def window(m, nvml, t0, t1):
 
 # -- energy -------------------------------------------------------------------------------------------
 
+
 def test_energy_from_counter_differences_on_two_gpus(nvml):
     m = make_meter(nvml)
     # power says 900 W: the counter must win
     at(m, nvml, 0.0, energy_mj=[10_000, 500_000], power_mw=[900_000, 900_000])
-    at(m, nvml, 0.5, energy_mj=[60_000, 525_000])   # +50 J, +25 J
+    at(m, nvml, 0.5, energy_mj=[60_000, 525_000])  # +50 J, +25 J
     at(m, nvml, 1.0, energy_mj=[160_000, 575_000])  # +100 J, +50 J
     at(m, nvml, 2.0, energy_mj=[260_000, 576_000])  # +100 J, +1 J
     m.close()
@@ -71,12 +72,15 @@ def three_seconds(nvml):
     return m
 
 
-@pytest.mark.parametrize(("t0", "t1", "joules"), [
-    (0.5, 2.25, 50 + 200 + 75 + 5 + 20 + 7.5),  # 0.5 of the first interval + the second + 0.25 of the third
-    (1.2, 1.7, 0.5 * 220),  # shorter than one sample interval: that interval's energy pro rata
-    (0.0, 3.0, 660),
-    (2.0, 2.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("t0", "t1", "joules"),
+    [
+        (0.5, 2.25, 50 + 200 + 75 + 5 + 20 + 7.5),  # 0.5 of the first interval + the second + 0.25 of the third
+        (1.2, 1.7, 0.5 * 220),  # shorter than one sample interval: that interval's energy pro rata
+        (0.0, 3.0, 660),
+        (2.0, 2.0, 0.0),
+    ],
+)
 def test_a_window_gets_the_interpolated_energy(nvml, t0, t1, joules):
     m = three_seconds(nvml)
     assert window(m, nvml, t0, t1) == pytest.approx(joules)
@@ -144,9 +148,9 @@ def test_each_gpu_picks_its_method(nvml):
 def test_counter_reset_falls_back_to_power_for_that_interval(nvml, bad):
     m = make_meter(nvml)
     at(m, nvml, 0.0, energy_mj=[1_000_000, 0], power_mw=[3_000, 0])
-    at(m, nvml, 1.0, energy_mj=[1_001_000, 0])       # +1 J
-    at(m, nvml, 2.0, energy_mj=[bad, 0])             # reset/wrap: 3 W × 1 s
-    at(m, nvml, 3.0, energy_mj=[bad + 1_000, 0])     # counter again: +1 J
+    at(m, nvml, 1.0, energy_mj=[1_001_000, 0])  # +1 J
+    at(m, nvml, 2.0, energy_mj=[bad, 0])  # reset/wrap: 3 W × 1 s
+    at(m, nvml, 3.0, energy_mj=[bad + 1_000, 0])  # counter again: +1 J
     assert job_j(m) == pytest.approx(5)
     assert m.job_metrics()["gpu.counter_fallbacks"] == 1
     assert m.domains["gpu"].method == "counter"
@@ -155,20 +159,47 @@ def test_counter_reset_falls_back_to_power_for_that_interval(nvml, bad):
 
 # -- an episode's GPU figures and gpu.csv -------------------------------------------------------------
 
+
 def test_episode_figures_are_the_whole_gpus_while_it_ran(nvml):
     m = make_meter(nvml)
     at(m, nvml, 0.0, util=[5, 5], mem_bytes=[9000 * MIB, 0], temp=[99, 99], power_mw=[0, 0], energy_mj=[0, 0])
     nvml.now = 0.5
     ep = m.episode()
-    at(m, nvml, 1.0, util=[10, 30], mem_bytes=[1000 * MIB, 500 * MIB], temp=[40, 50],
-       power_mw=[100_000, 50_000], energy_mj=[0, 0])
-    at(m, nvml, 2.0, util=[90, 70], mem_bytes=[2000 * MIB, 100 * MIB], temp=[71, 60],
-       power_mw=[300_000, 10_000], energy_mj=[200_000, 30_000])
-    at(m, nvml, 3.0, util=[20, 0], mem_bytes=[1800 * MIB, 400 * MIB], temp=[65, 66],
-       power_mw=[80_000, 10_000], energy_mj=[400_000, 40_000])
+    at(
+        m,
+        nvml,
+        1.0,
+        util=[10, 30],
+        mem_bytes=[1000 * MIB, 500 * MIB],
+        temp=[40, 50],
+        power_mw=[100_000, 50_000],
+        energy_mj=[0, 0],
+    )
+    at(
+        m,
+        nvml,
+        2.0,
+        util=[90, 70],
+        mem_bytes=[2000 * MIB, 100 * MIB],
+        temp=[71, 60],
+        power_mw=[300_000, 10_000],
+        energy_mj=[200_000, 30_000],
+    )
+    at(
+        m,
+        nvml,
+        3.0,
+        util=[20, 0],
+        mem_bytes=[1800 * MIB, 400 * MIB],
+        temp=[65, 66],
+        power_mw=[80_000, 10_000],
+        energy_mj=[400_000, 40_000],
+    )
     metrics = ep.finish()
     assert metrics == {  # (the sample at t=0 is before the episode)
-        "gpu.energy_j": pytest.approx(440), "gpu.energy_llm_j": 0.0, "gpu.energy_rest_j": pytest.approx(440),
+        "gpu.energy_j": pytest.approx(440),
+        "gpu.energy_llm_j": 0.0,
+        "gpu.energy_rest_j": pytest.approx(440),
         "gpu.samples": 3.0,
         "gpu.power_w_mean": pytest.approx((150 + 310 + 90) / 3),
         "gpu.power_w_max": pytest.approx(310),
@@ -192,8 +223,7 @@ def test_gpu_csv_of_an_episode_holds_its_samples_and_the_jobs_all(nvml, tmp_path
     with open(tmp_path / "ep" / "gpu.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["t", "gpu", "util_pct", "mem_mb", "temp_c", "power_w", "energy_mj"]
-    assert [r[:2] for r in rows[1:]] == [["0.0", "0"], ["0.0", "1"], ["0.25", "0"], ["0.25", "1"],
-                                         ["0.5", "0"], ["0.5", "1"]]
+    assert [r[:2] for r in rows[1:]] == [["0.0", "0"], ["0.0", "1"], ["0.25", "0"], ["0.25", "1"], ["0.5", "0"], ["0.5", "1"]]
     assert rows[1][3] == "3.0" and rows[1][5] == "1.5" and rows[2][5] == "2.5"
     assert rows[3][6] == "9" and rows[4][6] == ""  # empty when the counter is unsupported
     with open(tmp_path / "gpu.csv", newline="") as f:
@@ -201,6 +231,7 @@ def test_gpu_csv_of_an_episode_holds_its_samples_and_the_jobs_all(nvml, tmp_path
 
 
 # -- the factory --------------------------------------------------------------------------------------
+
 
 def test_no_library_gives_no_backend_with_one_info_line(nvml, fresh_announce, capsys):
     nvml.init_error = pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
@@ -215,8 +246,7 @@ def test_no_pynvml_module_gives_no_backend_with_one_info_line(monkeypatch, fresh
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml → ImportError
     assert make_gpu_backend() is None
     assert make_gpu_backend() is None
-    assert capsys.readouterr().err.splitlines() == [
-        "mcpworld: no NVIDIA GPU here (pynvml is not installed): GPU metrics are off"]
+    assert capsys.readouterr().err.splitlines() == ["mcpworld: no NVIDIA GPU here (pynvml is not installed): GPU metrics are off"]
 
 
 def test_zero_devices_gives_no_backend_and_shuts_nvml_down(monkeypatch, fresh_announce, capsys):
@@ -272,6 +302,7 @@ def test_local_source_with_a_gpu_gives_a_meter_that_shuts_nvml_down(nvml, fresh_
 
 
 # -- the sampler thread -------------------------------------------------------------------------------
+
 
 def sampler_threads():
     return [t for t in threading.enumerate() if t.name == "energy-sampler"]
@@ -363,8 +394,11 @@ def test_close_is_bounded_when_a_read_hangs(monkeypatch):
 
 # -- import cost --------------------------------------------------------------------------------------
 
+
 def test_importing_the_modules_does_not_import_pynvml():
-    code = ("import sys, mcpworld.telemetry.gpu, mcpworld.telemetry.energy.meter, mcpworld.telemetry.energy.factory; "
-            "print('pynvml' in sys.modules)")
+    code = (
+        "import sys, mcpworld.telemetry.gpu, mcpworld.telemetry.energy.meter, mcpworld.telemetry.energy.factory; "
+        "print('pynvml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

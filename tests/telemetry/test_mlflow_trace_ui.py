@@ -25,14 +25,20 @@ def test_a_tool_spans_screenshot_shows_in_mlflows_trace_view(tmp_path: Path) -> 
     uri = f"http://127.0.0.1:{port}"
     server = start_mlflow_server(tmp_path / "server.db", port)
     try:
-        proc = run_cli(tmp_path, "provider=oracle", "task=mousepad/create_todo", f"tracking.uri={uri}",
-                       "tracking.experiment=trace_ui", f"tracking.artifact_root={tmp_path}/artifacts")
+        proc = run_cli(
+            tmp_path,
+            "provider=oracle",
+            "task=mousepad/create_todo",
+            f"tracking.uri={uri}",
+            "tracking.experiment=trace_ui",
+            f"tracking.artifact_root={tmp_path}/artifacts",
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         client = MlflowClient(uri)
         experiment_id = client.get_experiment_by_name("trace_ui").experiment_id
         (trace,) = client.search_traces(locations=[experiment_id])
         span = next(s for s in trace.data.spans if s.name.startswith("computer.") and s.attributes.get("screenshot"))
-        stored = (tmp_path / "run" / "episodes" / "mousepad" / "create_todo" / "0" / span.attributes["screenshot"])
+        stored = tmp_path / "run" / "episodes" / "mousepad" / "create_todo" / "0" / span.attributes["screenshot"]
         from PIL import Image
 
         width = Image.open(stored).size[0]
@@ -45,8 +51,7 @@ def test_a_tool_spans_screenshot_shows_in_mlflows_trace_view(tmp_path: Path) -> 
                 page.get_by_text(span.name, exact=True).first.click(timeout=60_000)
                 image = page.locator('img[alt^="Attachment "]').first
                 expect(image).to_be_visible(timeout=30_000)
-                page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle(),
-                                       timeout=30_000)
+                page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle(), timeout=30_000)
                 assert image.evaluate("img => img.naturalWidth") == width  # the screenshot as stored
             finally:
                 browser.close()

@@ -63,8 +63,10 @@ def check_the_task_shows(page: Any, episode: Any) -> None:
     task = episode.data.tags["task_id"]
     assert shown is not None, (episode.info.run_name, cell.inner_text())
     # all that shows is the task (or the whole task shows), and more of it than its app
-    assert (task.startswith(shown) or shown.startswith(task)) and len(shown) > len(task.split("/")[0]) + 1, \
-        (shown, episode.info.run_name)
+    assert (task.startswith(shown) or shown.startswith(task)) and len(shown) > len(task.split("/")[0]) + 1, (
+        shown,
+        episode.info.run_name,
+    )
 
 
 def check_landing(browser: Any, uri: str, experiment_id: str, total: int) -> None:
@@ -148,8 +150,16 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
     uri = f"http://127.0.0.1:{port}"
     server = start_mlflow_server(tmp_path / "server.db", port)
     try:
-        proc = run_cli(tmp_path, "-m", "resolution=square,rect", "provider=oracle", TASKS, f"tracking.uri={uri}",
-                       "tracking.experiment=ui", f"tracking.artifact_root={tmp_path}/artifacts")
+        proc = run_cli(
+            tmp_path,
+            "-m",
+            "resolution=square,rect",
+            "provider=oracle",
+            TASKS,
+            f"tracking.uri={uri}",
+            "tracking.experiment=ui",
+            f"tracking.artifact_root={tmp_path}/artifacts",
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name("ui")
@@ -163,8 +173,9 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
             params = job.data.params
             assert len(params) <= 30, sorted(params)
             assert "seed" not in params  # none set: none sent to the model, none logged
-            assert {"model", "provider", "resolution", "modality", "app", "env", "profile", "attempts",
-                    "config.sha256"} <= set(params)
+            assert {"model", "provider", "resolution", "modality", "app", "env", "profile", "attempts", "config.sha256"} <= set(
+                params
+            )
             assert len(params["config.sha256"]) == 64
             assert "config.yaml" in {a.path for a in client.list_artifacts(job.info.run_id)}
             # what tells it from its sibling first: the runs table shows only a name's start
@@ -182,8 +193,10 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
         assert sweep.info.run_name == f"resolution=square,rect provider=oracle {TASKS} · sweep"
         names = [r.info.run_name for r in jobs + episodes]
         assert len(set(names)) == len(names)
-        assert {e.info.run_name for e in episodes} >= {"mousepad/create_todo #0 · oracle · square",
-                                                       "xterm/set_theme #0 · oracle · rect"}
+        assert {e.info.run_name for e in episodes} >= {
+            "mousepad/create_todo #0 · oracle · square",
+            "xterm/set_theme #0 · oracle · rect",
+        }
         link = f"{uri}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning"
         assert f"mcpworld: the runs in MLflow: {link}" in proc.stdout  # under the sweep table
         assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
@@ -195,8 +208,9 @@ def test_a_square_rect_sweep_reads_in_mlflows_own_ui(tmp_path: Path) -> None:
         assert abs((episode.info.end_time - episode.info.start_time) / 1000 - result["duration_s"]) < 1.0
         history = client.get_metric_history(episode.info.run_id, "llm_latency_s")
         assert [m.step for m in history] == list(range(1, result["llm_calls"] + 1))
-        traces = client.search_traces(locations=[exp.experiment_id],
-                                      filter_string="tag.resolution = 'rect' AND tag.task = 'mousepad/create_todo'")
+        traces = client.search_traces(
+            locations=[exp.experiment_id], filter_string="tag.resolution = 'rect' AND tag.task = 'mousepad/create_todo'"
+        )
         (trace,) = traces
         assert trace.info.tags["mcpworld.job_run_id"] in {j.info.run_id for j in jobs}
         spans = {s.name: s for s in trace.data.spans}

@@ -32,6 +32,7 @@ def test_the_traces_tab_filters_by_a_tag_through_its_link_not_its_search_box(tmp
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             try:
+
                 def open_page(url: str) -> tuple[Page, list[str], list[list[str]]]:
                     page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
                     asked: list[str] = []  # each traces/search request's filter
@@ -45,6 +46,7 @@ def test_the_traces_tab_filters_by_a_tag_through_its_link_not_its_search_box(tmp
                         if "traces/search" in response.url and response.ok:
                             listed = response.json().get("traces") or []
                             answered.append(sorted(str(t.get("tags", {}).get("resolution")) for t in listed))
+
                     page.on("request", ask)
                     page.on("response", answer)
                     page.goto(url)

@@ -61,9 +61,11 @@ def stored_locations(db: Path) -> list[str]:
     Default experiment's, which it makes absolute when it creates a store)."""
     con = sqlite3.connect(db)
     try:
-        rows = con.execute("SELECT artifact_location FROM experiments WHERE name != 'Default' "
-                           "UNION ALL SELECT artifact_uri FROM runs "
-                           "UNION ALL SELECT value FROM trace_tags WHERE key = 'mlflow.artifactLocation'").fetchall()
+        rows = con.execute(
+            "SELECT artifact_location FROM experiments WHERE name != 'Default' "
+            "UNION ALL SELECT artifact_uri FROM runs "
+            "UNION ALL SELECT value FROM trace_tags WHERE key = 'mlflow.artifactLocation'"
+        ).fetchall()
     finally:
         con.close()
     return [r[0] for r in rows]
@@ -91,12 +93,13 @@ def test_a_moved_outputs_folder_lists_and_downloads_an_episodes_artifacts(tmp_pa
     assert [a.path for a in client.list_artifacts(run.info.run_id, "screens")] == ["screens/001.jpg"]
     got = client.download_artifacts(run.info.run_id, "result.json", str(tmp_path / "downloaded"))
     assert json.loads(Path(got).read_text()) == result
-    assert Path(got).read_text() == (moved / "outputs" / "mlartifacts" / "travels" / run.info.run_id / "artifacts"
-                                     / "result.json").read_text()
+    assert (
+        Path(got).read_text()
+        == (moved / "outputs" / "mlartifacts" / "travels" / run.info.run_id / "artifacts" / "result.json").read_text()
+    )
 
 
-def test_a_job_run_from_another_folder_is_told_where_to_run_and_writes_nothing_astray(tmp_path: Path,
-                                                                                       monkeypatch) -> None:
+def test_a_job_run_from_another_folder_is_told_where_to_run_and_writes_nothing_astray(tmp_path: Path, monkeypatch) -> None:
     work, other = tmp_path / "project", tmp_path / "other"
     work.mkdir()
     other.mkdir()
@@ -105,15 +108,16 @@ def test_a_job_run_from_another_folder_is_told_where_to_run_and_writes_nothing_a
     monkeypatch.chdir(other)  # the same store by its absolute path: relative artifacts would land in other/
     logger = MlflowLogger(f"sqlite:///{work}/outputs/mlflow.db", ARTIFACT_ROOT, "here")
     logger.start_job("job 2", {"model": "oracle"}, {"mcpworld.job_dir": str(other / "job")})
-    (what, _, record), = logger.pending
+    ((what, _, record),) = logger.pending
     assert what == "job run"
-    assert record["error"] == (f"RuntimeError: experiment 'here' keeps its artifacts relative to {work} "
-                               f"(outputs/mlartifacts/here): run from there, not from {other}")
+    assert record["error"] == (
+        f"RuntimeError: experiment 'here' keeps its artifacts relative to {work} "
+        f"(outputs/mlartifacts/here): run from there, not from {other}"
+    )
     assert list(other.iterdir()) == []
 
 
-def test_a_store_outside_this_folder_and_an_older_experiment_keep_absolute_locations(tmp_path: Path,
-                                                                                     monkeypatch) -> None:
+def test_a_store_outside_this_folder_and_an_older_experiment_keep_absolute_locations(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     elsewhere = tmp_path / "store"
@@ -148,9 +152,26 @@ def start_server(folder: Path, port: int, serves_artifacts: bool) -> subprocess.
     gives: README's ``mlflow ui`` for the local store, ``--artifacts-destination`` for a server store."""
     destination = ["--artifacts-destination", ARTIFACT_ROOT] if serves_artifacts else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "ui" if not serves_artifacts else "server", "--backend-store-uri", STORE,
-         *destination, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], cwd=folder,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "ui" if not serves_artifacts else "server",
+            "--backend-store-uri",
+            STORE,
+            *destination,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+    )
     return answering(proc, port)
 
 
@@ -161,9 +182,14 @@ def stop(proc: subprocess.Popen) -> None:
 
 def run_job(folder: Path, *overrides: str) -> None:
     """One oracle episode of the CLI, run from ``folder`` with the default output layout."""
-    proc = subprocess.run([sys.executable, "-m", "mcpworld", "provider=oracle", "task=mousepad/create_todo", *overrides],
-                          cwd=folder, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpworld", "provider=oracle", "task=mousepad/create_todo", *overrides],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -201,8 +227,9 @@ def open_moved(folder: Path, experiment: str, result: dict[str, Any], tmp_path: 
     try:
         client = client_for(uri)
         run = episode_run(client, experiment)
-        assert {"result.json", "trace.jsonl", "trajectory.html", "screens"} <= {a.path for a in
-                                                                              client.list_artifacts(run.info.run_id)}
+        assert {"result.json", "trace.jsonl", "trajectory.html", "screens"} <= {
+            a.path for a in client.list_artifacts(run.info.run_id)
+        }
         got = client.download_artifacts(run.info.run_id, "result.json", str(tmp_path / f"dl-{experiment}"))
         assert json.loads(Path(got).read_text()) == result
         check_artifacts_tab(uri, run.info.experiment_id, run.info.run_id, result["task_id"])
@@ -235,8 +262,9 @@ def test_moved_outputs_open_whole_in_mlflows_ui(tmp_path: Path, monkeypatch) -> 
     finally:
         stop(server)
     result = episode_result(served)
-    assert all(loc.startswith("mlflow-artifacts:/") for loc in stored_locations(served / "outputs" / "mlflow.db")
-               if loc), stored_locations(served / "outputs" / "mlflow.db")
+    assert all(loc.startswith("mlflow-artifacts:/") for loc in stored_locations(served / "outputs" / "mlflow.db") if loc), (
+        stored_locations(served / "outputs" / "mlflow.db")
+    )
     shutil.move(str(served), str(tmp_path / "served-moved"))
     monkeypatch.chdir(tmp_path)  # a server's artifacts come through it, whatever the client's folder
     open_moved(tmp_path / "served-moved", "moved_server", result, tmp_path, serves_artifacts=True)

@@ -24,21 +24,44 @@ def new_style_events(start: float) -> list[dict[str, Any]]:
     """One click and `done`, as an episode writes them now: the observation's encoding, the watch after
     each call, the grading and the teardown each say how long they took."""
     return [
-        {"type": "episode_start", "t": 0.0, "ts": start, "task": "mousepad/create_todo", "attempt": 0,
-         "model": "oracle", "provider": "oracle"},
+        {
+            "type": "episode_start",
+            "t": 0.0,
+            "ts": start,
+            "task": "mousepad/create_todo",
+            "attempt": 0,
+            "model": "oracle",
+            "provider": "oracle",
+        },
         {"type": "setup_done", "ts": start + 2.0, "seconds": 1.98},
         {"type": "observation", "ts": start + 2.3, "screenshot": "screens/000.jpg", "seconds": 0.05},
         {"type": "llm_call", "ts": start + 3.0, "n": 1, "latency_s": 0.69, "tokens_in": 10, "tokens_out": 2},
-        {"type": "tool_call", "ts": start + 3.5, "tool": "computer", "ok": True, "latency_s": 0.49, "step": 1,
-         "action": 1, "args": '{"action": "left_click", "coordinate": [5, 5]}'},
+        {
+            "type": "tool_call",
+            "ts": start + 3.5,
+            "tool": "computer",
+            "ok": True,
+            "latency_s": 0.49,
+            "step": 1,
+            "action": 1,
+            "args": '{"action": "left_click", "coordinate": [5, 5]}',
+        },
         {"type": "after_step", "ts": start + 3.62, "step": 1, "action": 1, "seconds": 0.12},
         {"type": "key_step", "ts": start + 3.61, "index": 0, "name": "opened", "via": "check"},
-        {"type": "observation", "ts": start + 3.65, "screenshot": "screens/001.jpg", "step": 1, "action": 1,
-         "seconds": 0.03},
+        {"type": "observation", "ts": start + 3.65, "screenshot": "screens/001.jpg", "step": 1, "action": 1, "seconds": 0.03},
         {"type": "turn", "ts": start + 3.651, "n": 1, "step": 1, "seconds": 1.351},
         {"type": "llm_call", "ts": start + 4.3, "n": 2, "latency_s": 0.64, "tokens_in": 12, "tokens_out": 2},
-        {"type": "tool_call", "ts": start + 4.301, "tool": "done", "ok": True, "latency_s": 0.0005, "step": 2,
-         "action": 2, "args": '{"status": "DONE"}', "output": "Episode ended: DONE"},
+        {
+            "type": "tool_call",
+            "ts": start + 4.301,
+            "tool": "done",
+            "ok": True,
+            "latency_s": 0.0005,
+            "step": 2,
+            "action": 2,
+            "args": '{"status": "DONE"}',
+            "output": "Episode ended: DONE",
+        },
         {"type": "after_step", "ts": start + 4.302, "step": 2, "action": 2, "seconds": 0.0008},
         {"type": "turn", "ts": start + 4.303, "n": 2, "step": 2, "seconds": 0.651},
         {"type": "evaluation", "ts": start + 5.5, "score": 1.0, "metrics": [], "seconds": 1.1},
@@ -61,8 +84,17 @@ def test_an_episode_as_written_now_is_covered_with_no_gap_over_100_ms() -> None:
     found = trace_coverage(events)
     assert found is not None and found.fraction >= 0.99 and found.largest_gap_s < GAP_LIMIT_S, found
     top = plan_spans(events)
-    assert [s.name for s in top] == ["start", "setup", "agent start", "observation", "turn 1", "turn 2", "agent end",
-                                     "evaluation", "end"]
+    assert [s.name for s in top] == [
+        "start",
+        "setup",
+        "agent start",
+        "observation",
+        "turn 1",
+        "turn 2",
+        "agent end",
+        "evaluation",
+        "end",
+    ]
     first_turn = top[4]  # a model turn holds its model call, tool call and what followed the call
     assert [s.name for s in first_turn.children] == ["llm call 1", "computer.left_click", "after step", "observation"]
     assert (first_turn.start, first_turn.end) == (pytest.approx(start + 2.3), start + 3.651)
@@ -87,12 +119,22 @@ def test_an_episode_as_written_now_is_covered_with_no_gap_over_100_ms() -> None:
 def test_a_screenshot_goes_to_the_call_it_followed_even_when_action_numbers_repeat() -> None:
     """The oracle's waits are not actions: a wait and the computer call after it carry the same action
     number, and only the computer call produced the screenshot."""
-    events = [{"type": "episode_start", "ts": 0.0, "task": "t"},
-              {"type": "tool_call", "ts": 1.0, "tool": "wait_for", "ok": True, "latency_s": 0.3, "step": 1, "action": 2},
-              {"type": "tool_call", "ts": 1.2, "tool": "computer", "ok": True, "latency_s": 0.1, "step": 2, "action": 2,
-               "args": '{"action": "key", "text": "Tab"}'},
-              {"type": "observation", "ts": 1.21, "screenshot": "screens/002.jpg", "step": 2, "action": 2, "seconds": 0.01},
-              {"type": "episode_end", "ts": 2.0}]
+    events = [
+        {"type": "episode_start", "ts": 0.0, "task": "t"},
+        {"type": "tool_call", "ts": 1.0, "tool": "wait_for", "ok": True, "latency_s": 0.3, "step": 1, "action": 2},
+        {
+            "type": "tool_call",
+            "ts": 1.2,
+            "tool": "computer",
+            "ok": True,
+            "latency_s": 0.1,
+            "step": 2,
+            "action": 2,
+            "args": '{"action": "key", "text": "Tab"}',
+        },
+        {"type": "observation", "ts": 1.21, "screenshot": "screens/002.jpg", "step": 2, "action": 2, "seconds": 0.01},
+        {"type": "episode_end", "ts": 2.0},
+    ]
     shots = {s.name: s.screenshots for s in plan_spans(events) if s.kind == "TOOL"}
     assert shots == {"wait_for": [], "computer.key": ["screens/002.jpg"]}
 
@@ -112,7 +154,8 @@ def test_a_trace_written_before_the_timings_shows_its_gaps() -> None:
         {"type": "llm_call", "ts": start + 3.55, "n": 2, "latency_s": 0.05},
         {"type": "tool_call", "ts": start + 3.56, "tool": "done", "ok": True, "latency_s": 0.01, "action": 2},
         {"type": "evaluation", "ts": start + 4.0, "score": 1.0},
-        {"type": "episode_end", "ts": start + 4.2, "status": "success"}]
+        {"type": "episode_end", "ts": start + 4.2, "status": "success"},
+    ]
     found = trace_coverage(events, EpisodeResult(task_id="t", app="a", eval_s=0.4))
     assert found is not None
     assert (found.largest_gap_s, found.largest_gap_at) == (pytest.approx(2.0), pytest.approx(1.5))
@@ -123,9 +166,11 @@ def test_a_trace_written_before_the_timings_shows_its_gaps() -> None:
 
 def test_an_episode_whose_setup_failed_is_its_start_and_its_end() -> None:
     start = 50.0
-    events = [{"type": "episode_start", "ts": start, "task": "t"},
-              {"type": "error", "ts": start + 1.5, "kind": "infra", "message": "the app did not start"},
-              {"type": "episode_end", "ts": start + 2.0, "status": "infra_error", "teardown_s": 0.4}]
+    events = [
+        {"type": "episode_start", "ts": start, "task": "t"},
+        {"type": "error", "ts": start + 1.5, "kind": "infra", "message": "the app did not start"},
+        {"type": "episode_end", "ts": start + 2.0, "status": "infra_error", "teardown_s": 0.4},
+    ]
     spans = plan_spans(events)
     assert [(s.name, s.start, s.end) for s in spans] == [("start", start, start + 1.5), ("end", start + 1.5, start + 2.0)]
     assert plan_spans([{"type": "llm_call", "ts": 1.0}]) == [] and trace_coverage([{"type": "x"}]) is None
@@ -147,8 +192,7 @@ def attachment_bytes(trace: Any, uri: str) -> bytes:
 
 @pytest.mark.slow  # a real sqlite store
 @pytest.mark.parametrize("log_screenshots", [True, False])
-def test_screenshots_are_attached_to_their_spans_when_screenshots_are_logged(tmp_path: Path,
-                                                                              log_screenshots: bool) -> None:
+def test_screenshots_are_attached_to_their_spans_when_screenshots_are_logged(tmp_path: Path, log_screenshots: bool) -> None:
     from mlflow.tracking import MlflowClient
 
     from mcpworld.telemetry.tracking.logger import MlflowLogger
@@ -161,8 +205,9 @@ def test_screenshots_are_attached_to_their_spans_when_screenshots_are_logged(tmp
     for name, data in shots.items():
         (folder / name).write_bytes(data)
     (folder / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in new_style_events(time.time() - 60)))
-    EpisodeResult(task_id="mousepad/create_todo", app="mousepad", status="success", score=1.0,
-                  duration_s=5.9).write(folder / "result.json")
+    EpisodeResult(task_id="mousepad/create_todo", app="mousepad", status="success", score=1.0, duration_s=5.9).write(
+        folder / "result.json"
+    )
     logger = MlflowLogger(uri, str(tmp_path / "art"), "shots", log_screenshots=log_screenshots)
     logger.start_job("job", {"model": "oracle"}, {})
     logger.log_episode(EpisodeResult.read(folder / "result.json"), folder)
@@ -196,8 +241,14 @@ def test_a_real_oracle_jobs_traces_cover_each_episode(tmp_path: Path) -> None:
     from tests.desktop.test_cli_e2e import results, run_cli
 
     db = tmp_path / "mlflow.db"
-    proc = run_cli(tmp_path, "provider=oracle", "task=mousepad/*", f"tracking.uri=sqlite:///{db}",
-                   f"tracking.artifact_root={tmp_path}/artifacts", "tracking.experiment=coverage")
+    proc = run_cli(
+        tmp_path,
+        "provider=oracle",
+        "task=mousepad/*",
+        f"tracking.uri=sqlite:///{db}",
+        f"tracking.artifact_root={tmp_path}/artifacts",
+        "tracking.experiment=coverage",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(results(tmp_path / "run")) == 4 and all(r["status"] == "success" for r in results(tmp_path / "run"))
     client = MlflowClient(f"sqlite:///{db}")
@@ -205,8 +256,9 @@ def test_a_real_oracle_jobs_traces_cover_each_episode(tmp_path: Path) -> None:
     assert len(traces) == 4
     for trace in traces:
         root, *children = trace.data.spans
-        found = coverage([(s.start_time_ns / 1e9, s.end_time_ns / 1e9) for s in children],
-                         root.start_time_ns / 1e9, root.end_time_ns / 1e9)
+        found = coverage(
+            [(s.start_time_ns / 1e9, s.end_time_ns / 1e9) for s in children], root.start_time_ns / 1e9, root.end_time_ns / 1e9
+        )
         task = trace.info.tags["task"]
         assert found.fraction >= 0.99 and found.largest_gap_s < GAP_LIMIT_S, (task, found)
         folder = tmp_path / "run" / "episodes" / task / "0"

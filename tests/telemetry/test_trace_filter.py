@@ -36,13 +36,15 @@ def log_two_episodes(tmp_path: Path) -> tuple[str, str]:
     start = time.time() - 60
     for n, resolution in enumerate(RESOLUTIONS):
         labels = {"model": "oracle", "provider": "oracle", "resolution": resolution, "modality": "gui", "env": "local"}
-        result = EpisodeResult(task_id="mousepad/create_todo", app="mousepad", attempt=n, status="success", score=1.0,
-                               duration_s=2.0, labels=labels)
+        result = EpisodeResult(
+            task_id="mousepad/create_todo", app="mousepad", attempt=n, status="success", score=1.0, duration_s=2.0, labels=labels
+        )
         folder = job_dir / "episodes" / result.task_id / str(n)
         folder.mkdir(parents=True)
         events: list[dict[str, Any]] = [
             {"type": "episode_start", "t": 0.0, "ts": start, "task": result.task_id, "attempt": n, **labels},
-            {"type": "episode_end", "t": 2.0, "ts": start + 2.0, "status": "success", "score": 1.0}]
+            {"type": "episode_end", "t": 2.0, "ts": start + 2.0, "status": "success", "score": 1.0},
+        ]
         (folder / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
         result.write(folder / "result.json")
         logger.log_episode(result, folder)
@@ -82,5 +84,6 @@ def test_a_trace_carries_the_tags_docs_tracking_md_names(tmp_path: Path) -> None
     assert sentence, "docs/tracking.md no longer says which tags a trace has"
     listed = set(re.findall(r"`([^`]+)`", sentence.group(1)))
     tagged = {k for k in trace.info.tags if not k.startswith("mlflow.")}  # (MLflow's own: its bookkeeping)
-    assert tagged == listed, \
+    assert tagged == listed, (
         f"tagged, not in the doc: {sorted(tagged - listed)}; in the doc, not tagged: {sorted(listed - tagged)}"
+    )

@@ -32,16 +32,18 @@ def test_secrets_are_masked_but_token_counts_are_not() -> None:
 def test_the_trajectory_page_shows_each_step_and_its_screenshot(tmp_path: Path) -> None:
     (tmp_path / "screens").mkdir()
     Image.new("RGB", (40, 30), "red").save(tmp_path / "screens" / "000.jpg")
-    events = [{"type": "episode_start", "task": "a/<b>", "instruction": "do it"},
-              {"type": "llm_call", "text": "I will click"},
-              {"type": "tool_call", "step": 1, "tool": "computer", "args": '{"action": "left_click"}', "ok": True},
-              {"type": "observation", "screenshot": "screens/000.jpg", "step": 1},
-              {"type": "tool_call", "step": 2, "tool": "nope", "args": "{}", "ok": False, "error": "no tool"},
-              {"type": "episode_end", "status": "failure", "score": 0.0, "duration_s": 3.2}]
+    events = [
+        {"type": "episode_start", "task": "a/<b>", "instruction": "do it"},
+        {"type": "llm_call", "text": "I will click"},
+        {"type": "tool_call", "step": 1, "tool": "computer", "args": '{"action": "left_click"}', "ok": True},
+        {"type": "observation", "screenshot": "screens/000.jpg", "step": 1},
+        {"type": "tool_call", "step": 2, "tool": "nope", "args": "{}", "ok": False, "error": "no tool"},
+        {"type": "episode_end", "status": "failure", "score": 0.0, "duration_s": 3.2},
+    ]
     page = make_page(events, tmp_path, tmp_path / "t.html").read_text()
     assert "a/&lt;b&gt;" in page and "I will click" in page and "status failure" in page
     assert page.count("<div class=step>") == 2 and "data:image/jpeg;base64," in page
-    assert '<span class=bad>no tool</span>' in page
+    assert "<span class=bad>no tool</span>" in page
 
 
 def test_provenance_names_the_commit_and_the_config(tmp_path: Path) -> None:
@@ -61,8 +63,13 @@ def result(status: str, energy: float | None = None, ttft: list[float] | None = 
 
 
 def test_job_numbers_include_energy_per_success_ttft_p90_and_key_steps() -> None:
-    rs = [result("success", 100.0, [0.1, 0.2], 1.0), result("failure", 50.0, [0.3], 0.5),
-          result("success", 150.0, [1.0], 1.0), result("infra_error"), result("eval_error")]
+    rs = [
+        result("success", 100.0, [0.1, 0.2], 1.0),
+        result("failure", 50.0, [0.3], 0.5),
+        result("success", 150.0, [1.0], 1.0),
+        result("infra_error"),
+        result("eval_error"),
+    ]
     out = summarize(rs, 5)
     assert out["gpu.energy_j"] == 300.0 and out["gpu.energy_per_success_j"] == 150.0
     assert out["success"] == pytest.approx(2 / 3) and out["infra_errors"] == 1.0

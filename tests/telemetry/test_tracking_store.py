@@ -51,20 +51,29 @@ def by_level(found: list[Any], level: str) -> list[Any]:
     return [r for r in found if r.data.tags.get("mcpworld.level") == level]
 
 
-def write_episode(job_dir: Path, task_id: str, attempt: int = 0, status: str = "success", folder: str | None = None,
-                  trace: bool = True) -> tuple[EpisodeResult, Path]:
+def write_episode(
+    job_dir: Path, task_id: str, attempt: int = 0, status: str = "success", folder: str | None = None, trace: bool = True
+) -> tuple[EpisodeResult, Path]:
     """An episode folder as a job leaves it: result.json and trace.jsonl."""
-    result = EpisodeResult(task_id=task_id, app=task_id.split("/")[0], attempt=attempt, status=status,
-                           score=float(status == "success"), metrics=[MetricOutcome("exact_match#0", 1.0)],
-                           labels={"model": "oracle", "modality": "gui"})
+    result = EpisodeResult(
+        task_id=task_id,
+        app=task_id.split("/")[0],
+        attempt=attempt,
+        status=status,
+        score=float(status == "success"),
+        metrics=[MetricOutcome("exact_match#0", 1.0)],
+        labels={"model": "oracle", "modality": "gui"},
+    )
     where = job_dir / "episodes" / task_id / (folder or str(attempt))
     where.mkdir(parents=True)
     result.write(where / "result.json")
     if trace:
         now = time.time()
-        events = [{"type": "episode_start", "ts": now - 2, "task": task_id},
-                  {"type": "tool_call", "ts": now - 1, "tool": "computer", "latency_s": 0.1, "ok": True, "step": 1},
-                  {"type": "episode_end", "ts": now, "status": status, "score": result.score}]
+        events = [
+            {"type": "episode_start", "ts": now - 2, "task": task_id},
+            {"type": "tool_call", "ts": now - 1, "tool": "computer", "latency_s": 0.1, "ok": True, "step": 1},
+            {"type": "episode_end", "ts": now, "status": status, "score": result.score},
+        ]
         (where / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return result, where
 
@@ -73,8 +82,10 @@ def job_folder(tmp_path: Path, uri: str, experiment: str) -> Path:
     """A job folder that ``upload`` can read: its resolved config and summary."""
     job_dir = tmp_path / "job"
     job_dir.mkdir()
-    config = {"tracking": {"uri": uri, "experiment": experiment, "artifact_root": str(tmp_path / "art")},
-              "model": {"name": "oracle"}}
+    config = {
+        "tracking": {"uri": uri, "experiment": experiment, "artifact_root": str(tmp_path / "art")},
+        "model": {"name": "oracle"},
+    }
     (job_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(config)))
     (job_dir / "summary.json").write_text(json.dumps({"job": "job", "status": "FINISHED", "success_rate": 1.0}))
     return job_dir
@@ -90,8 +101,25 @@ def one_warning_line(err: str) -> str:
 # --------------------------------------------------------------------------- names
 
 
-@pytest.mark.parametrize("name", ["metric.exact_match#0", "tool.a/b.ok", "../x", "a//b/./c", "/lead", "trail/",
-                                  "", ".", "..hidden", "tab\there", "ünïcode", "q?&=*", "x" * 400, "a/" + "." * 300])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "metric.exact_match#0",
+        "tool.a/b.ok",
+        "../x",
+        "a//b/./c",
+        "/lead",
+        "trail/",
+        "",
+        ".",
+        "..hidden",
+        "tab\there",
+        "ünïcode",
+        "q?&=*",
+        "x" * 400,
+        "a/" + "." * 300,
+    ],
+)
 def test_any_name_becomes_a_valid_stable_mlflow_key(name: str) -> None:
     from mlflow.utils.validation import _validate_metric_name, _validate_param_name, _validate_tag_name
 
@@ -102,8 +130,14 @@ def test_any_name_becomes_a_valid_stable_mlflow_key(name: str) -> None:
 
 
 def test_valid_names_are_kept_and_repeated_metrics_stay_readable() -> None:
-    for name in ("metric.exact_match", "tool.filesystem-read_file.ok", "gpu.energy_j", "mcpworld.git.commit",
-                 "agent.max_steps", "a b:c/d"):
+    for name in (
+        "metric.exact_match",
+        "tool.filesystem-read_file.ok",
+        "gpu.energy_j",
+        "mcpworld.git.commit",
+        "agent.max_steps",
+        "a b:c/d",
+    ):
         assert mlflow_key(name) == name
     assert mlflow_key("metric.exact_match#0") == "metric.exact_match.0"
     assert mlflow_key("metric.exact_match#1") != mlflow_key("metric.exact_match#0")
@@ -118,8 +152,7 @@ def every_config() -> list[Any]:
     register()
     conf = ROOT / "mcpworld" / "conf"
     overrides: list[list[str]] = [[]]
-    for group in ("model", "provider", "resolution", "app", "modality", "env", "tracking", "experiment", "agent",
-                  "evaluator"):
+    for group in ("model", "provider", "resolution", "app", "modality", "env", "tracking", "experiment", "agent", "evaluator"):
         overrides += [[f"{group}={f.stem}"] for f in sorted((conf / group).glob("*.yaml"))]
     configs = []
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
@@ -142,13 +175,27 @@ def every_result(cfg: Any) -> list[EpisodeResult]:
     for task in discover(BUILTIN_TASKS):
         expand_task(task, builtin_templates())
         names = validate_spec(task.evaluator, str(task.source)).outcome_names() if task.evaluator else []
-        result = EpisodeResult(task_id=task.id, app=task.app, status="success", labels=labels(cfg),
-                               metrics=[MetricOutcome(n, 1.0) for n in [*names, "grader", "handler", "infeasible"]],
-                               ttft_s=[0.1], generation_s=[0.2], llm_latency_s=[0.3], llm_energy_j=[1.0, None],
-                               key_steps={"total": 2, "completed": 1, "ratio": 0.5, "progress": 0.5},
-                               gpu={"gpu.samples": 3.0, "gpu.energy_j": 1.0, "gpu.power_w_mean": 1.0,
-                                    "gpu.power_w_max": 1.0, "gpu.util_mean": 1.0, "gpu.mem_peak_mb": 1.0,
-                                    "gpu.temp_max_c": 1.0})
+        result = EpisodeResult(
+            task_id=task.id,
+            app=task.app,
+            status="success",
+            labels=labels(cfg),
+            metrics=[MetricOutcome(n, 1.0) for n in [*names, "grader", "handler", "infeasible"]],
+            ttft_s=[0.1],
+            generation_s=[0.2],
+            llm_latency_s=[0.3],
+            llm_energy_j=[1.0, None],
+            key_steps={"total": 2, "completed": 1, "ratio": 0.5, "progress": 0.5},
+            gpu={
+                "gpu.samples": 3.0,
+                "gpu.energy_j": 1.0,
+                "gpu.power_w_mean": 1.0,
+                "gpu.power_w_max": 1.0,
+                "gpu.util_mean": 1.0,
+                "gpu.mem_peak_mb": 1.0,
+                "gpu.temp_max_c": 1.0,
+            },
+        )
         for tool in [*cfg.modality.tools, "unknown", tool_name("files.v2", "read/file:all"), tool_name("s", "x" * 90)]:
             result.count_tool(tool, True)
             result.count_tool(tool, False)
@@ -186,14 +233,16 @@ def test_every_name_the_project_emits_is_one_mlflow_takes(tmp_path: Path, monkey
     monkeypatch.setattr(MlflowClient, "create_run", create_run)
     monkeypatch.setattr(MlflowClient, "log_batch", log_batch)
     uri = f"sqlite:///{tmp_path}/m.db"
-    tracking = OmegaConf.create({"tracking": {"backend": "mlflow", "uri": uri, "artifact_root": str(tmp_path / "art"),
-                                              "experiment": "names"}})
+    tracking = OmegaConf.create(
+        {"tracking": {"backend": "mlflow", "uri": uri, "artifact_root": str(tmp_path / "art"), "experiment": "names"}}
+    )
     assert start_sweep_run(tracking, tmp_path / "sweep", ["model=a,b", "provider.api_key=sk-x"])
-    model = OllamaProvider._describe(SimpleNamespace(context_length=None, model="m"),
-                                     {"digest": "d", "size": 5, "details": {"quantization_level": "Q4",
-                                                                            "parameter_size": "8B", "family": "q"}},
-                                     {"size_vram": 4, "context_length": 4096},
-                                     {"model_info": {"q.context_length": 8192}, "parameters": "num_ctx 4096"})
+    model = OllamaProvider._describe(
+        SimpleNamespace(context_length=None, model="m"),
+        {"digest": "d", "size": 5, "details": {"quantization_level": "Q4", "parameter_size": "8B", "family": "q"}},
+        {"size_vram": 4, "context_length": 4096},
+        {"model_info": {"q.context_length": 8192}, "parameters": "num_ctx 4096"},
+    )
     configs = every_config()
     params: dict[str, str] = {}  # one job run takes the params of every config (the keys are what matter)
     for cfg in configs:
@@ -203,15 +252,21 @@ def test_every_name_the_project_emits_is_one_mlflow_takes(tmp_path: Path, monkey
     resolved = OmegaConf.to_container(configs[0], resolve=True)
     logger = MlflowLogger(uri, str(tmp_path / "art"), "names", traces=False)
     job_dir = tmp_path / "job"
-    logger.start_job("job", {**params, **model.params}, {JOB_DIR: str(job_dir), **run_tags(resolved, "model=x")},
-                     parent_run_id=None)
+    logger.start_job(
+        "job", {**params, **model.params}, {JOB_DIR: str(job_dir), **run_tags(resolved, "model=x")}, parent_run_id=None
+    )
     results = every_result(configs[0])
     for n, result in enumerate(results):
         result.attempt = n
         (job_dir / "episodes" / result.task_id / str(n)).mkdir(parents=True)
         logger.log_episode(result, job_dir / "episodes" / result.task_id / str(n))
-    summary = {**summarize(results, len(results)), **model.metrics, "episodes_wall_s": 1.0,
-               "tracking_busy_s": 0.1, "tracking_wait_s": 0.1}
+    summary = {
+        **summarize(results, len(results)),
+        **model.metrics,
+        "episodes_wall_s": 1.0,
+        "tracking_busy_s": 0.1,
+        "tracking_wait_s": 0.1,
+    }
     assert logger.finish_job(summary, [], job_dir=job_dir) == []
     assert len(configs) > 50  # every group's options were composed
     finish_sweep_run(tmp_path / "sweep", sweep_counts([("0", {"episodes": 3})]))
@@ -242,8 +297,10 @@ def test_a_resumed_job_reopens_its_run_and_replaces_an_episodes_earlier_run(tmp_
     assert first.finish_job({"episodes": 2.0}, [], status="KILLED", job_dir=job_dir) == []
     (job_run,) = by_level(runs(db, "resume"), "job")
     assert job_run.info.status == "KILLED"
-    assert {r.data.tags["mcpworld.episode_key"]: r.info.status for r in by_level(runs(db, "resume"), "episode")} == \
-        {"app/cut/0": "KILLED", "app/broken/0": "FAILED"}
+    assert {r.data.tags["mcpworld.episode_key"]: r.info.status for r in by_level(runs(db, "resume"), "episode")} == {
+        "app/cut/0": "KILLED",
+        "app/broken/0": "FAILED",
+    }
 
     second = MlflowLogger(uri, str(tmp_path / "art"), "resume")  # the same command again, resuming
     second.start_job("job", {"a": "1", "concurrency": "2", "new": "x"}, tags)
@@ -268,8 +325,16 @@ def test_a_resumed_job_reopens_its_run_and_replaces_an_episodes_earlier_run(tmp_
 
 def test_a_resumed_sweep_reopens_its_parent_run(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    cfg = OmegaConf.create({"tracking": {"backend": "mlflow", "uri": f"sqlite:///{db}",
-                                         "artifact_root": str(tmp_path / "art"), "experiment": "sweep"}})
+    cfg = OmegaConf.create(
+        {
+            "tracking": {
+                "backend": "mlflow",
+                "uri": f"sqlite:///{db}",
+                "artifact_root": str(tmp_path / "art"),
+                "experiment": "sweep",
+            }
+        }
+    )
     first = start_sweep_run(cfg, tmp_path / "sweep", ["model=a,b"])
     finish_sweep_run(tmp_path / "sweep", {"jobs": 1.0}, status="KILLED")
     assert client_for(db).get_run(first).info.status == "KILLED"
@@ -282,15 +347,22 @@ def test_a_resumed_sweep_reopens_its_parent_run(tmp_path: Path) -> None:
     # the link printed under the sweep table opens the runs (MLflow 3.17.2's plain link: the GenAI overview)
     assert runs_link(tmp_path / "sweep") == (
         f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs?workflowType=machine_learning "
-        f"(once `mlflow ui --backend-store-uri sqlite:///{db}` serves it)")
+        f"(once `mlflow ui --backend-store-uri sqlite:///{db}` serves it)"
+    )
     assert runs_link(tmp_path / "not-a-sweep") is None
 
 
 def test_a_sweep_is_named_by_its_command_line_and_its_presets_swept_values() -> None:
     from mcpworld.run.summary import sweep_overrides
 
-    config = OmegaConf.create({"hydra": {"overrides": {"task": ["experiment=demo", "resolution=square"]},
-                                         "sweeper": {"params": {"resolution": "square,rect", "seed": "1,2"}}}})
+    config = OmegaConf.create(
+        {
+            "hydra": {
+                "overrides": {"task": ["experiment=demo", "resolution=square"]},
+                "sweeper": {"params": {"resolution": "square,rect", "seed": "1,2"}},
+            }
+        }
+    )
     assert sweep_overrides(config) == ["experiment=demo", "resolution=square", "seed=1,2"]
     config.hydra.sweeper.params = None
     assert sweep_overrides(config) == ["experiment=demo", "resolution=square"]
@@ -301,8 +373,9 @@ def test_upload_names_a_sweeps_job_as_the_job_would_have(tmp_path: Path) -> None
     override, and its episodes end with it."""
     db, uri = tmp_path / "m.db", f"sqlite:///{tmp_path}/m.db"
     job_dir = job_folder(tmp_path, uri, "uploaded-sweep")
-    (tmp_path / "multirun.yaml").write_text("hydra:\n  overrides:\n    task:\n    - agent.max_steps=4,8\n"
-                                            "    - provider=oracle\n  sweeper:\n    params: null\n")
+    (tmp_path / "multirun.yaml").write_text(
+        "hydra:\n  overrides:\n    task:\n    - agent.max_steps=4,8\n    - provider=oracle\n  sweeper:\n    params: null\n"
+    )
     (job_dir / ".hydra").mkdir()
     (job_dir / ".hydra" / "overrides.yaml").write_text("- agent.max_steps=8\n- provider=oracle\n")
     config = OmegaConf.load(job_dir / "resolved_config.yaml")
@@ -322,7 +395,8 @@ def test_upload_names_a_sweeps_job_as_the_job_would_have(tmp_path: Path) -> None
 
 
 def test_a_failed_episode_log_leaves_no_running_run_and_its_retry_no_duplicate(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "m.db"
     logger = MlflowLogger(f"sqlite:///{db}", str(tmp_path / "art"), "partial", traces=False)
     logger.RETRY_AFTER_S = 0.0
@@ -349,7 +423,8 @@ def test_a_failed_episode_log_leaves_no_running_run_and_its_retry_no_duplicate(
 
 
 def test_an_unopenable_store_costs_one_line_and_upload_logs_each_episode_once(
-        tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
     db = tmp_path / "m.db"
     db.mkdir()  # a folder where the sqlite file should be: MLflow cannot open it
     uri = f"sqlite:///{db}"
@@ -410,8 +485,9 @@ class FastBusy:
         return self._sql.text(statement.replace("busy_timeout = 20000", "busy_timeout = 200"))
 
 
-def test_a_locked_store_loses_no_trace_and_prints_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capfd: pytest.CaptureFixture) -> None:
+def test_a_locked_store_loses_no_trace_and_prints_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
+) -> None:
     import mlflow.store.db.utils as db_utils
 
     monkeypatch.setattr(db_utils, "sql", FastBusy(db_utils.sql))
@@ -438,8 +514,11 @@ def test_a_locked_store_loses_no_trace_and_prints_one_line(tmp_path: Path, monke
     pending = json.loads((job_dir / PENDING_FILE).read_text())
     assert [r["kind"] for r in pending["not_logged"]] == ["episode"]  # the summary was caught up
     assert not by_level(runs(db, "locked"), "episode")
-    assert not [r for r in runs(db, "locked") + runs(db, "locked", deleted=True)
-                if r.info.status == "RUNNING" and r.data.tags["mcpworld.level"] == "episode"]
+    assert not [
+        r
+        for r in runs(db, "locked") + runs(db, "locked", deleted=True)
+        if r.info.status == "RUNNING" and r.data.tags["mcpworld.level"] == "episode"
+    ]
 
     monkeypatch.setattr(spans, "log_trace", real)  # the lock is gone
     assert upload(job_dir) == []
@@ -469,7 +548,8 @@ def test_the_tracker_process_leaves_ctrl_c_and_sigterm_to_the_job(tmp_path: Path
 
 
 def test_finish_job_returns_in_bounded_time_when_the_tracker_is_stuck(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
+) -> None:
     monkeypatch.setattr(MlflowLogger, "_log_episode", lambda self, result, where: time.sleep(600))  # forked with it
     tracker = MlflowTracker(f"sqlite:///{tmp_path}/m.db", str(tmp_path / "art"), "stuck", traces=False)
     tracker.KILLED_TIMEOUT_S = 3.0

@@ -36,28 +36,44 @@ from mcpworld.telemetry.tracking.vocabulary import (
 
 def resolved(resolution: str = "square", width: int = 1000, height: int = 1000) -> dict[str, Any]:
     """A resolved config as a job sees it: the decisive keys among many that are the same everywhere."""
-    return {"model": {"name": "oracle", "id": "oracle", "profile": "generic", "variant": "instruct", "temperature": 0.0,
-                      "max_tokens": 2048},
-            "provider": {"name": "oracle", "kind": "oracle", "api_key": "***"},
-            "resolution": {"name": resolution, "width": width, "height": height},
-            "modality": {"name": "gui", "tools": ["computer", "done"]}, "app": {"name": "all"},
-            "env": {"backend": "local"}, "seed": 0, "attempts": 1, "task": ["mousepad/*", "xterm/set_theme"],
-            "agent": {"max_steps": 30, "timeout_s": 600.0},
-            "mcp": {"catalog": {f"server{i}": {"command": "x"} for i in range(38)}},
-            "evaluator": {"templates": {f"t{i}": {"func": "exact_match"} for i in range(29)}}}
+    return {
+        "model": {
+            "name": "oracle",
+            "id": "oracle",
+            "profile": "generic",
+            "variant": "instruct",
+            "temperature": 0.0,
+            "max_tokens": 2048,
+        },
+        "provider": {"name": "oracle", "kind": "oracle", "api_key": "***"},
+        "resolution": {"name": resolution, "width": width, "height": height},
+        "modality": {"name": "gui", "tools": ["computer", "done"]},
+        "app": {"name": "all"},
+        "env": {"backend": "local"},
+        "seed": 0,
+        "attempts": 1,
+        "task": ["mousepad/*", "xterm/set_theme"],
+        "agent": {"max_steps": 30, "timeout_s": 600.0},
+        "mcp": {"catalog": {f"server{i}": {"command": "x"} for i in range(38)}},
+        "evaluator": {"templates": {f"t{i}": {"func": "exact_match"} for i in range(29)}},
+    }
 
 
 def labels(resolution: str = "square") -> dict[str, str]:
-    return {"model": "oracle", "provider": "oracle", "resolution": resolution, "modality": "gui", "env": "local",
-            "seed": "0"}
+    return {"model": "oracle", "provider": "oracle", "resolution": resolution, "modality": "gui", "env": "local", "seed": "0"}
 
 
 def test_a_job_has_few_params_and_a_square_rect_sweep_differs_only_where_it_should() -> None:
     square, rect = job_params(resolved()), job_params(resolved("rect", 1024, 768))
     assert len(square) <= MAX_JOB_PARAMS - 10  # room for the model's own facts (served.*, ollama.*)
     assert {k for k in square if square[k] != rect[k]} == {"resolution", "screen", "config.sha256"}
-    assert (square["model"], square["resolution"], square["screen"], square["tools"], square["tasks"]) == \
-        ("oracle", "square", "1000x1000", "computer,done", "mousepad/*,xterm/set_theme")
+    assert (square["model"], square["resolution"], square["screen"], square["tools"], square["tasks"]) == (
+        "oracle",
+        "square",
+        "1000x1000",
+        "computer,done",
+        "mousepad/*,xterm/set_theme",
+    )
     assert len(square["config.sha256"]) == 64 and not [k for k in square if k.startswith(("mcp.", "evaluator."))]
     assert job_params(resolved(), {"ollama.digest": "d"})["ollama.digest"] == "d"
     assert "thinking_budget" not in square  # a key the config lacks (or leaves null) is left out
@@ -68,8 +84,12 @@ def test_an_episode_carries_the_jobs_names_with_its_own_task_app_and_attempt() -
     result = EpisodeResult(task_id="chromium/open_link_in_new_tab", app="chromium", attempt=1, labels=labels())
     params = episode_params(job, result)
     assert {k: v for k, v in job.items() if k not in ("app", "tasks")}.items() <= params.items()
-    assert (params["task"], params["app"], params["attempt"], params["resolution"]) == \
-        ("chromium/open_link_in_new_tab", "chromium", "1", "square")
+    assert (params["task"], params["app"], params["attempt"], params["resolution"]) == (
+        "chromium/open_link_in_new_tab",
+        "chromium",
+        "1",
+        "square",
+    )
     assert "tasks" not in params
 
 
@@ -78,21 +98,29 @@ def test_runs_are_named_so_a_researcher_tells_them_apart() -> None:
     result = EpisodeResult(task_id="chromium/open_link_in_new_tab", app="chromium", labels=labels())
     assert episode_run_name(result) == "chromium/open_link_in_new_tab #0 · oracle · square"
     assert episode_run_name(result, "resolution=square") == "chromium/open_link_in_new_tab #0 · oracle · square"
-    assert episode_run_name(result, "agent.max_steps=4 · model=oracle") == \
-        "chromium/open_link_in_new_tab #0 · oracle · square · agent.max_steps=4"
+    assert (
+        episode_run_name(result, "agent.max_steps=4 · model=oracle")
+        == "chromium/open_link_in_new_tab #0 · oracle · square · agent.max_steps=4"
+    )
     params = job_params(resolved("rect", 1024, 768))
-    overrides = ["resolution=rect", "provider=oracle", "task=[a,b]", "tracking.uri=sqlite:///x", "hydra.job.chdir=false",
-                 "agent.max_steps=4"]
+    overrides = [
+        "resolution=rect",
+        "provider=oracle",
+        "task=[a,b]",
+        "tracking.uri=sqlite:///x",
+        "hydra.job.chdir=false",
+        "agent.max_steps=4",
+    ]
     assert job_run_name(params, overrides, ["resolution"]) == "resolution=rect · oracle · gui · all · agent.max_steps=4"
     assert job_run_name(params, overrides, ["agent.max_steps", "+model"]) == "agent.max_steps=4 · oracle · rect · gui · all"
-    assert differs_tag(overrides, ["resolution", "agent.max_steps"]) == \
-        {"mcpworld.differs": "resolution=rect · agent.max_steps=4"}
+    assert differs_tag(overrides, ["resolution", "agent.max_steps"]) == {
+        "mcpworld.differs": "resolution=rect · agent.max_steps=4"
+    }
     assert differs_tag(overrides, []) == {}
     # not a sweep: model · resolution · modality · app, then what else was overridden
     assert job_run_name(params, overrides) == "oracle · rect · gui · all · agent.max_steps=4"
     assert job_run_name(params) == "oracle · rect · gui · all"
-    assert sweep_run_name(["resolution=square,rect", "tracking.experiment=x"], "/o/sweep") == \
-        "resolution=square,rect · sweep"
+    assert sweep_run_name(["resolution=square,rect", "tracking.experiment=x"], "/o/sweep") == "resolution=square,rect · sweep"
     assert sweep_run_name([], "/o/multirun/2026-11-25/10-00-00") == "10-00-00 · sweep"
     tags = source_tags({"mcpworld.git.commit": "a" * 40}, ["/x/mcpworld/__main__.py", "-m", "task=[a, b]"])
     assert tags["mlflow.source.git.commit"] == "a" * 40 and tags["mlflow.source.name"] == "python -m mcpworld"
@@ -125,17 +153,24 @@ def test_names_in_a_sweep_are_unique_and_fit_mlflow() -> None:
 def test_the_swept_keys_are_read_from_the_folder_hydras_sweeper_wrote(tmp_path: Path) -> None:
     """A real Hydra multirun (command-line sweeps, a preset's ``hydra.sweeper.params``, a list that is
     no sweep): each job finds what its sweep sweeps in ``multirun.yaml`` beside it."""
-    (tmp_path / "c.yaml").write_text("a: 1\nb: 2\nc: [1]\nhydra:\n  sweep:\n    dir: out\n  sweeper:\n    params:\n"
-                                     "      a: 1,2\n")
+    (tmp_path / "c.yaml").write_text(
+        "a: 1\nb: 2\nc: [1]\nhydra:\n  sweep:\n    dir: out\n  sweeper:\n    params:\n      a: 1,2\n"
+    )
     (tmp_path / "app.py").write_text(
         "import hydra\nfrom pathlib import Path\nfrom hydra.core.hydra_config import HydraConfig\n"
         "from mcpworld.telemetry.tracking.sweep import swept_keys\n"
         "@hydra.main(version_base=None, config_path='.', config_name='c')\n"
         "def main(cfg):\n    hc = HydraConfig.get()\n"
         "    print('SWEPT', sorted(swept_keys(Path(hc.runtime.output_dir).parent)), list(hc.overrides.task))\n"
-        "main()\n")
-    proc = subprocess.run([sys.executable, "app.py", "-m", "b=3,4", "c=[1,2]", "+d=range(1,2)"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "app.py", "-m", "b=3,4", "c=[1,2]", "+d=range(1,2)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("SWEPT")]
     assert len(lines) == 4 and all(line.startswith("SWEPT ['a', 'b', 'd']") for line in lines), lines
@@ -145,8 +180,7 @@ def test_the_swept_keys_are_read_from_the_folder_hydras_sweeper_wrote(tmp_path: 
 
 
 def test_tool_spans_are_named_by_what_they_did() -> None:
-    assert tool_span_name({"tool": "computer", "args": '{"action": "left_click", "coordinate": [1, 2]}'}) == \
-        "computer.left_click"
+    assert tool_span_name({"tool": "computer", "args": '{"action": "left_click", "coordinate": [1, 2]}'}) == "computer.left_click"
     assert tool_span_name({"tool": "computer", "args": '{"action": "type", "text": "very long …'}) == "computer.type"
     assert tool_span_name({"tool": "computer", "args": "{}"}) == "computer"
     assert tool_span_name({"tool": "bash", "args": '{"command": "ls"}'}) == "bash"
@@ -157,35 +191,86 @@ def episode_events(start: float) -> list[dict[str, Any]]:
     """A trace as an episode writes it: setup, two model calls, two tool calls with screenshots,
     a key step seen live, the evaluation, the end."""
     return [
-        {"type": "episode_start", "t": 0.0, "ts": start, "task": "mousepad/create_todo", "attempt": 0,
-         "instruction": "write a todo", **labels()},
+        {
+            "type": "episode_start",
+            "t": 0.0,
+            "ts": start,
+            "task": "mousepad/create_todo",
+            "attempt": 0,
+            "instruction": "write a todo",
+            **labels(),
+        },
         {"type": "setup_done", "t": 2.0, "ts": start + 2.0, "seconds": 2.0},
         {"type": "observation", "t": 2.1, "ts": start + 2.1, "screenshot": "screens/000.jpg"},
-        {"type": "llm_call", "t": 3.0, "ts": start + 3.0, "n": 1, "latency_s": 0.5, "ttft_s": 0.2, "tokens_in": 100,
-         "tokens_out": 10, "text": "click", "tool_calls": ["computer"]},
-        {"type": "tool_call", "t": 3.5, "ts": start + 3.5, "tool": "computer", "ok": True, "latency_s": 0.2, "step": 1,
-         "args": '{"action": "left_click", "coordinate": [5, 5]}'},
+        {
+            "type": "llm_call",
+            "t": 3.0,
+            "ts": start + 3.0,
+            "n": 1,
+            "latency_s": 0.5,
+            "ttft_s": 0.2,
+            "tokens_in": 100,
+            "tokens_out": 10,
+            "text": "click",
+            "tool_calls": ["computer"],
+        },
+        {
+            "type": "tool_call",
+            "t": 3.5,
+            "ts": start + 3.5,
+            "tool": "computer",
+            "ok": True,
+            "latency_s": 0.2,
+            "step": 1,
+            "args": '{"action": "left_click", "coordinate": [5, 5]}',
+        },
         {"type": "observation", "t": 3.6, "ts": start + 3.6, "screenshot": "screens/001.jpg", "step": 1},
         {"type": "key_step", "t": 3.7, "ts": start + 3.7, "index": 0, "name": "opened", "via": "check"},
         {"type": "llm_call", "t": 5.0, "ts": start + 5.0, "n": 2, "latency_s": 0.7, "tokens_in": 150, "tokens_out": 12},
-        {"type": "tool_call", "t": 5.5, "ts": start + 5.5, "tool": "bash", "ok": False, "latency_s": 0.1, "step": 2,
-         "args": '{"command": "false"}', "error": "exit 1"},
-        {"type": "evaluation", "t": 12.0, "ts": start + 12.0, "score": 1.0,
-         "metrics": [{"name": "exact_match#0", "score": 1.0}]},
+        {
+            "type": "tool_call",
+            "t": 5.5,
+            "ts": start + 5.5,
+            "tool": "bash",
+            "ok": False,
+            "latency_s": 0.1,
+            "step": 2,
+            "args": '{"command": "false"}',
+            "error": "exit 1",
+        },
+        {"type": "evaluation", "t": 12.0, "ts": start + 12.0, "score": 1.0, "metrics": [{"name": "exact_match#0", "score": 1.0}]},
         {"type": "episode_end", "t": 13.08, "ts": start + 13.08, "status": "success", "score": 1.0},
     ]
 
 
 def episode_result() -> EpisodeResult:
     return EpisodeResult(
-        task_id="mousepad/create_todo", app="mousepad", status="success", score=1.0, duration_s=13.08, setup_s=2.0,
-        eval_s=1.0, steps=2, llm_calls=2, tokens_in=250, tokens_out=22, llm_latency_s=[0.5, 0.7],
+        task_id="mousepad/create_todo",
+        app="mousepad",
+        status="success",
+        score=1.0,
+        duration_s=13.08,
+        setup_s=2.0,
+        eval_s=1.0,
+        steps=2,
+        llm_calls=2,
+        tokens_in=250,
+        tokens_out=22,
+        llm_latency_s=[0.5, 0.7],
         metrics=[MetricOutcome("exact_match#0", 1.0), MetricOutcome("check_file#1", 1.0)],
-        key_steps={"total": 4, "completed": 3, "ratio": 3 / 4, "progress": 3 / 4,
-                   "timeline": [{"name": "opened", "index": 0, "t": 3.5, "via": "check"},
-                                {"name": "typed", "index": 1, "t": 5.45, "via": "check"},  # while bash ran
-                                {"name": "saved", "index": 2, "t": None, "via": "check"}]},
-        labels=labels())
+        key_steps={
+            "total": 4,
+            "completed": 3,
+            "ratio": 3 / 4,
+            "progress": 3 / 4,
+            "timeline": [
+                {"name": "opened", "index": 0, "t": 3.5, "via": "check"},
+                {"name": "typed", "index": 1, "t": 5.45, "via": "check"},  # while bash ran
+                {"name": "saved", "index": 2, "t": None, "via": "check"},
+            ],
+        },
+        labels=labels(),
+    )
 
 
 def test_an_episode_gives_curves_per_step_whose_last_point_is_its_total() -> None:
@@ -199,8 +284,7 @@ def test_an_episode_gives_curves_per_step_whose_last_point_is_its_total() -> Non
     assert by_key["llm_latency_s"] == [(0.5, 1_003_000, 1), (0.7, 1_005_000, 2)]
     # 0 at the start; "opened" at agent step 1 (t=3.5), "typed" while step 2 ran (it began at 5.4, its event
     # came at 5.5); "saved" judged at the end (the last step, the end time)
-    assert by_key["keysteps.completed"] == [(0.0, 1_000_000, 0), (1.0, 1_003_500, 1), (2.0, 1_005_450, 2),
-                                            (3.0, 1_013_080, 2)]
+    assert by_key["keysteps.completed"] == [(0.0, 1_000_000, 0), (1.0, 1_003_500, 1), (2.0, 1_005_450, 2), (3.0, 1_013_080, 2)]
     metrics = episode_metrics(result, series)
     assert not {"tokens_in", "tokens_out", "keysteps.completed"} & set(metrics)  # the curves give them
     assert not [k for k in metrics if k.startswith("metric.")]  # per-evaluator: result.json and the span
@@ -232,13 +316,27 @@ def test_an_episode_run_and_its_trace_read_as_mlflow_shows_them(tmp_path: Path) 
     params = job_params(resolved())
     commit = {"mcpworld.git.commit": "c" * 40}
     overrides, swept = ["resolution=square", "agent.max_steps=4"], ["resolution", "agent.max_steps"]  # a sweep's job
-    logger.start_job(job_run_name(params, overrides, swept), params,
-                     {JOB_DIR: str(job_dir), **commit, **differs_tag(overrides, swept),
-                      **source_tags(commit, ["mcpworld", "-m", "resolution=square,rect"])},
-                     start_ms=int((start - 5) * 1000))
+    logger.start_job(
+        job_run_name(params, overrides, swept),
+        params,
+        {
+            JOB_DIR: str(job_dir),
+            **commit,
+            **differs_tag(overrides, swept),
+            **source_tags(commit, ["mcpworld", "-m", "resolution=square,rect"]),
+        },
+        start_ms=int((start - 5) * 1000),
+    )
     logger.log_episode(result, folder)
-    assert logger.finish_job({"success": 1.0, "episodes": 1.0, "note": "text"}, [], job_dir=job_dir,  # type: ignore[dict-item]
-                             end_ms=int((start + 20) * 1000)) == []
+    assert (
+        logger.finish_job(
+            {"success": 1.0, "episodes": 1.0, "note": "text"},
+            [],
+            job_dir=job_dir,  # type: ignore[dict-item]
+            end_ms=int((start + 20) * 1000),
+        )
+        == []
+    )
 
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("vocab")
@@ -263,15 +361,28 @@ def test_an_episode_run_and_its_trace_read_as_mlflow_shows_them(tmp_path: Path) 
     (trace,) = client.search_traces(locations=[exp.experiment_id], filter_string="tag.resolution = 'square'")
     assert not client.search_traces(locations=[exp.experiment_id], filter_string="tag.resolution = 'rect'")
     tags = trace.info.tags
-    assert (tags["task"], tags["app"], tags["model"], tags["modality"], tags["mcpworld.job_run_id"]) == \
-        ("mousepad/create_todo", "mousepad", "oracle", "gui", job.info.run_id)
+    assert (tags["task"], tags["app"], tags["model"], tags["modality"], tags["mcpworld.job_run_id"]) == (
+        "mousepad/create_todo",
+        "mousepad",
+        "oracle",
+        "gui",
+        job.info.run_id,
+    )
     assert trace.info.token_usage == {"input_tokens": 250, "output_tokens": 22, "total_tokens": 272}
     spans = trace.data.spans
     root = spans[0]
     assert root.span_type == "AGENT" and root.name == episode.info.run_name
     assert [(s.name, s.span_type) for s in spans[1:]] == [  # (the phases between measured spans: spans.PHASES)
-        ("setup", "TASK"), ("agent start", "TASK"), ("llm call 1", "LLM"), ("computer.left_click", "TOOL"),
-        ("llm call 2", "LLM"), ("bash", "TOOL"), ("agent end", "TASK"), ("evaluation", "EVALUATOR"), ("end", "TASK")]
+        ("setup", "TASK"),
+        ("agent start", "TASK"),
+        ("llm call 1", "LLM"),
+        ("computer.left_click", "TOOL"),
+        ("llm call 2", "LLM"),
+        ("bash", "TOOL"),
+        ("agent end", "TASK"),
+        ("evaluation", "EVALUATOR"),
+        ("end", "TASK"),
+    ]
     setup, click, bash, evaluation = spans[1], spans[4], spans[6], spans[8]
     assert (setup.start_time_ns, setup.end_time_ns) == (int(start * 1e9), int((start + 2.0) * 1e9))
     assert click.outputs == {"screenshot": "screens/001.jpg", "output": None} and bash.status.status_code == "ERROR"
@@ -300,14 +411,22 @@ def test_the_report_reads_runs_from_before_and_after_the_vocabulary_as_one_table
     logger.log_episode(result, folder)
     assert logger.finish_job({}, [], job_dir=job_dir) == []
     client = MlflowClient(uri)  # an episode run as mcpworld wrote them before: its own param and tag names
-    old = client.create_run(client.get_experiment_by_name("mixed").experiment_id, run_name="xterm/set_theme#0",
-                            tags={"mcpworld.level": "episode", "task_id": "xterm/set_theme", "app": "xterm",
-                                  "modality": "gui", "status": "failure"})
-    for key, value in {"task_id": "xterm/set_theme", "app": "xterm", "attempt": "0", "termination": "done",
-                       **labels()}.items():
+    old = client.create_run(
+        client.get_experiment_by_name("mixed").experiment_id,
+        run_name="xterm/set_theme#0",
+        tags={"mcpworld.level": "episode", "task_id": "xterm/set_theme", "app": "xterm", "modality": "gui", "status": "failure"},
+    )
+    for key, value in {"task_id": "xterm/set_theme", "app": "xterm", "attempt": "0", "termination": "done", **labels()}.items():
         client.log_param(old.info.run_id, key, value)
-    for key, value in {"success": 0.0, "score": 0.0, "steps": 3.0, "tokens_in": 10.0, "tool.computer.ok": 1.0,
-                       "tool.computer.error": 1.0, "tool.computer_use.ok": 1.0}.items():  # a column per tool then
+    for key, value in {
+        "success": 0.0,
+        "score": 0.0,
+        "steps": 3.0,
+        "tokens_in": 10.0,
+        "tool.computer.ok": 1.0,
+        "tool.computer.error": 1.0,
+        "tool.computer_use.ok": 1.0,
+    }.items():  # a column per tool then
         client.log_metric(old.info.run_id, key, value)
     client.set_terminated(old.info.run_id)
 

@@ -121,8 +121,9 @@ class Profile(abc.ABC):
     def system_prompt(self, context: PromptContext) -> str:
         """The system prompt, rendered."""
 
-    def request(self, messages: list[dict[str, Any]],
-                schemas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The request for the next turn: (messages, tool schemas) as the provider sends them.
         Default: the conversation as it stands, tools as OpenAI function schemas."""
         return messages, schemas

@@ -44,9 +44,11 @@ from mcpworld.agent.providers.base import IMAGES
 from mcpworld.agent.tools.base import OffScreen, Tool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 
-REFERENCE = ("anthropics/anthropic-quickstarts computer-use-demo/computer_use_demo/loop.py and tools/ "
-             "@44c2b5c97d6d91a07033691f12b3b5c5ca464c35; "
-             "https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool")
+REFERENCE = (
+    "anthropics/anthropic-quickstarts computer-use-demo/computer_use_demo/loop.py and tools/ "
+    "@44c2b5c97d6d91a07033691f12b3b5c5ca464c35; "
+    "https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool"
+)
 
 # The reference's scaling targets (tools/computer.py), by aspect ratio.
 SCALING_TARGETS = ((1024, 768), (1280, 800), (1366, 768))
@@ -105,11 +107,14 @@ class ClaudeProfile(Profile):
         keep = self.model.options.get("keep_screenshots")
         return int(keep) if keep is not None else KEEP_ALL
 
-    def request(self, messages: list[dict[str, Any]],
-                schemas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The conversation with the loop's "ok" left out of results that carry a screenshot."""
-        return [{**m, "content": ""} if m.get("role") == "tool" and m.get(IMAGES) and m.get("content") == "ok" else m
-                for m in messages], schemas
+        return [
+            {**m, "content": ""} if m.get("role") == "tool" and m.get(IMAGES) and m.get("content") == "ok" else m
+            for m in messages
+        ], schemas
 
     def tools(self, tools: dict[str, Tool]) -> dict[str, Tool]:
         """The computer tool of the model's version (its actions, as the provider declares it)."""
@@ -128,17 +133,23 @@ class ClaudeProfile(Profile):
 def render(tool_names: list[str], today: date) -> str:
     """The reference's two lists, our facts (see the module docstring)."""
     shell = "bash" in tool_names
-    capability = [f"You are using a Debian Linux desktop (openbox window manager) on a {platform.machine()} "
-                  "machine without internet access."]
+    capability = [
+        f"You are using a Debian Linux desktop (openbox window manager) on a {platform.machine()} "
+        "machine without internet access."
+    ]
     if shell:
-        capability.append("Your bash tool runs on this machine. Nothing can be downloaded or installed: there is "
-                          "no network, so apt-get, curl and wget fail.")
-    capability.append("The web browser is Chromium, not Firefox. The task has started the programs it needs"
-                      + ("; start any other from your bash tool." if shell else "."))
+        capability.append(
+            "Your bash tool runs on this machine. Nothing can be downloaded or installed: there is "
+            "no network, so apt-get, curl and wget fail."
+        )
+    capability.append(
+        "The web browser is Chromium, not Firefox. The task has started the programs it needs"
+        + ("; start any other from your bash tool." if shell else ".")
+    )
     if shell:
         capability += [
             "Programs started from your bash tool show on your desktop (DISPLAY is already set): run them in the "
-            "background, e.g. \"(chromium &)\", and take a screenshot to check that the window came up, which may "
+            'background, e.g. "(chromium &)", and take a screenshot to check that the window came up, which may '
             "take a moment.",
             "When a command may print a lot, send its output to a file under /tmp and read the part you need with "
             "`grep -n -B <lines before> -A <lines after> <pattern> <file>`.",
@@ -151,10 +162,16 @@ def render(tool_names: list[str], today: date) -> str:
         f"Today is {today.strftime('%A, %B')} {today.day}, {today.year}.",
         "When the task is complete, call `done` with status DONE; if it cannot be done, call `done` with status FAIL.",
     ]
-    important = ["If Chromium shows a first-run, welcome or sign-in screen, do not follow it or dismiss it step by "
-                 "step: click the address bar and type the address or the search there."]
+    important = [
+        "If Chromium shows a first-run, welcome or sign-in screen, do not follow it or dismiss it step by "
+        "step: click the address bar and type the address or the search there."
+    ]
     if shell:
-        important.append("To read a whole PDF rather than page through screenshots of it, find the file's path and "
-                         "convert it with `pdftotext` (if it is installed), then read the text file from bash.")
-    return ("<SYSTEM_CAPABILITY>\n" + "\n".join(f"* {line}" for line in capability) + "\n</SYSTEM_CAPABILITY>\n\n"
-            "<IMPORTANT>\n" + "\n".join(f"* {line}" for line in important) + "\n</IMPORTANT>")
+        important.append(
+            "To read a whole PDF rather than page through screenshots of it, find the file's path and "
+            "convert it with `pdftotext` (if it is installed), then read the text file from bash."
+        )
+    return (
+        "<SYSTEM_CAPABILITY>\n" + "\n".join(f"* {line}" for line in capability) + "\n</SYSTEM_CAPABILITY>\n\n"
+        "<IMPORTANT>\n" + "\n".join(f"* {line}" for line in important) + "\n</IMPORTANT>"
+    )

@@ -32,15 +32,19 @@ from mcpworld.agent.tools.computer import CoordinateMap
 
 IMAGE_SIZE = 896  # Gemma 3's SigLIP encoder input, both sides
 # The documented format instruction (the Python-style variant), kept as the model was shown it.
-CALL_FORMAT = ("You have access to functions. If you decide to invoke any of the function(s), you MUST put it in "
-               "the format of\n[func_name1(params_name1=params_value1, params_name2=params_value2...), "
-               "func_name2(params)]\n\nYou SHOULD NOT include any other text in the response if you call a function\n")
+CALL_FORMAT = (
+    "You have access to functions. If you decide to invoke any of the function(s), you MUST put it in "
+    "the format of\n[func_name1(params_name1=params_value1, params_name2=params_value2...), "
+    "func_name2(params)]\n\nYou SHOULD NOT include any other text in the response if you call a function\n"
+)
 
 
 def functions_block(schemas: list[dict[str, Any]]) -> str:
     """The format instruction and the function definitions (name, description, parameters)."""
-    functions = [{"name": f["name"], "description": f.get("description", ""), "parameters": f.get("parameters", {})}
-                 for f in (s.get("function", s) for s in schemas)]
+    functions = [
+        {"name": f["name"], "description": f.get("description", ""), "parameters": f.get("parameters", {})}
+        for f in (s.get("function", s) for s in schemas)
+    ]
     return CALL_FORMAT + json.dumps(functions, indent=2, ensure_ascii=False)
 
 
@@ -81,8 +85,9 @@ class GemmaProfile(Profile):
         prompt = system_prompt(context.template, context.tool_names, width, height, "pixels")
         return prompt + ("\n" + context.task_prompt if context.task_prompt else "")
 
-    def request(self, messages: list[dict[str, Any]],
-                schemas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Alternating user/model turns: [system + functions + instruction, screenshot], then per step
         the model's call list and a user turn with the ``tool_output`` results and the new screenshot."""
         system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system").strip()

@@ -62,8 +62,7 @@ def _calls(node: ast.AST) -> list[ast.Call] | None:
 
 
 def _unprint(node: ast.AST) -> ast.AST:
-    if (isinstance(node, ast.Call) and _name(node.func) == "print" and len(node.args) == 1
-            and isinstance(node.args[0], ast.Call)):
+    if isinstance(node, ast.Call) and _name(node.func) == "print" and len(node.args) == 1 and isinstance(node.args[0], ast.Call):
         return node.args[0]
     return node
 
@@ -96,8 +95,8 @@ def _candidates(text: str) -> list[str]:
     found = [m.group(1) for m in FENCE.finditer(text)]
     found.append(text)
     for m in LIST_START.finditer(text):
-        tail = text[m.start():]
-        found += [tail[:end + 1] for end in (i for i, ch in enumerate(tail) if ch == "]")]
+        tail = text[m.start() :]
+        found += [tail[: end + 1] for end in (i for i, ch in enumerate(tail) if ch == "]")]
     return found
 
 
@@ -128,5 +127,8 @@ def py_literal(value: Any) -> str:
 
 def render_calls(calls: list[ToolCall]) -> str:
     """Calls written back as a call list, for replaying a turn whose text did not carry them."""
-    return "[" + ", ".join(
-        f"{c.name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in c.arguments.items()) + ")" for c in calls) + "]"
+    return (
+        "["
+        + ", ".join(f"{c.name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in c.arguments.items()) + ")" for c in calls)
+        + "]"
+    )

@@ -34,9 +34,18 @@ TERMINATE_RULE = "- If finishing, use action=terminate in the tool call."
 DONE_RULE = "- If finishing, call done with status DONE (or FAIL if the task cannot be done)."
 GUI_TOOL = "computer_use"
 # the pyautogui call the reference writes for an action: its "Performing <call> action" fallback
-PYAUTOGUI = {"left_click": "click", "right_click": "rightClick", "middle_click": "middleClick",
-             "double_click": "doubleClick", "triple_click": "tripleClick", "type": "typewrite", "scroll": "scroll",
-             "hscroll": "hscroll", "mouse_move": "moveTo", "left_click_drag": "dragTo"}
+PYAUTOGUI = {
+    "left_click": "click",
+    "right_click": "rightClick",
+    "middle_click": "middleClick",
+    "double_click": "doubleClick",
+    "triple_click": "tripleClick",
+    "type": "typewrite",
+    "scroll": "scroll",
+    "hscroll": "hscroll",
+    "mouse_move": "moveTo",
+    "left_click_drag": "dragTo",
+}
 
 
 def read_calls(text: str) -> tuple[str, list[ToolCall]]:
@@ -123,8 +132,10 @@ def _image(content: Any) -> dict[str, Any] | None:
 class Qwen3VLProfile(Profile):
     name = "qwen3vl"
     version = "2"
-    reference = ("OSWorld mm_agents/qwen3vl_agent.py (karakuri-ai/OSWorld-JP@3301bf9fd54c); action set: "
-                 "QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py@96588727e44c")
+    reference = (
+        "OSWorld mm_agents/qwen3vl_agent.py (karakuri-ai/OSWorld-JP@3301bf9fd54c); action set: "
+        "QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py@96588727e44c"
+    )
     text_calls = False  # the reply's <tool_call> blocks are read here, not by the provider
     # lib_run_single: a turn with no action is a step and the next predict sees the same screen; an
     # unparsable <tool_call> is logged and skipped (parse_response's except branch)
@@ -163,8 +174,9 @@ class Qwen3VLProfile(Profile):
         return prompt + ("\n" + context.task_prompt if context.task_prompt else "")
 
     # -- the conversation ---------------------------------------------------------------------------
-    def request(self, messages: list[dict[str, Any]],
-                schemas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The reference's layout rebuilt from the loop's conversation (see module docstring)."""
         system, instruction, current = "", "", None
         turns: list[dict[str, Any]] = []
@@ -176,24 +188,34 @@ class Qwen3VLProfile(Profile):
             elif role == "user" and not instruction:  # the task: its first text part (later parts: pruning's)
                 instruction, current = _first_text(content), _image(content)
             elif role == "assistant":
-                turns.append({"image": current, "text": content if isinstance(content, str) else _text(content),
-                              "responses": []})
+                turns.append({"image": current, "text": content if isinstance(content, str) else _text(content), "responses": []})
                 names.update({c["id"]: c["function"]["name"] for c in message.get("tool_calls") or []})
             elif role == "tool" and turns and names.get(message.get("tool_call_id", "")) != GUI_TOOL:
                 turns[-1]["responses"].append(_text(content))  # our extension: other tools' results
             elif role == "user":
                 current = _image(content) or current  # (a text-only nudge keeps the last screen)
-        shown, older = turns[-self.history_n:] if self.history_n else [], turns[:-self.history_n] if self.history_n else turns
+        shown, older = turns[-self.history_n :] if self.history_n else [], turns[: -self.history_n] if self.history_n else turns
         steps = "\n".join(f"Step {i + 1}: {step_line(t['text'])}" for i, t in enumerate(older)) or "None"
-        prompt = {"type": "text", "text": reference_prompt()["instruction"].format(instruction=instruction,
-                                                                                  previous_actions=steps)}
+        prompt = {
+            "type": "text",
+            "text": reference_prompt()["instruction"].format(instruction=instruction, previous_actions=steps),
+        }
         out: list[dict[str, Any]] = [{"role": "system", "content": [{"type": "text", "text": system}]}]
         for i, turn in enumerate(shown):
             out.append({"role": "user", "content": [*([turn["image"]] if turn["image"] else []), *([prompt] if i == 0 else [])]})
             out.append({"role": "assistant", "content": [{"type": "text", "text": turn["text"]}]})
             if turn["responses"]:
-                out.append({"role": "user", "content": [{"type": "text", "text": "\n".join(
-                    f"<tool_response>\n{r}\n</tool_response>" for r in turn["responses"])}]})
+                out.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in turn["responses"]),
+                            }
+                        ],
+                    }
+                )
         last = [*([current] if current else []), *([] if shown else [prompt])]
         if last:
             out.append({"role": "user", "content": last})

@@ -21,8 +21,9 @@ GRID = 999  # the divisor the reference scales the model's coordinates by
 
 def smart_resize(width: int, height: int) -> tuple[int, int]:
     """The size OSWorld's Qwen3-VL agent sends a ``width`` x ``height`` screenshot at."""
-    return qwen_smart_resize(width, height, factor=FACTOR, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS,
-                             max_long_side=MAX_LONG_SIDE)
+    return qwen_smart_resize(
+        width, height, factor=FACTOR, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, max_long_side=MAX_LONG_SIDE
+    )
 
 
 class QwenGrid(CoordinateMap):

@@ -20,8 +20,7 @@ from mcpworld.agent.tools.computer import ComputerTool
 from mcpworld.agent.tools.normalize import normalize_keys
 from mcpworld.core.paths import DATA
 
-CLICKS = {"left_click": (1, 1), "right_click": (3, 1), "middle_click": (2, 1), "double_click": (1, 2),
-          "triple_click": (1, 3)}
+CLICKS = {"left_click": (1, 1), "right_click": (3, 1), "middle_click": (2, 1), "double_click": (1, 2), "triple_click": (1, 3)}
 ACTIONS = (*CLICKS, "key", "type", "mouse_move", "left_click_drag", "scroll", "hscroll", "wait", "terminate", "answer")
 MAX_WAIT_S = 60.0  # a model's ``time`` beyond this is cut (the reference waits a fixed pause instead)
 WAIT_DEFAULT_S = 2.0  # no ``time``: OSWorld's pause after WAIT

@@ -8,8 +8,9 @@ import math
 MAX_RATIO = 200  # qwen_vl_utils refuses images more elongated than this
 
 
-def smart_resize(width: int, height: int, *, factor: int, min_pixels: int, max_pixels: int,
-                 max_long_side: int | None = None) -> tuple[int, int]:
+def smart_resize(
+    width: int, height: int, *, factor: int, min_pixels: int, max_pixels: int, max_long_side: int | None = None
+) -> tuple[int, int]:
     """(width, height) of the image the model is sent: each side rounded to a multiple of ``factor``
     (at least one factor), then scaled with the aspect kept into [min_pixels, max_pixels]. The order
     is (width, height), where qwen_vl_utils returns (height, width)."""

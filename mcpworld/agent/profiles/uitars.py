@@ -31,12 +31,15 @@ from mcpworld.agent.providers.base import Reply
 from mcpworld.agent.tools.computer import CoordinateMap
 
 SYSTEM = "You are a helpful assistant."
-FINISHED = ("finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can "
-            "parse the content in normal python string format.")
+FINISHED = (
+    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can "
+    "parse the content in normal python string format."
+)
 # The model's trained interface (OSWorld mm_agents/uitars15_v1.py: UITARS_USR_PROMPT_THOUGHT with
 # UITARS_NORMAL_ACTION_SPACE) as the reference's Python evaluates it (one backslash before n, ' and ",
 # where its source writes two): tests/data/parity/uitars checks it against the reference's request.
-ACTION_SPACE = """
+ACTION_SPACE = (
+    """
 click(start_box='<|box_start|>(x1,y1)<|box_end|>')
 left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')
 right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')
@@ -45,9 +48,16 @@ hotkey(key='')
 type(content='') #If you want to submit your input, use "\\n" at the end of `content`.
 scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')
 wait() #Sleep for 5s and take a screenshot to check for any changes.
-""" + FINISHED + "\n"
-USER_PROMPT = ("You are a GUI agent. You are given a task and your action history, with screenshots. "
-               "You need to perform the next action to complete the task. \n") + """
+"""
+    + FINISHED
+    + "\n"
+)
+USER_PROMPT = (
+    (
+        "You are a GUI agent. You are given a task and your action history, with screenshots. "
+        "You need to perform the next action to complete the task. \n"
+    )
+    + """
 ## Output Format
 ```
 Thought: ...
@@ -63,7 +73,8 @@ Action: ...
 
 ## User Instruction
 {instruction}
-"""  # the space after "the task." is the reference's
+"""
+)  # the space after "the task." is the reference's
 FACTOR, MIN_PIXELS, MAX_PIXELS = 28, 100 * 28 * 28, 16384 * 28 * 28
 BOX = re.compile(r"(start_box|end_box)='\((\d+),\s*(\d+)\)'")
 
@@ -100,15 +111,23 @@ def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
 class UITarsProfile(Profile):
     name = "uitars"
     version = "2"
-    reference = ("OSWorld mm_agents/uitars15_v1.py (qwen25vl_normal) + bytedance/UI-TARS "
-                 "codes/ui_tars/action_parser.py@582f3a7ea5d285ee8ed9e2e84048d1ab01453c49")
+    reference = (
+        "OSWorld mm_agents/uitars15_v1.py (qwen25vl_normal) + bytedance/UI-TARS "
+        "codes/ui_tars/action_parser.py@582f3a7ea5d285ee8ed9e2e84048d1ab01453c49"
+    )
 
     text_calls = False  # the reply's Action is read here; the history replays it as written
     # uitars15_v1.predict: a reply it cannot parse is asked again with the same messages at temperature 1,
     # 3 tries in all, none kept in the history, then the episode ends DONE ("client error"); on the last
     # turn of the budget any action but finished/wait/call_user becomes FAIL
-    loop = LoopRules(no_call=NoCall.end, end_as=("unreadable", "DONE"), show_unreadable=False, unreadable_tries=3,
-                     retry_temperature=1.0, last_turn_fails=True)
+    loop = LoopRules(
+        no_call=NoCall.end,
+        end_as=("unreadable", "DONE"),
+        show_unreadable=False,
+        unreadable_tries=3,
+        retry_temperature=1.0,
+        last_turn_fails=True,
+    )
 
     @property
     def history_n(self) -> int:
@@ -127,11 +146,13 @@ class UITarsProfile(Profile):
         return SYSTEM + ("\n" + context.task_prompt if context.task_prompt else "")
 
     def user_prompt(self, instruction: str) -> str:
-        return USER_PROMPT.format(action_space=ACTION_SPACE, language=self.model.options.get("language", "English"),
-                                  instruction=instruction)
+        return USER_PROMPT.format(
+            action_space=ACTION_SPACE, language=self.model.options.get("language", "English"), instruction=instruction
+        )
 
-    def request(self, messages: list[dict[str, Any]],
-                schemas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The reference's layout rebuilt from the loop's conversation (see the module docstring);
         no tool schemas: the action space is in the prompt."""
         system = next((m for m in messages if m.get("role") == "system"), {"content": SYSTEM})
@@ -154,13 +175,17 @@ class UITarsProfile(Profile):
         # one screenshot per step, as the reference takes: an action that became several tool calls
         # (type + Enter) left several, of which the last is the step's
         after = [kind for kind, _ in events]
-        images = [i for i, kind in enumerate(after) if kind == "image"
-                  and "image" not in after[i + 1:next((j for j in range(i + 1, len(after)) if after[j] == "reply"),
-                                                      len(after))]]
-        shown = set(images[-self.history_n:])
+        images = [
+            i
+            for i, kind in enumerate(after)
+            if kind == "image"
+            and "image" not in after[i + 1 : next((j for j in range(i + 1, len(after)) if after[j] == "reply"), len(after))]
+        ]
+        shown = set(images[-self.history_n :])
         out: list[dict[str, Any]] = [
             {"role": "system", "content": [{"type": "text", "text": system["content"]}]},
-            {"role": "user", "content": [{"type": "text", "text": self.user_prompt(instruction)}]}]
+            {"role": "user", "content": [{"type": "text", "text": self.user_prompt(instruction)}]},
+        ]
         for i, (kind, value) in enumerate(events):
             if kind == "image" and i in shown:
                 out.append({"role": "user", "content": [value]})

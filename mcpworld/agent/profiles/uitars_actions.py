@@ -20,8 +20,13 @@ CALL_START = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*\(", re.M)
 TYPE_CALL = re.compile(r"^\s*type\s*\(\s*content\s*=\s*(['\"])(.*)\1\s*\)\s*$", re.S)
 ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
 ARROWS = {"arrowleft": "left", "arrowright": "right", "arrowup": "up", "arrowdown": "down"}
-CLICKS = {"click": "left_click", "left_single": "left_click", "left_double": "double_click",
-          "right_single": "right_click", "hover": "mouse_move"}
+CLICKS = {
+    "click": "left_click",
+    "left_single": "left_click",
+    "left_double": "double_click",
+    "right_single": "right_click",
+    "hover": "mouse_move",
+}
 SCROLL_CLICKS = 5  # the reference scrolls 5 wheel clicks per scroll action
 
 
@@ -72,7 +77,7 @@ def read_call(source: str) -> tuple[str, dict[str, str]]:
 def split_calls(block: str) -> list[str]:
     """The calls in an action block (several may follow one another, one per line or paragraph)."""
     starts = [m.start() for m in CALL_START.finditer(block)]
-    if not starts or block[:starts[0]].strip():
+    if not starts or block[: starts[0]].strip():
         raise Unreadable(f"no action call in {block!r}")
     calls, begin = [], starts[0]
     for start in starts[1:]:  # a new call starts only where the text before it reads as a whole call
@@ -111,8 +116,9 @@ def to_tool_calls(name: str, args: dict[str, str], index: int) -> list[ToolCall]
     if name in ("drag", "select"):
         if not (start and end):
             raise Unreadable(f"{name} needs start_box and end_box")
-        return [ToolCall(cid, computer, {"action": "left_click_drag", "start_coordinate": point(start),
-                                         "coordinate": point(end)})]
+        return [
+            ToolCall(cid, computer, {"action": "left_click_drag", "start_coordinate": point(start), "coordinate": point(end)})
+        ]
     if name in ("hotkey", "press"):
         keys = args.get("key") or args.get("hotkey") or args.get("press") or ""
         keys = ARROWS.get(keys, keys)
@@ -128,8 +134,11 @@ def to_tool_calls(name: str, args: dict[str, str], index: int) -> list[ToolCall]
             calls.append(ToolCall(f"{cid}_enter", computer, {"action": "key", "text": "Return"}))
         return calls
     if name == "scroll":
-        call = {"action": "scroll", "scroll_direction": args.get("direction", "down").strip().lower(),
-                "scroll_amount": SCROLL_CLICKS}
+        call = {
+            "action": "scroll",
+            "scroll_direction": args.get("direction", "down").strip().lower(),
+            "scroll_amount": SCROLL_CLICKS,
+        }
         if start:
             call["coordinate"] = point(start)
         return [ToolCall(cid, computer, call)]

@@ -38,9 +38,14 @@ def http_options(provider: ProviderConfig) -> dict[str, Any]:
     """Constructor arguments every HTTP provider takes (see providers/http.py)."""
     if not provider.base_url:
         raise UserError(f"provider={provider.name} needs provider.base_url")
-    return {"base_url": provider.base_url.rstrip("/"), "api_key": provider.api_key,
-            "timeout_s": provider.timeout_s, "max_retries": provider.max_retries,
-            "label": provider.name, "start_hint": provider.start_hint}
+    return {
+        "base_url": provider.base_url.rstrip("/"),
+        "api_key": provider.api_key,
+        "timeout_s": provider.timeout_s,
+        "max_retries": provider.max_retries,
+        "label": provider.name,
+        "start_hint": provider.start_hint,
+    }
 
 
 def ollama_model_hint(name: str, model_id: str) -> str:
@@ -60,10 +65,18 @@ def _oracle(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
 
 
 def _chat_options(s: ProviderSettings) -> dict[str, Any]:
-    return dict(model=s.model.id, temperature=s.model.temperature, max_tokens=s.model.max_tokens, seed=s.seed,
-                context_length=s.model.context_length, top_p=s.model.top_p, top_k=s.model.top_k,
-                presence_penalty=s.model.presence_penalty, frequency_penalty=s.model.frequency_penalty,
-                **http_options(s.provider))
+    return dict(
+        model=s.model.id,
+        temperature=s.model.temperature,
+        max_tokens=s.model.max_tokens,
+        seed=s.seed,
+        context_length=s.model.context_length,
+        top_p=s.model.top_p,
+        top_k=s.model.top_k,
+        presence_penalty=s.model.presence_penalty,
+        frequency_penalty=s.model.frequency_penalty,
+        **http_options(s.provider),
+    )
 
 
 @PROVIDERS.register("openai_compat")
@@ -87,8 +100,9 @@ def _ollama(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
 def _anthropic(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     from mcpworld.agent.providers.anthropic import AnthropicProvider
 
-    return AnthropicProvider(model=s.model.id, api_version=s.provider.api_version, **_claude_options(s),
-                             **http_options(s.provider))
+    return AnthropicProvider(
+        model=s.model.id, api_version=s.provider.api_version, **_claude_options(s), **http_options(s.provider)
+    )
 
 
 def _claude_options(s: ProviderSettings) -> dict[str, Any]:
@@ -100,15 +114,24 @@ def _claude_options(s: ProviderSettings) -> dict[str, Any]:
 
     options = s.model.profile_options or {}
     if s.model.interleaved_thinking and not s.model.thinking_budget:
-        raise UserError(f"model.interleaved_thinking=true needs extended thinking: set model.thinking_budget "
-                        f"(e.g. 2048) for model={s.model.name}, or drop model.interleaved_thinking")
+        raise UserError(
+            f"model.interleaved_thinking=true needs extended thinking: set model.thinking_budget "
+            f"(e.g. 2048) for model={s.model.name}, or drop model.interleaved_thinking"
+        )
     betas = list(s.model.betas) + ([INTERLEAVED_THINKING] if s.model.interleaved_thinking else [])
-    return dict(temperature=s.model.temperature, max_tokens=s.model.max_tokens,
-                display_size=claude_display(s) if s.model.profile == "claude" else
-                image_size((s.resolution.width, s.resolution.height), s.model.image_max),
-                computer_tool=s.model.computer_tool, bash_tool=s.model.bash_tool, betas=betas,
-                prompt_caching=s.provider.prompt_caching, thinking_budget=s.model.thinking_budget,
-                enable_zoom=options.get("enable_zoom"))
+    return dict(
+        temperature=s.model.temperature,
+        max_tokens=s.model.max_tokens,
+        display_size=claude_display(s)
+        if s.model.profile == "claude"
+        else image_size((s.resolution.width, s.resolution.height), s.model.image_max),
+        computer_tool=s.model.computer_tool,
+        bash_tool=s.model.bash_tool,
+        betas=betas,
+        prompt_caching=s.provider.prompt_caching,
+        thinking_budget=s.model.thinking_budget,
+        enable_zoom=options.get("enable_zoom"),
+    )
 
 
 _WARNED: set[str] = set()
@@ -139,31 +162,42 @@ def cloud_model_id(s: ProviderSettings) -> str:
     chosen = (s.model.ids or {}).get(kind) or s.model.id
     if not any(mark in chosen for mark in CLOUD_ID[kind]):
         example = {"bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "vertex": "claude-sonnet-4-5@20250929"}[kind]
-        raise UserError(f"model={s.model.name} has no {kind} id (model.id is {chosen!r}): set model.ids.{kind}=<id>, "
-                        f"e.g. model.ids.{kind}={example}")
+        raise UserError(
+            f"model={s.model.name} has no {kind} id (model.id is {chosen!r}): set model.ids.{kind}=<id>, "
+            f"e.g. model.ids.{kind}={example}"
+        )
     return chosen
 
 
 def _cloud_http(provider: ProviderConfig) -> dict[str, Any]:
     """http_options without requiring base_url: the cloud providers derive it from the region."""
-    return {"base_url": (provider.base_url or "").rstrip("/"), "timeout_s": provider.timeout_s,
-            "max_retries": provider.max_retries, "label": provider.name, "start_hint": provider.start_hint}
+    return {
+        "base_url": (provider.base_url or "").rstrip("/"),
+        "timeout_s": provider.timeout_s,
+        "max_retries": provider.max_retries,
+        "label": provider.name,
+        "start_hint": provider.start_hint,
+    }
 
 
 @PROVIDERS.register("bedrock")
 def _bedrock(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     from mcpworld.agent.providers.bedrock import BedrockProvider
 
-    return BedrockProvider(model=cloud_model_id(s), region=s.provider.region, **_claude_options(s),
-                           **_cloud_http(s.provider))
+    return BedrockProvider(model=cloud_model_id(s), region=s.provider.region, **_claude_options(s), **_cloud_http(s.provider))
 
 
 @PROVIDERS.register("vertex")
 def _vertex(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     from mcpworld.agent.providers.vertex import VertexProvider
 
-    return VertexProvider(model=cloud_model_id(s), region=s.provider.region, project=s.provider.project,
-                          **_claude_options(s), **_cloud_http(s.provider))
+    return VertexProvider(
+        model=cloud_model_id(s),
+        region=s.provider.region,
+        project=s.provider.project,
+        **_claude_options(s),
+        **_cloud_http(s.provider),
+    )
 
 
 def make_provider(settings: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:

@@ -33,11 +33,23 @@ REASONING_TYPES = ("thinking", "redacted_thinking")
 class AnthropicProvider(HttpProvider):
     """Anthropic Messages over HTTP with retries; see module docstring."""
 
-    def __init__(self, *, model: str, temperature: float | None = None, max_tokens: int | None = None,
-                 display_size: tuple[int, int] = (1024, 768), computer_tool: str | None = None,
-                 bash_tool: str | None = None, betas: list[str] | None = None, prompt_caching: bool = True,
-                 api_version: str = "2023-06-01", label: str = "anthropic", thinking_budget: int | None = None,
-                 enable_zoom: bool | None = None, **http: Any):
+    def __init__(
+        self,
+        *,
+        model: str,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        display_size: tuple[int, int] = (1024, 768),
+        computer_tool: str | None = None,
+        bash_tool: str | None = None,
+        betas: list[str] | None = None,
+        prompt_caching: bool = True,
+        api_version: str = "2023-06-01",
+        label: str = "anthropic",
+        thinking_budget: int | None = None,
+        enable_zoom: bool | None = None,
+        **http: Any,
+    ):
         super().__init__(label=label, **http)
         self.model = model
         self.temperature = temperature
@@ -60,8 +72,9 @@ class AnthropicProvider(HttpProvider):
 
         return await check_anthropic(self)
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                       temperature: float | None = None) -> Reply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
+    ) -> Reply:
         payload = self.payload(messages, tools)
         if temperature is not None:
             payload["temperature"] = temperature
@@ -107,8 +120,11 @@ class AnthropicProvider(HttpProvider):
         return tool
 
     def _headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": self.api_version, "content-type": "application/json",
-                   "accept": "text/event-stream, application/json"}
+        headers = {
+            "anthropic-version": self.api_version,
+            "content-type": "application/json",
+            "accept": "text/event-stream, application/json",
+        }
         if self.api_key:
             headers["x-api-key"] = self.api_key
         if self.betas:
@@ -188,8 +204,7 @@ class AnthropicProvider(HttpProvider):
         body = self.json_body(resp)
         if body.get("type") == "error":
             raise self._stream_error(body.get("error") or {})
-        return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"),
-                      body.get("stop_details") or {})
+        return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"), body.get("stop_details") or {})
 
     def _stream_error(self, error: dict[str, Any]) -> Exception:
         kind = error.get("type", "error")
@@ -264,14 +279,20 @@ def cache_breakpoints(prefix: list[dict[str, Any]], messages: list[dict[str, Any
 def check_thinking(budget: int, max_tokens: int, temperature: float | None, betas: list[str]) -> None:
     """Extended thinking's constraints (Anthropic's extended-thinking documentation), before any request."""
     if budget < MIN_THINKING_BUDGET:
-        raise UserError(f"model.thinking_budget={budget} is below the API's minimum of {MIN_THINKING_BUDGET} tokens: "
-                        f"set model.thinking_budget>={MIN_THINKING_BUDGET} (or null for no thinking)")
+        raise UserError(
+            f"model.thinking_budget={budget} is below the API's minimum of {MIN_THINKING_BUDGET} tokens: "
+            f"set model.thinking_budget>={MIN_THINKING_BUDGET} (or null for no thinking)"
+        )
     if budget >= max_tokens and INTERLEAVED_THINKING not in betas:
-        raise UserError(f"model.thinking_budget={budget} must be below model.max_tokens={max_tokens} (the budget is "
-                        f"part of the output): raise model.max_tokens, or lower the budget")
+        raise UserError(
+            f"model.thinking_budget={budget} must be below model.max_tokens={max_tokens} (the budget is "
+            f"part of the output): raise model.max_tokens, or lower the budget"
+        )
     if temperature is not None and temperature != 1.0:
-        raise UserError(f"model.temperature={temperature:g} cannot be used with extended thinking (the API allows "
-                        f"only temperature 1 with thinking): set model.temperature=1.0")
+        raise UserError(
+            f"model.temperature={temperature:g} cannot be used with extended thinking (the API allows "
+            f"only temperature 1 with thinking): set model.temperature=1.0"
+        )
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
@@ -312,12 +333,17 @@ def _image_source(url: str) -> dict[str, str]:
 def _tool_use(tc: dict[str, Any]) -> dict[str, Any]:
     fn = tc.get("function") or {}
     args = fn.get("arguments")
-    return {"type": "tool_use", "id": tc.get("id") or "", "name": fn.get("name") or "",
-            "input": args if isinstance(args, dict) else parse_arguments(args or "")}
+    return {
+        "type": "tool_use",
+        "id": tc.get("id") or "",
+        "name": fn.get("name") or "",
+        "input": args if isinstance(args, dict) else parse_arguments(args or ""),
+    }
 
 
-def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str | None,
-           stop_details: dict[str, Any] | None = None) -> Reply:
+def _reply(
+    blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str | None, stop_details: dict[str, Any] | None = None
+) -> Reply:
     text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
     calls = []
     for i, b in enumerate(b for b in blocks if b.get("type") == "tool_use"):
@@ -326,17 +352,28 @@ def _reply(blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str
         calls.append(ToolCall(id=b.get("id") or f"toolu_{i}", name=b.get("name") or "", arguments=args))
     if usage:
         # Cached prefix tokens are billed and read separately but are still input the model read.
-        tokens_in = sum(int(usage.get(k) or 0) for k in
-                        ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-        counted = Usage(input_tokens=tokens_in, output_tokens=int(usage.get("output_tokens") or 0),
-                        cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0))
+        tokens_in = sum(
+            int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        counted = Usage(
+            input_tokens=tokens_in,
+            output_tokens=int(usage.get("output_tokens") or 0),
+            cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
+        )
     else:
         out_text = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
         counted = Usage(output_tokens=estimate_tokens(out_text), estimated=True)
     reasoning = "".join(b.get("thinking") or "" for b in blocks if b.get("type") == "thinking")
     refusal = _refusal(text, stop_details or {}) if stop_reason == "refusal" else ""
-    return Reply(text=text or refusal, tool_calls=calls, usage=counted, finish_reason=stop_reason, reasoning=reasoning,
-                 refusal=refusal, reasoning_blocks=[_reasoning_block(b) for b in blocks if b.get("type") in REASONING_TYPES])
+    return Reply(
+        text=text or refusal,
+        tool_calls=calls,
+        usage=counted,
+        finish_reason=stop_reason,
+        reasoning=reasoning,
+        refusal=refusal,
+        reasoning_blocks=[_reasoning_block(b) for b in blocks if b.get("type") in REASONING_TYPES],
+    )
 
 
 def _reasoning_block(block: dict[str, Any]) -> dict[str, Any]:

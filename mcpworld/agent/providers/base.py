@@ -85,8 +85,9 @@ class Provider(abc.ABC):
         return ModelInfo()
 
     @abc.abstractmethod
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                       temperature: float | None = None) -> Reply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
+    ) -> Reply:
         """One assistant turn. ``tools`` are OpenAI function schemas; ``temperature``, when given,
         replaces the model's for this request only (a reference's retry of an unreadable reply)."""
 

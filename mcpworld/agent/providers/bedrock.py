@@ -38,10 +38,17 @@ BEDROCK_VERSION = "bedrock-2023-05-31"
 SIGNING_NAME = "bedrock"  # the service name SigV4 signs for (bedrock-runtime's signingName)
 EVENT_STREAM = "application/vnd.amazon.eventstream"
 # Exception events that mean "try again" (Bedrock's ResponseStream: HTTP 429/424/408/500/503).
-RETRYABLE_EXCEPTIONS = {"throttlingException", "modelStreamErrorException", "modelTimeoutException",
-                        "internalServerException", "serviceUnavailableException"}
-CREDENTIALS_FIX = ("Give AWS credentials the usual way: AWS_PROFILE (after `aws configure` or `aws sso login`), "
-                   "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or an instance/container role.")
+RETRYABLE_EXCEPTIONS = {
+    "throttlingException",
+    "modelStreamErrorException",
+    "modelTimeoutException",
+    "internalServerException",
+    "serviceUnavailableException",
+}
+CREDENTIALS_FIX = (
+    "Give AWS credentials the usual way: AWS_PROFILE (after `aws configure` or `aws sso login`), "
+    "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or an instance/container role."
+)
 REGION_FIX = "Set provider.region=<region> (or AWS_REGION), e.g. provider.region=us-east-1."
 
 
@@ -101,8 +108,12 @@ class BedrockProvider(AnthropicProvider):
 
     def signed_headers(self, url: str, data: bytes, credentials: ReadOnlyCredentials) -> dict[str, str]:
         """The request's headers with SigV4's Authorization and X-Amz-Date (and the session token)."""
-        request = AWSRequest(method="POST", url=url, data=data, headers={
-            "content-type": "application/json", "accept": EVENT_STREAM, "x-amzn-bedrock-accept": "application/json"})
+        request = AWSRequest(
+            method="POST",
+            url=url,
+            data=data,
+            headers={"content-type": "application/json", "accept": EVENT_STREAM, "x-amzn-bedrock-accept": "application/json"},
+        )
         SigV4Auth(credentials, SIGNING_NAME, str(self.region)).add_auth(request)
         return {k: str(v) for k, v in request.headers.items()}
 
@@ -167,8 +178,9 @@ class BedrockProvider(AnthropicProvider):
         if resp.status_code in (401, 403):
             kind = resp.headers.get("x-amzn-errortype", "").split(":")[0]
             named = f" ({kind})" if kind else ""
-            return InfraError(f"{exc}{named} {CREDENTIALS_FIX} Also check that model access for {self.model} "
-                              f"is granted in {self.region}.")
+            return InfraError(
+                f"{exc}{named} {CREDENTIALS_FIX} Also check that model access for {self.model} is granted in {self.region}."
+            )
         return exc
 
     def scrub(self, text: str) -> str:

@@ -55,13 +55,12 @@ def calls_in_text(text: str) -> tuple[str, list[ToolCall]]:
         calls: list[ToolCall] = []
         for blob in TAGGED.findall(text):
             parsed = _parse(blob, len(calls))
-            calls.extend(parsed or [ToolCall(id=f"text_call_{len(calls)}", name="unparsed_tool_call",
-                                             arguments={"_raw": blob})])
+            calls.extend(parsed or [ToolCall(id=f"text_call_{len(calls)}", name="unparsed_tool_call", arguments={"_raw": blob})])
         return TAGGED.sub("", text).strip(), calls
     for fenced in FENCED.finditer(text):
         parsed = _parse(fenced.group(1).strip(), 0, tagged=False)
         if parsed:
-            return (text[:fenced.start()] + text[fenced.end():]).strip(), parsed
+            return (text[: fenced.start()] + text[fenced.end() :]).strip(), parsed
     decoder = json.JSONDecoder()
     pos = 0
     while match := OPENER.search(text, pos):  # a JSON object after some prose
@@ -72,6 +71,6 @@ def calls_in_text(text: str) -> tuple[str, list[ToolCall]]:
             continue
         parsed = _parse(json.dumps(data), 0, tagged=False)
         if parsed:
-            return (text[:match.start()] + text[end:]).strip(), parsed
+            return (text[: match.start()] + text[end:]).strip(), parsed
         pos = end  # JSON that is not a call: an object nested inside it is data, not a call either
     return text, []

@@ -38,10 +38,19 @@ class Retryable(Exception):
 class HttpProvider(Provider):
     """Base for providers that talk HTTP; subclasses implement ``_attempt`` (one round trip)."""
 
-    def __init__(self, *, base_url: str, api_key: str | None = None, timeout_s: float = 120,
-                 max_retries: int = 3, label: str = "provider", start_hint: str = "",
-                 retry_base_s: float = 0.5, retry_cap_s: float = 8.0,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_s: float = 120,
+        max_retries: int = 3,
+        label: str = "provider",
+        start_hint: str = "",
+        retry_base_s: float = 0.5,
+        retry_cap_s: float = 8.0,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout_s = timeout_s
@@ -105,9 +114,14 @@ class HttpProvider(Provider):
             return Retryable(EndpointUnreachable(self.scrub(msg)))
         return Retryable(InfraError(self.scrub(f"{self.label} request to {url} failed ({type(exc).__name__}: {reason})")))
 
-    async def post(self, path: str, payload: dict[str, Any], headers: dict[str, str],
-                   read_stream: Callable[[httpx.Response, float], Awaitable[Reply]],
-                   read_json: Callable[[httpx.Response], Reply]) -> Reply:
+    async def post(
+        self,
+        path: str,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        read_stream: Callable[[httpx.Response, float], Awaitable[Reply]],
+        read_json: Callable[[httpx.Response], Reply],
+    ) -> Reply:
         """One POST round trip: an error status is classified, an SSE body goes to ``read_stream``
         (with the request's start time, for TTFT), anything else to ``read_json``."""
         url = f"{self.base_url}/{path}"
@@ -203,8 +217,11 @@ def looks_like_sse(body: bytes) -> bool:
 
 # What in-body errors that mean "try again" say: an overload, a rate limit, a server fault, a
 # crashed runner (Ollama: "model runner has unexpectedly stopped … (status 500)").
-TRANSIENT = re.compile(r"overload|rate.?limit|server.?error|internal.?server|unavailable|timeout|timed out|api_error"
-                       r"|unexpectedly stopped|status(?: code)?:? ?(?:429|5\d\d)\b", re.I)
+TRANSIENT = re.compile(
+    r"overload|rate.?limit|server.?error|internal.?server|unavailable|timeout|timed out|api_error"
+    r"|unexpectedly stopped|status(?: code)?:? ?(?:429|5\d\d)\b",
+    re.I,
+)
 
 
 def is_transient(error: Any) -> bool:

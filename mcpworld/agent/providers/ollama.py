@@ -29,8 +29,12 @@ KEEP_ALIVE = "30m"  # long enough to span the gaps between episodes; Ollama's de
 SLOW = httpx.Timeout(600.0, connect=5.0)
 CHOOSE_MODEL = "pick one with model=… (e.g. model=qwen3vl_8b; mcpworld/conf/model/ lists them)"
 NOT_MODELS = ("", "oracle")  # model ids that are no Ollama model: the oracle replays solutions
-DETAIL_PARAMS = {"quantization_level": "ollama.quantization", "parameter_size": "ollama.parameter_size",
-                 "family": "ollama.family", "format": "ollama.format"}
+DETAIL_PARAMS = {
+    "quantization_level": "ollama.quantization",
+    "parameter_size": "ollama.parameter_size",
+    "family": "ollama.family",
+    "format": "ollama.format",
+}
 
 
 class OllamaProvider(OpenAICompatProvider):
@@ -68,12 +72,14 @@ class OllamaProvider(OpenAICompatProvider):
     async def _tags(self) -> list[dict[str, Any]]:
         return (await self._request("GET", "/api/tags")).get("models") or []
 
-    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                       timeout: httpx.Timeout | None = None) -> dict[str, Any]:
+    async def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, timeout: httpx.Timeout | None = None
+    ) -> dict[str, Any]:
         """One native call; the reply is one JSON object (a load-only /api/generate included)."""
         with self._transport(path):
-            resp = await self.client().request(method, self.root + path, json=body, headers=self._auth(),
-                                               timeout=timeout or self.client().timeout)
+            resp = await self.client().request(
+                method, self.root + path, json=body, headers=self._auth(), timeout=timeout or self.client().timeout
+            )
         self._check(resp, method, path)
         return self.json_body(resp)
 
@@ -83,14 +89,19 @@ class OllamaProvider(OpenAICompatProvider):
         from rich.console import Console
 
         console = Console(stderr=True)
-        columns = (progress.TextColumn("{task.description}"), progress.BarColumn(), progress.DownloadColumn(),
-                   progress.TransferSpeedColumn())
+        columns = (
+            progress.TextColumn("{task.description}"),
+            progress.BarColumn(),
+            progress.DownloadColumn(),
+            progress.TransferSpeedColumn(),
+        )
         body = {"model": self.model, "stream": True}
         bar = progress.Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
         with self._transport("/api/pull"), bar:
             task = bar.add_task(f"ollama pull {self.model}", total=None)
-            async with self.client().stream("POST", self.root + "/api/pull", json=body,
-                                            headers=self._auth(), timeout=SLOW) as resp:
+            async with self.client().stream(
+                "POST", self.root + "/api/pull", json=body, headers=self._auth(), timeout=SLOW
+            ) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
                     self._check(resp, "POST", "/api/pull")
@@ -104,8 +115,7 @@ class OllamaProvider(OpenAICompatProvider):
                         raise UserError(self.scrub(f"ollama pull {self.model} failed: {reason}"))
                     status = one_line(str(event.get("status") or ""))
                     if event.get("total"):  # one layer at a time: the bar restarts per digest
-                        bar.update(task, description=status, total=event["total"],
-                                   completed=event.get("completed", 0))
+                        bar.update(task, description=status, total=event["total"], completed=event.get("completed", 0))
                     elif status:
                         bar.update(task, description=status)
 
@@ -145,18 +155,27 @@ class OllamaProvider(OpenAICompatProvider):
         params.update({key: str(details[name]) for name, key in DETAIL_PARAMS.items() if details.get(name)})
         context = loaded.get("context_length") or num_ctx(shown)  # what it runs with: the runner's, else the Modelfile's
         trained = next((v for k, v in (shown.get("model_info") or {}).items() if k.endswith(".context_length")), None)
-        served = {"served.id": entry.get("model") or entry.get("name"), "served.revision": digest,
-                  "served.quantization": details.get("quantization_level"), "served.max_model_len": context,
-                  "served.trained_context_length": trained}
+        served = {
+            "served.id": entry.get("model") or entry.get("name"),
+            "served.revision": digest,
+            "served.quantization": details.get("quantization_level"),
+            "served.max_model_len": context,
+            "served.trained_context_length": trained,
+        }
         params.update({k: str(v) for k, v in served.items() if v})
-        metrics = {"ollama.vram_bytes": loaded.get("size_vram"),
-                   "ollama.size_bytes": loaded.get("size", entry.get("size")),
-                   "ollama.context_length": context}
-        info = ModelInfo(params={k: v for k, v in params.items() if v},
-                         metrics={k: float(v) for k, v in metrics.items() if v is not None})
+        metrics = {
+            "ollama.vram_bytes": loaded.get("size_vram"),
+            "ollama.size_bytes": loaded.get("size", entry.get("size")),
+            "ollama.context_length": context,
+        }
+        info = ModelInfo(
+            params={k: v for k, v in params.items() if v}, metrics={k: float(v) for k, v in metrics.items() if v is not None}
+        )
         if context and self.context_length and int(context) < self.context_length:
-            fix = (f"serve it with more (`OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve`, or a Modelfile "
-                   f"with `PARAMETER num_ctx {self.context_length}`)")
+            fix = (
+                f"serve it with more (`OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve`, or a Modelfile "
+                f"with `PARAMETER num_ctx {self.context_length}`)"
+            )
             raise too_small(self.label, self.model, int(context), self.context_length, fix)
         return info
 

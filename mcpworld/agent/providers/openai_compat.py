@@ -22,10 +22,22 @@ from mcpworld.core.errors import InfraError
 class OpenAICompatProvider(HttpProvider):
     """Chat completions over HTTP with retries; see module docstring."""
 
-    def __init__(self, *, model: str, temperature: float | None = None, max_tokens: int | None = None,
-                 seed: int | None = None, extra_body: dict | None = None, label: str = "openai_compat",
-                 context_length: int | None = None, top_p: float | None = None, top_k: int | None = None,
-                 presence_penalty: float | None = None, frequency_penalty: float | None = None, **http: Any):
+    def __init__(
+        self,
+        *,
+        model: str,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        extra_body: dict | None = None,
+        label: str = "openai_compat",
+        context_length: int | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        presence_penalty: float | None = None,
+        frequency_penalty: float | None = None,
+        **http: Any,
+    ):
         super().__init__(label=label, **http)
         self.model = model
         self.temperature = temperature
@@ -33,8 +45,16 @@ class OpenAICompatProvider(HttpProvider):
         self.seed = seed
         # sampling beyond temperature, sent only when set (a model card's recommended decoding); top_k
         # and presence_penalty are not OpenAI's own but vLLM, SGLang and llama.cpp take them
-        self.sampling = {k: v for k, v in (("top_p", top_p), ("top_k", top_k), ("presence_penalty", presence_penalty),
-                                           ("frequency_penalty", frequency_penalty)) if v is not None}
+        self.sampling = {
+            k: v
+            for k, v in (
+                ("top_p", top_p),
+                ("top_k", top_k),
+                ("presence_penalty", presence_penalty),
+                ("frequency_penalty", frequency_penalty),
+            )
+            if v is not None
+        }
         self.extra_body = dict(extra_body or {})
         self.context_length = context_length  # what the model config needs; preflight checks the server gives it
 
@@ -44,8 +64,9 @@ class OpenAICompatProvider(HttpProvider):
 
         return await check_openai_server(self)
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                       temperature: float | None = None) -> Reply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
+    ) -> Reply:
         payload = self._payload(messages, tools)
         if temperature is not None:
             payload["temperature"] = temperature
@@ -107,8 +128,9 @@ class OpenAICompatProvider(HttpProvider):
             if acc.add_chunk(chunk) and ttft is None:
                 ttft = time.perf_counter() - start
         if not done and acc.finish is None:  # the body ended mid-reply: a partial answer is not an answer
-            raise Retryable(InfraError(self.scrub(
-                f"{self.label} stream from {self.base_url} ended before the reply was complete")))
+            raise Retryable(
+                InfraError(self.scrub(f"{self.label} stream from {self.base_url} ended before the reply was complete"))
+            )
         return acc.reply(ttft, self.text_calls)
 
     def _read_json(self, resp: httpx.Response) -> Reply:
@@ -134,8 +156,7 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversation as the chat API takes it: without the loop's provider-neutral keys."""
-    return [{k: v for k, v in m.items() if k not in NEUTRAL_KEYS} if NEUTRAL_KEYS & m.keys() else m
-            for m in messages]
+    return [{k: v for k, v in m.items() if k not in NEUTRAL_KEYS} if NEUTRAL_KEYS & m.keys() else m for m in messages]
 
 
 def split_thinking(text: str) -> tuple[str, str]:
@@ -146,13 +167,13 @@ def split_thinking(text: str) -> tuple[str, str]:
     close = text.find(THINK_CLOSE)
     if close >= 0 and THINK_OPEN not in text[:close]:
         reasoning.append(text[:close])
-        text = text[close + len(THINK_CLOSE):]
+        text = text[close + len(THINK_CLOSE) :]
     answer: list[str] = []
     while (start := text.find(THINK_OPEN)) >= 0:
         answer.append(text[:start])
         end = text.find(THINK_CLOSE, start)
-        reasoning.append(text[start + len(THINK_OPEN):] if end < 0 else text[start + len(THINK_OPEN):end])
-        text = "" if end < 0 else text[end + len(THINK_CLOSE):]
+        reasoning.append(text[start + len(THINK_OPEN) :] if end < 0 else text[start + len(THINK_OPEN) : end])
+        text = "" if end < 0 else text[end + len(THINK_CLOSE) :]
     answer.append(text)
     return "".join(answer).strip() if reasoning else "".join(answer), "\n".join(r.strip() for r in reasoning)
 
@@ -233,8 +254,16 @@ class Accumulator:
         return False
 
     def reply(self, ttft: float | None, text_calls: bool = True) -> Reply:
-        return _reply("".join(self.text), "".join(self.reasoning), "".join(self.refusal), self.calls,
-                      self.usage, self.finish, ttft, text_calls)
+        return _reply(
+            "".join(self.text),
+            "".join(self.reasoning),
+            "".join(self.refusal),
+            self.calls,
+            self.usage,
+            self.finish,
+            ttft,
+            text_calls,
+        )
 
 
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
@@ -250,8 +279,16 @@ def body_error(body: dict[str, Any]) -> Any:
     return None
 
 
-def _reply(text: str, reasoning: str, refusal: str, calls: dict[int, dict[str, Any]], usage: Usage | None,
-           finish: str | None, ttft: float | None, text_calls: bool = True) -> Reply:
+def _reply(
+    text: str,
+    reasoning: str,
+    refusal: str,
+    calls: dict[int, dict[str, Any]],
+    usage: Usage | None,
+    finish: str | None,
+    ttft: float | None,
+    text_calls: bool = True,
+) -> Reply:
     """One reply from what a stream or a JSON body held: thinking split off the answer, tool calls
     (structured, else written in the answer), a refusal kept as the answer when there is no other."""
     answer, thought = split_thinking(text)
@@ -261,8 +298,9 @@ def _reply(text: str, reasoning: str, refusal: str, calls: dict[int, dict[str, A
         answer = refusal
     if usage is None:
         usage = Usage(output_tokens=estimate_tokens(_output_text(answer + reasoning, tool_calls)), estimated=True)
-    return Reply(text=answer, tool_calls=tool_calls, usage=usage, ttft_s=ttft, finish_reason=finish,
-                 reasoning=reasoning, refusal=refusal)
+    return Reply(
+        text=answer, tool_calls=tool_calls, usage=usage, ttft_s=ttft, finish_reason=finish, reasoning=reasoning, refusal=refusal
+    )
 
 
 def _calls(calls: dict[int, dict[str, Any]], text: str) -> tuple[str, list[ToolCall]]:

@@ -56,7 +56,7 @@ def spoiled(solution: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         return None
     # the last acting step goes, and the waits after it with it: they wait for its effect, which never
     # comes (a wait_for would only run to its timeout before the grader looks)
-    return solution[:acting[-1]]
+    return solution[: acting[-1]]
 
 
 class OracleProvider(Provider):
@@ -69,12 +69,12 @@ class OracleProvider(Provider):
         self.solution = [{"tool": step["tool"], "args": step["args"]} for step in steps]
         self.position = 0
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                       temperature: float | None = None) -> Reply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
+    ) -> Reply:
         n = self.position
         self.position += 1
         if n < len(self.solution):
             call = self.solution[n]
-            return Reply(tool_calls=[ToolCall(id=f"oracle-{n}", name=call["tool"], arguments=dict(call["args"]))],
-                         latency_s=0.0)
+            return Reply(tool_calls=[ToolCall(id=f"oracle-{n}", name=call["tool"], arguments=dict(call["args"]))], latency_s=0.0)
         return Reply(tool_calls=[ToolCall(id=f"oracle-{n}", name="done", arguments={"status": "DONE"})])

@@ -60,8 +60,10 @@ def refused(provider: HttpProvider, resp: httpx.Response, what: str) -> InfraErr
 
 
 def too_small(label: str, model: str, served: int, needed: int, fix: str) -> UserError:
-    return UserError(f"{label} serves {model} with a {served}-token context, but model.context_length={needed} "
-                     f"needs more (long episodes would be cut short): {fix}, or run with model.context_length={served}.")
+    return UserError(
+        f"{label} serves {model} with a {served}-token context, but model.context_length={needed} "
+        f"needs more (long episodes would be cut short): {fix}, or run with model.context_length={served}."
+    )
 
 
 # ---------------------------------------------------------------------- OpenAI-compatible servers
@@ -71,8 +73,11 @@ async def check_openai_server(p: OpenAICompatProvider) -> ModelInfo:
     """The endpoint answers, serves ``p.model`` and gives it at least ``p.context_length`` tokens."""
     resp = await get(p, f"{p.base_url}/models", p.auth_headers())
     if resp.status_code in NO_LISTING:
-        print(f"mcpworld: warning: {p.label} at {p.base_url} lists no models (GET /models: HTTP {resp.status_code}); "
-              f"{p.model} is not checked before the job", file=sys.stderr)
+        print(
+            f"mcpworld: warning: {p.label} at {p.base_url} lists no models (GET /models: HTTP {resp.status_code}); "
+            f"{p.model} is not checked before the job",
+            file=sys.stderr,
+        )
         return ModelInfo(params={"served.id": p.model})
     if resp.status_code >= 400:
         raise refused(p, resp, "GET /models")
@@ -101,8 +106,7 @@ def not_served(p: OpenAICompatProvider, entries: list[dict[str, Any]]) -> UserEr
     or not at all (the fix is the preset's start hint: the `vllm serve`/`lms load` command)."""
     renamed = next((e["id"] for e in entries if e.get("root") == p.model and e.get("id")), None)
     if renamed:
-        return UserError(f"{p.label} at {p.base_url} serves {p.model} under the name {renamed!r}: "
-                         f"run with model.id={renamed}.")
+        return UserError(f"{p.label} at {p.base_url} serves {p.model} under the name {renamed!r}: run with model.id={renamed}.")
     ids = ", ".join(str(e.get("id")) for e in entries[:8]) or "nothing"
     more = f" and {len(entries) - 8} more" if len(entries) > 8 else ""
     hint = p.start_hint or "Serve it there, or set provider.base_url."
@@ -113,9 +117,14 @@ def identity(entry: dict[str, Any]) -> dict[str, Any]:
     """A /models entry as served.* params; the revision is read from a Hugging Face snapshot path."""
     root = str(entry.get("root") or "")
     revision = SNAPSHOT.search(root)
-    return {"served.id": entry.get("id"), "served.root": root, "served.parent": entry.get("parent"),
-            "served.owned_by": entry.get("owned_by"), "served.max_model_len": entry.get("max_model_len"),
-            "served.revision": revision.group(1) if revision else None}
+    return {
+        "served.id": entry.get("id"),
+        "served.root": root,
+        "served.parent": entry.get("parent"),
+        "served.owned_by": entry.get("owned_by"),
+        "served.max_model_len": entry.get("max_model_len"),
+        "served.revision": revision.group(1) if revision else None,
+    }
 
 
 async def lmstudio_model(p: OpenAICompatProvider) -> dict[str, Any]:
@@ -125,10 +134,14 @@ async def lmstudio_model(p: OpenAICompatProvider) -> dict[str, Any]:
     body = body_of(await get(p, f"{root}/api/v0/models/{quote(p.model, safe='')}", p.auth_headers()))
     if body is None:  # an older LM Studio (before 0.3.6) has no native API
         return {}
-    return {"served.quantization": body.get("quantization"), "served.format": body.get("compatibility_type"),
-            "served.arch": body.get("arch"), "served.state": body.get("state"),
-            "served.max_model_len": body.get("loaded_context_length"),
-            "served.trained_context_length": body.get("max_context_length")}
+    return {
+        "served.quantization": body.get("quantization"),
+        "served.format": body.get("compatibility_type"),
+        "served.arch": body.get("arch"),
+        "served.state": body.get("state"),
+        "served.max_model_len": body.get("loaded_context_length"),
+        "served.trained_context_length": body.get("max_context_length"),
+    }
 
 
 async def server_version(p: HttpProvider, path: str) -> dict[str, Any]:
@@ -144,17 +157,26 @@ async def check_anthropic(p: AnthropicProvider) -> ModelInfo:
     """A key is set, the API answers, and the model exists for it (``GET /v1/models/{id}``: cheap,
     no tokens); its id (an alias resolves to a dated id), name and limits become params."""
     if not p.api_key:
-        raise UserError(f"provider={p.label} needs an API key and none is set: export ANTHROPIC_API_KEY=... "
-                        "(or set provider.api_key).")
+        raise UserError(
+            f"provider={p.label} needs an API key and none is set: export ANTHROPIC_API_KEY=... (or set provider.api_key)."
+        )
     headers = {"x-api-key": p.api_key, "anthropic-version": p.api_version}
     resp = await get(p, f"{p.base_url}/models/{quote(p.model, safe='')}", headers)
     if resp.status_code == 404:
-        raise UserError(p.scrub(f"{p.label} at {p.base_url} has no model {p.model} (or this key may not use it): "
-                                "check model.id (the API's ids are listed at GET /v1/models)."))
+        raise UserError(
+            p.scrub(
+                f"{p.label} at {p.base_url} has no model {p.model} (or this key may not use it): "
+                "check model.id (the API's ids are listed at GET /v1/models)."
+            )
+        )
     if resp.status_code >= 400:
         raise refused(p, resp, f"GET /models/{p.model}")
     body = body_of(resp) or {}
-    params = {"served.id": body.get("id"), "served.display_name": body.get("display_name"),
-              "served.created_at": body.get("created_at"), "served.max_model_len": body.get("max_input_tokens") or None,
-              "served.max_output_tokens": body.get("max_tokens") or None}
+    params = {
+        "served.id": body.get("id"),
+        "served.display_name": body.get("display_name"),
+        "served.created_at": body.get("created_at"),
+        "served.max_model_len": body.get("max_input_tokens") or None,
+        "served.max_output_tokens": body.get("max_tokens") or None,
+    }
     return ModelInfo(params={k: str(v) for k, v in params.items() if v not in (None, "")})

@@ -25,9 +25,11 @@ from mcpworld.core.secrets import redact, register_secrets
 
 VERTEX_VERSION = "vertex-2023-10-16"
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
-CREDENTIALS_FIX = ("Give Application Default Credentials: `gcloud auth application-default login`, or "
-                   "GOOGLE_APPLICATION_CREDENTIALS=<service-account or credentials JSON>, or run on Google Cloud "
-                   "with a service account.")
+CREDENTIALS_FIX = (
+    "Give Application Default Credentials: `gcloud auth application-default login`, or "
+    "GOOGLE_APPLICATION_CREDENTIALS=<service-account or credentials JSON>, or run on Google Cloud "
+    "with a service account."
+)
 PROJECT_FIX = "Set provider.project=<project id> (or ANTHROPIC_VERTEX_PROJECT_ID / GOOGLE_CLOUD_PROJECT)."
 REGION_FIX = "Set provider.region=<region> (or CLOUD_ML_REGION), e.g. provider.region=us-east5 or global."
 
@@ -55,8 +57,9 @@ class VertexProvider(AnthropicProvider):
     async def preflight(self) -> ModelInfo:
         """Region, credentials, project and one token refresh (a free auth check), before any desktop."""
         await asyncio.to_thread(self._token)
-        return ModelInfo(params={"vertex.region": str(self.region), "vertex.project": str(self.project),
-                                 "vertex.model_id": self.model})
+        return ModelInfo(
+            params={"vertex.region": str(self.region), "vertex.project": str(self.project), "vertex.model_id": self.model}
+        )
 
     # ------------------------------------------------------------------ request
 
@@ -66,13 +69,18 @@ class VertexProvider(AnthropicProvider):
         return {"anthropic_version": VERTEX_VERSION, **body}
 
     def path(self) -> str:
-        return (f"projects/{quote(str(self.project), safe='')}/locations/{self.region}"
-                f"/publishers/anthropic/models/{quote(self.model, safe='@')}:streamRawPredict")
+        return (
+            f"projects/{quote(str(self.project), safe='')}/locations/{self.region}"
+            f"/publishers/anthropic/models/{quote(self.model, safe='@')}:streamRawPredict"
+        )
 
     async def _attempt(self, payload: dict[str, Any]) -> Reply:
         token = await asyncio.to_thread(self._token)
-        headers = {"authorization": f"Bearer {token}", "content-type": "application/json",
-                   "accept": "text/event-stream, application/json"}
+        headers = {
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "accept": "text/event-stream, application/json",
+        }
         if self.betas:
             headers["anthropic-beta"] = ",".join(self.betas)
         return await self.post(self.path(), payload, headers, self._read_stream, self._read_json)
@@ -115,8 +123,10 @@ class VertexProvider(AnthropicProvider):
             self._stale = True
             return Retryable(InfraError(f"{exc} {CREDENTIALS_FIX}"))
         if resp.status_code == 403:
-            return InfraError(f"{exc} Check that the Vertex AI API is enabled in project {self.project} and that "
-                              f"{self.model} is enabled in Model Garden for {self.region}. {CREDENTIALS_FIX}")
+            return InfraError(
+                f"{exc} Check that the Vertex AI API is enabled in project {self.project} and that "
+                f"{self.model} is enabled in Model Garden for {self.region}. {CREDENTIALS_FIX}"
+            )
         return exc
 
     def scrub(self, text: str) -> str:

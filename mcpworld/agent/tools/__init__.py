@@ -47,11 +47,21 @@ def _done(c: ToolContext) -> list[Tool]:
 
 # the mcp family's tools exist only while the episode's servers run: see tools.mcp and tools.local
 TOOL_FAMILIES: dict[str, Callable[[ToolContext], list[Tool]]] = {
-    "computer": _computer, "bash": _bash, "mcp": lambda c: [], "done": _done}
+    "computer": _computer,
+    "bash": _bash,
+    "mcp": lambda c: [],
+    "done": _done,
+}
 
 
-def build_toolset(families: list[str], env: Environment, coordinates: str, agent_cfg: AgentConfig,
-                  image_max: list[int] | None = None, coords: "CoordinateMap | None" = None) -> dict[str, Tool]:
+def build_toolset(
+    families: list[str],
+    env: Environment,
+    coordinates: str,
+    agent_cfg: AgentConfig,
+    image_max: list[int] | None = None,
+    coords: "CoordinateMap | None" = None,
+) -> dict[str, Tool]:
     """The modality's computer, bash and done tools, by name (done last: every modality can end
     its episode). ``coords``: the screen the model's profile chose (Profile.screen). Unknown families
     and coordinate conventions are a config error."""
@@ -61,8 +71,9 @@ def build_toolset(families: list[str], env: Environment, coordinates: str, agent
     if coordinates not in list(Coordinates):
         raise UserError(f"model.coordinates={coordinates!r} is unknown; known: {', '.join(Coordinates)}")
     context = ToolContext(env, coordinates, agent_cfg, image_max, coords)
-    tools = [tool for family in TOOL_FAMILIES if family in families or family == "done"
-             for tool in TOOL_FAMILIES[family](context)]
+    tools = [
+        tool for family in TOOL_FAMILIES if family in families or family == "done" for tool in TOOL_FAMILIES[family](context)
+    ]
     return {t.name: t for t in tools}
 
 

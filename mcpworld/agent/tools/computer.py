@@ -19,16 +19,38 @@ from PIL import Image
 from mcpworld.agent.tools.base import Observation, OffScreen, Tool, ToolError
 from mcpworld.env.base import Environment
 
-ACTIONS = ("key", "type", "mouse_move", "left_click", "right_click", "middle_click", "double_click",
-           "triple_click", "left_click_drag", "left_mouse_down", "left_mouse_up", "scroll",
-           "screenshot", "cursor_position", "wait")
-CLICKS = {"left_click": (1, 1), "right_click": (3, 1), "middle_click": (2, 1),
-          "double_click": (1, 2), "triple_click": (1, 3)}
+ACTIONS = (
+    "key",
+    "type",
+    "mouse_move",
+    "left_click",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "left_click_drag",
+    "left_mouse_down",
+    "left_mouse_up",
+    "scroll",
+    "screenshot",
+    "cursor_position",
+    "wait",
+)
+CLICKS = {"left_click": (1, 1), "right_click": (3, 1), "middle_click": (2, 1), "double_click": (1, 2), "triple_click": (1, 3)}
 # Anthropic's versions (the computer-use tool documentation; the reference agent's tools/computer.py)
-ACTIONS_20241022 = ("key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",
-                    "double_click", "screenshot", "cursor_position")
-ACTIONS_20250124 = ACTIONS_20241022 + ("left_mouse_down", "left_mouse_up", "scroll", "hold_key", "wait",
-                                       "triple_click")
+ACTIONS_20241022 = (
+    "key",
+    "type",
+    "mouse_move",
+    "left_click",
+    "left_click_drag",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "screenshot",
+    "cursor_position",
+)
+ACTIONS_20250124 = ACTIONS_20241022 + ("left_mouse_down", "left_mouse_up", "scroll", "hold_key", "wait", "triple_click")
 VERSIONS: dict[str, tuple[str, ...]] = {
     "computer_20241022": ACTIONS_20241022,
     "computer_20250124": ACTIONS_20250124,
@@ -106,8 +128,10 @@ def _point(args: dict[str, Any], key: str = "coordinate") -> tuple[float, float]
 class ComputerTool(Tool):
     name = "computer"
     family = "computer"
-    description = ("Use the mouse and keyboard on the desktop and take screenshots. Every action except "
-                   "cursor_position returns a fresh screenshot.")
+    description = (
+        "Use the mouse and keyboard on the desktop and take screenshots. Every action except "
+        "cursor_position returns a fresh screenshot."
+    )
 
     def __init__(self, env: Environment, coords: CoordinateMap, version: str | None = None):
         if version is not None and version not in VERSIONS:
@@ -119,10 +143,14 @@ class ComputerTool(Tool):
         w, h = coords.bounds
         properties: dict[str, Any] = {
             "action": {"type": "string", "enum": list(self.actions)},
-            "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
-                           "description": f"[x, y] with x in 0..{w} and y in 0..{h}"},
-            "start_coordinate": {"type": "array", "items": {"type": "number"},
-                                 "description": "drag start for left_click_drag"},
+            "coordinate": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 2,
+                "maxItems": 2,
+                "description": f"[x, y] with x in 0..{w} and y in 0..{h}",
+            },
+            "start_coordinate": {"type": "array", "items": {"type": "number"}, "description": "drag start for left_click_drag"},
             "text": {"type": "string", "description": "text to type, or keys like 'ctrl+s' for key"},
             "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
             "scroll_amount": {"type": "integer", "minimum": 1},
@@ -131,12 +159,16 @@ class ComputerTool(Tool):
         if version == "computer_20241022":
             del properties["start_coordinate"]  # this version drags from the cursor
         if version:  # the versions' own arguments: modifiers held, hold_key, zoom's region
-            properties["text"]["description"] += "; keys held down during a click or scroll ('shift'); " \
-                                                 "the keys hold_key holds"
+            properties["text"]["description"] += "; keys held down during a click or scroll ('shift'); the keys hold_key holds"
             properties["duration"]["description"] = "seconds, for wait and hold_key"
         if "zoom" in self.actions:
-            properties["region"] = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
-                                    "description": "[x1, y1, x2, y2]: the top-left and bottom-right corners to zoom into"}
+            properties["region"] = {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 4,
+                "maxItems": 4,
+                "description": "[x1, y1, x2, y2]: the top-left and bottom-right corners to zoom into",
+            }
         self.parameters = {"type": "object", "properties": properties, "required": ["action"]}
 
     async def call(self, args: dict[str, Any]) -> Observation:
@@ -229,8 +261,10 @@ class ComputerTool(Tool):
         drag without a start, which we keep accepting) to ``coordinate``."""
         start = _point(args, "start_coordinate")
         if start and self.version == "computer_20241022":
-            raise ToolError("left_click_drag takes no 'start_coordinate' in computer_20241022: it drags from the "
-                            "cursor (mouse_move there first)")
+            raise ToolError(
+                "left_click_drag takes no 'start_coordinate' in computer_20241022: it drags from the "
+                "cursor (mouse_move there first)"
+            )
         if not xy or (start is None and self.version is None):  # the generic tool names both ends
             raise ToolError("left_click_drag needs 'start_coordinate' and 'coordinate'")
         x0, y0 = self.coords.to_screen(*start) if start else self.env.cursor_position()
@@ -267,7 +301,7 @@ class ComputerTool(Tool):
         region = args.get("region")
         if not isinstance(region, (list, tuple)) or len(region) != 4:
             raise ToolError(f"zoom needs 'region': [x1, y1, x2, y2], got {region!r}")
-        corners = [_point({"region": list(region[i:i + 2])}, "region") for i in (0, 2)]
+        corners = [_point({"region": list(region[i : i + 2])}, "region") for i in (0, 2)]
         (x1, y1), (x2, y2) = (c for c in corners if c is not None)
         sx1, sy1 = self.coords.to_screen(x1, y1)
         self.coords.to_screen(x2, y2)  # OffScreen past what the model was shown

@@ -10,8 +10,10 @@ from mcpworld.agent.tools.base import Observation, Tool, ToolError
 class DoneTool(Tool):
     name = "done"
     family = "done"
-    description = ("Call when you have finished the task (status DONE), or when the task is impossible "
-                   "to complete (status FAIL). Nothing runs after this.")
+    description = (
+        "Call when you have finished the task (status DONE), or when the task is impossible "
+        "to complete (status FAIL). Nothing runs after this."
+    )
     parameters = {
         "type": "object",
         "properties": {
@@ -28,5 +30,6 @@ class DoneTool(Tool):
         if status not in ("DONE", "FAIL"):
             raise ToolError(f"done 'status' must be DONE or FAIL, got {args.get('status')!r}")
         answer = args.get("answer")
-        return Observation(text=f"Episode ended: {status}", final=status,
-                           answer=str(answer) if answer not in (None, "") else None)
+        return Observation(
+            text=f"Episode ended: {status}", final=status, answer=str(answer) if answer not in (None, "") else None
+        )

@@ -29,13 +29,16 @@ class ClaimDone(Tool):
 
 class PythonExecute(Tool):
     name, family = "local-python-execute", "mcp"
-    description = ("Run Python code in the workspace (the working directory) and return its stdout, stderr "
-                   "and exit code.")
-    parameters = {"type": "object", "properties": {
-        "code": {"type": "string", "description": "the Python source to run"},
-        "filename": {"type": "string", "description": "optional file name for the script"},
-        "timeout": {"type": "integer", "description": "seconds, at most 120 (default 30)"}},
-        "required": ["code"]}
+    description = "Run Python code in the workspace (the working directory) and return its stdout, stderr and exit code."
+    parameters = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "the Python source to run"},
+            "filename": {"type": "string", "description": "optional file name for the script"},
+            "timeout": {"type": "integer", "description": "seconds, at most 120 (default 30)"},
+        },
+        "required": ["code"],
+    }
 
     def __init__(self, env: Environment, workspace: str, max_output: int):
         self.env, self.workspace, self.max_output = env, workspace, max_output
@@ -52,12 +55,16 @@ class PythonExecute(Tool):
         folder = self.env.resolve(self.workspace) / ".python_tmp"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(code, encoding="utf-8")
-        command = (f"cd {shlex.quote(str(self.env.resolve(self.workspace)))} && "
-                   f"{shlex.quote(sys.executable)} .python_tmp/{shlex.quote(name)}")
+        command = (
+            f"cd {shlex.quote(str(self.env.resolve(self.workspace)))} && "
+            f"{shlex.quote(sys.executable)} .python_tmp/{shlex.quote(name)}"
+        )
         result = await asyncio.to_thread(self.env.shell, command, timeout, self.max_output)
         status = "timed out" if result.timed_out else f"return code {result.returncode}"
-        return Observation(text=f"=== STDOUT ===\n{result.stdout}\n=== STDERR ===\n{result.stderr}\n=== {status} ===",
-                           ok=result.returncode == 0 and not result.timed_out)
+        return Observation(
+            text=f"=== STDOUT ===\n{result.stdout}\n=== STDERR ===\n{result.stderr}\n=== {status} ===",
+            ok=result.returncode == 0 and not result.timed_out,
+        )
 
 
 class Sleep(Tool):
@@ -76,8 +83,7 @@ class Sleep(Tool):
 class ViewOverlong(Tool):
     name, family = "local-view_overlong_tooloutput", "mcp"
     description = f"Read one page ({PAGE} characters) of a tool output that was cut, by its id."
-    parameters = {"type": "object", "properties": {"id": {"type": "string"}, "page": {"type": "integer"}},
-                  "required": ["id"]}
+    parameters = {"type": "object", "properties": {"id": {"type": "string"}, "page": {"type": "integer"}}, "required": ["id"]}
 
     def __init__(self, overlong: Overlong):
         self.overlong = overlong
@@ -88,14 +94,17 @@ class ViewOverlong(Tool):
         page = int(args.get("page", 1))
         if not 1 <= page <= pages:
             raise ToolError(f"'page' must be between 1 and {pages}")
-        return Observation(text=f"[page {page} of {pages}]\n" + text[(page - 1) * PAGE:page * PAGE])
+        return Observation(text=f"[page {page} of {pages}]\n" + text[(page - 1) * PAGE : page * PAGE])
 
 
 class SearchOverlong(Tool):
     name, family = "local-search_overlong_tooloutput", "mcp"
     description = "Search a tool output that was cut for a regular expression; lines that match, with numbers."
-    parameters = {"type": "object", "properties": {"id": {"type": "string"}, "pattern": {"type": "string"}},
-                  "required": ["id", "pattern"]}
+    parameters = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "pattern": {"type": "string"}},
+        "required": ["id", "pattern"],
+    }
 
     def __init__(self, overlong: Overlong):
         self.overlong = overlong
@@ -107,8 +116,9 @@ class SearchOverlong(Tool):
         except re.error as exc:
             raise ToolError(f"'pattern' is not a valid regular expression: {exc}") from None
         hits = [f"{n}: {line[:300]}" for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
-        return Observation(text="\n".join(hits[:200]) + (f"\n[{len(hits) - 200} more]" if len(hits) > 200 else "")
-                           if hits else "no line matches")
+        return Observation(
+            text="\n".join(hits[:200]) + (f"\n[{len(hits) - 200} more]" if len(hits) > 200 else "") if hits else "no line matches"
+        )
 
 
 def _saved(overlong: Overlong, args: dict[str, Any]) -> str:
@@ -118,8 +128,7 @@ def _saved(overlong: Overlong, args: dict[str, Any]) -> str:
         raise ToolError(str(exc.args[0])) from None
 
 
-def local_tools(names: list[str], env: Environment, workspace: str, overlong: Overlong,
-                max_output: int) -> dict[str, Tool]:
+def local_tools(names: list[str], env: Environment, workspace: str, overlong: Overlong, max_output: int) -> dict[str, Tool]:
     """The tools for a task's ``needed_local_tools``; names we do not provide (Toolathlon's context
     management, ``history``) were accepted or refused when the task was loaded."""
     makers: dict[str, Callable[[], list[Tool]]] = {

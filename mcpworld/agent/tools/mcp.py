@@ -20,8 +20,7 @@ from mcpworld.mcp.client import RemoteTool, ServerPool, ToolCallFailed
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 MAX_NAME = 64  # OpenAI's and Anthropic's limit on function names
-IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/webp": "webp",
-                 "image/gif": "gif"}
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/webp": "webp", "image/gif": "gif"}
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -29,7 +28,7 @@ def tool_name(server: str, tool: str) -> str:
     (``.``, ``/``, ``:`` are common in MCP tool names) become ``_``; an overlong name keeps a hash."""
     name = UNSAFE.sub("_", f"{server}-{tool}")
     if len(name) > MAX_NAME:
-        name = name[:MAX_NAME - 9] + "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
+        name = name[: MAX_NAME - 9] + "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
     return name
 
 
@@ -47,12 +46,14 @@ class Overlong:
         output_id = f"{self.count:03d}-{UNSAFE.sub('_', source)}"
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / f"{output_id}.txt").write_text(redact(text), encoding="utf-8")
-        return (text[:self.max_chars] + f"\n[output cut: {self.max_chars} of {len(text)} characters shown; the full "
-                f"text is saved as id {output_id!r}: read it with local-view_overlong_tooloutput or "
-                "local-search_overlong_tooloutput]")
+        return (
+            text[: self.max_chars] + f"\n[output cut: {self.max_chars} of {len(text)} characters shown; the full "
+            f"text is saved as id {output_id!r}: read it with local-view_overlong_tooloutput or "
+            "local-search_overlong_tooloutput]"
+        )
 
     def read(self, output_id: str) -> str:
-        path = (self.folder / f"{output_id}.txt")
+        path = self.folder / f"{output_id}.txt"
         if UNSAFE.search(output_id) or not path.is_file():
             known = sorted(p.stem for p in self.folder.glob("*.txt")) if self.folder.is_dir() else []
             raise KeyError(f"no saved output {output_id!r}; saved: {', '.join(known) or 'none'}")

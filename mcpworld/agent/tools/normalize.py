@@ -33,8 +33,17 @@ ACTION_ALIASES = {
 }
 _ACTION_OF = {alias: action for action, aliases in ACTION_ALIASES.items() for alias in aliases}
 _TOOL_OF = {alias: tool for tool, aliases in TOOL_ALIASES.items() for alias in aliases}
-MODIFIERS = {"control": "ctrl", "ctl": "ctrl", "cmd": "super", "command": "super", "win": "super",
-             "windows": "super", "meta": "super", "option": "alt", "opt": "alt"}
+MODIFIERS = {
+    "control": "ctrl",
+    "ctl": "ctrl",
+    "cmd": "super",
+    "command": "super",
+    "win": "super",
+    "windows": "super",
+    "meta": "super",
+    "option": "alt",
+    "opt": "alt",
+}
 _CHORD_SPLIT = re.compile(r"\s*\+\s*")
 _DASHED = re.compile(r"(^|\+)(ctrl|control|alt|shift|super|cmd|win|meta)-(?=\S)", re.I)  # "ctrl-shift-t"
 
@@ -99,8 +108,13 @@ def _computer_args(args: dict[str, Any]) -> dict[str, Any]:
 def _done_args(args: dict[str, Any]) -> dict[str, Any]:
     out = dict(args)
     status = str(out.get("status", "DONE")).strip().lower()
-    out["status"] = "FAIL" if status in ("failure", "fail", "failed", "infeasible", "impossible") else \
-        "DONE" if status in ("success", "succeeded", "done", "completed", "complete", "") else out.get("status")
+    out["status"] = (
+        "FAIL"
+        if status in ("failure", "fail", "failed", "infeasible", "impossible")
+        else "DONE"
+        if status in ("success", "succeeded", "done", "completed", "complete", "")
+        else out.get("status")
+    )
     return out
 
 

@@ -31,10 +31,12 @@ OCR_MAX_PIXELS = 1_000_000  # … unless that makes the image bigger than this (
 _STATE = "{" + NAMESPACES["st"] + "}"
 # every managed window (EWMH's client list): "<title>\t<WM_CLASS>\t<geometry>" per line; xprop and
 # xdotool are in every desktop (x11-utils, xdotool), local or in the container
-LIST_WINDOWS = ("for w in $(xprop -root _NET_CLIENT_LIST 2>/dev/null | grep -o '0x[0-9a-fA-F]*'); do "
-                "printf '%s\\t%s\\t%s\\n' \"$(xdotool getwindowname \"$w\" 2>/dev/null)\" "
-                "\"$(xprop -id \"$w\" WM_CLASS 2>/dev/null | sed -n 's/^[^=]*= //p')\" "
-                "\"$(xdotool getwindowgeometry \"$w\" 2>/dev/null | tr '\\n' ' ')\"; done")
+LIST_WINDOWS = (
+    "for w in $(xprop -root _NET_CLIENT_LIST 2>/dev/null | grep -o '0x[0-9a-fA-F]*'); do "
+    'printf \'%s\\t%s\\t%s\\n\' "$(xdotool getwindowname "$w" 2>/dev/null)" '
+    '"$(xprop -id "$w" WM_CLASS 2>/dev/null | sed -n \'s/^[^=]*= //p\')" '
+    "\"$(xdotool getwindowgeometry \"$w\" 2>/dev/null | tr '\\n' ' ')\"; done"
+)
 
 
 class WaitForTool(Tool):
@@ -52,13 +54,24 @@ class WaitForTool(Tool):
             "contains": {"type": "string", "description": "text the file must hold"},
             "widget": {"type": "string", "description": "regex on an accessible's name (AT-SPI tree)"},
             "role": {"type": "string", "description": "regex on an accessible's role ('menu item', 'push button')"},
-            "state": {"type": ["string", "array"], "items": {"type": "string"},
-                      "description": "states the accessible must have (focused, showing, selected …)"},
+            "state": {
+                "type": ["string", "array"],
+                "items": {"type": "string"},
+                "description": "states the accessible must have (focused, showing, selected …)",
+            },
             "text": {"type": "string", "description": "regex on the words OCR reads on the screen"},
-            "region": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
-                       "description": "[x1, y1, x2, y2]: where to read text or watch the screen"},
-            "screen": {"type": "string", "enum": ["changed", "still"],
-                       "description": "changed since the last computer action and then still, or only still"},
+            "region": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 4,
+                "maxItems": 4,
+                "description": "[x1, y1, x2, y2]: where to read text or watch the screen",
+            },
+            "screen": {
+                "type": "string",
+                "enum": ["changed", "still"],
+                "description": "changed since the last computer action and then still, or only still",
+            },
             "timeout": {"type": "number", "description": f"seconds (default {DEFAULT_TIMEOUT_S:g})"},
         },
     }
@@ -191,8 +204,7 @@ class WaitForTool(Tool):
             return None  # an app went away mid-dump: look again
         for element in root.iter():
             role, name = element.tag.replace("-", " "), element.get("name", "")
-            if (name_rx.search(name) and role_rx.search(role)
-                    and all(element.get(state) == "true" for state in wanted)):
+            if name_rx.search(name) and role_rx.search(role) and all(element.get(state) == "true" for state in wanted):
                 return f"{role} {name!r}"
         return None
 
@@ -205,7 +217,7 @@ class WaitForTool(Tool):
         if pixels == self.read[0]:
             return self.read[1]  # the same screen reads the same: no second OCR of it
         scaled = image
-        if image.width * image.height * OCR_SCALE ** 2 <= OCR_MAX_PIXELS:
+        if image.width * image.height * OCR_SCALE**2 <= OCR_MAX_PIXELS:
             scaled = image.resize((image.width * OCR_SCALE, image.height * OCR_SCALE), Image.Resampling.LANCZOS)
         self.read = (pixels, image_text(scaled))
         return self.read[1]
@@ -218,8 +230,9 @@ class WaitForTool(Tool):
         found = {pid: args for pid, _, args in (line.strip().partition(" ") for line in listed) if rx.search(args)}
         if not found:
             return None
-        ours = self.env.shell(f"for p in {' '.join(found)}; do grep -qsxza \"DISPLAY=$DISPLAY\" /proc/$p/environ "
-                              "&& echo $p; done", timeout=10).stdout.split()
+        ours = self.env.shell(
+            f'for p in {" ".join(found)}; do grep -qsxza "DISPLAY=$DISPLAY" /proc/$p/environ && echo $p; done', timeout=10
+        ).stdout.split()
         return found[ours[0]] if ours else None
 
     def _stat(self, path: str) -> tuple[float, int] | None:
@@ -273,6 +286,9 @@ def describe(args: dict[str, Any]) -> str:
 
 
 def describe_widget(args: dict[str, Any]) -> str:
-    what = [f"role {args['role']!r}" if "role" in args else "", f"name {args['widget']!r}" if "widget" in args else "",
-            f"state {'+'.join(states(args))}" if "state" in args else ""]
+    what = [
+        f"role {args['role']!r}" if "role" in args else "",
+        f"name {args['widget']!r}" if "widget" in args else "",
+        f"state {'+'.join(states(args))}" if "state" in args else "",
+    ]
     return ", ".join(w for w in what if w)

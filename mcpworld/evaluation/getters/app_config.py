@@ -81,6 +81,7 @@ def libreoffice_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
 # --------------------------------------------------------------------------------------------
 # VS Code
 
+
 @getter("vscode_config")
 def vscode_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
     """Run a VS Code command by its palette name, then copy the file it writes: local path, or None.

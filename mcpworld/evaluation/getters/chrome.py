@@ -59,8 +59,10 @@ class BrowserUnavailable(Exception):
 def cdp_url(env: "Environment", name: str) -> str:
     port = (getattr(env, "ports", None) or {}).get("cdp")
     if port is None:
-        raise InfraError(f"getter {name!r}: this environment starts no Chromium with a DevTools port "
-                         "(app chromium's program config has ports: [cdp])")
+        raise InfraError(
+            f"getter {name!r}: this environment starts no Chromium with a DevTools port "
+            "(app chromium's program config has ports: [cdp])"
+        )
     return f"http://127.0.0.1:{port}"
 
 
@@ -85,8 +87,7 @@ def with_browser(env: "Environment", name: str, work: Callable[[Any], T]) -> T |
 
 
 def _pages(browser: Any) -> list[Any]:
-    return [page for context in browser.contexts for page in context.pages
-            if not page.url.startswith(INTERNAL_SCHEMES)]
+    return [page for context in browser.contexts for page in context.pages if not page.url.startswith(INTERNAL_SCHEMES)]
 
 
 def _wait_loaded(page: Any, timeout_ms: int = LOAD_TIMEOUT_MS) -> bool:

@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 
 NAME = "active_tab_html_parse"
 CATEGORIES = ("class", "label", "xpath", "input", "class&url")
-DIRECT_TEXT_NODES = ("node => Array.from(node.childNodes).filter(n => n.nodeType === Node.TEXT_NODE)"
-                     ".map(n => n.textContent.trim()).filter(Boolean)")
+DIRECT_TEXT_NODES = (
+    "node => Array.from(node.childNodes).filter(n => n.nodeType === Node.TEXT_NODE)"
+    ".map(n => n.textContent.trim()).filter(Boolean)"
+)
 
 
 def _safe(read: Callable[[], Any], default: Any) -> Any:
@@ -59,6 +61,7 @@ def _child_texts(page: Any, selector: str, child: str) -> list[str]:
     def read() -> list[str]:
         found = [e.query_selector(child) for e in page.query_selector_all(selector)]
         return [(c.text_content() or "").strip() for c in found if c is not None]
+
     return _safe(read, [])
 
 
@@ -72,6 +75,7 @@ def _first_text(page: Any, locator: str) -> str:
     def read() -> str:
         found = page.locator(locator)
         return ((found.first.text_content() or "").strip()) if found.count() else ""
+
     return _safe(read, "")
 
 
@@ -99,7 +103,8 @@ def _found_and_others(texts: list[str], wanted: list[str], out: dict[str, Any]) 
         if any(text.lower() == t.lower() for t in texts):
             out[text.lower()] = True
     out["is_other_exist"] = out.get("is_other_exist", False) or any(
-        all(t.lower() not in w.lower() for w in wanted) for t in texts)
+        all(t.lower() not in w.lower() for w in wanted) for t in texts
+    )
 
 
 def _by_class_and_url(page: Any, cfg: dict[str, Any], out: dict[str, Any]) -> None:
@@ -130,9 +135,11 @@ def parse_page(page: Any, cfg: dict[str, Any]) -> dict[str, Any]:
             out[key] = _first_text(page, f"xpath={xpath}")
     else:  # input
         for xpath, key in (cfg.get("inputObject") or {}).items():
+
             def value(xpath: str = xpath) -> str:
                 found = page.locator(f"xpath={xpath}")
                 return (found.first.input_value() or "").strip() if found.count() else ""
+
             out[key] = _safe(value, "")
     return out
 

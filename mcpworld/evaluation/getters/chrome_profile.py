@@ -167,8 +167,15 @@ def data_delete_automacally(env: "Environment", cfg: dict[str, Any]) -> str | No
     return true_false(defaults is not None)
 
 
-COLOR_SCHEMES = {"system": "system", "default": "system", "0": "system", "light": "light", "1": "light",
-                 "dark": "dark", "2": "dark"}
+COLOR_SCHEMES = {
+    "system": "system",
+    "default": "system",
+    "0": "system",
+    "light": "light",
+    "1": "light",
+    "dark": "dark",
+    "2": "dark",
+}
 
 
 @getter("chrome_appearance_mode_ui")

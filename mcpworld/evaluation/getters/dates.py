@@ -25,10 +25,24 @@ log = logging.getLogger(__name__)
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 DOW_SHORT = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-MONTHS_FULL = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-               "October", "November", "December"]
-NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
+MONTHS_FULL = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+NUMBER_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())} | {
+    "a": 1,
+    "an": 1,
+}
 ORDINAL_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
 
 SUPPORTED_PHRASES = (
@@ -88,8 +102,16 @@ def relative_date(phrase: str, today: date) -> date:
     """
     text = re.sub(r"\s+", " ", str(phrase).strip().lower())
     words = text.split(" ")
-    simple = {"today": 0, "now": 0, "tomorrow": 1, "yesterday": -1, "day after tomorrow": 2,
-              "the day after tomorrow": 2, "day before yesterday": -2, "next week": 7}
+    simple = {
+        "today": 0,
+        "now": 0,
+        "tomorrow": 1,
+        "yesterday": -1,
+        "day after tomorrow": 2,
+        "the day after tomorrow": 2,
+        "day before yesterday": -2,
+        "next week": 7,
+    }
     if text in simple:
         return today + timedelta(days=simple[text])
     if text in ("this month", "next month", "last month", "next year", "last year"):

@@ -139,8 +139,9 @@ def default_video_player(env: "Environment", cfg: dict[str, Any]) -> str:
 def _setting_files(env: "Environment", patterns: list[str]) -> list[tuple[int, str]]:
     """``(mtime, path)`` of the home files matching the glob patterns (relative to the home)."""
     globs = " ".join(f'"$HOME"/{p}' for p in patterns)
-    result = env.shell(f'for f in {globs}; do [ -f "$f" ] && printf "%s\\t%s\\n" "$(stat -c %Y "$f")" "$f"; done; true',
-                       timeout=30.0)
+    result = env.shell(
+        f'for f in {globs}; do [ -f "$f" ] && printf "%s\\t%s\\n" "$(stat -c %Y "$f")" "$f"; done; true', timeout=30.0
+    )
     found = []
     for line in result.stdout.splitlines():
         mtime, _, path = line.partition("\t")
@@ -245,7 +246,7 @@ def terminal_text(raw: str) -> str:
                 elif final == "K" and params in ("", "0"):
                     del line[col:]
                 elif final == "P":
-                    del line[col:col + count]
+                    del line[col : col + count]
                 elif final == "@":
                     line[col:col] = [" "] * count
                 pos = csi.end()

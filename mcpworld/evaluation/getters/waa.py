@@ -29,7 +29,7 @@ def waa_path(path: Any, getter_name: str) -> str:
         raise UserError(f"getter {getter_name!r}: expected a path, got {path!r}")
     match = _WAA_HOME.match(path)
     if match:
-        return "/home/user" + path[match.end():].replace("\\", "/")
+        return "/home/user" + path[match.end() :].replace("\\", "/")
     if _WINDOWS_PATH.match(path):
         raise UserError(f"getter {getter_name!r}: {path!r} is a Windows path outside the user's folders")
     return path
@@ -82,8 +82,10 @@ def is_file_saved_desktop(env: "Environment", cfg: dict[str, Any]) -> str:
     if text is None:
         return "false"
     if cfg.get("exact", False):
+
         def normalise(value: str) -> str:
             return value.replace("\r\n", "\n").replace("\r", "\n").strip()
+
         return true_false(normalise(text) == normalise(expected))
     return true_false(expected in text)
 

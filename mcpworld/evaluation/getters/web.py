@@ -59,8 +59,13 @@ RECREATION_URLS = ["https://www.recreation.gov/", "http://www.recreation.gov/", 
 RECREATION_QUERY = "Diamond"
 RECREATION_TRIES = 3
 FLOW_TIMEOUT_MS = 30_000
-NEXT_AVAILABLE = ["button.next-available", "button[class*='next-available']", "button[class*='next']",
-                  ".next-available", "[data-testid*='next']"]
+NEXT_AVAILABLE = [
+    "button.next-available",
+    "button[class*='next-available']",
+    "button[class*='next']",
+    ".next-available",
+    "[data-testid*='next']",
+]
 BROWSER_HEADERS = {"Accept-Language": "en-US,en;q=0.9", "DNT": "1"}
 
 
@@ -85,8 +90,7 @@ def with_any_browser(env: "Environment", name: str, work: Callable[[Any, bool], 
             try:
                 browser = p.chromium.connect_over_cdp(endpoint, timeout=CONNECT_TIMEOUT_MS)
             except PlaywrightError as exc:
-                log.info("%s: no browser answers at %s (%s); using a headless Chromium",
-                         name, endpoint, str(exc).splitlines()[0])
+                log.info("%s: no browser answers at %s (%s); using a headless Chromium", name, endpoint, str(exc).splitlines()[0])
             else:  # leaving the `with` disconnects; browser.close() could end the agent's browser
                 return work(browser, True)
             executable = _system_chromium()
@@ -124,8 +128,7 @@ def _close(page: Any) -> None:
 
 
 def _unreachable(name: str, url: str, why: Unreachable) -> InfraError:
-    return InfraError(f"getter {name!r}: {url} did not load ({why}); the site or the network is down, "
-                      "not the agent's doing")
+    return InfraError(f"getter {name!r}: {url} did not load ({why}); the site or the network is down, not the agent's doing")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,8 +188,12 @@ def info_from_website(env: "Environment", cfg: dict[str, Any]) -> Any:
                 except Unreachable:
                     raise
                 except Exception as exc:
-                    log.info("info_from_website: reading %s on %s failed (%s); the task's backups stand in",
-                             info.get("selector"), url, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                    log.info(
+                        "info_from_website: reading %s on %s failed (%s); the task's backups stand in",
+                        info.get("selector"),
+                        url,
+                        str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                    )
                     return cfg.get("backups")
             return values
         except Unreachable as exc:
@@ -211,10 +218,23 @@ def _print_pdf(page: Any) -> bytes:
         log.info("pdf_from_url: page.pdf() refused (%s); printing through Page.printToPDF", str(exc).splitlines()[0])
     import base64
 
-    printed = cdp_call(page, "Page.printToPDF", {
-        "paperWidth": 8.5, "paperHeight": 11, "marginTop": 0, "marginBottom": 0, "marginLeft": 0,
-        "marginRight": 0, "scale": 1, "printBackground": False, "landscape": False,
-        "displayHeaderFooter": False, "preferCSSPageSize": False})
+    printed = cdp_call(
+        page,
+        "Page.printToPDF",
+        {
+            "paperWidth": 8.5,
+            "paperHeight": 11,
+            "marginTop": 0,
+            "marginBottom": 0,
+            "marginLeft": 0,
+            "marginRight": 0,
+            "scale": 1,
+            "printBackground": False,
+            "landscape": False,
+            "displayHeaderFooter": False,
+            "preferCSSPageSize": False,
+        },
+    )
     return base64.b64decode(printed["data"])
 
 
@@ -304,8 +324,7 @@ def _class_text(page: Any, name: str, order: Any) -> Any:
 def goto_recreation_page_and_get_html_content(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any]:
     """``{"expected": {class: text}}`` from the Diamond campground page on recreation.gov (see the module)."""
     if require(cfg, "selector") != "class":
-        raise UserError(f"getter 'gotoRecreationPage_and_get_html_content': selector must be 'class', "
-                        f"got {cfg['selector']!r}")
+        raise UserError(f"getter 'gotoRecreationPage_and_get_html_content': selector must be 'class', got {cfg['selector']!r}")
     name = str(require(cfg, "class"))
     name_ = "gotoRecreationPage_and_get_html_content"
 

@@ -25,8 +25,10 @@ def _parse(xml: Any) -> etree._Element | None:
     if not isinstance(xml, (str, bytes)) or not xml:
         return None
     try:
-        return etree.fromstring(xml.encode() if isinstance(xml, str) else xml,
-                                parser=etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True))
+        return etree.fromstring(
+            xml.encode() if isinstance(xml, str) else xml,
+            parser=etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True),
+        )
     except etree.XMLSyntaxError:
         return None
 
@@ -36,8 +38,10 @@ def _find(tree: etree._Element, rule: dict[str, Any], where: str) -> list[etree.
         try:
             hits = tree.xpath(rule["xpath"], namespaces=NAMESPACES)
         except etree.XPathError as exc:
-            raise UserError(f"metric {NAME!r}: {where}.xpath {rule['xpath']!r} is not valid XPath ({exc}); "
-                            f"namespace prefixes: {', '.join(NAMESPACES)}") from exc
+            raise UserError(
+                f"metric {NAME!r}: {where}.xpath {rule['xpath']!r} is not valid XPath ({exc}); "
+                f"namespace prefixes: {', '.join(NAMESPACES)}"
+            ) from exc
         return [e for e in hits if isinstance(e, etree._Element)] if isinstance(hits, list) else []
     selectors = rule.get("selectors")
     if isinstance(selectors, str):
@@ -64,8 +68,7 @@ def check_accessibility_tree(result: Any, rules: Any, osname: str = "ubuntu") ->
     if isinstance(rules, dict):
         rules = [rules]
     if not isinstance(rules, list) or not rules or not all(isinstance(r, dict) for r in rules):
-        raise UserError(f"metric {NAME!r} needs rules as a non-empty list of {{xpath|selectors, text?, exact?}}, "
-                        f"got {rules!r}")
+        raise UserError(f"metric {NAME!r} needs rules as a non-empty list of {{xpath|selectors, text?, exact?}}, got {rules!r}")
     tree = _parse(result)
     if tree is None:
         return 0.0

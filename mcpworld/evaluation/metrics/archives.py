@@ -148,7 +148,7 @@ def _listing(members: tuple[dict[str, bytes], set[str]], folder: str) -> dict[st
     entries: dict[str, bytes | None] = {}
     for name in (*files, *folders):
         if name.startswith(prefix):
-            first, _, rest = name[len(prefix):].partition("/")
+            first, _, rest = name[len(prefix) :].partition("/")
             entries[first] = None if rest or name in folders else files[name]
     return entries
 

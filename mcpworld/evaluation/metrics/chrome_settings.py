@@ -60,7 +60,7 @@ def is_cookie_deleted(result: Any, rules: Any) -> float:
 def _entry_values(text: str, key: str) -> list[str]:
     """The values of ``key=`` lines of a desktop entry (unlocalised key only, the line kept as is)."""
     prefix = key + "="
-    return [line[len(prefix):] for line in text.split("\n") if line.startswith(prefix)]
+    return [line[len(prefix) :] for line in text.split("\n") if line.startswith(prefix)]
 
 
 def _loosely_equal(expected: str, actual: str, fold_case: bool) -> bool:

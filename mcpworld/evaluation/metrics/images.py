@@ -296,8 +296,10 @@ def increase_saturation(result: Any, expected: Any) -> float:
     as a metric that is (result, expected), so the order is kept as OSWorld scores it.
     """
     pair = _open_pair(result, expected)
-    return float(pair is not None and ImageStat.Stat(pair[0].convert("HSV").split()[1]).mean[0]
-                 < ImageStat.Stat(pair[1].convert("HSV").split()[1]).mean[0])
+    return float(
+        pair is not None
+        and ImageStat.Stat(pair[0].convert("HSV").split()[1]).mean[0] < ImageStat.Stat(pair[1].convert("HSV").split()[1]).mean[0]
+    )
 
 
 @metric("decrease_brightness")

@@ -29,9 +29,17 @@ def _is_file(path: Any) -> bool:
 
 # How BeautifulSoup (lxml builder) shapes a page, which OSWorld's compare_htmls walked:
 LIST_ATTRIBUTES = {  # attributes whose value is a whitespace-separated list of tokens
-    "*": {"class", "accesskey", "dropzone"}, "a": {"rel", "rev"}, "link": {"rel", "rev"}, "td": {"headers"},
-    "th": {"headers"}, "form": {"accept-charset"}, "object": {"archive"}, "area": {"rel"}, "icon": {"sizes"},
-    "iframe": {"sandbox"}, "output": {"for"},
+    "*": {"class", "accesskey", "dropzone"},
+    "a": {"rel", "rev"},
+    "link": {"rel", "rev"},
+    "td": {"headers"},
+    "th": {"headers"},
+    "form": {"accept-charset"},
+    "object": {"archive"},
+    "area": {"rel"},
+    "icon": {"sizes"},
+    "iframe": {"sandbox"},
+    "output": {"for"},
 }
 STRING_CONTAINERS = {"rt", "rp", "style", "script", "template"}  # their strings are kept out of their ancestors' text
 PRESERVE_WHITESPACE = {"pre", "textarea"}

@@ -97,7 +97,7 @@ def mel_filterbank(rate: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_
     weights = np.zeros((n_mels, len(bins)), dtype=np.float32)
     for i in range(n_mels):
         weights[i] = np.maximum(0, np.minimum(-ramps[i] / widths[i], ramps[i + 2] / widths[i + 1]))
-    weights *= (2.0 / (edges[2:n_mels + 2] - edges[:n_mels]))[:, np.newaxis]
+    weights *= (2.0 / (edges[2 : n_mels + 2] - edges[:n_mels]))[:, np.newaxis]
     return weights
 
 
@@ -112,8 +112,8 @@ def _power_spectrogram(samples: np.ndarray) -> np.ndarray:
     spectrum = np.empty((N_FFT // 2 + 1, len(frames)), dtype=np.complex64)
     block = 1024
     for start in range(0, len(frames), block):
-        chunk = frames[start:start + block]
-        spectrum[:, start:start + len(chunk)] = scipy.fft.rfft(window * chunk, axis=-1).T
+        chunk = frames[start : start + block]
+        spectrum[:, start : start + len(chunk)] = scipy.fft.rfft(window * chunk, axis=-1).T
     return np.abs(spectrum) ** 2
 
 
@@ -220,8 +220,7 @@ def check_mp3_meta(result: str | None, rules: Any) -> float:
 
 
 @metric("compare_videos")
-def compare_videos(result: str | None, expected: str | None, max_frames_to_check: int = 100,
-                   threshold: int = 5) -> float:
+def compare_videos(result: str | None, expected: str | None, max_frames_to_check: int = 100, threshold: int = 5) -> float:
     """1 when two videos show the same frames, 0 otherwise (OSWorld's test).
 
     The first ``max_frames_to_check`` frames are compared pairwise by perceptual hash: a pair whose

@@ -37,8 +37,12 @@ def image_text(image: Any) -> str:
     _flatten(image).save(png, format="PNG")
     try:
         done = subprocess.run(
-            [binary, "stdin", "stdout", "-l", "eng"], input=png.getvalue(), capture_output=True, timeout=OCR_TIMEOUT_S,
-            env={**os.environ, **SINGLE_THREAD})
+            [binary, "stdin", "stdout", "-l", "eng"],
+            input=png.getvalue(),
+            capture_output=True,
+            timeout=OCR_TIMEOUT_S,
+            env={**os.environ, **SINGLE_THREAD},
+        )
     except subprocess.TimeoutExpired:
         raise InfraError(f"Tesseract did not finish within {OCR_TIMEOUT_S:g} s") from None
     if done.returncode != 0:

@@ -126,8 +126,10 @@ _CHUNK = 60_000
 def _checked(env: "Environment", command: str, what: str, timeout: float = 30.0) -> str:
     result = env.shell(command, timeout=timeout)
     if result.returncode != 0:
-        raise InfraError(f"check_python_file_by_test_suite: {what} failed in the environment "
-                         f"(exit {result.returncode}): {result.stderr.strip()[-300:]}")
+        raise InfraError(
+            f"check_python_file_by_test_suite: {what} failed in the environment "
+            f"(exit {result.returncode}): {result.stderr.strip()[-300:]}"
+        )
     return result.stdout
 
 
@@ -137,7 +139,7 @@ def _put_file(env: "Environment", path: str, data: bytes) -> None:
     target = shlex.quote(path)
     _checked(env, f"mkdir -p {shlex.quote(posixpath.dirname(path))} && : > {target}", f"creating {path}")
     for start in range(0, len(encoded), _CHUNK):
-        _checked(env, f"printf %s {encoded[start:start + _CHUNK]} | base64 -d >> {target}", f"writing {path}")
+        _checked(env, f"printf %s {encoded[start : start + _CHUNK]} | base64 -d >> {target}", f"writing {path}")
 
 
 def _suite_files(result: Any, expected: str) -> dict[str, bytes]:
@@ -149,8 +151,14 @@ def _suite_files(result: Any, expected: str) -> dict[str, bytes]:
 
 
 @metric("check_python_file_by_test_suite", needs_env=True)
-def check_python_file_by_test_suite(result: Any, expected: str | None, *, env: "Environment | None" = None,
-                                    test_function_name: str = "test", timeout: float = 120.0) -> float:
+def check_python_file_by_test_suite(
+    result: Any,
+    expected: str | None,
+    *,
+    env: "Environment | None" = None,
+    test_function_name: str = "test",
+    timeout: float = 120.0,
+) -> float:
     """The score the task's test suite gives the agent's Python files, in [0, 1].
 
     result = local copies of the agent's files (getter ``vm_file``, ``multi``), expected = the test
@@ -167,8 +175,9 @@ def check_python_file_by_test_suite(result: Any, expected: str | None, *, env: "
     if env is None:
         raise InfraError("metric 'check_python_file_by_test_suite' runs the suite in the desktop and needs the environment")
     if not isinstance(test_function_name, str) or not test_function_name.isidentifier():
-        raise UserError("metric 'check_python_file_by_test_suite': test_function_name must be a Python name, "
-                        f"got {test_function_name!r}")
+        raise UserError(
+            f"metric 'check_python_file_by_test_suite': test_function_name must be a Python name, got {test_function_name!r}"
+        )
     if not result or not expected or not Path(expected).is_file():
         return 0.0
     files = _suite_files(result, expected)
@@ -177,9 +186,11 @@ def check_python_file_by_test_suite(result: Any, expected: str | None, *, env: "
     try:
         for name, data in files.items():
             _put_file(env, posixpath.join(folder, name), data)
-        run = env.shell(f"cd {shlex.quote(folder)} && python3 -c {shlex.quote(_RUNNER)} "
-                        f"{shlex.quote(Path(expected).name)} {shlex.quote(test_function_name)} {report}",
-                        timeout=float(timeout))
+        run = env.shell(
+            f"cd {shlex.quote(folder)} && python3 -c {shlex.quote(_RUNNER)} "
+            f"{shlex.quote(Path(expected).name)} {shlex.quote(test_function_name)} {report}",
+            timeout=float(timeout),
+        )
         if run.timed_out:
             return 0.0
         if run.returncode == 127:

@@ -33,9 +33,7 @@ EVALUATION_FAILED = "__EVALUATION_FAILED__"
 # expect / unexpect over a sequence of items (check_csv rows, check_list lines)
 
 
-def _expect_unexpect(
-    items: Iterable[Any], expect: list[Any], unexpect: list[Any], matches: Callable[[Any, Any], bool]
-) -> float:
+def _expect_unexpect(items: Iterable[Any], expect: list[Any], unexpect: list[Any], matches: Callable[[Any, Any], bool]) -> float:
     """1 when each ``expect`` rule matches some item and no ``unexpect`` rule matches any item."""
     found = [False] * len(expect)
     for item in items:
@@ -290,9 +288,7 @@ def compare_text_file(
     result, expected = read_text_strict(result_path), read_text_strict(expected_path)
     if result is None or expected is None:
         return 0.0
-    return float(
-        _normalize_text(result, ignore_blanks, ignore_case) == _normalize_text(expected, ignore_blanks, ignore_case)
-    )
+    return float(_normalize_text(result, ignore_blanks, ignore_case) == _normalize_text(expected, ignore_blanks, ignore_case))
 
 
 def _json_contains(want: Any, have: Any) -> bool:

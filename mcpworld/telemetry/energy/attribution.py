@@ -45,8 +45,14 @@ class Shares:
         return sum(self.call_j.values()) + sum(self.rest_j.values()) + self.outside_j
 
 
-def attribute(a: float, b: float, sample_times: Iterable[float], energy_at: Callable[[float], float],
-              calls: list[Interval], episodes: list[Interval]) -> Shares:
+def attribute(
+    a: float,
+    b: float,
+    sample_times: Iterable[float],
+    energy_at: Callable[[float], float],
+    calls: list[Interval],
+    episodes: list[Interval],
+) -> Shares:
     """Shares of the energy between ``a`` and ``b``; ``energy_at(t)`` is the cumulative energy (J)."""
     out = Shares()
     if b <= a:
@@ -54,8 +60,10 @@ def attribute(a: float, b: float, sample_times: Iterable[float], energy_at: Call
     calls = [c for c in calls if c.start < b and c.end > a]
     episodes = [e for e in episodes if e.start < b and e.end > a]
     spans = [(c, True) for c in calls] + [(e, False) for e in episodes]
-    events = sorted([(s.start, 0, i) for i, (s, _) in enumerate(spans) if s.start > a]
-                    + [(s.end, 1, i) for i, (s, _) in enumerate(spans) if s.end < b])
+    events = sorted(
+        [(s.start, 0, i) for i, (s, _) in enumerate(spans) if s.start > a]
+        + [(s.end, 1, i) for i, (s, _) in enumerate(spans) if s.end < b]
+    )
     cuts = sorted({a, b, *(t for t in sample_times if a < t < b), *(t for t, _, _ in events)})
     active_calls = {i for i, (s, is_call) in enumerate(spans) if is_call and s.start <= a}
     active_eps = {i for i, (s, is_call) in enumerate(spans) if not is_call and s.start <= a}
@@ -80,8 +88,7 @@ def attribute(a: float, b: float, sample_times: Iterable[float], energy_at: Call
     return out
 
 
-def _share(joules_by: dict[int, float], seconds_by: dict[int, float], keys: list[int], joules: float,
-           seconds: float) -> None:
+def _share(joules_by: dict[int, float], seconds_by: dict[int, float], keys: list[int], joules: float, seconds: float) -> None:
     n = len(keys)
     for k in keys:
         joules_by[k] = joules_by.get(k, 0.0) + joules / n

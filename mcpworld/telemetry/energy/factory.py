@@ -36,8 +36,9 @@ def make_energy_meter(telemetry: TelemetryConfig) -> tuple[EnergyMeter | None, d
     if gpu is not None:
         sources["gpu"] = gpu
         count = getattr(gpu, "count", "?")
-        params["energy.gpu"] = (f"prometheus {gpu_cfg.url}, {count} GPU(s)" if str(gpu_cfg.source) == "prometheus"
-                                else f"local NVML, {count} GPU(s)")
+        params["energy.gpu"] = (
+            f"prometheus {gpu_cfg.url}, {count} GPU(s)" if str(gpu_cfg.source) == "prometheus" else f"local NVML, {count} GPU(s)"
+        )
         offset = getattr(gpu, "clock_offset_s", None)
         if offset is not None:
             params["energy.gpu_clock_offset_s"] = f"{offset:.3f}"
@@ -68,6 +69,8 @@ def shared_ledger(telemetry: TelemetryConfig) -> SharedLedger | None:
     try:
         return SharedLedger(Path(telemetry.ledger_dir) / group)
     except OSError as e:
-        say_once(f"telemetry.ledger_dir={telemetry.ledger_dir} is not writable ({e}): jobs running at the same "
-                 "time on these GPUs will each count all of their energy")
+        say_once(
+            f"telemetry.ledger_dir={telemetry.ledger_dir} is not writable ({e}): jobs running at the same "
+            "time on these GPUs will each count all of their energy"
+        )
         return None

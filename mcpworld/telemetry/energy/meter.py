@@ -82,9 +82,15 @@ class _Domain:
 class EnergyMeter:
     """``start()`` once (baseline, then the thread), ``episode()`` per episode, ``close()`` at the end."""
 
-    def __init__(self, sources: dict[str, GpuBackend], rate_hz: float = DEFAULT_RATE_HZ, idle_s: float = 0.0,
-                 max_errors: int = MAX_CONSECUTIVE_ERRORS, clock: Callable[[], float] = time.monotonic,
-                 ledger: SharedLedger | None = None):
+    def __init__(
+        self,
+        sources: dict[str, GpuBackend],
+        rate_hz: float = DEFAULT_RATE_HZ,
+        idle_s: float = 0.0,
+        max_errors: int = MAX_CONSECUTIVE_ERRORS,
+        clock: Callable[[], float] = time.monotonic,
+        ledger: SharedLedger | None = None,
+    ):
         self.domains = {name: _Domain(name, b) for name, b in sources.items()}
         self.interval = 1.0 / rate_hz
         self.idle_s = idle_s
@@ -196,8 +202,7 @@ class EnergyMeter:
                     d.consecutive += 1
                     if d.consecutive >= self.max_errors:
                         d.stopped_reason = f"{d.consecutive} consecutive errors, last: {type(e).__name__}: {e}"
-                        print(f"mcpworld: warning: {d.name} energy sampling stopped: {d.stopped_reason}",
-                              file=sys.stderr)
+                        print(f"mcpworld: warning: {d.name} energy sampling stopped: {d.stopped_reason}", file=sys.stderr)
                 else:
                     d.consecutive = 0
 
@@ -237,8 +242,7 @@ class EnergyMeter:
             if hi < lo:
                 return None
             calls, episodes = self.ledger.others() if self.ledger else ([], [])
-            return attribute(lo, hi, d.sample_times(), d.energy_at, [*self._calls, *calls],
-                             [*self._episodes, *episodes]), lo, hi
+            return attribute(lo, hi, d.sample_times(), d.energy_at, [*self._calls, *calls], [*self._episodes, *episodes]), lo, hi
 
     # -- job figures ------------------------------------------------------------------------------
     def job_metrics(self) -> dict[str, float]:
@@ -268,7 +272,8 @@ class EnergyMeter:
             if self.ledger:  # what other jobs' calls and episodes on this host took of the span
                 mine = {c.key for c in self._calls} | {e.key for e in self._episodes}
                 out[f"{name}.energy_other_jobs_j"] = sum(
-                    v for part in (shares.call_j, shares.rest_j) for k, v in part.items() if k not in mine)
+                    v for part in (shares.call_j, shares.rest_j) for k, v in part.items() if k not in mine
+                )
             out[f"{name}.counter_fallbacks"] = float(sum(s.rejected for s in d.series.values()))
             if name in self.idle_w:
                 out[f"{name}.power_w_idle"] = self.idle_w[name]
@@ -286,8 +291,17 @@ class EnergyMeter:
             for tick in d.ticks:
                 for s in tick:
                     if (a is None or s.t >= a) and (b is None or s.t <= b):
-                        writer.writerow([repr(s.t), s.gpu, s.util_pct, s.mem_mb, s.temp_c, s.power_w,
-                                         "" if s.energy_mj is None else s.energy_mj])
+                        writer.writerow(
+                            [
+                                repr(s.t),
+                                s.gpu,
+                                s.util_pct,
+                                s.mem_mb,
+                                s.temp_c,
+                                s.power_w,
+                                "" if s.energy_mj is None else s.energy_mj,
+                            ]
+                        )
 
 
 class EpisodeEnergy:
@@ -356,8 +370,9 @@ class EpisodeEnergy:
         if result is not None:
             result.gpu = metrics
             result.llm_energy_j = [per_call.get(c.key) for c, ok in self.calls if ok] if "gpu" in meter.domains else []
-            result.llm_call_windows = [[round(c.start + meter.wall_offset, 4), round(c.end + meter.wall_offset, 4)]
-                                       for c, ok in self.calls if ok]
+            result.llm_call_windows = [
+                [round(c.start + meter.wall_offset, 4), round(c.end + meter.wall_offset, 4)] for c, ok in self.calls if ok
+            ]
         if self.csv_path is not None and "gpu" in meter.domains:
             with meter._lock:
                 meter._write_csv(self.csv_path, self.span.start, self.span.end)
@@ -375,11 +390,13 @@ class EpisodeEnergy:
             return out
         power = [sum(s.power_w for s in tick) for tick in ticks]
         every = [s for tick in ticks for s in tick]
-        out.update({
-            "gpu.power_w_mean": sum(power) / len(power),
-            "gpu.power_w_max": max(power),
-            "gpu.util_mean": sum(s.util_pct for s in every) / len(every),
-            "gpu.mem_peak_mb": max(sum(s.mem_mb for s in tick) for tick in ticks),
-            "gpu.temp_max_c": max(s.temp_c for s in every),
-        })
+        out.update(
+            {
+                "gpu.power_w_mean": sum(power) / len(power),
+                "gpu.power_w_max": max(power),
+                "gpu.util_mean": sum(s.util_pct for s in every) / len(every),
+                "gpu.mem_peak_mb": max(sum(s.mem_mb for s in tick) for tick in ticks),
+                "gpu.temp_max_c": max(s.temp_c for s in every),
+            }
+        )
         return out

@@ -30,8 +30,13 @@ from mcpworld.telemetry.gpu import Sample
 
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 POWER = "DCGM_FI_DEV_POWER_USAGE"
-FIELDS = {POWER: "power_w", ENERGY: "energy_mj", "DCGM_FI_DEV_GPU_UTIL": "util_pct",
-          "DCGM_FI_DEV_FB_USED": "mem_mb", "DCGM_FI_DEV_GPU_TEMP": "temp_c"}
+FIELDS = {
+    POWER: "power_w",
+    ENERGY: "energy_mj",
+    "DCGM_FI_DEV_GPU_UTIL": "util_pct",
+    "DCGM_FI_DEV_FB_USED": "mem_mb",
+    "DCGM_FI_DEV_GPU_TEMP": "temp_c",
+}
 AGENT_TIME = "mcpworld_gpu_agent_time_seconds"
 AGENT_TOKEN = "MCPWORLD_GPU_AGENT_TOKEN"  # gpu_agent's token, on the model host and where the harness runs
 BLANK = 9.2e18  # DCGM's "blank" sentinels (not supported / no data) sit just below 2**63
@@ -57,17 +62,26 @@ def parse(text: str, t: float) -> tuple[list[Sample], float | None]:
     for gpu, v in sorted(per_gpu.items()):
         if v.get("power_w") is None and v.get("energy_mj") is None:
             continue  # neither energy nor power: nothing to integrate
-        samples.append(Sample(t=t, gpu=gpu, util_pct=v.get("util_pct") or 0.0, mem_mb=v.get("mem_mb") or 0.0,
-                              temp_c=v.get("temp_c") or 0.0, power_w=v.get("power_w") or 0.0,
-                              energy_mj=v.get("energy_mj")))
+        samples.append(
+            Sample(
+                t=t,
+                gpu=gpu,
+                util_pct=v.get("util_pct") or 0.0,
+                mem_mb=v.get("mem_mb") or 0.0,
+                temp_c=v.get("temp_c") or 0.0,
+                power_w=v.get("power_w") or 0.0,
+                energy_mj=v.get("energy_mj"),
+            )
+        )
     return samples, agent_time
 
 
 class PrometheusBackend:
     """Scrapes ``url`` once per ``read()``. The constructor scrapes once and fails with a UserError."""
 
-    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic, timeout_s: float = TIMEOUT_S,
-                 token: str | None = None):
+    def __init__(
+        self, url: str, clock: Callable[[], float] = time.monotonic, timeout_s: float = TIMEOUT_S, token: str | None = None
+    ):
         self.url = url
         self._clock = clock
         self._client = httpx.Client(timeout=timeout_s, headers={"Authorization": f"Bearer {token}"} if token else None)
@@ -79,15 +93,21 @@ class PrometheusBackend:
         except (httpx.HTTPError, ValueError) as e:
             self._client.close()
             if isinstance(e, httpx.HTTPStatusError) and e.response.status_code == 401:
-                raise UserError(f"telemetry.gpu.url={url} wants a token: set {AGENT_TOKEN} to the gpu_agent's "
-                                "(the file its start line names, or the variable it was started with)") from e
-            raise UserError(f"telemetry.gpu.url={url}: cannot read GPU metrics there ({type(e).__name__}: {e}); "
-                            "start dcgm-exporter or `python -m mcpworld.telemetry.gpu_agent` on the model host, "
-                            "or set telemetry.gpu.source=none") from e
+                raise UserError(
+                    f"telemetry.gpu.url={url} wants a token: set {AGENT_TOKEN} to the gpu_agent's "
+                    "(the file its start line names, or the variable it was started with)"
+                ) from e
+            raise UserError(
+                f"telemetry.gpu.url={url}: cannot read GPU metrics there ({type(e).__name__}: {e}); "
+                "start dcgm-exporter or `python -m mcpworld.telemetry.gpu_agent` on the model host, "
+                "or set telemetry.gpu.source=none"
+            ) from e
         if not first:
             self._client.close()
-            raise UserError(f"telemetry.gpu.url={url}: no {ENERGY} or {POWER} series with a gpu label there; "
-                            "is it a DCGM exporter's (or mcpworld gpu_agent's) /metrics?")
+            raise UserError(
+                f"telemetry.gpu.url={url}: no {ENERGY} or {POWER} series with a gpu label there; "
+                "is it a DCGM exporter's (or mcpworld gpu_agent's) /metrics?"
+            )
         self.count = len(first)
         if agent_time is not None:
             self.clock_offset_s = agent_time - (wall0 + self.rtt_s / 2)

@@ -19,8 +19,7 @@ import bisect
 MAX_PLAUSIBLE_W = 5000.0  # per device; a counter step implying more is a glitch, not energy
 
 
-def interval_energy(dt: float, power_a: float, power_b: float, mj_a: float | None,
-                    mj_b: float | None) -> tuple[float, bool]:
+def interval_energy(dt: float, power_a: float, power_b: float, mj_a: float | None, mj_b: float | None) -> tuple[float, bool]:
     """Joules between two samples of one device, and whether a present counter had to be rejected."""
     rejected = False
     if mj_a is not None and mj_b is not None:

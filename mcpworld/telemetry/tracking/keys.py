@@ -38,7 +38,7 @@ def mlflow_key(name: str) -> str:
     """Any name as a metric, param or tag key that MLflow 3.17 takes (alphanumerics and ``_ - . space
     : /``; no empty, ``.`` or ``..`` path part; ≤ 250 chars): one bad key rejects the whole batch.
     Stable and readable: ``metric.exact_match#0`` → ``metric.exact_match.0``, other characters → ``_``."""
-    text = KEY_UNSAFE.sub("_", str(name).replace("#", "."))[:MAX_KEY_LEN - 1]
+    text = KEY_UNSAFE.sub("_", str(name).replace("#", "."))[: MAX_KEY_LEN - 1]
     key = "/".join("_" if part in (".", "..") else part for part in text.split("/") if part) or "_"
     return "_" + key if key.startswith("..") else key
 

@@ -65,8 +65,7 @@ class MlflowLogger(Tracker):
 
     RETRY_AFTER_S = 30.0
 
-    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True,
-                 traces: bool = True):
+    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True, traces: bool = True):
         self.uri = absolute_sqlite_uri(uri)
         self.artifact_root, self.experiment = artifact_root, experiment
         self.log_screenshots, self.traces = log_screenshots, traces
@@ -83,8 +82,14 @@ class MlflowLogger(Tracker):
         self._job_params: dict[str, str] = {}  # the job's params, which its episode runs carry too
         self._shared_tags: dict[str, str] = {}
 
-    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
-                  parent_run_id: str | None = None, start_ms: int | None = None) -> None:
+    def start_job(
+        self,
+        name: str,
+        params: dict[str, str],
+        tags: dict[str, str],
+        parent_run_id: str | None = None,
+        start_ms: int | None = None,
+    ) -> None:
         self._job_params = dict(params)
         self._shared_tags = {k: v for k, v in tags.items() if k in SHARED_TAGS}
         self._run("job run", lambda: self._start_job(name, params, tags, parent_run_id, start_ms), {"kind": "job"})
@@ -92,24 +97,28 @@ class MlflowLogger(Tracker):
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         key = episode_key(result)
         self._seen.add(key)
-        record = {"kind": "episode", "key": key, "task_id": result.task_id, "attempt": result.attempt,
-                  "dir": str(episode_dir)}
-        self._run(f"episode {result.task_id}#{result.attempt}", lambda: self._log_episode(result, Path(episode_dir)),
-                  record)
+        record = {"kind": "episode", "key": key, "task_id": result.task_id, "attempt": result.attempt, "dir": str(episode_dir)}
+        self._run(f"episode {result.task_id}#{result.attempt}", lambda: self._log_episode(result, Path(episode_dir)), record)
 
-    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED",
-                   job_dir: Path | None = None, end_ms: int | None = None) -> list[str]:
+    def finish_job(
+        self,
+        metrics: dict[str, float],
+        artifacts: list[Path],
+        status: str = "FINISHED",
+        job_dir: Path | None = None,
+        end_ms: int | None = None,
+    ) -> list[str]:
         check_status(status)
         if job_dir is not None and self.unlogged_episodes(Path(job_dir)):  # a resumed job's earlier episodes
             self._run("earlier episodes of this job", lambda: self._log_unlogged(Path(job_dir)), {"kind": "sync"})
-        self._run("job run summary", lambda: self._finish_job(metrics, artifacts, status, end_ms),
-                  {"kind": "summary", "status": status})
+        self._run(
+            "job run summary", lambda: self._finish_job(metrics, artifacts, status, end_ms), {"kind": "summary", "status": status}
+        )
         self._catch_up()
         if job_dir is not None:
             path = Path(job_dir) / PENDING_FILE
             if self.pending:
-                write_pending(Path(job_dir), self.uri, self.experiment, self.job_run_id,
-                              [r for _, _, r in self.pending])
+                write_pending(Path(job_dir), self.uri, self.experiment, self.job_run_id, [r for _, _, r in self.pending])
             else:
                 path.unlink(missing_ok=True)  # an earlier outage's list: caught up now
         if self.pending:
@@ -172,16 +181,21 @@ class MlflowLogger(Tracker):
         for i, (what, op, record) in enumerate(retry):
             in_a_row = 0 if self._run(what, op, record, force=True) else in_a_row + 1
             if in_a_row == 2:
-                self.pending.extend(retry[i + 1:])
+                self.pending.extend(retry[i + 1 :])
                 return
 
     def _summary_line(self, job_dir: Path | None) -> str:
         names = [what for what, _, _ in self.pending]
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        where = (f"; listed in {Path(job_dir) / PENDING_FILE}: log them later with "
-                 f"python -m mcpworld.telemetry.upload {job_dir}" if job_dir is not None else "")
-        return (f"mcpworld: warning: {len(names)} item(s) not logged to MLflow ({mask_secrets(self.uri)}): {shown} "
-                f"({self.pending[0][2]['error']}){where}")
+        where = (
+            f"; listed in {Path(job_dir) / PENDING_FILE}: log them later with python -m mcpworld.telemetry.upload {job_dir}"
+            if job_dir is not None
+            else ""
+        )
+        return (
+            f"mcpworld: warning: {len(names)} item(s) not logged to MLflow ({mask_secrets(self.uri)}): {shown} "
+            f"({self.pending[0][2]['error']}){where}"
+        )
 
     def _connect(self) -> None:
         if self.client is not None:
@@ -212,8 +226,9 @@ class MlflowLogger(Tracker):
         commands = [command] + [c for c in lines if c != command]
         earlier = [f"- `{c}`" for c in commands[1:NOTE_COMMANDS]]
         # the UI shows a description's first line until it is opened: the latest command
-        text = "\n".join([f"`{command}`", ""] + (["Earlier commands, newest first:", ""] + earlier + [""] if earlier else [])
-                          + [NOTE_TAIL])
+        text = "\n".join(
+            [f"`{command}`", ""] + (["Earlier commands, newest first:", ""] + earlier + [""] if earlier else []) + [NOTE_TAIL]
+        )
         if text != old:
             self.client.set_experiment_tag(self.experiment_id, NOTE, text)
 
@@ -221,8 +236,7 @@ class MlflowLogger(Tracker):
         """Live runs of the experiment matching ``query``, every page."""
         token = None
         while True:
-            page = self.client.search_runs([self.experiment_id], filter_string=query, max_results=1000,
-                                           page_token=token)
+            page = self.client.search_runs([self.experiment_id], filter_string=query, max_results=1000, page_token=token)
             yield from page
             token = page.token
             if not token:
@@ -260,8 +274,9 @@ class MlflowLogger(Tracker):
             if run.info.status != "RUNNING":
                 self._complete.add(key)
 
-    def _start_job(self, name: str, params: dict[str, str], tags: dict[str, str], parent: str | None,
-                   start_ms: int | None = None) -> None:
+    def _start_job(
+        self, name: str, params: dict[str, str], tags: dict[str, str], parent: str | None, start_ms: int | None = None
+    ) -> None:
         self._connect()
         if tags.get(NOTE):
             self.note_command(tags[NOTE])
@@ -278,8 +293,9 @@ class MlflowLogger(Tracker):
         have, wanted = run.data.params, mlflow_keys(params, MAX_PARAM_LEN)
         changed = {f"mcpworld.param_changed.{k}": v for k, v in wanted.items() if k in have and have[k] != v}
         self.client.update_run(self.job_run_id, status="RUNNING")
-        log_batch(self.client, self.job_run_id, params={k: v for k, v in wanted.items() if k not in have},
-                  tags={**tags, **changed})
+        log_batch(
+            self.client, self.job_run_id, params={k: v for k, v in wanted.items() if k not in have}, tags={**tags, **changed}
+        )
 
     def _log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         if self.job_run_id is None:
@@ -297,17 +313,31 @@ class MlflowLogger(Tracker):
         written = episode_dir / "result.json"
         start_ms, end_ms = episode_window(result, events, written.stat().st_mtime if written.exists() else time.time())
         # what decides results is a param (the job's names); tags say how it ended and where it lies
-        tags = {LEVEL: "episode", "mlflow.parentRunId": self.job_run_id, "task_id": result.task_id,
-                "status": result.status, "termination": result.termination,
-                EPISODE_DIR: str(episode_dir.absolute()), EPISODE_KEY: key, **self._shared_tags}
+        tags = {
+            LEVEL: "episode",
+            "mlflow.parentRunId": self.job_run_id,
+            "task_id": result.task_id,
+            "status": result.status,
+            "termination": result.termination,
+            EPISODE_DIR: str(episode_dir.absolute()),
+            EPISODE_KEY: key,
+            **self._shared_tags,
+        }
         name = episode_run_name(result, self._shared_tags.get(DIFFERS, ""))
-        run_id = self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name,
-                                        tags=mlflow_keys(tags)).info.run_id
+        run_id = self.client.create_run(
+            self.experiment_id, start_time=start_ms, run_name=name, tags=mlflow_keys(tags)
+        ).info.run_id
         runs.append(run_id)
         try:
             series = step_series(result, events)
-            log_batch(self.client, run_id, params=episode_params(self._job_params, result),
-                      metrics=episode_metrics(result, series), series=series, timestamp_ms=end_ms)
+            log_batch(
+                self.client,
+                run_id,
+                params=episode_params(self._job_params, result),
+                metrics=episode_metrics(result, series),
+                series=series,
+                timestamp_ms=end_ms,
+            )
             for item in sorted(episode_dir.iterdir()):
                 if item.is_file():
                     self.client.log_artifact(run_id, str(item))
@@ -318,10 +348,20 @@ class MlflowLogger(Tracker):
                 if self.traces:
                     from mcpworld.telemetry.spans import log_trace
 
-                    log_trace(self.client, self.experiment_id, run_id, events, result, name=name,
-                              tags={**{k: str(v) for k, v in result.labels.items()}, "mcpworld.job_run_id": self.job_run_id,
-                                    "mcpworld.run_id": run_id},  # screenshots attached only when they are logged
-                              episode_dir=episode_dir if self.log_screenshots else None)
+                    log_trace(
+                        self.client,
+                        self.experiment_id,
+                        run_id,
+                        events,
+                        result,
+                        name=name,
+                        tags={
+                            **{k: str(v) for k, v in result.labels.items()},
+                            "mcpworld.job_run_id": self.job_run_id,
+                            "mcpworld.run_id": run_id,
+                        },  # screenshots attached only when they are logged
+                        episode_dir=episode_dir if self.log_screenshots else None,
+                    )
                     STORE_LOG.check()  # MLflow logs a trace it could not write instead of raising
             self.client.set_terminated(run_id, EPISODE_RUN_STATUS.get(result.status, "FINISHED"), end_time=end_ms)
         except Exception:
@@ -345,8 +385,7 @@ class MlflowLogger(Tracker):
             page = make_page(events, episode_dir if self.log_screenshots else Path(tmp), Path(tmp) / "trajectory.html")
             self.client.log_artifact(run_id, str(page))
 
-    def _finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str,
-                    end_ms: int | None = None) -> None:
+    def _finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str, end_ms: int | None = None) -> None:
         if self.job_run_id is None:
             raise RuntimeError("the job run was not created")
         try:

@@ -21,11 +21,13 @@ def read_pending(job_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def write_pending(job_dir: Path, uri: str, experiment: str, job_run_id: str | None,
-                  records: list[dict[str, Any]]) -> Path:
+def write_pending(job_dir: Path, uri: str, experiment: str, job_run_id: str | None, records: list[dict[str, Any]]) -> Path:
     path = Path(job_dir) / PENDING_FILE
-    path.write_text(json.dumps({"uri": mask_secrets(uri), "experiment": experiment, "job_run_id": job_run_id,
-                                "not_logged": records}, indent=2))
+    path.write_text(
+        json.dumps(
+            {"uri": mask_secrets(uri), "experiment": experiment, "job_run_id": job_run_id, "not_logged": records}, indent=2
+        )
+    )
     return path
 
 
@@ -35,8 +37,9 @@ def note_lost(why: str, uri: str, experiment: str, job_dir: Path | None) -> str:
     where = ""
     if job_dir is not None:
         old = read_pending(job_dir)
-        path = write_pending(job_dir, uri, experiment, old.get("job_run_id"),
-                             old.get("not_logged", []) + [{"kind": "unknown", "error": why}])
+        path = write_pending(
+            job_dir, uri, experiment, old.get("job_run_id"), old.get("not_logged", []) + [{"kind": "unknown", "error": why}]
+        )
         where = f"; noted in {path}: log what is missing with python -m mcpworld.telemetry.upload {job_dir}"
     print(f"mcpworld: warning: {why}; this job's MLflow runs may be incomplete{where}", file=sys.stderr)
     return why

@@ -30,29 +30,29 @@ class MlflowTracker(Tracker):
     FINISH_TIMEOUT_S = 900.0  # how long the job waits for its logging to drain …
     KILLED_TIMEOUT_S = 60.0  # … and when it was interrupted (someone is waiting for it to stop)
 
-    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True,
-                 traces: bool = True):
+    def __init__(self, uri: str, artifact_root: str, experiment: str, log_screenshots: bool = True, traces: bool = True):
         import multiprocessing
 
         context = multiprocessing.get_context("fork")  # no re-import; the job has no threads yet
         self.uri, self.experiment = uri, experiment
         self._jobs, self._answers = context.Queue(), context.Queue()
         settings = (uri, artifact_root, experiment, log_screenshots, traces)
-        self._process = context.Process(target=_serve, args=(settings, self._jobs, self._answers, os.getpid()),
-                                        name="mlflow-tracker", daemon=True)
+        self._process = context.Process(
+            target=_serve, args=(settings, self._jobs, self._answers, os.getpid()), name="mlflow-tracker", daemon=True
+        )
         self._process.start()
         atexit.register(self._stop)  # before multiprocessing's own exit hook, which would SIGTERM and wait
 
-    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
-                  parent_run_id: str | None = None) -> None:
+    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str], parent_run_id: str | None = None) -> None:
         # the job's own start and end times (not when the tracker process got to them): the UI's Duration
         self._jobs.put(("start_job", (name, params, tags, parent_run_id, int(time.time() * 1000))))
 
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         self._jobs.put(("log_episode", (result, episode_dir)))
 
-    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED",
-                   job_dir: Path | None = None) -> list[str]:
+    def finish_job(
+        self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED", job_dir: Path | None = None
+    ) -> list[str]:
         check_status(status)
         self._jobs.put(("finish_job", (metrics, artifacts, status, job_dir, int(time.time() * 1000))))
         limit = self.KILLED_TIMEOUT_S if status == "KILLED" else self.FINISH_TIMEOUT_S
@@ -65,8 +65,11 @@ class MlflowTracker(Tracker):
             except queue.Empty:
                 if alive and time.monotonic() < deadline:
                     continue
-                why = (f"the MLflow tracker did not finish within {limit:.0f} s and was stopped" if alive else
-                       f"the MLflow tracker process exited with code {self._process.exitcode}")
+                why = (
+                    f"the MLflow tracker did not finish within {limit:.0f} s and was stopped"
+                    if alive
+                    else f"the MLflow tracker process exited with code {self._process.exitcode}"
+                )
                 self._stop()
                 return [note_lost(why, self.uri, self.experiment, job_dir)]
         self._process.join(timeout=10)

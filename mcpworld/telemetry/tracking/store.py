@@ -69,7 +69,7 @@ def mlflow_client(uri: str) -> Any:
     if uri.startswith("sqlite:///"):  # MLflow retries a file it cannot open for ≈ 100 s: fail at once
         import sqlite3
 
-        con = sqlite3.connect(uri[len("sqlite:///"):].split("?")[0], timeout=20)  # MLflow's busy timeout
+        con = sqlite3.connect(uri[len("sqlite:///") :].split("?")[0], timeout=20)  # MLflow's busy timeout
         try:
             con.execute("PRAGMA schema_version")
         finally:
@@ -77,9 +77,15 @@ def mlflow_client(uri: str) -> Any:
     return MlflowClient(tracking_uri=uri)
 
 
-def log_batch(client: Any, run_id: str, params: dict[str, str] | None = None,
-              metrics: dict[str, float] | None = None, tags: dict[str, str] | None = None,
-              series: list[tuple[str, float, int, int]] | None = None, timestamp_ms: int | None = None) -> None:
+def log_batch(
+    client: Any,
+    run_id: str,
+    params: dict[str, str] | None = None,
+    metrics: dict[str, float] | None = None,
+    tags: dict[str, str] | None = None,
+    series: list[tuple[str, float, int, int]] | None = None,
+    timestamp_ms: int | None = None,
+) -> None:
     """Params, metrics and tags in as few batches as MLflow allows, every key made valid. ``metrics``
     are single values (step 0, at ``timestamp_ms`` or now); ``series`` are (key, value, timestamp
     ms, step) points, which MLflow's charts draw as curves."""
@@ -94,11 +100,11 @@ def log_batch(client: Any, run_id: str, params: dict[str, str] | None = None,
     # at most 100 params, 100 tags and 1000 entities a batch (MLflow's limits)
     for i in range(0, max(len(param_list), len(tag_list), 1), 100):
         first = metric_list[:800] if i == 0 else []
-        batch = (first, param_list[i:i + 100], tag_list[i:i + 100])
+        batch = (first, param_list[i : i + 100], tag_list[i : i + 100])
         if any(batch):
             client.log_batch(run_id, metrics=batch[0], params=batch[1], tags=batch[2])
     for i in range(800, len(metric_list), 1000):
-        client.log_batch(run_id, metrics=metric_list[i:i + 1000])
+        client.log_batch(run_id, metrics=metric_list[i : i + 1000])
 
 
 # an experiment tag: the sqlite store's path from the folder its relative artifact location starts at
@@ -120,16 +126,21 @@ def create_experiment(client: Any, uri: str, artifact_root: str, name: str) -> s
     db = sqlite_file(uri)
     if db is None or not db.is_relative_to(here) or not location.is_relative_to(here):
         return str(client.create_experiment(name, artifact_location=location.as_uri()))
-    experiment_id = str(client.create_experiment(name, artifact_location=location.as_uri(),
-                                                 tags={ARTIFACTS_FROM: db.relative_to(here).as_posix()}))
+    experiment_id = str(
+        client.create_experiment(
+            name, artifact_location=location.as_uri(), tags={ARTIFACTS_FROM: db.relative_to(here).as_posix()}
+        )
+    )
     # MLflow makes every local location absolute when it creates an experiment: stored relative here
     import sqlite3
 
     con = sqlite3.connect(db, timeout=20)
     try:
         with con:
-            con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
-                        (location.relative_to(here).as_posix(), int(experiment_id)))
+            con.execute(
+                "UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                (location.relative_to(here).as_posix(), int(experiment_id)),
+            )
     finally:
         con.close()
     return experiment_id
@@ -147,8 +158,9 @@ def check_artifact_folder(uri: str, experiment: Any) -> None:
     if db.is_relative_to(here) and db.relative_to(here).as_posix() == start:
         return
     base = db.parents[len(Path(start).parts) - 1] if db.as_posix().endswith("/" + start) else f"the folder that holds {start}"
-    raise RuntimeError(f"experiment {experiment.name!r} keeps its artifacts relative to {base} ({location}): run "
-                       f"from there, not from {here}")
+    raise RuntimeError(
+        f"experiment {experiment.name!r} keeps its artifacts relative to {base} ({location}): run from there, not from {here}"
+    )
 
 
 def sqlite_file(uri: str) -> Path | None:
@@ -156,7 +168,7 @@ def sqlite_file(uri: str) -> Path | None:
     prefix = "sqlite:///"
     if not uri.startswith(prefix):
         return None
-    return Path(uri[len(prefix):].split("?")[0]).absolute()
+    return Path(uri[len(prefix) :].split("?")[0]).absolute()
 
 
 def absolute_sqlite_uri(uri: str) -> str:
@@ -164,7 +176,7 @@ def absolute_sqlite_uri(uri: str) -> str:
     otherwise the store fails when first used, as a pending item)."""
     prefix = "sqlite:///"
     if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
-        path = Path(uri[len(prefix):]).absolute()
+        path = Path(uri[len(prefix) :]).absolute()
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
         return prefix + str(path)
@@ -183,7 +195,7 @@ def unreachable(uri: str, timeout_s: float = 5.0) -> str | None:
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}"
         return None if reply.status_code == 200 else f"its /health answered {reply.status_code}"
-    path = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri.removeprefix("file://")
+    path = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else uri.removeprefix("file://")
     if "://" in path:
         return None  # another kind of store (databricks, postgresql …): MLflow's own errors say more
     folder = Path(path).expanduser().absolute().parent

@@ -36,8 +36,13 @@ def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | No
 
         command = mask_secrets(command_line(sys.argv))
         tracker.note_command(command)
-        tags = {LEVEL: "sweep", "mcpworld.sweep_dir": where, "mcpworld.sweep": mask_secrets(" ".join(overrides))[:5000],
-                **source_tags(git_state()), "mlflow.note.content": command}
+        tags = {
+            LEVEL: "sweep",
+            "mcpworld.sweep_dir": where,
+            "mcpworld.sweep": mask_secrets(" ".join(overrides))[:5000],
+            **source_tags(git_state()),
+            "mlflow.note.content": command,
+        }
         run = tracker._find_run("sweep", "mcpworld.sweep_dir", where)
         if run is None:
             name = mask_secrets(sweep_run_name(list(overrides), Path(sweep_dir).as_posix()))
@@ -46,12 +51,15 @@ def start_sweep_run(cfg: Any, sweep_dir: Path, overrides: list[str]) -> str | No
             tracker.client.update_run(run.info.run_id, status="RUNNING")
             log_batch(tracker.client, run.info.run_id, tags=tags)
     except Exception as exc:
-        print(f"mcpworld: warning: no MLflow parent run for this sweep ({reason(exc)}); its jobs are logged "
-              "without one", file=sys.stderr)
+        print(
+            f"mcpworld: warning: no MLflow parent run for this sweep ({reason(exc)}); its jobs are logged without one",
+            file=sys.stderr,
+        )
         return None
     Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps({"run_id": run.info.run_id, "uri": tracker.uri,
-                                                          "experiment_id": tracker.experiment_id}))
+    (Path(sweep_dir) / SWEEP_FILE).write_text(
+        json.dumps({"run_id": run.info.run_id, "uri": tracker.uri, "experiment_id": tracker.experiment_id})
+    )
     return run.info.run_id
 
 

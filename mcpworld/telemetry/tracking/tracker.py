@@ -26,15 +26,15 @@ class Tracker:
 
     busy_s = 0.0  # time spent logging (by the tracker's own process)
 
-    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str],
-                  parent_run_id: str | None = None) -> None:
+    def start_job(self, name: str, params: dict[str, str], tags: dict[str, str], parent_run_id: str | None = None) -> None:
         """Open the job's run, or reopen the one its folder (tag ``mcpworld.job_dir``) already has."""
 
     def log_episode(self, result: EpisodeResult, episode_dir: Path) -> None:
         """Log one episode as a child run, replacing an earlier run of the same episode."""
 
-    def finish_job(self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED",
-                   job_dir: Path | None = None) -> list[str]:
+    def finish_job(
+        self, metrics: dict[str, float], artifacts: list[Path], status: str = "FINISHED", job_dir: Path | None = None
+    ) -> list[str]:
         """Close the job's run as ``status`` (FINISHED, FAILED or KILLED) once the tracker has drained;
         what could not be logged (empty when all was)."""
         check_status(status)
@@ -54,8 +54,7 @@ def _none(tracking: TrackingConfig) -> Tracker:
 def _mlflow(tracking: TrackingConfig) -> Tracker:
     from mcpworld.telemetry.tracking.process import MlflowTracker
 
-    return MlflowTracker(tracking.uri, tracking.artifact_root, tracking.experiment, tracking.log_screenshots,
-                         tracking.traces)
+    return MlflowTracker(tracking.uri, tracking.artifact_root, tracking.experiment, tracking.log_screenshots, tracking.traces)
 
 
 def make_tracker(tracking: TrackingConfig) -> Tracker:

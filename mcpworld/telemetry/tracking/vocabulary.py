@@ -24,11 +24,22 @@ SEP = " · "
 MAX_RUN_NAME = 250  # MLflow keeps a run's name in a 250-character column
 # flat param name → the resolved config's dotted key; a missing or null key is left out
 CONFIG_PARAMS: dict[str, str] = {
-    "model": "model.name", "model_id": "model.id", "provider": "provider.name", "resolution": "resolution.name",
-    "modality": "modality.name", "app": "app.name", "env": "env.backend", "network": "env.network",
+    "model": "model.name",
+    "model_id": "model.id",
+    "provider": "provider.name",
+    "resolution": "resolution.name",
+    "modality": "modality.name",
+    "app": "app.name",
+    "env": "env.backend",
+    "network": "env.network",
     "profile": "model.profile",
-    "variant": "model.variant", "thinking_budget": "model.thinking_budget", "temperature": "model.temperature",
-    "max_tokens": "model.max_tokens", "seed": "seed", "attempts": "attempts", "max_steps": "agent.max_steps",
+    "variant": "model.variant",
+    "thinking_budget": "model.thinking_budget",
+    "temperature": "model.temperature",
+    "max_tokens": "model.max_tokens",
+    "seed": "seed",
+    "attempts": "attempts",
+    "max_steps": "agent.max_steps",
     "timeout_s": "agent.timeout_s",
 }
 # a bound that catches the whole config coming back as params (it was ~170): a default job logs 22
@@ -42,8 +53,22 @@ EPISODE_ONLY = ("task", "attempt")
 SERIES = ("tokens_in", "tokens_out", "llm_latency_s", "keysteps.completed")
 SOURCE_NAME = "python -m mcpworld"
 # overrides that never name a run: already in the name, or where results go rather than what decides them
-UNNAMED = ("model", "provider", "resolution", "modality", "app", "task", "experiment", "tracking", "hydra",
-           "concurrency", "resume", "infra_retries", "files", "telemetry")
+UNNAMED = (
+    "model",
+    "provider",
+    "resolution",
+    "modality",
+    "app",
+    "task",
+    "experiment",
+    "tracking",
+    "hydra",
+    "concurrency",
+    "resume",
+    "infra_retries",
+    "files",
+    "telemetry",
+)
 
 
 def _naming(overrides: list[str] | None) -> list[str]:
@@ -91,8 +116,13 @@ def episode_params(job: dict[str, str], result: EpisodeResult) -> dict[str, str]
     """The job's params (the job-level ``app`` selection and ``tasks`` replaced by the episode's own
     app and task), its labels (model, provider, resolution, modality, env, seed) and the attempt."""
     shared = {k: v for k, v in job.items() if k != "tasks"}
-    return {**shared, **{k: str(v) for k, v in result.labels.items()}, "app": result.app, "task": result.task_id,
-            "attempt": str(result.attempt)}
+    return {
+        **shared,
+        **{k: str(v) for k, v in result.labels.items()},
+        "app": result.app,
+        "task": result.task_id,
+        "attempt": str(result.attempt),
+    }
 
 
 def _key(override: str) -> str:
@@ -103,7 +133,7 @@ def _fit(name: str) -> str:
     """A name within MLflow's limit; one cut short ends in a digest of the whole, so it stays unique."""
     if len(name) <= MAX_RUN_NAME:
         return name
-    return f"{name[:MAX_RUN_NAME - 10]}…{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return f"{name[: MAX_RUN_NAME - 10]}…{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def differing(overrides: list[str] | None, swept: Iterable[str]) -> list[str]:
@@ -202,8 +232,11 @@ def step_series(result: EpisodeResult, events: list[dict[str, Any]]) -> list[tup
         n, ts = int(event.get("n") or 0), int(float(event["ts"]) * 1000)
         tokens_in += float(event.get("tokens_in") or 0)
         tokens_out += float(event.get("tokens_out") or 0)
-        points += [("tokens_in", tokens_in, ts, n), ("tokens_out", tokens_out, ts, n),
-                   ("llm_latency_s", float(event.get("latency_s") or 0.0), ts, n)]
+        points += [
+            ("tokens_in", tokens_in, ts, n),
+            ("tokens_out", tokens_out, ts, n),
+            ("llm_latency_s", float(event.get("latency_s") or 0.0), ts, n),
+        ]
     start = next((e for e in events if e.get("type") == "episode_start"), None)
     timeline = result.key_steps.get("timeline") or []
     if start is not None and result.key_steps.get("total"):

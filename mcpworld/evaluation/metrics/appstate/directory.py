@@ -1,5 +1,4 @@
-"""``check_moved_jpgs``: the entries of a directory (getter ``list_directory``) against the expected names.
-"""
+"""``check_moved_jpgs``: the entries of a directory (getter ``list_directory``) against the expected names."""
 
 from __future__ import annotations
 

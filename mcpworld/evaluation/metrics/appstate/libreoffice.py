@@ -72,8 +72,13 @@ def find_default_font(result: str | None, rules: Any) -> float:
 
 def _locale_values(root: ET.Element, prop_name: str) -> list[ET.Element]:
     """``<value>`` children of ``prop_name`` props directly under items whose path ends in ``L10N``."""
-    return [value for item in root.iter("item") if item.get(f"{OOR}path", "").endswith("L10N")
-            for prop in _props(item, prop_name, direct=True) for value in prop.findall("value")]
+    return [
+        value
+        for item in root.iter("item")
+        if item.get(f"{OOR}path", "").endswith("L10N")
+        for prop in _props(item, prop_name, direct=True)
+        for value in prop.findall("value")
+    ]
 
 
 @metric("check_libre_locale")
@@ -138,8 +143,11 @@ def check_presenter_console_disable(result: str | None) -> float:
     root = _parse_xml_safely(result)
     if root is None:
         return 0.0
-    props = [prop for item in _items(root, "/org.openoffice.Office.Impress/Misc/Start")
-             for prop in _props(item, "EnablePresenterScreen", direct=True)]
+    props = [
+        prop
+        for item in _items(root, "/org.openoffice.Office.Impress/Misc/Start")
+        for prop in _props(item, "EnablePresenterScreen", direct=True)
+    ]
     if not props:
         return 0.0
     value = props[0].find("value")

@@ -85,7 +85,7 @@ _FILTER_FIELDS = ("name", "enabled", "type", "action", "actionValue", "condition
 def _filter_value(line: str, field: str) -> str:
     """The quoted value of a ``field="…"`` line (its closing quote and line end cut off as OSWorld
     does: the last two characters), with ``\\"`` and ``\\\\`` unescaped."""
-    return line[len(field) + 2:-2].replace('\\"', '"').replace("\\\\", "\\")
+    return line[len(field) + 2 : -2].replace('\\"', '"').replace("\\\\", "\\")
 
 
 def thunderbird_filters(text: str) -> list[dict[str, Any]] | None:
@@ -145,14 +145,16 @@ def check_thunderbird_filter(result: str | None, rules: Any) -> float:
         return 0.0
     return float(all(any(_fits(pattern, flt) for flt in filters) for pattern in expect))
 
+
 # An mbox "From " line starts the file or follows a blank line; other "From " lines are body text.
 _MBOX_SEPARATOR = re.compile(r"(?:\A|(?<=\n\n))From [^\n]*(?:\n|\Z)")
 _MOZILLA_STATUS = re.compile(r"^X-Mozilla-Status: *([0-9A-Fa-f]{1,4})\s*$", re.M)
 MSG_FLAG_EXPUNGED = 0x0008
 
 
-def _mbox_messages(path: str, ignore_status: bool, ignore_keys: bool, remove_deleted: bool,
-                   remove_duplicate: bool) -> list[str] | None:
+def _mbox_messages(
+    path: str, ignore_status: bool, ignore_keys: bool, remove_deleted: bool, remove_duplicate: bool
+) -> list[str] | None:
     """The normalised messages of an mbox file (or of a single .eml), sorted; None if unreadable."""
     text = _text_or_none(path)
     if text is None:
@@ -176,8 +178,14 @@ def _mbox_messages(path: str, ignore_status: bool, ignore_keys: bool, remove_del
 
 
 @metric("check_thunderbird_folder")
-def check_thunderbird_folder(result: Any, expected: Any, ignore_status: bool = False, ignore_keys: bool = False,
-                             remove_deleted: bool = True, remove_duplicate: bool = True) -> float:
+def check_thunderbird_folder(
+    result: Any,
+    expected: Any,
+    ignore_status: bool = False,
+    ignore_keys: bool = False,
+    remove_deleted: bool = True,
+    remove_duplicate: bool = True,
+) -> float:
     """1 when each mail folder file holds the same messages as its gold file.
 
     result, expected: local paths of Thunderbird mbox folder files (``Mail/Local Folders/Bills``) or of
@@ -193,8 +201,10 @@ def check_thunderbird_folder(result: Any, expected: Any, ignore_status: bool = F
     """
     results, golds = (result, expected) if isinstance(expected, list) else ([result], [expected])
     if not isinstance(results, list) or len(results) != len(golds):
-        raise UserError(f"metric 'check_thunderbird_folder': result and expected must be paths or equally long lists, "
-                        f"got {result!r} and {expected!r}")
+        raise UserError(
+            f"metric 'check_thunderbird_folder': result and expected must be paths or equally long lists, "
+            f"got {result!r} and {expected!r}"
+        )
     options = (bool(ignore_status), bool(ignore_keys), bool(remove_deleted), bool(remove_duplicate))
     for pred, gold in zip(results, golds):
         mine = _mbox_messages(pred, *options) if pred else None

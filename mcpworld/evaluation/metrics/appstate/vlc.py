@@ -63,7 +63,8 @@ _VLC_META = "information/category[@name='meta']/info[@name='{}']"
 # Where OSWorld looks for the playing item, in order; the first non-empty one is used.
 _VLC_FILE_FIELDS = ("filename", "title", "uri", "location", "name")
 _VLC_URL_FIELDS = [_VLC_META.format(n) for n in ("url", "URI", "location", "title", "filename")] + [
-    f"information/category[@name='Stream 0']/info[@name='{n}']" for n in ("Codec", "Type", "Language")]
+    f"information/category[@name='Stream 0']/info[@name='{n}']" for n in ("Codec", "Type", "Language")
+]
 
 
 def _first_text(tree: ET.Element, paths: Iterable[str]) -> str | None:
@@ -178,8 +179,7 @@ def check_qt_video_resize(result: str | None, rules: Any) -> float:
 def check_one_instance_when_started_from_file(result: str | None, rules: Any) -> float:
     """1 when vlcrc ``one-instance-when-started-from-file`` (default 1) is
     ``rules["expected_one_instance_when_started_from_file"]``."""
-    return _vlc_setting_is(result, rules, "check_one_instance_when_started_from_file",
-                           "one-instance-when-started-from-file", "1")
+    return _vlc_setting_is(result, rules, "check_one_instance_when_started_from_file", "one-instance-when-started-from-file", "1")
 
 
 @metric("check_play_and_exit")

@@ -47,10 +47,12 @@ def compare_line_spacing(result: Any, expected: Any) -> float:
     mine, gold = _document(result), _document(expected)
     if mine is None or gold is None or len(mine.paragraphs) != len(gold.paragraphs):
         return 0.0
-    return float(all(
-        p1.paragraph_format.line_spacing == p2.paragraph_format.line_spacing
-        for p1, p2 in zip(mine.paragraphs, gold.paragraphs)
-    ))
+    return float(
+        all(
+            p1.paragraph_format.line_spacing == p2.paragraph_format.line_spacing
+            for p1, p2 in zip(mine.paragraphs, gold.paragraphs)
+        )
+    )
 
 
 def _text_width(document: Document) -> float:
@@ -69,16 +71,15 @@ def _text_width(document: Document) -> float:
 def _direct_tab_stops(paragraph: Paragraph) -> list[Any]:
     """The paragraph's own tab stops, without clear stops and a left stop at 0."""
     return [
-        t for t in paragraph.paragraph_format.tab_stops
+        t
+        for t in paragraph.paragraph_format.tab_stops
         if not (t.alignment == WD_TAB_ALIGNMENT.CLEAR or (t.alignment == WD_TAB_ALIGNMENT.LEFT and t.position == 0))
     ]
 
 
 @metric("check_tabstops")
 @_zero_on_failure
-def check_tabstops(
-    result: Any, expected: Any, word_number_split_by_tabstop: int | None = None, index: int = 0
-) -> float:
+def check_tabstops(result: Any, expected: Any, word_number_split_by_tabstop: int | None = None, index: int = 0) -> float:
     """Direct tab stops of the result's non-empty paragraphs match the gold's (partial credit by distance).
 
     The non-empty paragraph counts must match, and paired paragraphs must have as many tab stops

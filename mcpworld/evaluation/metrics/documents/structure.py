@@ -143,13 +143,7 @@ def contains_page_break(result: Any, rules: Any = None) -> float:
     document = _document(result)
     if document is None:
         return 0.0
-    found = sum(
-        1
-        for p in document.paragraphs
-        for r in p.runs
-        for br in r._r.iter(qn("w:br"))
-        if br.get(qn("w:type")) == "page"
-    )
+    found = sum(1 for p in document.paragraphs for r in p.runs for br in r._r.iter(qn("w:br")) if br.get(qn("w:type")) == "page")
     if count is not None and found != count:
         return 0.0
     return float(found > 0)

@@ -71,8 +71,9 @@ def compare_docx_files(
     texts = _paragraph_texts(result, expected)
     if texts is None:
         return 0.0
-    return _compare_texts(*texts, ignore_blanks, ignore_case, ignore_order, content_only, fuzzy_match,
-                          delete_empty_lines, threshold)
+    return _compare_texts(
+        *texts, ignore_blanks, ignore_case, ignore_order, content_only, fuzzy_match, delete_empty_lines, threshold
+    )
 
 
 def _compare_texts(
@@ -255,7 +256,7 @@ def compare_references(
     def references(paragraphs: list[str]) -> list[str] | None:
         if reference_indicator not in paragraphs:
             return None
-        return [t for t in paragraphs[paragraphs.index(reference_indicator) + 1:] if t.strip()]
+        return [t for t in paragraphs[paragraphs.index(reference_indicator) + 1 :] if t.strip()]
 
     got, want = (references(side) for side in texts)
     if got is None and want is None:

@@ -7,5 +7,4 @@ function raise, scores 0. Only a malformed ``rules`` object (the task author's m
 UserError naming the metric and the key.
 """
 
-
 from mcpworld.evaluation.metrics.slides import checks, compare  # noqa: F401 (registers them)

@@ -217,6 +217,7 @@ _COLOR_FAMILIES = {
 
 def _master_number_hex(root: ET.Element) -> str | None:
     """OSWorld's guess at the slide-number colour in slideMaster1.xml, most specific first."""
+
     def first_rgb(elem: ET.Element) -> str | None:
         found = elem.find(".//a:solidFill//a:srgbClr", NS)
         return found.get("val") if found is not None else None

@@ -19,13 +19,29 @@ log = logging.getLogger(__name__)
 
 
 _EXAMINE_DEFAULTS = {
-    "examine_number_of_slides": True, "examine_shape": True, "examine_text": True, "examine_indent": True,
-    "examine_font_name": True, "examine_font_size": True, "examine_font_bold": True, "examine_font_italic": True,
-    "examine_color_rgb": True, "examine_font_underline": True, "examine_strike_through": True,
-    "examine_alignment": True, "examine_title_bottom_position": False, "examine_table_bottom_position": False,
-    "examine_run_count": True, "examine_right_position": False, "examine_top_position": False,
-    "examine_shape_for_shift_size": False, "examine_image_size": False, "examine_modify_height": False,
-    "examine_bullets": True, "examine_background_color": True, "examine_note": True,
+    "examine_number_of_slides": True,
+    "examine_shape": True,
+    "examine_text": True,
+    "examine_indent": True,
+    "examine_font_name": True,
+    "examine_font_size": True,
+    "examine_font_bold": True,
+    "examine_font_italic": True,
+    "examine_color_rgb": True,
+    "examine_font_underline": True,
+    "examine_strike_through": True,
+    "examine_alignment": True,
+    "examine_title_bottom_position": False,
+    "examine_table_bottom_position": False,
+    "examine_run_count": True,
+    "examine_right_position": False,
+    "examine_top_position": False,
+    "examine_shape_for_shift_size": False,
+    "examine_image_size": False,
+    "examine_modify_height": False,
+    "examine_bullets": True,
+    "examine_background_color": True,
+    "examine_note": True,
 }
 # OSWorld's hard-coded task constants for its position toggles (EMU) and the one exempt text.
 TITLE_MIN_TOP = 3600000

@@ -32,13 +32,16 @@ class Unsupported(Exception):
     """The formula is outside the evaluated subset."""
 
 
-_TOKEN = re.compile(r"""\s*(?:
+_TOKEN = re.compile(
+    r"""\s*(?:
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<string>"(?:[^"]|"")*")
   | (?P<ref>\$?[A-Za-z]{1,3}\$?\d+(?![\w(]))
   | (?P<name>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<op><>|<=|>=|[-+*/^&=<>(),;%:!])
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -87,8 +90,14 @@ def _rank(value: Any) -> tuple[int, Any]:
     return 0, float(value)
 
 
-_COMPARE = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b,
-            ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}
+_COMPARE = {
+    "=": lambda a, b: a == b,
+    "<>": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
+}
 
 
 def _compare(op: str, a: Any, b: Any) -> Any:
@@ -115,7 +124,7 @@ def _arith(op: str, a: Any, b: Any) -> Any:
     if op == "/":
         return _DIV0 if b == 0 else a / b
     try:
-        return float(a ** b)
+        return float(a**b)
     except (OverflowError, ZeroDivisionError, TypeError):
         return _NUM
 
@@ -219,6 +228,7 @@ def _text_fn(fn: Callable[..., Any]) -> Callable[..., Any]:
         numbers = [_to_number(r) for r in rest]
         error = _first_error(text, *numbers)
         return error if error is not None else fn(text, *numbers)
+
     return call
 
 
@@ -237,15 +247,17 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "MONTH": lambda a: _first_error(_serial_date(a)) or float(_serial_date(a).month),
     "YEAR": lambda a: _first_error(_serial_date(a)) or float(_serial_date(a).year),
     "LEN": _text_fn(lambda t: float(len(t))),
-    "LEFT": _text_fn(lambda t, n=1.0: t[:max(int(n), 0)]),
-    "RIGHT": _text_fn(lambda t, n=1.0: t[len(t) - int(n):] if int(n) > 0 else ""),
+    "LEFT": _text_fn(lambda t, n=1.0: t[: max(int(n), 0)]),
+    "RIGHT": _text_fn(lambda t, n=1.0: t[len(t) - int(n) :] if int(n) > 0 else ""),
     "UPPER": _text_fn(str.upper),
     "LOWER": _text_fn(str.lower),
     "SEARCH": lambda f, w, s=1.0: _search(f, w, s),
     "FIND": lambda f, w, s=1.0: _search(f, w, s, case=True),
     # OSWorld's engine also counts numeric text ("5") as a number.
-    "ISNUMBER": lambda a: (isinstance(a, float) and not isinstance(a, bool))
-    or (isinstance(a, str) and not isinstance(a, _Error) and not isinstance(_to_number(a), _Error)),
+    "ISNUMBER": lambda a: (
+        (isinstance(a, float) and not isinstance(a, bool))
+        or (isinstance(a, str) and not isinstance(a, _Error) and not isinstance(_to_number(a), _Error))
+    ),
     "ISTEXT": lambda a: isinstance(a, str) and not isinstance(a, _Error),
     "ISERROR": lambda a: isinstance(a, _Error),
 }

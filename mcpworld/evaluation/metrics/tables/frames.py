@@ -13,8 +13,29 @@ from openpyxl.worksheet.worksheet import Worksheet
 from mcpworld.evaluation.metrics.tables.books import _Workbooks
 
 # Text that pandas.read_excel reads as a missing value (its default na_values).
-_NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_NA_TEXT = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
 _NA = object()  # a missing value in a column
 _TRUE_TEXT, _FALSE_TEXT = frozenset({"True", "TRUE", "true"}), frozenset({"False", "FALSE", "false"})
 _NUMBER_TEXT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)\s*", re.IGNORECASE)
@@ -99,8 +120,8 @@ def _round_half_even(value: float, precision: int) -> float:
     """numpy's round (DataFrame.round): scale, round half to even, unscale."""
     if value != value or value in (float("inf"), float("-inf")):
         return value
-    scale = 10.0 ** precision
-    return round(value * scale) / scale if abs(value * scale) < 2 ** 52 else value
+    scale = 10.0**precision
+    return round(value * scale) / scale if abs(value * scale) < 2**52 else value
 
 
 def _frame(vs: Worksheet, precision: int) -> tuple[list[Any], list[tuple[str, list[Any]]]]:

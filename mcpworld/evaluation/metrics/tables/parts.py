@@ -90,8 +90,7 @@ def _filters(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any
     auto = ws.auto_filter
     columns = []
     for column in auto.filterColumn:
-        entry: dict[str, Any] = {"col_id": column.colId, "hidden_button": column.hiddenButton,
-                                 "show_button": column.showButton}
+        entry: dict[str, Any] = {"col_id": column.colId, "hidden_button": column.hiddenButton, "show_button": column.showButton}
         if column.filters is not None:
             entry["filters_blank"] = column.filters.blank
             entry["filters"] = set(column.filters.filter)
@@ -103,9 +102,23 @@ def _filters(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any
     sort = auto.sortState
     if sort is not None:
         found["sort_state"] = {
-            "sort": sort.columnSort, "case": sort.caseSensitive, "method": sort.sortMethod, "ref": sort.ref,
-            "condition": [{"descending": c.descending, "key": c.sortBy, "ref": c.ref, "custom_list": c.customList,
-                           "dxf_id": c.dxfId, "icon": c.iconSet, "iconid": c.iconId} for c in sort.sortCondition]}
+            "sort": sort.columnSort,
+            "case": sort.caseSensitive,
+            "method": sort.sortMethod,
+            "ref": sort.ref,
+            "condition": [
+                {
+                    "descending": c.descending,
+                    "key": c.sortBy,
+                    "ref": c.ref,
+                    "custom_list": c.customList,
+                    "dxf_id": c.dxfId,
+                    "icon": c.iconSet,
+                    "iconid": c.iconId,
+                }
+                for c in sort.sortCondition
+            ],
+        }
     return found
 
 
@@ -221,8 +234,9 @@ def _pivots(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any]
             info["row_fields"] = [f.x - left for f in pivot.rowFields]
         if "data_fields" in props:
             info["data_fields"] = [
-                "{:d};{:};{:};{:}".format(f.fld - left, f.name if "data_fields_name" in props else "",
-                                          f.subtotal, f.showDataAs) for f in pivot.dataFields]
+                "{:d};{:};{:};{:}".format(f.fld - left, f.name if "data_fields_name" in props else "", f.subtotal, f.showDataAs)
+                for f in pivot.dataFields
+            ]
         found[key_text] = info
     return found
 

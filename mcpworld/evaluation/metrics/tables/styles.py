@@ -18,8 +18,14 @@ from mcpworld.evaluation.metrics.tables.books import _UNBOUND, _Crash, _osw_shee
 from mcpworld.evaluation.metrics.tables.conditions import compile_condition, constant
 from mcpworld.evaluation.metrics.tables.raw import RawBook
 
-_FONT_ATTRS = {"font_name": "name", "font_family": "family", "font_bold": "bold", "font_italic": "italic",
-               "font_underline": "underline", "font_size": "size"}
+_FONT_ATTRS = {
+    "font_name": "name",
+    "font_family": "family",
+    "font_bold": "bold",
+    "font_italic": "italic",
+    "font_underline": "underline",
+    "font_size": "size",
+}
 STYLE_PROPS = ("number_format", *_FONT_ATTRS, "font_color", "fill_type", "bgcolor", "fgcolor", "hyperlink", "merge")
 
 
@@ -60,8 +66,15 @@ def _cell_style(prop: str, cell: Any, dxf: Any = None) -> Any:
 # ``cellIs`` operand with a cell reference cannot be evaluated without inputs in OSWorld either, so
 # such a rule is skipped, as there; an expression outside the subset counts as never true (OSWorld
 # would compute it: a documented difference).
-_CF_FORMULA_TYPES = {"expression", "containsText", "notContainsText", "endsWith", "beginsWith",
-                     "containsErrors", "notContainsErrors"}
+_CF_FORMULA_TYPES = {
+    "expression",
+    "containsText",
+    "notContainsText",
+    "endsWith",
+    "beginsWith",
+    "containsErrors",
+    "notContainsErrors",
+}
 
 
 _ABSOLUTE = re.compile(r"\$([A-Z]{1,3})\$(\d+)(?::\$([A-Z]{1,3})\$(\d+))?")
@@ -89,8 +102,14 @@ def _cell_is(op: str, value: Any, refs: list[Any]) -> bool:
         if op in ("between", "notBetween"):
             low, high = min(refs), max(refs)
             return value >= low and value <= high if op == "between" else value < low or value > high
-        compare = {"lessThanOrEqual": operator.le, "lessThan": operator.lt, "equal": operator.eq,
-                   "greaterThanOrEqual": operator.ge, "notEqual": operator.ne, "greaterThan": operator.gt}.get(op)
+        compare = {
+            "lessThanOrEqual": operator.le,
+            "lessThan": operator.lt,
+            "equal": operator.eq,
+            "greaterThanOrEqual": operator.ge,
+            "notEqual": operator.ne,
+            "greaterThan": operator.gt,
+        }.get(op)
         return bool(compare(value, refs[0])) if compare is not None else False
     except (TypeError, IndexError, ValueError):
         return False

@@ -1,4 +1,5 @@
 """Check that the inbox files were moved, unchanged, into the requested folder tree."""
+
 import argparse
 import hashlib
 import json

@@ -1,4 +1,5 @@
 """Check report.docx: a Heading 1 'Inventory Report' first, then a table equal to the CSV."""
+
 import argparse
 import csv
 import os

@@ -1,4 +1,5 @@
 """Compare paper/main.tex and paper/refs.bib line by line (normalized) with the groundtruth."""
+
 import argparse
 import os
 import re

@@ -1,4 +1,5 @@
 """Check the release-1.1 branch, its commit and CHANGELOG.md, and a clean working tree, with git."""
+
 import argparse
 import datetime
 import os
@@ -24,9 +25,7 @@ def fail(reason):
 
 def git(repo, *args):
     env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    proc = subprocess.run(
-        ["git", "-c", "safe.directory=*", "-C", repo, *args], capture_output=True, text=True, env=env
-    )
+    proc = subprocess.run(["git", "-c", "safe.directory=*", "-C", repo, *args], capture_output=True, text=True, env=env)
     return proc.returncode, proc.stdout
 
 

@@ -1,4 +1,5 @@
 """Create the project/ Git repository (fixed history) and a release-notes draft dated from launch_time."""
+
 import argparse
 import datetime
 import os
@@ -17,12 +18,8 @@ FILES = {
         "## [1.0] - 2024-03-02\n- Initial release with CSV import.\n- Command-line interface.\n"
     ),
 }
-JSON_EXPORT = (
-    "\n\ndef to_json(rows):\n    import json\n    return json.dumps(rows, indent=2)\n"
-)
-EMPTY_FIX = (
-    "\n\ndef load_safe(path):\n    rows = load(path)\n    return rows or []\n"
-)
+JSON_EXPORT = "\n\ndef to_json(rows):\n    import json\n    return json.dumps(rows, indent=2)\n"
+EMPTY_FIX = "\n\ndef load_safe(path):\n    rows = load(path)\n    return rows or []\n"
 
 
 def git(repo, *args, date=None):

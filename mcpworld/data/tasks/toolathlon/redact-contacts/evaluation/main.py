@@ -1,4 +1,5 @@
 """Check redacted/ against the groundtruth copies, ignoring all whitespace."""
+
 import argparse
 import os
 import re

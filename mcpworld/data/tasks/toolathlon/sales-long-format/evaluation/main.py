@@ -1,4 +1,5 @@
 """Compare the agent's Processed.xlsx (long format) with the groundtruth workbook."""
+
 import argparse
 import os
 import sys
