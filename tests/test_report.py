@@ -463,7 +463,7 @@ def test_paired_comparison_over_the_same_tasks(sweep_dir, tmp_path):
 def test_an_older_store_has_no_new_columns(store, tmp_path):
     rows = run_report(store, tmp_path, f"experiment={EXP}")
     row = next(iter(rows.values()))
-    assert not [c for c in row if c.startswith(("tool_success.", "cost_")) or c.endswith("_rate") and c != "success_rate"]
+    assert not [c for c in row if c.startswith(("tool_success.", "cost_")) or (c.endswith("_rate") and c != "success_rate")]
 
 
 def test_a_folder_without_episodes_is_one_clear_error(tmp_path, capsys):

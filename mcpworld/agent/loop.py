@@ -14,8 +14,9 @@ import copy
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from PIL.Image import Image
 
@@ -127,7 +128,7 @@ class AgentLoop:
         send_images: bool = True,
         withheld: frozenset[str] = frozenset(),
         after_step: Callable[[], None] | None = None,
-        profile: "Profile | None" = None,
+        profile: Profile | None = None,
         replay: dict[str, Tool] | None = None,
     ):
         self.provider, self.tools, self.limits = provider, tools, limits
@@ -251,7 +252,7 @@ class AgentLoop:
             try:
                 call = self.provider.complete(request, schemas, **({"temperature": rules.retry_temperature} if retry else {}))
                 reply = await asyncio.wait_for(call, deadline - time.monotonic())
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return None
             reply = self.profile.parse(reply) if self.profile else reply
             self._account(reply)

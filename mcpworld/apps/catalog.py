@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -32,14 +32,14 @@ def app_setting(selected: AppConfig, app: str, key: str, default: Any = None) ->
     return _app_file(app).get(key, default)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _app_file(app: str) -> dict[str, Any]:
     """The app's file, read once per process (asked for at every episode)."""
     path = CONF_APPS / f"{app}.yaml"
     return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
 
-@lru_cache(maxsize=None)
+@cache
 def programs() -> tuple[Program, ...]:
     """Every app config's ``program:`` section: the desktop applications a desktop can start."""
     found = []

@@ -16,9 +16,10 @@ import shlex
 import shutil
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mcpworld.core.steps import normalize_step
 from mcpworld.core.task import Task

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, cast
+from typing import cast
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException

@@ -154,7 +154,7 @@ def census(
     if tool_gap:
         why.append(f"local tool {', '.join(tool_gap)}")
     missing = [s for s in servers if s not in installed]
-    broken = [s for s in servers if s in installed and installed[s]]
+    broken = [s for s in servers if installed.get(s)]
     if missing:
         why.append(f"no local server {', '.join(missing)}")
     if broken:

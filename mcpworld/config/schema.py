@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -121,9 +121,9 @@ class Lang(StrEnum):
 class PriceConfig:
     """USD per 1M tokens, as the provider bills them (None: no cost is computed)."""
 
-    input: Optional[float] = None
-    output: Optional[float] = None
-    cached_input: Optional[float] = None
+    input: float | None = None
+    output: float | None = None
+    cached_input: float | None = None
 
 
 @dataclass
@@ -133,42 +133,42 @@ class ModelConfig:
     context_length: int = 32768
     max_tokens: int = 2048
     temperature: float = 0.0
-    top_p: Optional[float] = None  # sent when set (None: the server's default)
-    top_k: Optional[int] = None  # sent when set, where the server takes it (vLLM yes, Ollama's /v1 no)
-    presence_penalty: Optional[float] = None  # sent when set
-    frequency_penalty: Optional[float] = None  # sent when set (UI-TARS's reference run uses 1)
+    top_p: float | None = None  # sent when set (None: the server's default)
+    top_k: int | None = None  # sent when set, where the server takes it (vLLM yes, Ollama's /v1 no)
+    presence_penalty: float | None = None  # sent when set
+    frequency_penalty: float | None = None  # sent when set (UI-TARS's reference run uses 1)
     vision: bool = True
     coordinates: Coordinates = Coordinates.pixels
-    preferred_resolution: Optional[str] = None
+    preferred_resolution: str | None = None
     # largest screenshot [w, h] sent to the model; a bigger screen is downscaled (aspect kept) and the
     # model's pixel coordinates are mapped back to the screen. None = the screen's own size.
-    image_max: Optional[List[int]] = None
+    image_max: list[int] | None = None
     # Anthropic computer use: the versioned tool types and the beta that enables them
-    computer_tool: Optional[str] = None  # e.g. computer_20250124
-    bash_tool: Optional[str] = None  # e.g. bash_20250124
-    betas: List[str] = field(default_factory=list)  # e.g. [computer-use-2025-01-24]
+    computer_tool: str | None = None  # e.g. computer_20250124
+    bash_tool: str | None = None  # e.g. bash_20250124
+    betas: list[str] = field(default_factory=list)  # e.g. [computer-use-2025-01-24]
     # the model's id on other platforms, by provider.kind (bedrock, vertex); a kind not listed uses `id`
-    ids: Dict[str, str] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)
     # how the family is driven (agent/profiles): prompt, tool schema, request layout, reply parsing
     profile: str = "generic"
     variant: Variant = Variant.instruct
-    profile_options: Dict[str, Any] = field(default_factory=dict)  # family-specific knobs (see the profile)
-    thinking_budget: Optional[int] = None  # Claude extended thinking: budget_tokens (None: off)
+    profile_options: dict[str, Any] = field(default_factory=dict)  # family-specific knobs (see the profile)
+    thinking_budget: int | None = None  # Claude extended thinking: budget_tokens (None: off)
     # Claude 4: the interleaved-thinking-2025-05-14 beta with thinking (thinking between tool calls, a
     # budget above max_tokens); Anthropic's reference agent never sends it, so off unless asked for
     interleaved_thinking: bool = False
     price: PriceConfig = field(default_factory=PriceConfig)
     # set on presets kept only to reproduce earlier runs (a retired or retiring model): why, and what to use
     # instead; warned once when the model is used
-    legacy: Optional[str] = None
+    legacy: str | None = None
 
 
 @dataclass
 class ProviderConfig:
     name: str = "oracle"
     kind: ProviderKind = ProviderKind.oracle
-    base_url: Optional[str] = None
-    api_key: Optional[str] = None  # from ${oc.env:...}; never logged
+    base_url: str | None = None
+    api_key: str | None = None  # from ${oc.env:...}; never logged
     timeout_s: float = 120.0
     max_retries: int = 3
     start_hint: str = ""  # how to start the endpoint, shown when it is unreachable
@@ -176,8 +176,8 @@ class ProviderConfig:
     unload_others: bool = True  # ollama: unload other loaded models first, so GPU figures are this model's
     prompt_caching: bool = True  # anthropic: cache the static prefix (system prompt, tools)
     api_version: str = "2023-06-01"  # anthropic: the anthropic-version header
-    region: Optional[str] = None  # bedrock/vertex: the cloud region (AWS_REGION, CLOUD_ML_REGION)
-    project: Optional[str] = None  # vertex: the Google Cloud project (else the one ADC names)
+    region: str | None = None  # bedrock/vertex: the cloud region (AWS_REGION, CLOUD_ML_REGION)
+    project: str | None = None  # vertex: the Google Cloud project (else the one ADC names)
     replay: OracleReplay = OracleReplay.solution  # oracle: the solution, or its spoiled variant (certify)
 
 
@@ -191,20 +191,20 @@ class ResolutionConfig:
 @dataclass
 class AppConfig:
     name: str = "all"
-    apps: List[str] = field(default_factory=list)  # task apps this selection runs; empty = every app
+    apps: list[str] = field(default_factory=list)  # task apps this selection runs; empty = every app
     # MCP servers for this app's tasks that list none themselves: catalog names or {name, command, ...}
     # (also used when another selection, e.g. app=all, runs this app's tasks)
-    mcp_servers: List[Any] = field(default_factory=list)
+    mcp_servers: list[Any] = field(default_factory=list)
     relaunch_on_exit: bool = False  # an app that exits during an episode is started again (app_exit event either way)
     # how the desktop starts this app (binary, the command names tasks use, flags, ports, golden
     # profile, packages, readiness): read from every mcpworld/conf/app file by mcpworld.apps.programs
-    program: Optional[Any] = None
+    program: Any | None = None
 
 
 @dataclass
 class ModalityConfig:
     name: str = "gui"
-    tools: List[ToolFamily] = field(default_factory=lambda: [ToolFamily.computer, ToolFamily.done])  # families offered
+    tools: list[ToolFamily] = field(default_factory=lambda: [ToolFamily.computer, ToolFamily.done])  # families offered
 
 
 @dataclass
@@ -235,27 +235,27 @@ class AgentConfig:
 class EvaluatorConfig:
     success_threshold: float = 1.0  # score at or above this is a success
     partial_credit: bool = True  # keep fractional scores; False rounds below-threshold scores to 0
-    templates: Dict[str, Any] = field(default_factory=dict)  # named specs: evaluator: {template: NAME, with: {...}}
+    templates: dict[str, Any] = field(default_factory=dict)  # named specs: evaluator: {template: NAME, with: {...}}
 
 
 @dataclass
 class KlavisConfig:
     base_url: str = "https://api.klavis.ai"
-    api_key: Optional[str] = None  # ${oc.env:KLAVIS_API_KEY}; never logged
+    api_key: str | None = None  # ${oc.env:KLAVIS_API_KEY}; never logged
     benchmark: str = "Toolathlon"
     ttl_s: int = 7200
     timeout_s: float = 60.0
     workspace: str = "/data"  # where the sandbox's servers see the uploaded workspace (the prompt says this)
     # the ledger of held sandboxes (a killed run's are released by the next); None: $MCPWORLD_HOME/.klavis-leases
-    leases_dir: Optional[str] = None
+    leases_dir: str | None = None
     # where each server runs (docs/mcp.md, "Klavis sandboxes"): the local sandbox's servers in Klavis's
     # names (None: the Toolathlon runner's 13), every other server an individual sandbox; for an account
     # that differs, e.g. [filesystem, …, localmemory] puts memory in the local sandbox
-    local_sandbox: Optional[List[str]] = None
+    local_sandbox: list[str] | None = None
     # task server name -> the individual sandbox it is asked for, over the built-in renames (google_sheet → google_sheets …)
-    sandbox_names: Dict[str, str] = field(default_factory=dict)
+    sandbox_names: dict[str, str] = field(default_factory=dict)
     # task servers the account has no sandbox for: their tasks are skipped with the reason
-    no_sandbox: List[str] = field(default_factory=list)
+    no_sandbox: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -267,13 +267,13 @@ class VncConfig:
 class VmConfig:
     """env=vm: the suite's own machine, reached through its server (no desktop of ours)."""
 
-    url: Optional[str] = None  # e.g. http://192.168.122.10:5000 (OSWorld) or :5000 (WAA)
+    url: str | None = None  # e.g. http://192.168.122.10:5000 (OSWorld) or :5000 (WAA)
     # a pool of VMs, one per concurrent episode (concurrency ≤ their number); instead of url
-    urls: Optional[List[str]] = None
+    urls: list[str] | None = None
     kind: VmKind = VmKind.osworld
     # run on this host before each episode (revert a snapshot …); {url} in it: the VM being reset
-    reset_command: Optional[str] = None
-    reset_commands: Optional[List[str]] = None  # with urls: one reset command per VM, in their order
+    reset_command: str | None = None
+    reset_commands: list[str] | None = None  # with urls: one reset command per VM, in their order
     ready_timeout_s: float = 300.0  # how long the server may take to answer after a reset
     request_timeout_s: float = 120.0  # one request (the servers run a command for up to 120 s)
 
@@ -285,8 +285,8 @@ class EnvConfig:
     app_timeout_s: float = 20.0
     # env=docker: the desktop image's base (None: Debian made here by debootstrap, no registry needed),
     # the apps it holds (None: those the run's tasks start; [all]: every app), the container's start bound
-    base_image: Optional[str] = None
-    apps: Optional[List[str]] = None
+    base_image: str | None = None
+    apps: list[str] | None = None
     start_timeout_s: float = 60.0
     # desktops per worker, each episode on a fresh one; env=docker: containers started ahead; env=local:
     # 1 starts each episode's desktop at its reset, N ≥ 2 keeps N-1 started ahead (docs/isolation.md)
@@ -305,9 +305,9 @@ class EnvConfig:
 @dataclass
 class ProxyConfig:
     mode: ProxyMode = ProxyMode.off
-    cassettes: Optional[str] = None  # replay: folder of <server>.jsonl
+    cassettes: str | None = None  # replay: folder of <server>.jsonl
     fault_rate: float = 0.0
-    fault_kinds: List[FaultKind] = field(default_factory=lambda: [FaultKind.error])
+    fault_kinds: list[FaultKind] = field(default_factory=lambda: [FaultKind.error])
     fault_latency_s: float = 2.0
     seed: int = 0
 
@@ -319,7 +319,7 @@ class McpConfig:
     call_timeout_s: float = 60.0
     max_output_chars: int = 100_000
     proxy: ProxyConfig = field(default_factory=ProxyConfig)
-    catalog: Dict[str, Any] = field(default_factory=dict)
+    catalog: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -336,7 +336,7 @@ class TrackingConfig:
 class GpuTelemetryConfig:
     source: GpuSource = GpuSource.local
     rate_hz: float = 4.0  # samples per second, GPU and CPU alike (one sampler per job)
-    url: Optional[str] = None  # source=prometheus: the model host's /metrics (dcgm-exporter :9400, gpu_agent :9401)
+    url: str | None = None  # source=prometheus: the model host's /metrics (dcgm-exporter :9400, gpu_agent :9401)
 
 
 @dataclass
@@ -351,16 +351,16 @@ class TelemetryConfig:
     cpu: CpuTelemetryConfig = field(default_factory=CpuTelemetryConfig)
     idle_s: float = 5.0  # idle baseline (power_w_idle) sampled before the first episode; 0: none, no net energy
     # where the jobs on this host list their calls, so jobs sharing a GPU share its energy (null: this job alone)
-    ledger_dir: Optional[str] = "/dev/shm/mcpworld-energy"
-    kwh_price: Optional[float] = None  # USD per kWh: the episodes' measured energy as energy_cost_usd (None: not priced)
+    ledger_dir: str | None = "/dev/shm/mcpworld-energy"
+    kwh_price: float | None = None  # USD per kWh: the episodes' measured energy as energy_cost_usd (None: not priced)
 
 
 @dataclass
 class FilesConfig:
     """Where the files tasks name by URL come from (mcpworld/downloads.py)."""
 
-    cache_dir: Optional[str] = None  # None: $XDG_CACHE_HOME/mcpworld/files (~/.cache/mcpworld/files)
-    mirror: Optional[str] = None  # a local copy of a suite's file cache (OSWorld's: <domain>/<id>/<file>)
+    cache_dir: str | None = None  # None: $XDG_CACHE_HOME/mcpworld/files (~/.cache/mcpworld/files)
+    mirror: str | None = None  # a local copy of a suite's file cache (OSWorld's: <domain>/<id>/<file>)
     # URL prefix -> another URL prefix or a folder: a mapping in YAML, pairs on the command line
     # (files.rewrite=[[https://huggingface.co/,/data/hf]]: Hydra's override keys cannot hold a URL)
     rewrite: Any = None
@@ -370,17 +370,17 @@ class FilesConfig:
 
 @dataclass
 class TasksConfig:
-    root: Optional[str] = None  # a folder of task.yaml files; None = the built-in tasks/
-    exclude_tags: List[str] = field(default_factory=list)
-    solutions: Optional[str] = None  # a folder of <task id>.yaml oracle solutions for a suite's tasks
+    root: str | None = None  # a folder of task.yaml files; None = the built-in tasks/
+    exclude_tags: list[str] = field(default_factory=list)
+    solutions: str | None = None  # a folder of <task id>.yaml oracle solutions for a suite's tasks
 
 
 @dataclass
 class ToolathlonConfig:
     """How Toolathlon task folders run (mcpworld/tasks/toolathlon.py)."""
 
-    root: Optional[str] = None  # a Toolathlon checkout; None: the nearest ancestor of the task folder with utils/
-    python: Optional[str] = None  # graders' interpreter; None: make toolathlon's, else python3.12 on PATH, else ours
+    root: str | None = None  # a Toolathlon checkout; None: the nearest ancestor of the task folder with utils/
+    python: str | None = None  # graders' interpreter; None: make toolathlon's, else python3.12 on PATH, else ours
     lang: Lang = Lang.en
     claim_done: bool = True  # upstream's rule: only an agent that claimed done is graded (else it fails)
 
@@ -389,7 +389,7 @@ class ToolathlonConfig:
 class PcCanaryConfig:
     """How MCPWorld/PC-Canary task folders resolve their authors' paths (mcpworld/tasks/mcpworld_format.py)."""
 
-    root: Optional[str] = None  # a PC-Canary checkout; None: the task folder's nearest ancestor with tests/tasks
+    root: str | None = None  # a PC-Canary checkout; None: the task folder's nearest ancestor with tests/tasks
 
 
 @dataclass
@@ -416,7 +416,7 @@ class RootConfig:
     resume: bool = True  # the same run/sweep dir again: skip finished episodes (false: start over)
     # the sampling seed sent to the model server, and a label of the run; None (the default): nothing is
     # sent, as the makers' reference agents send none (seed=0,1,2 -m: replicates with fixed seeds)
-    seed: Optional[int] = None
+    seed: int | None = None
 
 
 def register() -> None:

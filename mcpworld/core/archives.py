@@ -24,9 +24,9 @@ def safe_extract(archive: Path | bytes, dest: Path, label: str | None = None) ->
     name = label or (str(archive) if isinstance(archive, Path) else "archive")
     try:
         opened = (
-            tarfile.open(fileobj=io.BytesIO(archive), mode="r:*")
+            tarfile.open(fileobj=io.BytesIO(archive), mode="r:*")  # noqa: SIM115 - kept open beyond this block
             if isinstance(archive, bytes)
-            else tarfile.open(archive, mode="r:*")
+            else tarfile.open(archive, mode="r:*")  # noqa: SIM115 - kept open beyond this block
         )
         with opened as tar:
             members = tar.getmembers()

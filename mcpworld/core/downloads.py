@@ -21,9 +21,9 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 from urllib.parse import unquote, urlparse
 
 import httpx

@@ -29,10 +29,11 @@ import json
 import os
 import secrets
 import socket
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Awaitable, Callable, MutableMapping, Protocol, Union, cast
+from typing import Any, Protocol, Union, cast
 from urllib.parse import parse_qs, urlsplit
 
 from mcpworld.core.errors import UserError

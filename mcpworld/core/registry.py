@@ -6,7 +6,8 @@ unknown name is one error naming the config key, the value and every known name.
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 from mcpworld.core.errors import UserError
 

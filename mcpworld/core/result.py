@@ -189,7 +189,7 @@ class EpisodeResult:
         tmp.replace(path)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EpisodeResult":
+    def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:
         data = dict(data)
         data["tool_calls"] = {k: ToolCounts(**v) for k, v in data.get("tool_calls", {}).items()}
         data["metrics"] = [MetricOutcome(**m) for m in data.get("metrics", [])]
@@ -198,5 +198,5 @@ class EpisodeResult:
         return cls(**data)
 
     @classmethod
-    def read(cls, path: Path) -> "EpisodeResult":
+    def read(cls, path: Path) -> EpisodeResult:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 # whole words of a key (``api_key``, ``access_token``), not ``max_tokens``
 SECRET_KEY = re.compile(r"(^|[_.-])(api[_-]?key|apikey|token|secret|password|passwd|authorization)($|[_.-])", re.I)

@@ -22,8 +22,8 @@ import functools
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from mcpworld.core.shell_words import ASSIGNMENT, WRAPPERS, items, tokens, unquote
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mcpworld.apps.programs import Program
 from mcpworld.core.registry import Registry

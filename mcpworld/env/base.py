@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from mcpworld.core.actions import Action  # noqa: F401 (the seam's own vocabulary)
+from mcpworld.core.actions import Action
 from mcpworld.core.task import HOME_USER
 
 if TYPE_CHECKING:
@@ -40,12 +40,12 @@ class Staged:
     """A reset done ahead for an episode that has not begun (``Environment.stage``): it serves that
     episode only, the same task in the same folder, and nothing else."""
 
-    task: "Task"
+    task: Task
     episode_dir: Path
     began: float  # wall clock (time.time()): when its reset began
     ready: float  # … and when its desktop had settled
 
-    def serves(self, task: "Task", episode_dir: Path, extra_env: dict[str, str]) -> bool:
+    def serves(self, task: Task, episode_dir: Path, extra_env: dict[str, str]) -> bool:
         # (an episode's own variables, a live hook's sink, reach its setup: such a reset is its own)
         return task == self.task and Path(episode_dir) == Path(self.episode_dir) and not extra_env
 
@@ -80,7 +80,7 @@ class Environment(abc.ABC):
     # it took; ready_ahead_s: how long it waited for its episode), or None: it reset now
     handover: dict[str, float] | None = None
 
-    def stage(self, task: "Task", episode_dir: Path) -> None:
+    def stage(self, task: Task, episode_dir: Path) -> None:
         """Reset for an episode that has not begun, while another desktop runs the current one, and let
         the screen settle; ``begin`` hands it over. A failure leaves nothing staged (``begin`` then
         resets as usual, and that reset's failure is the episode's)."""
@@ -91,7 +91,7 @@ class Environment(abc.ABC):
         self.settle(None)
         self._staged = Staged(task, Path(episode_dir), began, time.time())
 
-    def begin(self, task: "Task", episode_dir: Path) -> None:
+    def begin(self, task: Task, episode_dir: Path) -> None:
         """The desktop ready for this episode: the reset ``stage`` did for it, handed over, or a reset now."""
         staged, self._staged, self._handed = self._staged, None, False
         if staged is not None and staged.serves(task, episode_dir, self.extra_env):
@@ -112,7 +112,7 @@ class Environment(abc.ABC):
         self.end_episode()
         return staged.episode_dir if staged else None
 
-    def first_observation(self) -> "Image":
+    def first_observation(self) -> Image:
         """The screen the agent first sees: settled after the reset (``settle``), or, on a staged desktop,
         the screen now: it settled when its staging ended and nothing has acted on it since (what changed
         meanwhile is the app's own idling, a blinking caret, which waiting would not settle)."""
@@ -120,7 +120,7 @@ class Environment(abc.ABC):
         return self.screenshot() if handed else self.settle(None)
 
     @abc.abstractmethod
-    def reset(self, task: "Task", episode_dir: Path) -> None:
+    def reset(self, task: Task, episode_dir: Path) -> None:
         """Restore the task's context, start the desktop if needed, run the task's setup steps."""
 
     @abc.abstractmethod
@@ -133,7 +133,7 @@ class Environment(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def screenshot(self) -> "Image":
+    def screenshot(self) -> Image:
         """The current screen, full resolution."""
 
     @abc.abstractmethod
@@ -141,7 +141,7 @@ class Environment(abc.ABC):
         """Perform one input action (no waiting)."""
 
     @abc.abstractmethod
-    def settle(self, before: "Image | None" = None) -> "Image":
+    def settle(self, before: Image | None = None) -> Image:
         """Wait until the screen stops changing (with a cap) and return the last frame."""
 
     @abc.abstractmethod

@@ -23,7 +23,8 @@ import json
 import logging
 import shlex
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcpworld.core.errors import InfraError, TaskFileError
 from mcpworld.core.urls import compare_urls

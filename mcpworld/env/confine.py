@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.desktop_user import DesktopUser, PopenAccount

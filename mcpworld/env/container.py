@@ -43,10 +43,11 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import httpx
 import psutil

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from mcpworld.core.archives import safe_extract
 from mcpworld.core.errors import InfraError, TaskFileError

@@ -22,8 +22,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mcpworld.apps.programs import Program
 from mcpworld.core.errors import InfraError, UserError
@@ -71,7 +72,7 @@ def engine(timeout_s: float = 60.0) -> Any:
     if shutil.which("dockerd") is None:
         _apt_install("docker.io")
     log_path = Path(tempfile.gettempdir()) / "mcpworld-dockerd.log"
-    subprocess.Popen(["dockerd"], stdout=open(log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+    subprocess.Popen(["dockerd"], stdout=open(log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)  # noqa: SIM115 - kept open beyond this block
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:

@@ -34,8 +34,9 @@ import socket
 import struct
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcpworld.core.errors import InfraError
 

@@ -13,10 +13,11 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import psutil
 from PIL.Image import Image
@@ -532,7 +533,7 @@ class LocalEnvironment(Environment):
         procs, windows, log_dir = self.display.procs if self.display else None, self._windows(), self.log_dir
         assert procs is not None and log_dir is not None, "the desktop is not running (reset() first)"
         self._launches += 1
-        log = open(log_dir / f"{self._launches:02d}-{Path(argv[0]).name}.log", "wb")
+        log = open(log_dir / f"{self._launches:02d}-{Path(argv[0]).name}.log", "wb")  # noqa: SIM115 - kept open beyond this block
         proc = procs.spawn(argv, env=self.env, cwd=str(self.home), stdout=log, stderr=log, user=self.user)
         log.close()
         # a suite's launch names no window: the program's own main window, else one named like it

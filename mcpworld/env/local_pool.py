@@ -19,10 +19,10 @@ import shutil
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from mcpworld.env import desktop_user, leftovers
 from mcpworld.env.cgroup import DesktopCgroup

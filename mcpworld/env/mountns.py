@@ -43,9 +43,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import psutil
 

@@ -31,8 +31,9 @@ import shutil
 import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import psutil
 

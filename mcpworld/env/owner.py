@@ -3,7 +3,7 @@ them (its pid and start time, epoch ms), so a later run removes only those whose
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import psutil
 

@@ -26,8 +26,8 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 log = logging.getLogger(__name__)
 

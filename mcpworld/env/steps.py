@@ -9,8 +9,9 @@ import logging
 import re
 import shlex
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from mcpworld.core.actions import Action
 from mcpworld.core.errors import InfraError, TaskFileError

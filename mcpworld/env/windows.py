@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Collection
+from collections.abc import Callable, Collection
 
 from Xlib import X
 from Xlib import error as xerror

@@ -17,9 +17,10 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcpworld.core.errors import EvalError, InfraError
 from mcpworld.core.result import MetricOutcome

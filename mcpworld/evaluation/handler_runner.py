@@ -20,9 +20,10 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 COMPLETION_MESSAGE = {
     "event": "evaluate_on_completion",
@@ -87,7 +88,7 @@ def main() -> int:
     out, sys.stdout = sys.stdout, sys.stderr  # task code's prints must not garble the protocol
     try:
         handle, on_completion = _prepare(path, params, setup, logger)
-    except BaseException as exc:  # noqa: BLE001 - task code: whatever it raises, the parent must hear it
+    except BaseException as exc:
         print(
             json.dumps({"fatal": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}), file=out, flush=True
         )

@@ -60,7 +60,7 @@ class LiveChecks:
     the first pass is traced (``key_step``, via check, ``changed_t``: the change's time on the
     episode clock). A check that errs now is simply not passed yet."""
 
-    def __init__(self, env: "Environment", key_steps: list[dict[str, Any]], emit: Any, changed: Any, clock_zero: float):
+    def __init__(self, env: Environment, key_steps: list[dict[str, Any]], emit: Any, changed: Any, clock_zero: float):
         self.env, self.emit, self.changed, self.clock_zero = env, emit, changed, clock_zero
         self.pending = {i: s for i, s in enumerate(key_steps) if "check" in s}
 
@@ -71,7 +71,7 @@ class LiveChecks:
         for index, step in list(self.pending.items()):
             try:
                 score, _ = evaluate_spec(self.env, step["check"], None, where=f"key step {step['name']}")
-            except Exception:  # noqa: BLE001 - a half-written file: not passed yet
+            except Exception:
                 continue
             if score >= 1.0:
                 del self.pending[index]
@@ -83,7 +83,7 @@ class LiveChecks:
 def evaluate_key_steps(
     key_steps: list[dict[str, Any]],
     events: list[dict[str, Any]],
-    env: "Environment | None",
+    env: Environment | None,
     final_action: str | None,
     handler_steps: list[int] | None = None,
 ) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mcpworld.apps.programs import Program, programs_started_by
 from mcpworld.core.errors import UserError

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcpworld.core.errors import UserError
 
@@ -183,6 +184,6 @@ def osworld_match_value(value: Any, rule: Any) -> bool:
         if method in ("str_list_eq", "str_set_eq"):
             kind = list if method == "str_list_eq" else set
             return kind(value.strip("\"'").split(",")) == kind(ref)
-    except Exception as exc:  # noqa: BLE001 - whatever OSWorld's matcher would have raised
+    except Exception as exc:
         raise RuleError(f"cannot match {value!r} against {rule!r}: {exc}") from exc
     raise RuleError(f"unknown match method {method!r}")

@@ -12,7 +12,8 @@ names that do exist.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mcpworld.core.errors import UserError
 
@@ -60,7 +61,7 @@ def metric_needs_env(fn: Metric) -> bool:
 
 def _load_builtins() -> None:
     # Imported here, not at module level: those modules import this one to register themselves.
-    import mcpworld.evaluation.getters  # noqa: F401
+    import mcpworld.evaluation.getters
     import mcpworld.evaluation.metrics  # noqa: F401
 
 

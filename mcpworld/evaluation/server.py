@@ -23,9 +23,10 @@ import signal
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.listener import Guard, GuardedHandler, listen_token
@@ -71,10 +72,10 @@ def _serve(routes: dict[tuple[str, str], Route], host: str, port: int, token: st
     class Handler(GuardedHandler):  # token, Host, Origin and JSON checked before any route runs
         guard = Guard(token)
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             self._answer("GET", None)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             if length <= 0 or length > MAX_BODY:
                 return self._reply(400, {"error": f"body must be a task JSON of 1..{MAX_BODY} bytes"})
@@ -128,7 +129,7 @@ def make_server(home: Path, token: str, host: str = "127.0.0.1", port: int = 0, 
     return _serve({("POST", "/evaluate"): evaluate}, host, port, token)
 
 
-def make_live_server(desktop: "LiveDesktop", token: str, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+def make_live_server(desktop: LiveDesktop, token: str, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
     """/evaluate, /reset and /health over a running desktop; every request must carry ``token``."""
 
     def evaluate(data: dict[str, Any]) -> dict[str, Any]:

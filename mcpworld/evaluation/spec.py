@@ -279,7 +279,7 @@ def _to_score(raw: Any, name: str) -> tuple[float, str]:
     return score, ""
 
 
-def _run_metric(env: "Environment", plan: SpecPlan, i: int, label: str) -> MetricOutcome:
+def _run_metric(env: Environment, plan: SpecPlan, i: int, label: str) -> MetricOutcome:
     """Fetch result and expected for metric ``i`` (fresh, never reused) and score it."""
     func = plan.funcs[i]
     result_cfg, expected_cfg = plan.results[i], plan.expected[i]
@@ -331,7 +331,7 @@ def _note_skipped(outcome: MetricOutcome, skipped: int, conj: str) -> None:
 
 
 def evaluate_spec(
-    env: "Environment", spec: dict[str, Any], final_action: str | None, *, where: str = "evaluator"
+    env: Environment, spec: dict[str, Any], final_action: str | None, *, where: str = "evaluator"
 ) -> tuple[float, list[MetricOutcome]]:
     """The task's score in [0, 1] and one outcome per metric that ran.
 

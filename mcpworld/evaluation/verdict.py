@@ -28,7 +28,7 @@ class Verdict:
     key_steps: dict[str, Any] = field(default_factory=dict)
 
 
-def handler_setup(task: "Task", env: "Environment") -> dict[str, Any]:
+def handler_setup(task: Task, env: Environment) -> dict[str, Any]:
     """The task's handler surroundings with the config's home paths (``sql_path``) in this episode's home."""
     setup = dict(task.handler_setup)
     config = dict(setup.get("config") or {})
@@ -37,7 +37,7 @@ def handler_setup(task: "Task", env: "Environment") -> dict[str, Any]:
     return {**setup, "config": config} if setup else {}
 
 
-def handler_params(task: "Task", env: "Environment") -> dict[str, Any]:
+def handler_params(task: Task, env: Environment) -> dict[str, Any]:
     """The task's parameters as its handler gets them: a PC-Canary task's ``/home/user/…`` (its authors'
     home, see ``author_home_text``) in this episode's home, where its hooks look too."""
     if not task.handler_setup:
@@ -53,7 +53,7 @@ def handler_params(task: "Task", env: "Environment") -> dict[str, Any]:
     return dict(mapped(task.params))
 
 
-def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "HandlerProcess | None":
+def start_handler(task: Task, env: Environment, probed: bool = False) -> HandlerProcess | None:
     """A handler task's handler, started before the agent: its Python hooks take their first look at
     the app (``inspector_on_start``) then, as PC-Canary's start with the app. ``probed``: a probe runs
     the task's app hooks this episode and feeds the handler. None for other tasks."""
@@ -80,12 +80,12 @@ def start_handler(task: "Task", env: "Environment", probed: bool = False) -> "Ha
 
 
 def judge(
-    task: "Task",
-    env: "Environment",
+    task: Task,
+    env: Environment,
     final_action: str | None,
     events: list[dict[str, Any]] | None = None,
-    trajectory: "Path | None" = None,
-    handler: "HandlerProcess | None" = None,
+    trajectory: Path | None = None,
+    handler: HandlerProcess | None = None,
 ) -> Verdict:
     """``trajectory``: the episode's traj_log.json, for script graders that read it; ``handler``: the
     one started before the agent (else one is started now, for standalone grading)."""

@@ -13,10 +13,11 @@ import logging
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 import anyio
@@ -69,7 +70,7 @@ class ServerPool:
         self.tools: list[RemoteTool] = []
         self._stack = AsyncExitStack()
 
-    async def __aenter__(self) -> "ServerPool":
+    async def __aenter__(self) -> ServerPool:
         try:
             for spec in self.specs:
                 await self._start(spec)
@@ -132,7 +133,7 @@ class ServerPool:
             from mcp import StdioServerParameters, stdio_client
 
             assert spec.command is not None  # parse_servers requires it for stdio
-            errlog = self._stack.enter_context(open(log, "w"))
+            errlog = self._stack.enter_context(open(log, "w"))  # noqa: SIM115 - kept open beyond this block
             params = StdioServerParameters(command=spec.command, args=spec.args, env=self._child_env(spec), cwd=spec.cwd)
             read, write = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
             return read, write
@@ -148,7 +149,7 @@ class ServerPool:
         from mcp.client.stdio import get_default_environment
 
         assert spec.command is not None and spec.url is not None  # (see _connect)
-        out = self._stack.enter_context(open(log, "w"))
+        out = self._stack.enter_context(open(log, "w"))  # noqa: SIM115 - kept open beyond this block
         proc = subprocess.Popen(
             [spec.command, *spec.args],
             cwd=spec.cwd,

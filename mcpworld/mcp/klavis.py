@@ -203,7 +203,7 @@ class KlavisClient:
             return True
         try:
             await self._api("DELETE", sandbox.path, missing_ok=True)
-        except Exception as exc:  # noqa: BLE001 (cleanup must not raise)
+        except Exception as exc:
             log.warning("could not release %s: %s", sandbox.label, self.scrub(str(exc)))
             return False
         self._released.add(sandbox.id)

@@ -67,7 +67,7 @@ class Leases:
     def _file(self, sandbox_id: str) -> Path:
         return self.folder / f"{SAFE.sub('_', sandbox_id)}.json"
 
-    def record(self, sandbox: "Sandbox", base_url: str) -> None:
+    def record(self, sandbox: Sandbox, base_url: str) -> None:
         """Write the sandbox down before anything else can fail (an unwritable ledger only warns:
         the sandbox still expires at its TTL)."""
         pid, started = _holder()
@@ -106,7 +106,7 @@ class Leases:
         ]
 
 
-async def release_orphans(client: "KlavisClient", leases: Leases) -> list[Lease]:
+async def release_orphans(client: KlavisClient, leases: Leases) -> list[Lease]:
     """Release every sandbox a dead run left on the client's Klavis; the ones now gone (a release
     that fails stays in the ledger for the next run)."""
     from mcpworld.mcp.klavis import Sandbox

@@ -52,7 +52,7 @@ class Cassette:
     last: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, path: Path) -> "Cassette":
+    def load(cls, path: Path) -> Cassette:
         path = Path(path)
         if not path.is_file():
             raise SystemExit(f"mcpworld.mcp.proxy: cassette {path} does not exist (record one with --mode record)")
@@ -88,7 +88,7 @@ class Recorder:
         self.file = None
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.file = open(path, "a", encoding="utf-8")
+            self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open beyond this block
 
     def write(self, entry: dict[str, Any]) -> None:
         if self.file:

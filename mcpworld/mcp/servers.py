@@ -8,10 +8,11 @@ family start any server.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncContextManager, AsyncIterator, Callable, Iterator, cast
+from typing import TYPE_CHECKING, Any, AsyncContextManager, cast
 
 from omegaconf import OmegaConf
 
@@ -194,16 +195,18 @@ async def episode_servers(
         **{f"port_{name}": str(port) for name, port in env.ports.items()},
     }  # e.g. {port_cdp}
     sandbox = SANDBOXES.get(cfg.sandbox)
-    async with sandbox(cfg, [s.filled(values) for s in specs], env, workspace, on_event) as reachable:
-        async with ServerPool(
+    async with (
+        sandbox(cfg, [s.filled(values) for s in specs], env, workspace, on_event) as reachable,
+        ServerPool(
             [_routed(cfg, s, episode_dir, workspace) for s in reachable],
             log_dir=episode_dir / "logs",
             home=env.home,
             start_timeout_s=cfg.mcp.start_timeout_s,
             call_timeout_s=cfg.mcp.call_timeout_s,
             on_event=on_event,
-        ) as pool:
-            yield pool
+        ) as pool,
+    ):
+        yield pool
 
 
 @SANDBOXES.register("local")
@@ -213,7 +216,7 @@ async def _local(
 ) -> AsyncIterator[list[ServerSpec]]:
     """The catalog's servers on this host, each started as the desktop's account where it can be."""
     user = getattr(env, "user", None)
-    tmp = str(getattr(env, "runtime_dir")) if user is not None and hasattr(env, "runtime_dir") else None
+    tmp = str(env.runtime_dir) if user is not None and hasattr(env, "runtime_dir") else None
     yield [as_account(s, user, on_event, tmp, getattr(env, "confined", None)) for s in specs]
 
 
@@ -243,7 +246,7 @@ async def _klavis(
 
 
 @contextmanager
-def episode_grant(cfg: McpSettings, task: Task, on_event: EventSink) -> Iterator["Grant | None"]:
+def episode_grant(cfg: McpSettings, task: Task, on_event: EventSink) -> Iterator[Grant | None]:
     """The Klavis sandboxes an episode holds around its reset and verdict (``env.mcp_sandbox=klavis``
     with MCP tools; else None): what the task's preprocess and grader get is ``grant.env``."""
     names = [s.name for s in task_servers(cfg, task)] if offers_mcp(cfg) and cfg.sandbox == "klavis" else []

@@ -32,7 +32,7 @@ class ServerSpec:
     transport: str = "stdio"  # stdio: a child process on pipes | http: streamable HTTP at url
     url: str | None = None  # http: where it listens (its command, if any, is started first)
 
-    def filled(self, values: dict[str, str]) -> "ServerSpec":
+    def filled(self, values: dict[str, str]) -> ServerSpec:
         """The spec with ``{workspace}``-style placeholders replaced by this episode's paths."""
 
         def fill(text: str) -> str:

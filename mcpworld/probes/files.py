@@ -32,7 +32,7 @@ class HomeChanges:
         changes = self
 
         class Seen(FileSystemEventHandler):
-            def on_any_event(self, event) -> None:  # noqa: ANN001 - watchdog's event
+            def on_any_event(self, event) -> None:
                 if event.event_type not in ("opened", "closed_no_write"):
                     with changes._lock:
                         changes._changed_at = time.time()

@@ -20,7 +20,8 @@ import logging
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcpworld.core.listener import Guard, GuardedApp, new_token
 
@@ -67,7 +68,7 @@ class EventSink:
         """What a probe inside the app needs to find this sink (given to the desktop's programs)."""
         return {"MCPWORLD_SINK_URL": self.url, "MCPWORLD_SINK_TOKEN": self.token}
 
-    def start(self) -> "EventSink":
+    def start(self) -> EventSink:
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:

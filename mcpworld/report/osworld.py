@@ -32,9 +32,10 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import yaml
@@ -153,11 +154,11 @@ def mlflow_configs(uri: str, experiment: str | None) -> list[tuple[Path | None, 
                 config = yaml.safe_load(
                     Path(client.download_artifacts(run.info.run_id, "config.yaml", str(dest))).read_text(encoding="utf-8")
                 )
-            except Exception:  # noqa: BLE001 (a job without the artifact, a store that cannot serve it: not this one)
+            except Exception:
                 continue
             try:
                 cwd = working_dir(Path(client.download_artifacts(run.info.run_id, ".hydra/hydra.yaml", str(dest))))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 cwd = None
             if isinstance(config, dict):
                 found.append((cwd, config))

@@ -9,8 +9,9 @@ unpaired comparison of two group rates would count as noise; a task only one sid
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -8,9 +8,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.profiles import PromptContext
@@ -103,7 +104,7 @@ def run_episode(
     attempt: int,
     episode_dir: Path,
     env: Environment,
-    gpu: "EnergyMeter | None" = None,
+    gpu: EnergyMeter | None = None,
     stop: StopSignal | None = None,
 ) -> EpisodeResult:
     """Run one attempt and write its result.json, whatever happens. The status blames the agent
@@ -248,7 +249,7 @@ PROBE_READY_S = 60.0  # an app probe's first word after the app is ready (VS Cod
 PROBE_ANSWER_S = 10.0  # the hooks' answer to evaluate (PC-Canary waits as long)
 
 
-def live_hooks(task: Task, trace: Trace, env: Environment) -> "LiveHooks | None":
+def live_hooks(task: Task, trace: Trace, env: Environment) -> LiveHooks | None:
     """The episode's live app hooks, when the task has hooks a probe of ours runs (see mcpworld.probes);
     a PC-Canary hook's paths in its authors' home name this episode's home."""
     from mcpworld.probes.live import LiveHooks, probe_for
@@ -270,8 +271,8 @@ def _attempt(
     result: EpisodeResult,
     trace: Trace,
     stop: StopSignal,
-    handler: "HandlerProcess | None",
-    live: "LiveHooks | None",
+    handler: HandlerProcess | None,
+    live: LiveHooks | None,
 ) -> None:
     """The agent's run on the ready desktop, then the verdict."""
     image_max = list(cfg.model.image_max) if cfg.model.image_max else None

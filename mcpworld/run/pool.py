@@ -12,7 +12,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
 
 from mcpworld.env.base import Environment
 from mcpworld.run.interrupt import Interrupted, StopSignal, signals_deferred

@@ -48,7 +48,7 @@ class SweepProgress:
         )
         self.progress.update(self.task, advance=1, tally=self._tally())
 
-    def __enter__(self) -> "SweepProgress":
+    def __enter__(self) -> SweepProgress:
         self.progress.start()
         return self
 
@@ -88,7 +88,7 @@ class DownloadProgress:
             self.progress.remove_task(bar)
             del self.bars[url]
 
-    def __enter__(self) -> "DownloadProgress":
+    def __enter__(self) -> DownloadProgress:
         self.progress.start()
         return self
 

@@ -6,9 +6,10 @@ Each loader module registers its format with :func:`task_format` on its loader;
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcpworld.core.task import Task
 from mcpworld.tasks.settings import LoaderSettings

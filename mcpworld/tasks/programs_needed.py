@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from mcpworld.apps.programs import Program, is_port_forwarder, program_for
 from mcpworld.core.pyautogui_script import script_of

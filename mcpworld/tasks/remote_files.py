@@ -8,10 +8,10 @@ instead of failing the agent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mcpworld.core.downloads import DownloadError, FileCache, is_remote
 from mcpworld.core.errors import UserError

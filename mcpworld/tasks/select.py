@@ -6,8 +6,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.task import Task

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlparse
 
 from mcpworld.core.steps import normalize_step

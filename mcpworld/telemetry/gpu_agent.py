@@ -66,14 +66,14 @@ def serve(backend: GpuBackend, token: str, host: str = "127.0.0.1", port: int = 
     class Handler(GuardedHandler):
         guard = Guard(token)
 
-        def do_GET(self) -> None:  # noqa: N802 - the http.server name
+        def do_GET(self) -> None:
             if self.path.split("?")[0] != "/metrics":
                 self.send_error(404, "only /metrics here")
                 return
             try:
                 with lock:
                     body = exposition(backend.read(), time.time())
-            except Exception as e:  # noqa: BLE001 - a failed read is the scraper's error, not our crash
+            except Exception as e:
                 self.send_error(503, f"GPU read failed: {type(e).__name__}: {e}")
                 return
             self.send_response(200)
@@ -82,7 +82,7 @@ def serve(backend: GpuBackend, token: str, host: str = "127.0.0.1", port: int = 
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet: one line per scrape
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer((host, port), Handler)

@@ -25,7 +25,7 @@ class Trace:
         self._t0 = time.monotonic()
         self.wall_start = time.time()  # the wall-clock time of t=0 (events' "t" are seconds after it)
         self._lock = threading.Lock()
-        self._file = open(path, "a", encoding="utf-8") if path else None
+        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115 - kept open beyond this block
         self.events: list[dict[str, Any]] = []
 
     def emit(self, type: str, **data: Any) -> dict[str, Any]:

@@ -372,9 +372,8 @@ async def test_cut_stream_is_retried():
 
 async def test_stream_ended_without_message_stop_is_retried_then_infra_error():
     script = [{"text": "half", "cut": 5, "cut_clean": True}] * 2
-    with FakeAnthropicServer(script) as server:
-        with pytest.raises(InfraError, match="ended before message_stop"):
-            await complete(server, max_retries=1, sleep=Sleeps())
+    with FakeAnthropicServer(script) as server, pytest.raises(InfraError, match="ended before message_stop"):
+        await complete(server, max_retries=1, sleep=Sleeps())
     assert len(server.requests) == 2
 
 
@@ -392,9 +391,8 @@ async def test_overloaded_forever_names_the_error():
 
 async def test_invalid_request_error_event_is_not_retried():
     script = [{"overloaded": True, "error_type": "invalid_request_error", "error": "prompt is too long"}]
-    with FakeAnthropicServer(script) as server:
-        with pytest.raises(InfraError, match="prompt is too long"):
-            await complete(server, sleep=Sleeps())
+    with FakeAnthropicServer(script) as server, pytest.raises(InfraError, match="prompt is too long"):
+        await complete(server, sleep=Sleeps())
     assert len(server.requests) == 1
 
 
@@ -421,9 +419,8 @@ async def test_api_key_never_in_errors():
     assert key not in str(info.value) and "401" in str(info.value) and "***" in str(info.value)
 
     script = [{"overloaded": True, "error": f"overloaded for key {key}"}]
-    with FakeAnthropicServer(script) as server:
-        with pytest.raises(InfraError) as info:
-            await complete(server, api_key=key, max_retries=0)
+    with FakeAnthropicServer(script) as server, pytest.raises(InfraError) as info:
+        await complete(server, api_key=key, max_retries=0)
     assert key not in str(info.value) and "overloaded_error" in str(info.value)
 
     url = f"http://127.0.0.1:{free_port()}/v1"

@@ -158,9 +158,8 @@ async def test_http_throttling_is_retried():
 
 async def test_a_wrong_secret_is_one_clear_error_without_the_secret(aws_env: pytest.MonkeyPatch):
     aws_env.setenv("AWS_SECRET_ACCESS_KEY", "not-the-right-secret-key")
-    with FakeBedrockServer([{"text": "never"}]) as server:
-        with pytest.raises(InfraError) as info:
-            await complete(server, sleep=Sleeps())
+    with FakeBedrockServer([{"text": "never"}]) as server, pytest.raises(InfraError) as info:
+        await complete(server, sleep=Sleeps())
     message = str(info.value)
     assert "HTTP 403" in message and "InvalidSignatureException" in message and "signature we calculated" in message
     assert "AWS_PROFILE" in message and "not-the-right-secret-key" not in message
@@ -169,9 +168,8 @@ async def test_a_wrong_secret_is_one_clear_error_without_the_secret(aws_env: pyt
 
 async def test_an_unknown_access_key_is_named(aws_env: pytest.MonkeyPatch):
     aws_env.setenv("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN00000000")
-    with FakeBedrockServer() as server:
-        with pytest.raises(InfraError, match="UnrecognizedClientException"):
-            await complete(server)
+    with FakeBedrockServer() as server, pytest.raises(InfraError, match="UnrecognizedClientException"):
+        await complete(server)
 
 
 async def test_preflight_without_credentials_names_the_fix(aws_env: pytest.MonkeyPatch):

@@ -155,9 +155,8 @@ async def test_retry_budget_exhausted_raises_infra_error_with_status():
         sleeps.append(s)
 
     script = [{"status": 503, "error": "overloaded"}] * 3
-    with FakeOpenAIServer(script) as server:
-        with pytest.raises(InfraError) as info:
-            await complete(server, max_retries=2, retry_base_s=0.5, sleep=fake_sleep)
+    with FakeOpenAIServer(script) as server, pytest.raises(InfraError) as info:
+        await complete(server, max_retries=2, retry_base_s=0.5, sleep=fake_sleep)
     assert not isinstance(info.value, EndpointUnreachable)
     assert "503" in str(info.value) and "overloaded" in str(info.value)
     assert len(server.requests) == 3
@@ -166,9 +165,8 @@ async def test_retry_budget_exhausted_raises_infra_error_with_status():
 
 async def test_400_raises_without_retry_and_shows_server_message():
     script = [{"status": 404, "error": "model 'nope' not found, try pulling it first"}]
-    with FakeOpenAIServer(script) as server:
-        with pytest.raises(InfraError, match="model 'nope' not found"):
-            await complete(server)
+    with FakeOpenAIServer(script) as server, pytest.raises(InfraError, match="model 'nope' not found"):
+        await complete(server)
     assert len(server.requests) == 1
 
     with FakeOpenAIServer([{"status": 400, "error": "bad request: messages missing"}]) as server:
@@ -180,9 +178,8 @@ async def test_400_raises_without_retry_and_shows_server_message():
 
 async def test_read_timeout_is_retried_then_infra_error():
     script = [{"text": "late", "delay_first_s": 1.0}] * 2
-    with FakeOpenAIServer(script) as server:
-        with pytest.raises(InfraError) as info:
-            await complete(server, timeout_s=0.2, max_retries=1)
+    with FakeOpenAIServer(script) as server, pytest.raises(InfraError) as info:
+        await complete(server, timeout_s=0.2, max_retries=1)
     assert not isinstance(info.value, EndpointUnreachable)
     assert "ReadTimeout" in str(info.value)
     assert len(server.requests) == 2

@@ -82,9 +82,8 @@ async def test_vllm_serving_the_model_records_who_it_is() -> None:
 
 
 async def test_vllm_with_less_context_than_the_model_config_needs_names_both_and_the_fix() -> None:
-    with FakeOpenAIServer(model=QWEN_235B, flavour="vllm", max_model_len=8192) as server:
-        with pytest.raises(UserError) as err:
-            await check(*VLLM, f"provider.base_url={server.base_url}")
+    with FakeOpenAIServer(model=QWEN_235B, flavour="vllm", max_model_len=8192) as server, pytest.raises(UserError) as err:
+        await check(*VLLM, f"provider.base_url={server.base_url}")
     msg = str(err.value)
     assert "8192-token context" in msg and "model.context_length=32768" in msg
     assert "`--max-model-len 32768`" in msg and "model.context_length=8192" in msg and "\n" not in msg
@@ -147,9 +146,8 @@ async def test_lmstudio_describes_the_model_from_its_own_api() -> None:
 
 async def test_a_refused_key_names_the_variable_and_never_shows_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123")
-    with FakeOpenAIServer(model="gpt-4.1", models_status=401) as server:
-        with pytest.raises(InfraError) as err:
-            await check("model=qwen3vl_8b", "model.id=gpt-4.1", "provider=openai", f"provider.base_url={server.base_url}")
+    with FakeOpenAIServer(model="gpt-4.1", models_status=401) as server, pytest.raises(InfraError) as err:
+        await check("model=qwen3vl_8b", "model.id=gpt-4.1", "provider=openai", f"provider.base_url={server.base_url}")
     assert "HTTP 401" in str(err.value) and "OPENAI_API_KEY" in str(err.value) and "sk-secret" not in str(err.value)
     assert server.gets == ["/v1/models"]
 
@@ -166,9 +164,8 @@ async def test_a_server_without_a_model_listing_warns_and_goes_on(capsys: pytest
 
 async def test_ollama_serving_less_context_than_needed_is_an_error() -> None:
     tag = tag_entry("qwen3-vl:8b")
-    with FakeOllamaServer([tag], context_length=4096) as server:
-        with pytest.raises(UserError) as err:
-            await check(*QWEN8, f"provider.base_url={server.base_url}")
+    with FakeOllamaServer([tag], context_length=4096) as server, pytest.raises(UserError) as err:
+        await check(*QWEN8, f"provider.base_url={server.base_url}")
     msg = str(err.value)
     assert "4096-token context" in msg and "model.context_length=32768" in msg
     assert "OLLAMA_CONTEXT_LENGTH=32768 ollama serve" in msg and "PARAMETER num_ctx 32768" in msg

@@ -48,7 +48,7 @@ def test_displays_started_at_once_are_all_distinct_and_alive(tmp_path):
         try:
             barrier.wait(timeout=10)
             d.start(scrubbed_env(tmp_path, tmp_path))
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=start, args=(d,)) for d in displays]

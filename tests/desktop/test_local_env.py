@@ -147,9 +147,8 @@ def test_app_without_window_is_an_infra_error_with_its_output(tmp_path):
     task = make_task(
         tmp_path, [{"launch": {"command": "echo boom >&2; sleep 30", "shell": True, "window": "never-appears", "timeout": 1}}]
     )
-    with LocalEnvironment(1000, 1000) as env:
-        with pytest.raises(InfraError, match="never-appears.*boom"):
-            env.reset(task, tmp_path / "ep")
+    with LocalEnvironment(1000, 1000) as env, pytest.raises(InfraError, match="never-appears.*boom"):
+        env.reset(task, tmp_path / "ep")
 
 
 def test_a_launch_after_a_kill_awaits_the_new_window_not_the_closing_one(tmp_path):
@@ -192,9 +191,8 @@ def test_a_pkill_step_is_done_when_what_it_stopped_is_gone(tmp_path):
 
 def test_missing_app_names_the_package(tmp_path):
     task = make_task(tmp_path, [{"launch": {"command": ["no-such-app-xyz"]}}])
-    with LocalEnvironment(1000, 1000) as env:
-        with pytest.raises(UserError, match="no-such-app-xyz.*apt-get install"):
-            env.reset(task, tmp_path / "ep")
+    with LocalEnvironment(1000, 1000) as env, pytest.raises(UserError, match="no-such-app-xyz.*apt-get install"):
+        env.reset(task, tmp_path / "ep")
 
 
 def test_two_environments_get_different_displays(tmp_path):

@@ -38,7 +38,7 @@ def ours(client, pid: int) -> list:
 def run_suite(tmp_path: Path, client, *overrides: str) -> tuple[list[dict], dict[str, int], int]:
     """Run the suite at concurrency=2; fetch each printed noVNC page while the run goes on. Returns
     the results, each viewer page's HTTP status, and the most containers seen at once."""
-    out = open(tmp_path / "stdout.txt", "w")
+    out = open(tmp_path / "stdout.txt", "w")  # noqa: SIM115 - kept open beyond this block
     proc = subprocess.Popen(
         [
             sys.executable,

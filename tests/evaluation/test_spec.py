@@ -339,7 +339,9 @@ def test_preview_is_short():
 def same_bytes(monkeypatch):
     """A metric comparing two files byte for byte (the shape of compare_table and its kin)."""
     monkeypatch.setitem(
-        registry.METRICS, "same_bytes", lambda result, expected: float(open(result, "rb").read() == open(expected, "rb").read())
+        registry.METRICS,
+        "same_bytes",
+        lambda result, expected: float(open(result, "rb").read() == open(expected, "rb").read()),  # noqa: SIM115 - kept open beyond this block
     )
 
 

@@ -64,7 +64,7 @@ class DcgmExporter:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if self.path != "/metrics":
                     self.send_error(404)
                     return

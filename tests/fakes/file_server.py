@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 
 class FileServer:
@@ -32,7 +32,7 @@ class FileServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 path = self.path.split("?")[0]
                 with server._lock:
                     server.requests.append((path, self.headers.get("Range")))
@@ -71,7 +71,7 @@ class FileServer:
     def count(self, path: str) -> int:
         return sum(1 for p, _ in self.requests if p == path)
 
-    def __enter__(self) -> "FileServer":
+    def __enter__(self) -> FileServer:
         threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True).start()
         return self
 

@@ -56,7 +56,7 @@ class ReplayServer(ScriptedServer):
 
 def _make_handler(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
     class Handler(ScriptedHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             try:
                 body = json.loads(raw or b"{}")

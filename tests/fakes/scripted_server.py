@@ -8,8 +8,9 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 DONE_TEXT = "done"
 
@@ -38,7 +39,7 @@ class ScriptedServer:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._thread: threading.Thread | None = None
 
-    def start(self):  # noqa: ANN201 (returns the subclass)
+    def start(self):
         # A short poll interval keeps stop() (and so every test) fast.
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name=type(self).__name__, daemon=True)
         self._thread.start()
@@ -50,7 +51,7 @@ class ScriptedServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self):  # noqa: ANN204
+    def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

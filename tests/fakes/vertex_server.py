@@ -123,7 +123,7 @@ class FakeVertexServer(ScriptedServer):
 
 def _make_handler(server: FakeVertexServer) -> type[BaseHTTPRequestHandler]:
     class Handler(ScriptedHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
             try:

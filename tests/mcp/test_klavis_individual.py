@@ -143,10 +143,9 @@ def test_the_task_initial_state_seeds_the_sandbox_and_the_emails_account_is_aske
 
 @pytest.mark.parametrize("way_out", [RuntimeError("agent blew up"), KeyboardInterrupt()])
 def test_every_way_out_releases_everything(fake, cfg, tmp_path, way_out):
-    with pytest.raises(type(way_out)):
-        with hold(cfg, ["filesystem", "github"], task_dir(tmp_path), lambda *a, **k: None):
-            assert len(fake.held()) == 2
-            raise way_out
+    with pytest.raises(type(way_out)), hold(cfg, ["filesystem", "github"], task_dir(tmp_path), lambda *a, **k: None):
+        assert len(fake.held()) == 2
+        raise way_out
     assert fake.held() == [] and Leases(cfg.leases_dir).all() == []
 
 

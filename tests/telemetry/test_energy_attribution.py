@@ -153,7 +153,7 @@ class LiveGpu(FakeGpu):
             self.most = max(self.most, self.active)
 
     @property
-    def energy_mj(self):  # noqa: D401 - what NVML's counter reads
+    def energy_mj(self):
         with self.lock:
             self._advance()
             return int(self.joules * 1000)

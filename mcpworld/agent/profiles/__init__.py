@@ -3,7 +3,7 @@ agent does (see base.py). Adding one: a module with a Profile subclass, register
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from mcpworld.agent.profiles.base import ModelView, Profile, PromptContext
 from mcpworld.core.registry import Registry

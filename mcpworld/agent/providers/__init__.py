@@ -5,8 +5,9 @@ class and a ``@PROVIDERS.register("kind")`` builder below, and the kind in confi
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from mcpworld.agent.providers.base import Provider
 from mcpworld.config.schema import ModelConfig, ProviderConfig, ResolutionConfig

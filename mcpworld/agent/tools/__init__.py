@@ -3,8 +3,9 @@ in ``modality.tools`` (config.schema.ToolFamily) is built by its entry in TOOL_F
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from mcpworld.agent.tools.base import Tool
 from mcpworld.config.schema import AgentConfig, Coordinates
@@ -23,7 +24,7 @@ class ToolContext:
     coordinates: str
     agent: AgentConfig
     image_max: list[int] | None = None
-    coords: "CoordinateMap | None" = None  # the profile's screen (Profile.screen); None: from coordinates/image_max
+    coords: CoordinateMap | None = None  # the profile's screen (Profile.screen); None: from coordinates/image_max
 
 
 def _computer(c: ToolContext) -> list[Tool]:
@@ -60,7 +61,7 @@ def build_toolset(
     coordinates: str,
     agent_cfg: AgentConfig,
     image_max: list[int] | None = None,
-    coords: "CoordinateMap | None" = None,
+    coords: CoordinateMap | None = None,
 ) -> dict[str, Tool]:
     """The modality's computer, bash and done tools, by name (done last: every modality can end
     its episode). ``coords``: the screen the model's profile chose (Profile.screen). Unknown families

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 @dataclass
 class Observation:
     text: str = ""
-    image: "Image | None" = None
+    image: Image | None = None
     ok: bool = True
     # set by the done tool: the agent's final declaration, DONE or FAIL
     final: str | None = None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import time
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from PIL import Image
 
@@ -59,7 +60,7 @@ VERSIONS: dict[str, tuple[str, ...]] = {
 MAX_DURATION_S = 100.0  # hold_key / wait: the reference agent refuses longer
 # each desktop's screen just before the last input action sent to it: what the oracle's
 # ``wait_for: {screen: changed}`` compares with (agent/tools/wait_for.py)
-BEFORE_LAST_ACTION: "weakref.WeakKeyDictionary[Environment, Image.Image]" = weakref.WeakKeyDictionary()
+BEFORE_LAST_ACTION: weakref.WeakKeyDictionary[Environment, Image.Image] = weakref.WeakKeyDictionary()
 
 
 def image_size(screen: tuple[int, int], image_max: list[int] | tuple[int, int] | None) -> tuple[int, int]:

@@ -9,7 +9,8 @@ import re
 import shlex
 import sys
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.agent.tools.mcp import Overlong

@@ -24,14 +24,14 @@ log = logging.getLogger(__name__)
 
 
 @getter("vlc_config")
-def vlc_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vlc_config(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy of VLC's ``vlcrc`` (``path``, default ``~/.config/vlc/vlcrc``) at ``dest``, or None."""
     path = cfg.get("path") or "~/.config/vlc/vlcrc"
     return copy_to_cache(env, cfg, path, cfg.get("dest") or "vlcrc", "vlc_config")
 
 
 @getter("vlc_playing_info")
-def vlc_playing_info(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vlc_playing_info(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy (at ``dest``, default ``status.xml``) of the running VLC's ``status.xml`` from its
     HTTP interface (this desktop's port and password), or None when no VLC answers there."""
     import httpx
@@ -56,7 +56,7 @@ GIMP_CONFIG_DIRS = ["~/.config/GIMP/2.10", "~/.config/GIMP/3.0"]
 
 
 @getter("gimp_config_file")
-def gimp_config_file(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def gimp_config_file(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy of a GIMP config file (``file_name``, default ``gimprc``) at ``dest``, or None.
 
     The folder is ``config_dir`` if given, else ``~/.config/GIMP/2.10``, else ``.../3.0``
@@ -69,7 +69,7 @@ def gimp_config_file(env: "Environment", cfg: dict[str, Any]) -> str | None:
 
 
 @getter("libreoffice_config")
-def libreoffice_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def libreoffice_config(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy of LibreOffice's ``registrymodifications.xcu`` (``path`` overrides), or None.
 
     The metrics ``find_default_font`` and ``check_libre_locale`` read it.
@@ -83,7 +83,7 @@ def libreoffice_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
 
 
 @getter("vscode_config")
-def vscode_config(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vscode_config(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Run a VS Code command by its palette name, then copy the file it writes: local path, or None.
 
     ``vscode_extension_command`` is typed into the command palette (Ctrl+Shift+P) of the active

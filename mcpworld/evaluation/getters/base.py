@@ -40,7 +40,7 @@ def require(cfg: dict[str, Any], key: str) -> Any:
     return cfg[key]
 
 
-def cache_target(env: "Environment", dest: str, getter_name: str = "vm_file") -> Path:
+def cache_target(env: Environment, dest: str, getter_name: str = "vm_file") -> Path:
     """Where a getter keeps a file it fetched: ``dest`` inside the episode's cache directory."""
     cache = Path(env.cache_dir)
     target = (cache / dest).resolve()
@@ -58,7 +58,7 @@ def store(target: Path, data: bytes) -> str:
     return str(target)
 
 
-def canonical_home(env: "Environment", data: bytes) -> bytes:
+def canonical_home(env: Environment, data: bytes) -> bytes:
     """``data`` with the episode's real home directory written as ``/home/user``."""
     homes = {str(env.home).rstrip("/"), str(Path(env.home).resolve()).rstrip("/")}
     for home in sorted(homes, key=len, reverse=True):
@@ -69,7 +69,7 @@ def canonical_home(env: "Environment", data: bytes) -> bytes:
     return data
 
 
-def read_or_none(env: "Environment", path: str) -> bytes | None:
+def read_or_none(env: Environment, path: str) -> bytes | None:
     """The bytes of the file ``path``; None when there is no such file (or it is a folder)."""
     try:
         return env.read_file(path)
@@ -77,7 +77,7 @@ def read_or_none(env: "Environment", path: str) -> bytes | None:
         return None
 
 
-def copy_to_cache(env: "Environment", cfg: dict[str, Any], path: str, dest: str, getter_name: str) -> str | None:
+def copy_to_cache(env: Environment, cfg: dict[str, Any], path: str, dest: str, getter_name: str) -> str | None:
     """Copy ``path`` into ``cache_dir/dest`` (home canonicalised unless disabled); local path or None."""
     target = cache_target(env, dest, getter_name)
     data = read_or_none(env, path)
@@ -90,7 +90,7 @@ def copy_to_cache(env: "Environment", cfg: dict[str, Any], path: str, dest: str,
     return store(target, data)
 
 
-def first_existing(env: "Environment", candidates: list[str]) -> str:
+def first_existing(env: Environment, candidates: list[str]) -> str:
     """The first candidate path that exists in the environment, else the first one."""
     for candidate in candidates:
         if env.stat(candidate) is not None:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 from mcpworld.core.errors import InfraError, UserError
@@ -56,7 +57,7 @@ class BrowserUnavailable(Exception):
     """No browser answers on the DevTools port."""
 
 
-def cdp_url(env: "Environment", name: str) -> str:
+def cdp_url(env: Environment, name: str) -> str:
     port = (getattr(env, "ports", None) or {}).get("cdp")
     if port is None:
         raise InfraError(
@@ -66,7 +67,7 @@ def cdp_url(env: "Environment", name: str) -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def with_browser(env: "Environment", name: str, work: Callable[[Any], T]) -> T | None:
+def with_browser(env: Environment, name: str, work: Callable[[Any], T]) -> T | None:
     """``work(browser)`` on the episode's Chromium; None (logged) when no browser answers."""
     endpoint = cdp_url(env, name)
 
@@ -133,13 +134,13 @@ def _active_page(browser: Any, endpoint: str) -> Any | None:
     return ranked[0]
 
 
-def _canon(env: "Environment", cfg: dict[str, Any], text: str) -> str:
+def _canon(env: Environment, cfg: dict[str, Any], text: str) -> str:
     if not cfg.get("canonical_home", True) or not isinstance(text, str):
         return text
     return canonical_home(env, text.encode("utf-8", errors="surrogatepass")).decode("utf-8", errors="replace")
 
 
-def _info(env: "Environment", cfg: dict[str, Any], page: Any, content: bool) -> dict[str, str]:
+def _info(env: Environment, cfg: dict[str, Any], page: Any, content: bool) -> dict[str, str]:
     loaded = _wait_loaded(page)
     try:
         title = page.title() if loaded else "Load timeout"
@@ -157,7 +158,7 @@ def _info(env: "Environment", cfg: dict[str, Any], page: Any, content: bool) -> 
 
 
 @getter("open_tabs_info")
-def open_tabs_info(env: "Environment", cfg: dict[str, Any]) -> list[dict[str, str]] | None:
+def open_tabs_info(env: Environment, cfg: dict[str, Any]) -> list[dict[str, str]] | None:
     """``[{"title", "url"}, …]`` of the live browser's tabs, or None when no browser answers.
 
     A tab that does not finish loading within 10 s has the title ``Load timeout`` (as in OSWorld).
@@ -165,7 +166,7 @@ def open_tabs_info(env: "Environment", cfg: dict[str, Any]) -> list[dict[str, st
     return with_browser(env, "open_tabs_info", lambda browser: [_info(env, cfg, page, False) for page in _pages(browser)])
 
 
-def _active_info(env: "Environment", cfg: dict[str, Any], name: str) -> dict[str, str] | None:
+def _active_info(env: Environment, cfg: dict[str, Any], name: str) -> dict[str, str] | None:
     endpoint = cdp_url(env, name)
 
     def work(browser: Any) -> dict[str, str] | None:
@@ -176,20 +177,20 @@ def _active_info(env: "Environment", cfg: dict[str, Any], name: str) -> dict[str
 
 
 @getter("active_tab_info")
-def active_tab_info(env: "Environment", cfg: dict[str, Any]) -> dict[str, str] | None:
+def active_tab_info(env: Environment, cfg: dict[str, Any]) -> dict[str, str] | None:
     """``{"title", "url", "content"}`` of the live browser's active tab (its current HTML), or None."""
     return _active_info(env, cfg, "active_tab_info")
 
 
 @getter("active_url_from_accessTree")
-def active_url_from_access_tree(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def active_url_from_access_tree(env: Environment, cfg: dict[str, Any]) -> str | None:
     """The active tab's full URL (read through DevTools, not the address bar), or None."""
     info = _active_info(env, cfg, "active_url_from_accessTree")
     return None if info is None else info["url"]
 
 
 @getter("active_tab_url_parse")
-def active_tab_url_parse(env: "Environment", cfg: dict[str, Any]) -> dict[str, str] | None:
+def active_tab_url_parse(env: Environment, cfg: dict[str, Any]) -> dict[str, str] | None:
     """``{key: value}`` of the active tab URL's query parameters ``parse_keys`` (``""`` when absent), or None.
 
     ``replace: {old: new}`` renames keys in the result.
@@ -212,7 +213,7 @@ def active_tab_url_parse(env: "Environment", cfg: dict[str, Any]) -> dict[str, s
 
 
 @getter("page_info")
-def page_info(env: "Environment", cfg: dict[str, Any]) -> dict[str, str] | None:
+def page_info(env: Environment, cfg: dict[str, Any]) -> dict[str, str] | None:
     """``{"title", "url", "content"}`` of ``url`` opened in a new tab of the live browser (then closed), or None.
 
     ``url`` may be spelled with ``/home/user`` (``file:///home/user/page.html``): it is opened
@@ -241,7 +242,7 @@ def page_info(env: "Environment", cfg: dict[str, Any]) -> dict[str, str] | None:
 
 
 @getter("url_dashPart")
-def url_dash_part(env: "Environment", cfg: dict[str, Any]) -> Any:
+def url_dash_part(env: Environment, cfg: dict[str, Any]) -> Any:
     """One ``/``-separated part of the active tab's URL (``partIndex``, negative counts from the end).
 
     ``needDeleteId: true`` drops a ``?query`` from the part. ``returnType``: ``string`` gives the
@@ -277,7 +278,7 @@ SMALLER_DISCOUNTS = ("30_PERCENT_ off & more", "20_PERCENT_ off & more")
 
 
 @getter("url_path_parse")
-def url_path_parse(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
+def url_path_parse(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | None:
     """The filters of a Macy's product-listing URL in the active tab (OSWorld's one use), or None.
 
     Always ``mens_clothing`` (True when a path part starts with ``mens-clothing``; OSWorld's

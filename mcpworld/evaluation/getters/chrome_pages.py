@@ -23,7 +23,8 @@ found through DevTools (``chrome``), waited on until loaded; no browser gives No
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from mcpworld.core.errors import UserError
 from mcpworld.evaluation.getters.base import require
@@ -145,7 +146,7 @@ def parse_page(page: Any, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 @getter(NAME)
-def active_tab_html_parse(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
+def active_tab_html_parse(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | None:
     """Values read off the active tab's page by class, label, xpath or input (see the module), or None."""
     category = require(cfg, "category")
     if category not in CATEGORIES:

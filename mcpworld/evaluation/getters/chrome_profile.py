@@ -42,14 +42,14 @@ CHROMIUM_PROFILES = [
 ]
 
 
-def _profile_file(env: "Environment", cfg: dict[str, Any], name: str) -> str:
+def _profile_file(env: Environment, cfg: dict[str, Any], name: str) -> str:
     """Path of ``name`` in ``cfg["profile_dir"]``, else in the first default profile that has it."""
     if cfg.get("profile_dir"):
         return posixpath.join(cfg["profile_dir"], name)
     return first_existing(env, [posixpath.join(folder, name) for folder in CHROMIUM_PROFILES])
 
 
-def _profile_json(env: "Environment", cfg: dict[str, Any], name: str) -> Any:
+def _profile_json(env: Environment, cfg: dict[str, Any], name: str) -> Any:
     """Parsed JSON of a profile file; None if absent; ValueError (the getter's failure) if corrupt."""
     path = _profile_file(env, cfg, name)
     data = read_or_none(env, path)
@@ -63,7 +63,7 @@ def _profile_json(env: "Environment", cfg: dict[str, Any], name: str) -> Any:
         raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
-def _json_file(env: "Environment", cfg: dict[str, Any], name: str) -> dict[str, Any] | None:
+def _json_file(env: Environment, cfg: dict[str, Any], name: str) -> dict[str, Any] | None:
     """A profile JSON file as a dict; None when it is absent or not a JSON object (logged)."""
     try:
         data = _profile_json(env, cfg, name)
@@ -73,7 +73,7 @@ def _json_file(env: "Environment", cfg: dict[str, Any], name: str) -> dict[str, 
     return data if isinstance(data, dict) else None
 
 
-def _preferences(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
+def _preferences(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | None:
     return _json_file(env, cfg, "Preferences")
 
 
@@ -86,7 +86,7 @@ def _get(data: Any, *keys: str, default: Any = None) -> Any:
 
 
 @getter("chrome_preferences")
-def chrome_preferences(env: "Environment", cfg: dict[str, Any]) -> Any:
+def chrome_preferences(env: Environment, cfg: dict[str, Any]) -> Any:
     """Parsed Chromium ``Preferences`` of ``profile_dir`` (default: the Chromium/Chrome Default profile).
 
     With ``key`` (a list of dict keys) only that value is returned (``default`` when absent).
@@ -100,7 +100,7 @@ def chrome_preferences(env: "Environment", cfg: dict[str, Any]) -> Any:
 
 
 @getter("bookmarks")
-def bookmarks(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
+def bookmarks(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | None:
     """The ``roots`` object of the profile's ``Bookmarks`` JSON (bookmark_bar, other, synced), or None."""
     data = _profile_json(env, cfg, "Bookmarks")
     if not isinstance(data, dict):
@@ -110,7 +110,7 @@ def bookmarks(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @getter("history")
-def history(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def history(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy of the profile's ``History`` sqlite database at ``dest`` (default ``History``), or None.
 
     Copied byte for byte (no home rewriting). Chromium should be closed first (a postconfig step)
@@ -124,7 +124,7 @@ CHROME_FONT_DEFAULTS = {"default_font_size": 16, "default_fixed_font_size": 13, 
 
 
 @getter("chrome_font_size")
-def chrome_font_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
+def chrome_font_size(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | None:
     """The ``webkit.webprefs`` font sizes of the profile's Preferences, Chromium's defaults filled in.
 
     Chromium stores only changed values. None when there is no Preferences file.
@@ -137,20 +137,20 @@ def chrome_font_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] 
 
 
 @getter("default_search_engine")
-def default_search_engine(env: "Environment", cfg: dict[str, Any]) -> str:
+def default_search_engine(env: Environment, cfg: dict[str, Any]) -> str:
     """Short name of the default search engine; ``"Google"`` (Chromium's default) when none is stored."""
     prefs = _preferences(env, cfg)
     return _get(prefs, "default_search_provider_data", "template_url_data", "short_name", default="Google")
 
 
 @getter("profile_name")
-def profile_name(env: "Environment", cfg: dict[str, Any]) -> Any:
+def profile_name(env: Environment, cfg: dict[str, Any]) -> Any:
     """The profile's name (``profile.name``), or None."""
     return _get(_preferences(env, cfg), "profile", "name")
 
 
 @getter("data_delete_automacally")
-def data_delete_automacally(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def data_delete_automacally(env: Environment, cfg: dict[str, Any]) -> str | None:
     """``"true"`` when a site-setting default was changed (``profile.default_content_setting_values``).
 
     OSWorld's test for "delete site data on exit" (the cookies default becomes 4, session only):
@@ -179,7 +179,7 @@ COLOR_SCHEMES = {
 
 
 @getter("chrome_appearance_mode_ui")
-def chrome_appearance_mode_ui(env: "Environment", cfg: dict[str, Any]) -> str:
+def chrome_appearance_mode_ui(env: Environment, cfg: dict[str, Any]) -> str:
     """Chromium's appearance mode, ``"light"``, ``"dark"`` or ``"system"``, from Preferences.
 
     ``browser.theme.color_scheme2`` (else ``color_scheme``): 0 system, 1 light, 2 dark; a
@@ -203,7 +203,7 @@ RESTORE_NEW_TAB_PAGE = 5
 
 
 @getter("new_startup_page")
-def new_startup_page(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def new_startup_page(env: Environment, cfg: dict[str, Any]) -> str | None:
     """``"true"`` when Chromium starts on the New Tab page (no ``session`` settings, or restore_on_startup 5)."""
     prefs = _preferences(env, cfg)
     if prefs is None:
@@ -214,13 +214,13 @@ def new_startup_page(env: "Environment", cfg: dict[str, Any]) -> str | None:
 
 
 @getter("enable_do_not_track")
-def enable_do_not_track(env: "Environment", cfg: dict[str, Any]) -> str:
+def enable_do_not_track(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when "Send a Do Not Track request" is on, else ``"false"`` (also without Preferences)."""
     return true_false(_get(_preferences(env, cfg), "enable_do_not_track"))
 
 
 @getter("enable_safe_browsing")
-def enable_safe_browsing(env: "Environment", cfg: dict[str, Any]) -> str:
+def enable_safe_browsing(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when standard or enhanced Safe Browsing is stored as on, else ``"false"``."""
     safebrowsing = _get(_preferences(env, cfg), "safebrowsing", default={})
     if not isinstance(safebrowsing, dict):
@@ -229,7 +229,7 @@ def enable_safe_browsing(env: "Environment", cfg: dict[str, Any]) -> str:
 
 
 @getter("enable_enhanced_safety_browsing")
-def enable_enhanced_safety_browsing(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def enable_enhanced_safety_browsing(env: Environment, cfg: dict[str, Any]) -> str | None:
     """``"true"`` when enhanced Safe Browsing is on (``safebrowsing.enhanced``); None without Preferences."""
     prefs = _preferences(env, cfg)
     if prefs is None:
@@ -237,7 +237,7 @@ def enable_enhanced_safety_browsing(env: "Environment", cfg: dict[str, Any]) -> 
     return true_false(_get(prefs, "safebrowsing", "enhanced"))
 
 
-def _local_state(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | None:
+def _local_state(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | None:
     """``Local State`` of the user-data folder that holds the profile (one level above it)."""
     if cfg.get("profile_dir"):
         folders = [posixpath.dirname(str(cfg["profile_dir"]).rstrip("/"))]
@@ -256,7 +256,7 @@ def _local_state(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any] | No
 
 
 @getter("enabled_experiments")
-def enabled_experiments(env: "Environment", cfg: dict[str, Any]) -> list[str]:
+def enabled_experiments(env: Environment, cfg: dict[str, Any]) -> list[str]:
     """The chrome://flags entries turned on (``browser.enabled_labs_experiments`` of Local State), ``[]`` if none.
 
     Entries look like ``flag-name`` or ``flag-name@2`` (the chosen option).
@@ -265,7 +265,7 @@ def enabled_experiments(env: "Environment", cfg: dict[str, Any]) -> list[str]:
     return list(flags) if isinstance(flags, list) else []
 
 
-def _extension_settings(env: "Environment", cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _extension_settings(env: Environment, cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The per-extension records of ``extensions.settings``, from Preferences and Secure Preferences.
 
     Chromium on Linux keeps them in Preferences (what OSWorld reads); Chrome builds that enforce
@@ -285,7 +285,7 @@ def _extension_settings(env: "Environment", cfg: dict[str, Any]) -> list[dict[st
 
 
 @getter("find_unpacked_extension_path")
-def find_unpacked_extension_path(env: "Environment", cfg: dict[str, Any]) -> list[str] | None:
+def find_unpacked_extension_path(env: Environment, cfg: dict[str, Any]) -> list[str] | None:
     """The folder (``path``) of every installed extension; unpacked ones have their absolute path.
 
     The episode home is written ``/home/user``. Records without a path are skipped (OSWorld
@@ -297,7 +297,7 @@ def find_unpacked_extension_path(env: "Environment", cfg: dict[str, Any]) -> lis
     return [record["path"] for record in records if isinstance(record.get("path"), str)]
 
 
-def _extension_folder_manifest(env: "Environment", cfg: dict[str, Any], record: dict[str, Any]) -> Any:
+def _extension_folder_manifest(env: Environment, cfg: dict[str, Any], record: dict[str, Any]) -> Any:
     """The ``manifest.json`` in an extension's folder (absolute, or relative to the profile's Extensions/)."""
     path = record.get("path")
     if not isinstance(path, str) or not path:
@@ -331,7 +331,7 @@ def _extension_folder_manifest(env: "Environment", cfg: dict[str, Any], record: 
 
 
 @getter("find_installed_extension_name")
-def find_installed_extension_name(env: "Environment", cfg: dict[str, Any]) -> list[str] | None:
+def find_installed_extension_name(env: Environment, cfg: dict[str, Any]) -> list[str] | None:
     """The name of every installed extension, or None without Preferences.
 
     From the ``manifest`` Chromium copied into the preferences record; current Chromium keeps no
@@ -358,7 +358,7 @@ COOKIE_FILES = ("Cookies", "Network/Cookies")
 
 
 @getter("cookie_data")
-def cookie_data(env: "Environment", cfg: dict[str, Any]) -> list[tuple[Any, ...]] | None:
+def cookie_data(env: Environment, cfg: dict[str, Any]) -> list[tuple[Any, ...]] | None:
     """Every row of the profile's ``cookies`` table (all columns, ``host_key`` second), or None.
 
     The database is copied to ``dest`` (default ``Cookies``) in the cache first, with its

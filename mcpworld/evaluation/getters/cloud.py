@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 @getter("cloud_file")
-def cloud_file(env: "Environment", cfg: dict[str, Any]) -> str | list[str]:
+def cloud_file(env: Environment, cfg: dict[str, Any]) -> str | list[str]:
     """Gold file(s) named by URL (``path``, ``dest``; ``multi``, ``gives``), copied into the cache dir."""
     multi = bool(cfg.get("multi"))
     paths, dests = require(cfg, "path"), cfg.get("dest")

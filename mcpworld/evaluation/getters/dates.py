@@ -9,7 +9,7 @@ import logging
 import re
 import time
 from calendar import monthrange
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -39,7 +39,12 @@ MONTHS_FULL = [
     "November",
     "December",
 ]
-NUMBER_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())} | {
+NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+    )
+} | {
     "a": 1,
     "an": 1,
 }
@@ -189,7 +194,7 @@ def _offset_tz(text: str) -> tzinfo | None:
     return timezone(-delta if match.group(1) == "-" else delta)
 
 
-def environment_now(env: "Environment", tz_name: str | None) -> datetime:
+def environment_now(env: Environment, tz_name: str | None) -> datetime:
     """Now, by the environment's clock, in ``tz_name``, else the environment's zone, else UTC."""
     zone: tzinfo | None = None
     if tz_name:
@@ -207,11 +212,11 @@ def environment_now(env: "Environment", tz_name: str | None) -> datetime:
             env_zone = _offset_tz(offset)
     except Exception as exc:  # the host clock is the fallback; never fail the task over it
         log.info("rule_relativeTime: cannot read the environment's clock: %s", exc)
-    return datetime.fromtimestamp(instant, zone or env_zone or timezone.utc)
+    return datetime.fromtimestamp(instant, zone or env_zone or UTC)
 
 
 @getter("rule_relativeTime")
-def rule_relative_time(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any]:
+def rule_relative_time(env: Environment, cfg: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``rules`` whose ``expected`` date templates are filled from relative phrases.
 
     ``rules.relativeTime`` is ``{"from": phrase}`` (fills ``expected.time``, or ``expected.from``)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def suite_vm(env: "Environment") -> "VmEnvironment | None":
+def suite_vm(env: Environment) -> VmEnvironment | None:
     """The environment when it is a suite's own VM (env=vm), whose server answers what OSWorld's
     getters ask it (/terminal, /window_size, /wallpaper); None for a desktop of ours."""
     from mcpworld.env.vm import VmEnvironment
@@ -34,7 +34,7 @@ def suite_vm(env: "Environment") -> "VmEnvironment | None":
 
 
 @getter("accessibility_tree")
-def accessibility_tree(env: "Environment", cfg: dict[str, Any]) -> str:
+def accessibility_tree(env: Environment, cfg: dict[str, Any]) -> str:
     """The live AT-SPI tree of the desktop as XML, for ``check_accessibility_tree``.
 
     Only a live desktop has one: standalone grading of a home directory raises InfraError.
@@ -43,7 +43,7 @@ def accessibility_tree(env: "Environment", cfg: dict[str, Any]) -> str:
 
 
 @getter("vm_screen_size")
-def vm_screen_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, int]:
+def vm_screen_size(env: Environment, cfg: dict[str, Any]) -> dict[str, int]:
     """The screen size ``{"width", "height"}`` in pixels."""
     return {"width": int(env.width), "height": int(env.height)}
 
@@ -69,7 +69,7 @@ def _parse_geometry(text: str) -> list[dict[str, int]]:
 
 
 @getter("vm_window_size")
-def vm_window_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, int] | None:
+def vm_window_size(env: Environment, cfg: dict[str, Any]) -> dict[str, int] | None:
     """``{"width", "height"}`` of the visible window whose WM class is ``app_class_name``, or None.
 
     With several matching windows (apps keep small helper windows) the largest is taken. On a
@@ -94,7 +94,7 @@ def vm_window_size(env: "Environment", cfg: dict[str, Any]) -> dict[str, int] | 
 
 
 @getter("vm_active_window_title")
-def vm_active_window_title(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vm_active_window_title(env: Environment, cfg: dict[str, Any]) -> str | None:
     """The title of the active window (``xdotool getactivewindow getwindowname``), None if none is."""
     result = env.shell("xdotool getactivewindow getwindowname", timeout=float(cfg.get("timeout", 10.0)))
     if result.returncode == 127 or "command not found" in result.stderr:
@@ -108,16 +108,55 @@ def vm_active_window_title(env: "Environment", cfg: dict[str, Any]) -> str | Non
 
 
 # The video types whose default application decides "the default video player" (as OSWorld asks).
-VIDEO_TYPES = (
-    "3gp 3gpp 3gpp2 avi divx dv fli flv mp2t mp4 mp4v-es mpeg mpeg-system msvideo ogg quicktime vnd.divx "
-    "vnd.mpegurl vnd.rn-realvideo webm x-anim x-avi x-flc x-fli x-flv x-m4v x-matroska x-mpeg x-mpeg-system "
-    "x-mpeg2 x-ms-asf x-ms-asf-plugin x-ms-asx x-ms-wm x-ms-wmv x-ms-wmx x-ms-wvx x-msvideo x-nsv x-ogm "
-    "x-ogm+ogg x-theora x-theora+ogg"
-).split()
+VIDEO_TYPES = [
+    "3gp",
+    "3gpp",
+    "3gpp2",
+    "avi",
+    "divx",
+    "dv",
+    "fli",
+    "flv",
+    "mp2t",
+    "mp4",
+    "mp4v-es",
+    "mpeg",
+    "mpeg-system",
+    "msvideo",
+    "ogg",
+    "quicktime",
+    "vnd.divx",
+    "vnd.mpegurl",
+    "vnd.rn-realvideo",
+    "webm",
+    "x-anim",
+    "x-avi",
+    "x-flc",
+    "x-fli",
+    "x-flv",
+    "x-m4v",
+    "x-matroska",
+    "x-mpeg",
+    "x-mpeg-system",
+    "x-mpeg2",
+    "x-ms-asf",
+    "x-ms-asf-plugin",
+    "x-ms-asx",
+    "x-ms-wm",
+    "x-ms-wmv",
+    "x-ms-wmx",
+    "x-ms-wvx",
+    "x-msvideo",
+    "x-nsv",
+    "x-ogm",
+    "x-ogm+ogg",
+    "x-theora",
+    "x-theora+ogg",
+]
 
 
 @getter("default_video_player")
-def default_video_player(env: "Environment", cfg: dict[str, Any]) -> str:
+def default_video_player(env: Environment, cfg: dict[str, Any]) -> str:
     """The desktop entry (``vlc.desktop``) that is the default application for most video types,
     by ``xdg-mime query default video/<type>``; ``"unknown"`` when no type has one.
 
@@ -136,7 +175,7 @@ def default_video_player(env: "Environment", cfg: dict[str, Any]) -> str:
     return max(counts, key=counts.__getitem__) if counts else "unknown"  # ties: the first seen
 
 
-def _setting_files(env: "Environment", patterns: list[str]) -> list[tuple[int, str]]:
+def _setting_files(env: Environment, patterns: list[str]) -> list[tuple[int, str]]:
     """``(mtime, path)`` of the home files matching the glob patterns (relative to the home)."""
     globs = " ".join(f'"$HOME"/{p}' for p in patterns)
     result = env.shell(
@@ -158,14 +197,14 @@ def _file_uri_path(value: str) -> str:
     return unquote(urlparse(value).path) if value.startswith("file://") else value
 
 
-def _gsettings_wallpaper(env: "Environment") -> str | None:
+def _gsettings_wallpaper(env: Environment) -> str | None:
     result = env.shell("gsettings get org.gnome.desktop.background picture-uri", timeout=30.0)
     if result.returncode != 0 or not result.stdout.strip():
         return None
     return _file_uri_path(result.stdout) or None
 
 
-def _pcmanfm_wallpaper(env: "Environment", path: str) -> str | None:
+def _pcmanfm_wallpaper(env: Environment, path: str) -> str | None:
     data = read_or_none(env, path)
     if data is None:
         return None
@@ -177,7 +216,7 @@ def _pcmanfm_wallpaper(env: "Environment", path: str) -> str | None:
 
 
 @getter("vm_wallpaper")
-def vm_wallpaper(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vm_wallpaper(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy (at ``dest``) of the desktop's wallpaper image file, or None when none is set or
     the file is gone.
 
@@ -275,7 +314,7 @@ def terminal_text(raw: str) -> str:
 
 
 @getter("vm_terminal_output")
-def vm_terminal_output(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vm_terminal_output(env: Environment, cfg: dict[str, Any]) -> str | None:
     """The text the desktop's terminal shows: its output since it started, as lines (None when no
     terminal has run).
 
@@ -367,7 +406,7 @@ def read_selection(display_name: str, selection: str = "CLIPBOARD", timeout: flo
 
 
 @getter("vm_clipboard")
-def vm_clipboard(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def vm_clipboard(env: Environment, cfg: dict[str, Any]) -> str | None:
     """The text on the desktop's clipboard (``selection``: CLIPBOARD, or PRIMARY for the mouse
     selection), or None when it is empty; read from the X server as ``xsel``/``xclip`` would.
 
@@ -394,7 +433,7 @@ SHORTCUT_SUFFIX = ".desktop"
 
 
 @getter("shortcuts_on_desktop")
-def shortcuts_on_desktop(env: "Environment", cfg: dict[str, Any]) -> dict[str, str]:
+def shortcuts_on_desktop(env: Environment, cfg: dict[str, Any]) -> dict[str, str]:
     """``{file name: text}`` of every ``.desktop`` launcher in ``~/Desktop`` (``{}`` when there is none)."""
     try:
         names = env.list_dir("~/Desktop")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _fetch_to_cache(env: "Environment", path: str, dest: str) -> str | None:
+def _fetch_to_cache(env: Environment, path: str, dest: str) -> str | None:
     target = cache_target(env, dest)
     try:
         data = env.read_file(path)
@@ -39,7 +39,7 @@ def _as_list(value: Any, key: str) -> list[Any]:
 
 
 @getter("vm_file")
-def vm_file(env: "Environment", cfg: dict[str, Any]) -> str | list[str | None] | None:
+def vm_file(env: Environment, cfg: dict[str, Any]) -> str | list[str | None] | None:
     """Copy a file out of the environment into ``env.cache_dir/dest``; its local path, or None.
 
     ``multi: true`` takes lists for ``path``/``dest`` (None for a missing file); ``gives: [i, …]``
@@ -66,7 +66,7 @@ def vm_file(env: "Environment", cfg: dict[str, Any]) -> str | list[str | None] |
     return picked[0] if len(picked) == 1 else picked
 
 
-def _run(env: "Environment", cfg: dict[str, Any]):
+def _run(env: Environment, cfg: dict[str, Any]):
     command = require(cfg, "command")
     if isinstance(command, (list, tuple)):
         command = shlex.join(str(part) for part in command)
@@ -80,25 +80,25 @@ def _run(env: "Environment", cfg: dict[str, Any]):
 
 
 @getter("vm_command_line")
-def vm_command_line(env: "Environment", cfg: dict[str, Any]) -> str:
+def vm_command_line(env: Environment, cfg: dict[str, Any]) -> str:
     """Stdout of ``command`` run inside the environment (whatever its exit status)."""
     return _run(env, cfg).stdout
 
 
 @getter("vm_command_error")
-def vm_command_error(env: "Environment", cfg: dict[str, Any]) -> str:
+def vm_command_error(env: Environment, cfg: dict[str, Any]) -> str:
     """Stderr of ``command`` run inside the environment."""
     return _run(env, cfg).stderr
 
 
 @getter("rule")
-def rule(env: "Environment", cfg: dict[str, Any]) -> Any:
+def rule(env: Environment, cfg: dict[str, Any]) -> Any:
     """The literal ``rules`` object; each metric defines its shape."""
     return require(cfg, "rules")
 
 
 @getter("list_directory")
-def list_directory(env: "Environment", cfg: dict[str, Any]) -> list[str] | None:
+def list_directory(env: Environment, cfg: dict[str, Any]) -> list[str] | None:
     """Sorted entry names of the directory ``path``, or None if it does not exist."""
     try:
         return sorted(env.list_dir(require(cfg, "path")))
@@ -110,7 +110,7 @@ TEXT_TYPES = ("txt", "text")
 
 
 @getter("content_from_vm_file")
-def content_from_vm_file(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def content_from_vm_file(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Decoded text of the file ``path`` (``file_type``: txt/text), or None if it does not exist."""
     path = require(cfg, "path")
     file_type = cfg.get("file_type", "txt")
@@ -126,7 +126,7 @@ def content_from_vm_file(env: "Environment", cfg: dict[str, Any]) -> str | None:
 
 
 @getter("cache_file")
-def cache_file(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def cache_file(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local path of a file in the task cache (relative ``path``) or on the host (absolute), or None.
 
     Typically the output a postconfig step saved into the cache. A missing file gives None

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _slide(env: "Environment", cfg: dict[str, Any]) -> Any | None:
+def _slide(env: Environment, cfg: dict[str, Any]) -> Any | None:
     """The ``slide_index``-th (0-based) slide of the presentation ``ppt_file_path``, or None."""
     path = require(cfg, "ppt_file_path")
     index = require(cfg, "slide_index")
@@ -60,7 +60,7 @@ def _linked_path(target: str, ppt_file_path: str) -> str:
     return posixpath.normpath(posixpath.join(posixpath.dirname(ppt_file_path), unquote(target)))
 
 
-def _save_media(env: "Environment", cfg: dict[str, Any], rel: Any) -> str | None:
+def _save_media(env: Environment, cfg: dict[str, Any], rel: Any) -> str | None:
     """Copy the media a slide relationship points to into the cache; its local path, or None."""
     name = str(cfg.get("type"))
     target = cache_target(env, require(cfg, "dest"), name)
@@ -77,7 +77,7 @@ def _save_media(env: "Environment", cfg: dict[str, Any], rel: Any) -> str | None
 
 
 @getter("audio_in_slide")
-def audio_in_slide(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def audio_in_slide(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy of the first audio clip of slide ``slide_index`` of ``ppt_file_path``, or None.
 
     The clip is the slide's first audio relationship, as OSWorld takes it (a slide with several
@@ -93,7 +93,7 @@ def audio_in_slide(env: "Environment", cfg: dict[str, Any]) -> str | None:
 
 
 @getter("background_image_in_slide")
-def background_image_in_slide(env: "Environment", cfg: dict[str, Any]) -> str | None:
+def background_image_in_slide(env: Environment, cfg: dict[str, Any]) -> str | None:
     """Local copy of the picture filling the background of slide ``slide_index``, or None.
 
     Only the slide's own background counts (a picture inherited from its layout or master was

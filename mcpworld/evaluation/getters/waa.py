@@ -35,19 +35,19 @@ def waa_path(path: Any, getter_name: str) -> str:
     return path
 
 
-def _kind(env: "Environment", path: str) -> str | None:
+def _kind(env: Environment, path: str) -> str | None:
     """``file``, ``dir`` or ``other`` at a path in the environment (on a WAA VM: on the VM), or None."""
     found = env.stat(path)
     return None if found is None else found.kind
 
 
-def _waa_text(env: "Environment", path: str) -> str | None:
+def _waa_text(env: Environment, path: str) -> str | None:
     data = read_or_none(env, path)
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
 @getter("vm_file_exists_in_vm_folder")
-def vm_file_exists_in_vm_folder(env: "Environment", cfg: dict[str, Any]) -> float:
+def vm_file_exists_in_vm_folder(env: Environment, cfg: dict[str, Any]) -> float:
     """1.0 when ``folder_name`` holds the file ``file_name`` with some content, else 0.0 (an empty
     file counts as absent, as in WAA, which fetched the file and tested its bytes)."""
     folder = waa_path(require(cfg, "folder_name"), "vm_file_exists_in_vm_folder")
@@ -56,25 +56,25 @@ def vm_file_exists_in_vm_folder(env: "Environment", cfg: dict[str, Any]) -> floa
 
 
 @getter("vm_folder_exists_in_documents")
-def vm_folder_exists_in_documents(env: "Environment", cfg: dict[str, Any]) -> bool:
+def vm_folder_exists_in_documents(env: Environment, cfg: dict[str, Any]) -> bool:
     """Whether ~/Documents holds the folder ``folder_name``."""
     return _kind(env, posixpath.join("~/Documents", str(require(cfg, "folder_name")))) == "dir"
 
 
 @getter("vm_file_exists_in_desktop")
-def vm_file_exists_in_desktop(env: "Environment", cfg: dict[str, Any]) -> bool:
+def vm_file_exists_in_desktop(env: Environment, cfg: dict[str, Any]) -> bool:
     """Whether ~/Desktop holds an entry (file, folder or link) named ``file_name``."""
     return env.stat(posixpath.join("~/Desktop", str(require(cfg, "file_name")))) is not None
 
 
 @getter("is_file_desktop")
-def is_file_desktop(env: "Environment", cfg: dict[str, Any]) -> str:
+def is_file_desktop(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when ~/Desktop holds the file ``filename``."""
     return true_false(read_or_none(env, posixpath.join("~/Desktop", str(require(cfg, "filename")))) is not None)
 
 
 @getter("is_file_saved_desktop")
-def is_file_saved_desktop(env: "Environment", cfg: dict[str, Any]) -> str:
+def is_file_saved_desktop(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when the text file ~/Desktop/``filename`` contains ``textcontent`` (with ``exact``:
     equals it, line endings and surrounding whitespace aside)."""
     text = _waa_text(env, posixpath.join("~/Desktop", str(require(cfg, "filename"))))
@@ -91,7 +91,7 @@ def is_file_saved_desktop(env: "Environment", cfg: dict[str, Any]) -> str:
 
 
 @getter("is_file_hidden")
-def is_file_hidden(env: "Environment", cfg: dict[str, Any]) -> str:
+def is_file_hidden(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when the file ``file_path`` is hidden the Linux way: its name starts with a dot,
     its folder's ``.hidden`` file lists it (what GTK file managers such as pcmanfm honour), or it
     was renamed to ``.<name>`` beside where it was. (On Windows it is a file attribute.)"""
@@ -104,7 +104,7 @@ def is_file_hidden(env: "Environment", cfg: dict[str, Any]) -> str:
 
 
 @getter("all_png_file_names")
-def all_png_file_names(env: "Environment", cfg: dict[str, Any]) -> str:
+def all_png_file_names(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when the lines of the text file ``file_path`` are exactly the names of the .png
     files (any case) in ``folder_path``, as sets."""
     text = _waa_text(env, waa_path(require(cfg, "file_path"), "all_png_file_names"))
@@ -118,12 +118,12 @@ def all_png_file_names(env: "Environment", cfg: dict[str, Any]) -> str:
     return true_false(set(text.splitlines()) == pngs)
 
 
-def _files_in(env: "Environment", folder: str) -> list[str]:
+def _files_in(env: Environment, folder: str) -> list[str]:
     return [name for name in env.list_dir(folder) if _kind(env, posixpath.join(folder, name)) == "file"]
 
 
 @getter("is_all_docx_in_archive")
-def is_all_docx_in_archive(env: "Environment", cfg: dict[str, Any]) -> str:
+def is_all_docx_in_archive(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when ``folder_path`` has an ``Archive`` folder whose files are all .docx (and there is
     at least one), and no .docx file is left directly in ``folder_path``."""
     folder = waa_path(require(cfg, "folder_path"), "is_all_docx_in_archive")
@@ -136,7 +136,7 @@ def is_all_docx_in_archive(env: "Environment", cfg: dict[str, Any]) -> str:
     return true_false(not any(name.lower().endswith(".docx") for name in _files_in(env, folder)))
 
 
-def _tree_names(env: "Environment", folder: str) -> set[str]:
+def _tree_names(env: Environment, folder: str) -> set[str]:
     names: set[str] = set()
     try:
         entries = env.list_dir(folder)
@@ -150,7 +150,7 @@ def _tree_names(env: "Environment", folder: str) -> set[str]:
 
 
 @getter("is_files_moved_downloads")
-def is_files_moved_downloads(env: "Environment", cfg: dict[str, Any]) -> str:
+def is_files_moved_downloads(env: Environment, cfg: dict[str, Any]) -> str:
     """``"true"`` when ~/OldDownloads/``folder_name``/``file_name`` exists and ~/Downloads no longer
     holds both ``folder_name`` and ``file_name`` (WAA looked for the two names anywhere in the
     folder's tree listing)."""

@@ -32,7 +32,8 @@ import logging
 import re
 import shutil
 import time
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env.cdp import cdp_call
@@ -77,7 +78,7 @@ def _system_chromium() -> str | None:
     return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 
 
-def with_any_browser(env: "Environment", name: str, work: Callable[[Any, bool], T]) -> T:
+def with_any_browser(env: Environment, name: str, work: Callable[[Any, bool], T]) -> T:
     """``work(browser, episode)``: on the episode's Chromium, or on a headless system Chromium
     (``episode`` False) when none answers on the DevTools port."""
     endpoint = cdp_url(env, name)
@@ -170,7 +171,7 @@ def _extract(page: Any, url: str, info: dict[str, Any]) -> Any:
 
 
 @getter("info_from_website")
-def info_from_website(env: "Environment", cfg: dict[str, Any]) -> Any:
+def info_from_website(env: Environment, cfg: dict[str, Any]) -> Any:
     """The values ``infos`` reads off ``url`` (a list, in order), or ``backups`` when one cannot be read."""
     url = str(require(cfg, "url"))
     infos = _check_infos(cfg.get("infos") or [])
@@ -239,7 +240,7 @@ def _print_pdf(page: Any) -> bytes:
 
 
 @getter("pdf_from_url")
-def pdf_from_url(env: "Environment", cfg: dict[str, Any]) -> str:
+def pdf_from_url(env: Environment, cfg: dict[str, Any]) -> str:
     """The page at ``path`` printed to ``cache_dir/<dest>`` (Letter, no margins), the file's path returned."""
     url = str(require(cfg, "path"))
     target = cache_target(env, str(require(cfg, "dest")), "pdf_from_url")
@@ -321,7 +322,7 @@ def _class_text(page: Any, name: str, order: Any) -> Any:
 
 
 @getter("gotoRecreationPage_and_get_html_content")
-def goto_recreation_page_and_get_html_content(env: "Environment", cfg: dict[str, Any]) -> dict[str, Any]:
+def goto_recreation_page_and_get_html_content(env: Environment, cfg: dict[str, Any]) -> dict[str, Any]:
     """``{"expected": {class: text}}`` from the Diamond campground page on recreation.gov (see the module)."""
     if require(cfg, "selector") != "class":
         raise UserError(f"getter 'gotoRecreationPage_and_get_html_content': selector must be 'class', got {cfg['selector']!r}")

@@ -85,7 +85,7 @@ def is_expected_url_pattern_match(result: Any, rules: Any) -> float:
         compiled = [re.compile(str(p)) for p in patterns]
     except re.error as exc:
         raise UserError(f"metric 'is_expected_url_pattern_match': bad regex: {exc}") from None
-    if not result or not (isinstance(result, str) or isinstance(result, dict) and "url" in result):
+    if not result or not (isinstance(result, str) or (isinstance(result, dict) and "url" in result)):
         return 0.0
     url = result if isinstance(result, str) else result["url"]
     if not compiled:

@@ -27,7 +27,7 @@ def zero_on_crash(fn: Any) -> Any:
             return fn(*args, **kwargs)
         except UserError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.debug("%s: %s", fn.__name__, exc)
             return 0.0
 

@@ -51,7 +51,7 @@ def _open(path: Any) -> Image.Image | None:
         with Image.open(path) as img:
             img.load()
             return img.copy()
-    except Exception:  # noqa: BLE001 - any decoder failure means "no usable image"
+    except Exception:
         return None
 
 
@@ -92,7 +92,7 @@ def _same_structure(a: Image.Image, b: Image.Image, threshold: float = SSIM_THRE
         if a.size != b.size:
             return False
         return _ssim_arrays(np.asarray(a), np.asarray(b)) >= threshold
-    except Exception:  # noqa: BLE001 - OSWorld treats a failed SSIM as "not the same"
+    except Exception:
         return False
 
 

@@ -50,7 +50,7 @@ class _Node:
     """A tag (``name`` set, ``attrs``, ``children``) or a string (``name`` None, ``value``, ``kind``:
     the string container it belongs to, ``""`` for plain text, or ``"comment"`` and the like)."""
 
-    __slots__ = ("name", "attrs", "children", "value", "kind")
+    __slots__ = ("attrs", "children", "kind", "name", "value")
 
     def __init__(self, name: str | None = None, attrs: dict[str, Any] | None = None, value: str = "", kind: str = ""):
         self.name, self.value, self.kind = name, value, kind

@@ -123,7 +123,7 @@ else:
 _CHUNK = 60_000
 
 
-def _checked(env: "Environment", command: str, what: str, timeout: float = 30.0) -> str:
+def _checked(env: Environment, command: str, what: str, timeout: float = 30.0) -> str:
     result = env.shell(command, timeout=timeout)
     if result.returncode != 0:
         raise InfraError(
@@ -133,7 +133,7 @@ def _checked(env: "Environment", command: str, what: str, timeout: float = 30.0)
     return result.stdout
 
 
-def _put_file(env: "Environment", path: str, data: bytes) -> None:
+def _put_file(env: Environment, path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` inside the environment (as its user), through the shell."""
     encoded = base64.b64encode(data).decode()
     target = shlex.quote(path)
@@ -155,7 +155,7 @@ def check_python_file_by_test_suite(
     result: Any,
     expected: str | None,
     *,
-    env: "Environment | None" = None,
+    env: Environment | None = None,
     test_function_name: str = "test",
     timeout: float = 120.0,
 ) -> float:

@@ -158,7 +158,7 @@ class EnergyMeter:
         for d in self.domains.values():
             try:
                 d.backend.close()
-            except Exception:  # noqa: BLE001 - closing a reader never fails the job
+            except Exception:
                 pass
 
     def __enter__(self) -> Self:
@@ -197,7 +197,7 @@ class EnergyMeter:
                     continue  # given up on this reader
                 try:
                     self._read(d)
-                except Exception as e:  # noqa: BLE001 - sampling never raises into an episode
+                except Exception as e:
                     d.errors += 1
                     d.consecutive += 1
                     if d.consecutive >= self.max_errors:

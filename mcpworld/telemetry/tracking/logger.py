@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcpworld.core.result import EpisodeResult
 from mcpworld.core.secrets import mask_secrets

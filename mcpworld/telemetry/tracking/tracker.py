@@ -4,8 +4,9 @@ statuses it takes, and the backends by name. Kept free of mlflow and of the trac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from mcpworld.core.registry import Registry
 from mcpworld.core.result import EpisodeResult

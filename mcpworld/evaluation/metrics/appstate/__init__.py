@@ -9,10 +9,10 @@ never wrote means "default" only where the metric says so; otherwise it scores 0
 for a change). A malformed rules object raises UserError naming the metric and the key.
 """
 
-import mcpworld.evaluation.metrics.appstate.chromium  # noqa: F401
-import mcpworld.evaluation.metrics.appstate.directory  # noqa: F401
-import mcpworld.evaluation.metrics.appstate.gimp  # noqa: F401
-import mcpworld.evaluation.metrics.appstate.libreoffice  # noqa: F401
-import mcpworld.evaluation.metrics.appstate.thunderbird  # noqa: F401
-import mcpworld.evaluation.metrics.appstate.vlc  # noqa: F401
+import mcpworld.evaluation.metrics.appstate.chromium
+import mcpworld.evaluation.metrics.appstate.directory
+import mcpworld.evaluation.metrics.appstate.gimp
+import mcpworld.evaluation.metrics.appstate.libreoffice
+import mcpworld.evaluation.metrics.appstate.thunderbird
+import mcpworld.evaluation.metrics.appstate.vlc
 import mcpworld.evaluation.metrics.appstate.vscode  # noqa: F401

@@ -17,6 +17,6 @@ Modules: ``reading`` (opening documents, shared checks), ``text`` (paragraph tex
 ``formatting`` (direct formatting), ``structure`` (tables, images, footers, page breaks).
 """
 
-import mcpworld.evaluation.metrics.documents.formatting  # noqa: F401
-import mcpworld.evaluation.metrics.documents.structure  # noqa: F401
+import mcpworld.evaluation.metrics.documents.formatting
+import mcpworld.evaluation.metrics.documents.structure
 import mcpworld.evaluation.metrics.documents.text  # noqa: F401

@@ -82,7 +82,7 @@ def _open_docx(path: Any) -> _Docx | None:
         return None
     try:
         return _Docx(docx.Document(str(path)))
-    except Exception:  # noqa: BLE001 - any parse failure (zip, XML, content type) means "not a docx"
+    except Exception:
         return None
 
 
@@ -179,7 +179,7 @@ def _zero_on_failure(fn: Callable[..., float]) -> Callable[..., float]:
             return fn(*args, **kwargs)
         except UserError:
             raise
-        except Exception:  # noqa: BLE001 - see the docstring
+        except Exception:
             return 0.0
 
     return wrapper
@@ -255,5 +255,5 @@ class _OdtParts:
 def _open_odt(path: Any) -> _OdtParts | None:
     try:
         return _OdtParts(str(path))
-    except Exception:  # noqa: BLE001 - not a readable OpenDocument package
+    except Exception:
         return None

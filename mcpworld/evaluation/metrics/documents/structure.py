@@ -62,7 +62,7 @@ def _images(document: Document) -> list[Any]:
         try:
             with Image.open(BytesIO(blob)) as img:
                 images.append(img.tobytes())
-        except Exception:  # noqa: BLE001 - a format Pillow cannot decode
+        except Exception:
             images.append(("undecoded", blob))
     return images
 

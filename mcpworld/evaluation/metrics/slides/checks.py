@@ -164,7 +164,7 @@ MAX_RGB_DISTANCE = sqrt(3 * 255**2)
 def _rgb_or_none(color: Any) -> Any:
     try:
         return color.rgb
-    except Exception:  # noqa: BLE001 - a colour without RGB (theme colour, none) has no distance
+    except Exception:
         return None
 
 

@@ -20,6 +20,6 @@ validation, rows and columns, filters, charts, pivot tables, sparklines), the re
 ``conditions``, and the other two metrics (``csv_files``, ``cities``).
 """
 
-import mcpworld.evaluation.metrics.tables.cities  # noqa: F401
-import mcpworld.evaluation.metrics.tables.compare  # noqa: F401
+import mcpworld.evaluation.metrics.tables.cities
+import mcpworld.evaluation.metrics.tables.compare
 import mcpworld.evaluation.metrics.tables.csv_files  # noqa: F401

@@ -48,7 +48,7 @@ def _load(path: str | None, data_only: bool) -> Workbook | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # openpyxl warns about every extension it drops
             return openpyxl.load_workbook(path, data_only=data_only)
-    except Exception:  # noqa: BLE001 - any parse failure means "not a readable workbook"
+    except Exception:
         return None
 
 

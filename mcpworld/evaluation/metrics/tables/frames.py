@@ -151,7 +151,7 @@ def _same_value(a: Any, b: Any) -> bool:
         return (a is _NA or a != a) and (b is _NA or b != b)
     try:
         return bool(a == b)
-    except Exception:  # noqa: BLE001 - incomparable values are different
+    except Exception:
         return False
 
 

@@ -131,7 +131,7 @@ def _rule_filter(books: _Workbooks, rule: dict[str, Any]) -> bool:
 def _first_run_text(title: Any) -> Any:
     try:
         return title.tx.rich.p[0].r[0].t
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -176,7 +176,7 @@ def _charts(books: _Workbooks, rule: dict[str, Any], key: str) -> dict[str, Any]
             if f"{axis}title" in props:
                 try:
                     info[f"{axis}title"] = getattr(chart, f"{axis}_axis").title.tx.rich.p[0].r[0].t
-                except Exception:  # noqa: BLE001
+                except Exception:
                     info[f"{axis}title"] = None
         found[series] = info
     return found
@@ -252,6 +252,6 @@ def _rule_sparkline(books: _Workbooks, rule: dict[str, Any]) -> bool:
     try:
         first = books.raw(which0).sparklines(name0)
         second = books.raw(which1).sparklines(name1)
-    except Exception as exc:  # noqa: BLE001 - OSWorld's reader raises for a sheet it cannot find
+    except Exception as exc:
         raise _Crash(str(exc)) from exc
     return first == second

