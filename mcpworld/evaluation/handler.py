@@ -20,10 +20,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpworld.core.errors import EvalError, InfraError
 from mcpworld.core.result import MetricOutcome
+
+if TYPE_CHECKING:
+    from mcpworld.core.task import Task
+    from mcpworld.env.base import Environment
 
 FRIDA_COMPLETION = {"type": "send", "payload": {"event": "evaluate_on_completion"}}  # PC-Canary's HookManager's
 
@@ -218,3 +222,60 @@ def run_handler(
         return proc.complete()
     finally:
         proc.close()
+
+
+def handler_setup(task: Task, env: Environment) -> dict[str, Any]:
+    """The task's handler surroundings with the config's home paths (``sql_path``) in this episode's home."""
+    setup = dict(task.handler_setup)
+    config = dict(setup.get("config") or {})
+    if config.get("sql_path"):
+        config["sql_path"] = str(env.resolve(str(config["sql_path"])))
+    return {**setup, "config": config} if setup else {}
+
+
+def handler_params(task: Task, env: Environment) -> dict[str, Any]:
+    """The task's parameters as its handler gets them: a PC-Canary task's ``/home/user/…`` (its authors'
+    home, see ``author_home_text``) in this episode's home, where its hooks look too."""
+    if not task.handler_setup:
+        return task.params
+
+    def mapped(value: Any) -> Any:
+        if isinstance(value, str):
+            return env.map_paths(value)
+        if isinstance(value, dict):
+            return {key: mapped(item) for key, item in value.items()}
+        return [mapped(item) for item in value] if isinstance(value, list) else value
+
+    return dict(mapped(task.params))
+
+
+def start_handler(task: Task, env: Environment, probed: bool = False) -> HandlerProcess | None:
+    """A handler task's handler, started before the agent: its Python hooks take their first look at
+    the app (``inspector_on_start``) then, as PC-Canary's start with the app. ``probed``: a probe runs
+    the task's app hooks this episode and feeds the handler. None for other tasks."""
+    if task.evaluator or task.grader or not task.handler:
+        return None
+    if not task.handler.is_file():
+        raise InfraError(f"handler {task.handler} does not exist")
+    setup = handler_setup(task, env)
+    from mcpworld.tasks.mcpworld_format import author_home_text
+
+    # the instruction names the authors' paths (/workspace/…, /FreeCAD/…), which the desktop has as views of
+    # its home: an app event that names one (a saved file's path) reaches the handler as its home's path, as
+    # the handler's parameters name it (handler_params)
+    return HandlerProcess(
+        task.handler,
+        handler_params(task, env),
+        env.home,
+        setup=dict(setup, probed=True) if probed else setup,
+        paths=(lambda text: env.map_paths(author_home_text(text))) if task.format == "mcpworld" else None,
+    )
+
+
+def handler_verdict(task: Task, env: Environment, started: HandlerProcess | None) -> HandlerVerdict:
+    """The handler's verdict on the finished task: the one ``start_handler`` started before the agent,
+    else (standalone grading) one run now."""
+    if started:
+        return started.complete()
+    assert task.handler is not None  # a task without an evaluator or a grader has one (the loaders check)
+    return run_handler(task.handler, handler_params(task, env), env.home, setup=handler_setup(task, env))

@@ -279,9 +279,20 @@ def _to_score(raw: Any, name: str) -> tuple[float, str]:
     return score, ""
 
 
-def _run_metric(env: Environment, plan: SpecPlan, i: int, label: str) -> MetricOutcome:
-    """Fetch result and expected for metric ``i`` (fresh, never reused) and score it."""
-    func = plan.funcs[i]
+@dataclass(frozen=True)
+class Fetched:
+    """What metric ``i``'s getters gave (fresh, never reused), as the metric gets it and as outcomes show it;
+    ``failed``: the outcome of a getter that raised (the metric does not run)."""
+
+    result: Any = None
+    expected: Any = None
+    actual: str = ""
+    wanted: str = ""
+    failed: MetricOutcome | None = None
+
+
+def _fetch(env: Environment, plan: SpecPlan, i: int, label: str) -> Fetched:
+    """The getters stage of metric ``i``: its result, then its expected value (when it has one)."""
     result_cfg, expected_cfg = plan.results[i], plan.expected[i]
     cache = getattr(env, "cache_dir", None)  # where getters copy the files they read
     try:
@@ -289,7 +300,7 @@ def _run_metric(env: Environment, plan: SpecPlan, i: int, label: str) -> MetricO
     except PASSTHROUGH:
         raise
     except Exception as exc:
-        return MetricOutcome(label, 0.0, _failure("getter", result_cfg["type"], exc))
+        return Fetched(failed=MetricOutcome(label, 0.0, _failure("getter", result_cfg["type"], exc)))
     actual = shown(result, cache)  # as the metric gets it (a metric may change a file it reads)
     expected: Any = None
     if expected_cfg is not None:
@@ -298,9 +309,14 @@ def _run_metric(env: Environment, plan: SpecPlan, i: int, label: str) -> MetricO
         except PASSTHROUGH:
             raise
         except Exception as exc:
-            return MetricOutcome(label, 0.0, _failure("getter", expected_cfg["type"], exc), actual=actual)
-    wanted = shown(expected, cache)
-    args = (result,) if expected_cfg is None else (result, expected)
+            return Fetched(failed=MetricOutcome(label, 0.0, _failure("getter", expected_cfg["type"], exc), actual=actual))
+    return Fetched(result, expected, actual, shown(expected, cache))
+
+
+def _measure(env: Environment, plan: SpecPlan, i: int, label: str, got: Fetched) -> MetricOutcome:
+    """The metric stage of metric ``i``: its score of what the getters gave."""
+    func, result_cfg = plan.funcs[i], plan.results[i]
+    args = (got.result,) if plan.expected[i] is None else (got.result, got.expected)
     fn = get_metric(func)
     options = {**plan.options[i], "env": env} if metric_needs_env(fn) else plan.options[i]
     try:
@@ -311,9 +327,9 @@ def _run_metric(env: Environment, plan: SpecPlan, i: int, label: str) -> MetricO
         score, reason = 0.0, _failure("metric", func, exc)
     else:
         score, reason = _to_score(raw, func)
-    if score == 0.0 and not reason and result is None:
+    if score == 0.0 and not reason and got.result is None:
         reason = f"getter {result_cfg['type']} returned None (nothing there: missing file or directory?)"
-    return MetricOutcome(label, score, reason, actual=actual, expected=wanted)
+    return MetricOutcome(label, score, reason, actual=got.actual, expected=got.wanted)
 
 
 def _declared_fail(final_action: str | None) -> bool:
@@ -333,33 +349,49 @@ def _note_skipped(outcome: MetricOutcome, skipped: int, conj: str) -> None:
 def evaluate_spec(
     env: Environment, spec: dict[str, Any], final_action: str | None, *, where: str = "evaluator"
 ) -> tuple[float, list[MetricOutcome]]:
-    """The task's score in [0, 1] and one outcome per metric that ran.
+    """The task's score in [0, 1] and one outcome per metric that ran: ``score_spec`` of the validated spec.
 
     ``final_action`` is DONE / FAIL as declared by the agent (None when it never declared one).
     ``where`` names the task file in configuration errors.
     """
-    plan = validate_spec(spec, where)
+    return score_spec(env, validate_spec(spec, where), final_action)
+
+
+def _decided_by_final_action(plan: SpecPlan, final_action: str | None) -> tuple[float, list[MetricOutcome]] | None:
+    """The score when the agent's final action alone decides it (an infeasible task, or a declared FAIL)."""
+    declared = _declared_fail(final_action)
     if plan.infeasible:
-        declared = _declared_fail(final_action)
         reason = (
             "agent declared the task infeasible"
             if declared
             else f"task is infeasible but the agent ended with {final_action!r}, not FAIL"
         )
         return float(declared), [MetricOutcome(INFEASIBLE, float(declared), reason, actual=str(final_action), expected="FAIL")]
-    if _declared_fail(final_action):
+    if declared:
         return _all_zero(plan, "agent declared FAIL (infeasible) but the task is feasible")
+    return None
 
+
+def _run_postconfig(env: Environment, plan: SpecPlan) -> None:
     for step in plan.postconfig:
         try:
             env.run_steps([dict(step)])
         except MissingWindow as exc:  # the agent may have closed it: OSWorld logs this and goes on
             log.warning("postconfig step %s: %s; grading goes on", step.get("type"), exc)
 
+
+def score_spec(env: Environment, plan: SpecPlan, final_action: str | None) -> tuple[float, list[MetricOutcome]]:
+    """A validated spec's score: the final action (when it decides), postconfig, then metric by metric
+    its getters and its metric, until ``conj`` decides."""
+    decided = _decided_by_final_action(plan, final_action)
+    if decided is not None:
+        return decided
+    _run_postconfig(env, plan)
     labels = plan.outcome_names()
     outcomes: list[MetricOutcome] = []
     for i, label in enumerate(labels):
-        outcome = _run_metric(env, plan, i, label)
+        got = _fetch(env, plan, i, label)
+        outcome = got.failed or _measure(env, plan, i, label, got)
         outcomes.append(outcome)
         skipped = len(labels) - i - 1
         if plan.conj == "and" and outcome.score == 0.0:

@@ -15,8 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from mcpworld.env.base import Environment
-from mcpworld.evaluation.handler import HandlerProcess
-from mcpworld.evaluation.verdict import handler_params
+from mcpworld.evaluation.handler import HandlerProcess, handler_params
 from mcpworld.probes.live import LiveHooks
 from mcpworld.tasks.mcpworld_format import DEBIAN_PYTHON_MODULES, author_home_text, load_mcpworld
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from mcpworld.env.base import Environment
-from mcpworld.evaluation.verdict import handler_params
+from mcpworld.evaluation.handler import handler_params
 from mcpworld.probes.live import LiveHooks
 from mcpworld.tasks.mcpworld_format import author_home_text, load_mcpworld
 
@@ -104,7 +104,7 @@ def test_the_instruction_names_the_suites_paths_unless_the_desktop_lacks_them():
 def test_an_app_event_naming_the_instructions_path_reaches_the_handler_as_the_homes(tmp_path):
     """The agent follows the instruction: it saves /FreeCAD/x.FCStd (the desktop's view of ~/FreeCAD);
     the hook reports that path; the handler compares it with its parameter, the home's path."""
-    from mcpworld.evaluation.verdict import start_handler
+    from mcpworld.evaluation.handler import start_handler
 
     folder = tmp_path / "tests" / "tasks" / "freecad" / "t1"
     folder.mkdir(parents=True)
