@@ -113,7 +113,7 @@ def check_network(settings: DesktopSettings) -> None:
 
 
 Backend = Callable[[DesktopSettings, Sequence[Program], Sequence[str]], Environment]
-BACKENDS: Registry[Backend] = Registry("env.backend")
+BACKENDS: Registry[Backend] = Registry("env.backend", group="mcpworld.env_backends")
 
 
 @BACKENDS.register("local")

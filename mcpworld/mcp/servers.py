@@ -174,7 +174,7 @@ def as_account(
 
 # env.mcp_sandbox -> where an episode's servers run: the specs (placeholders filled) in, reachable specs out
 Sandbox = Callable[[McpSettings, list[ServerSpec], Environment, Path, EventSink], AsyncContextManager[list[ServerSpec]]]
-SANDBOXES: Registry[Sandbox] = Registry("env.mcp_sandbox")
+SANDBOXES: Registry[Sandbox] = Registry("env.mcp_sandbox", group="mcpworld.mcp_sandboxes")
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from mcpworld.agent.profiles.base import ModelView, Profile, PromptContext
 from mcpworld.core.registry import Registry
 
-PROFILES: Registry[Callable[[ModelView], Profile]] = Registry("model.profile")
+PROFILES: Registry[Callable[[ModelView], Profile]] = Registry("model.profile", group="mcpworld.profiles")
 
 
 @PROFILES.register("generic")

@@ -32,7 +32,7 @@ class ProviderSettings:
 
 
 Builder = Callable[[ProviderSettings, list[dict[str, Any]]], Provider]
-PROVIDERS: Registry[Builder] = Registry("provider.kind")
+PROVIDERS: Registry[Builder] = Registry("provider.kind", group="mcpworld.providers")
 
 
 def http_options(provider: ProviderConfig) -> dict[str, Any]:

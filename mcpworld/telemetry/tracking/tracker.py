@@ -43,7 +43,7 @@ class Tracker:
 
 
 TrackerFactory = Callable[["TrackingConfig"], Tracker]
-BACKENDS: Registry[TrackerFactory] = Registry("tracking.backend")  # the tracker each backend makes
+BACKENDS: Registry[TrackerFactory] = Registry("tracking.backend", group="mcpworld.trackers")  # the tracker each backend makes
 
 
 @BACKENDS.register("none")
