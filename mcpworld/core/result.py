@@ -27,6 +27,24 @@ class Status(StrEnum):
 NOT_JUDGED = (Status.infra_error, Status.eval_error, Status.interrupted)
 
 
+class Termination(StrEnum):
+    """How the agent's run ended (``EpisodeResult.termination``), before any verdict. A StrEnum: result.json
+    holds the plain string. The status (``run/status.classify``) is decided from this and the grader's word."""
+
+    done = "done"  # the agent said DONE
+    infeasible = "infeasible"  # the agent said FAIL (the task cannot be done)
+    end_turn = "end_turn"  # a reply without a call ended the family's reference loop (Claude's)
+    unreadable = "unreadable"  # a reply the family's reference reads as the end (UI-TARS's last word)
+    max_steps = "max_steps"
+    max_llm_calls = "max_llm_calls"
+    timeout = "timeout"
+    loop = "loop"  # agent.loop_stop: the first loop ended it
+    agent_error = "agent_error"
+    infra_error = "infra_error"  # the desktop, an endpoint or a harness part failed under the agent
+    interrupted = "interrupted"
+    unwatchable = "unwatchable"  # an infra_error every try repeats: the task's app hooks cannot watch this build
+
+
 @dataclass
 class ToolCounts:
     ok: int = 0
@@ -93,9 +111,7 @@ class EpisodeResult:
     status: Status = Status.infra_error
     score: float = 0.0
     reason: str = ""
-    # done, infeasible, end_turn (a reply without a call ended the family's reference loop: Claude's),
-    # max_steps, max_llm_calls, timeout, loop, agent_error, infra_error, interrupted,
-    # unwatchable (an infra_error that every try repeats: the task's app hooks cannot watch this build)
+    # a Termination (a str: the agent loop and old result.json files give plain strings); "" before the agent ran
     termination: str = ""
     # (eval_error is a status only: the agent ended as its termination says, then the grader failed)
     final_action: str | None = None  # DONE / FAIL as declared by the agent

@@ -22,7 +22,7 @@ from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.apps.catalog import app_setting
 from mcpworld.config.schema import RootConfig
 from mcpworld.core.errors import EndpointUnreachable, EvalError, InfraError, Unwatchable, UserError
-from mcpworld.core.result import EpisodeResult, Status
+from mcpworld.core.result import EpisodeResult, Status, Termination
 from mcpworld.core.secrets import redact
 from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
@@ -82,7 +82,12 @@ def write_trajectory(path: Path, messages: list[dict[str, Any]], result: Episode
         return {**message, "content": content}
 
     calls = sum(len(m.get("tool_calls") or []) for m in messages)
-    status = {"done": "success", "max_steps": "max_turns_reached", "timeout": "timeout"}.get(result.termination, "failed")
+    toolathlon: dict[str, str] = {
+        Termination.done: "success",
+        Termination.max_steps: "max_turns_reached",
+        Termination.timeout: "timeout",
+    }
+    status = toolathlon.get(result.termination, "failed")
     log = {
         "config": {"task_id": result.task_id, **result.labels},
         "messages": [strip(m) for m in messages],
@@ -137,18 +142,18 @@ def run_episode(
                 env.extra_env = {}  # (the credentials go to the task's preprocess and grader only: grant.task)
                 _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
-        result.status, result.termination, result.reason = Status.infra_error, "infra_error", str(exc)
+        result.status, result.termination, result.reason = Status.infra_error, Termination.infra_error, str(exc)
         raise
     except (EpisodeInterrupted, asyncio.CancelledError, KeyboardInterrupt):
-        result.status, result.termination = Status.interrupted, "interrupted"
+        result.status, result.termination = Status.interrupted, Termination.interrupted
         result.reason = f"the run was stopped ({stop.reason or 'interrupt'})"
     except Exception as exc:  # the environment or a harness part failed: never the agent's failure
         if stop.is_set():  # the desktop was killed under it because the run is stopping
-            result.status, result.termination = Status.interrupted, "interrupted"
+            result.status, result.termination = Status.interrupted, Termination.interrupted
             result.reason = f"the run was stopped ({stop.reason})"
         else:
             result.status = Status.infra_error
-            result.termination = "unwatchable" if isinstance(exc, Unwatchable) else "infra_error"
+            result.termination = Termination.unwatchable if isinstance(exc, Unwatchable) else Termination.infra_error
             prefix = "" if isinstance(exc, InfraError) else "harness error: "
             result.reason = f"{prefix}{type(exc).__name__}: {exc}" if prefix else str(exc)
             trace.emit(
@@ -370,9 +375,9 @@ def _attempt(
             write_trajectory(episode_dir / "traj_log.json", loop.messages, result)
     result.agent_s = round(time.monotonic() - t1, 4)
     result.screenshots = screens.count
-    if result.termination != "infra_error":
+    if result.termination != Termination.infra_error:
         apps()  # an app that died after the last step
-    if result.termination == "infra_error":
+    if result.termination == Termination.infra_error:
         result.status = Status.infra_error
         return
     stop.check()  # a stopping run does not judge a cut-short episode
@@ -414,9 +419,9 @@ def _attempt(
             "(a crash or an outside kill; relaunch_on_exit: true starts it again)"
             for k in killed
         )
-    elif result.termination == "timeout":
+    elif result.termination == Termination.timeout:
         result.status = Status.timeout
-    elif result.termination == "agent_error":
+    elif result.termination == Termination.agent_error:
         result.status = Status.agent_error
     else:
         result.status = Status.failure

@@ -21,7 +21,7 @@ from mcpworld.apps.programs import Program, programs_started_by
 from mcpworld.config.resolution import check_run as check_resolution_preference
 from mcpworld.config.schema import FilesConfig, RootConfig
 from mcpworld.core.errors import EndpointUnreachable, InfraError, UserError
-from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status
+from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status, Termination
 from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
 from mcpworld.core.steps import sudo_needs
 from mcpworld.core.task import Task
@@ -405,7 +405,7 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
                 fatal = fatal or exc
                 pool.halt()
                 return EpisodeResult.read(episode_dir / "result.json")
-            if result.status != Status.infra_error or result.termination == "unwatchable" or stop.is_set():
+            if result.status != Status.infra_error or result.termination == Termination.unwatchable or stop.is_set():
                 break  # (an unwatchable task fails the same way every time)
         return result
 
