@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
+from mcpworld.core.task_parts import ScriptGrader
 
 # OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
 HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
@@ -50,8 +51,7 @@ class Task:
     workspace: str = "~"
     local_tools: list[str] = field(default_factory=list)  # Toolathlon local tools: claim_done, python_execute …
     system_prompt: str = ""  # the task's own system prompt, after the harness's ({workspace} filled in)
-    # a script that judges the workspace (Toolathlon evaluation/main.py): {script, groundtruth, launch_time}
-    grader: dict[str, Any] | None = None
+    grader: ScriptGrader | None = None  # a script that judges the workspace (Toolathlon evaluation/main.py)
     format: str = "native"  # native | osworld | mcpworld | toolathlon
     skip_reason: str | None = None  # set by a loader when this machine cannot run the task (e.g. needs network)
     # why it may run where the sites it opens cannot be reached (its answer needs none of their

@@ -19,10 +19,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from mcpworld.core.errors import EvalError
 from mcpworld.core.result import MetricOutcome
+from mcpworld.core.task_parts import ScriptGrader
 
 TIMEOUT_S = 300.0
 NO_VERDICT = re.compile(r"^(ModuleNotFoundError|ImportError)\b|No module named ")
@@ -71,16 +71,16 @@ def no_verdict(stderr: str, returncode: int, python: str, code_dirs: list[Path],
 
 
 def run_grader(
-    grader: dict[str, Any], workspace: Path, trajectory: Path | None, timeout_s: float = TIMEOUT_S
+    grader: ScriptGrader, workspace: Path, trajectory: Path | None, timeout_s: float = TIMEOUT_S
 ) -> tuple[float, MetricOutcome]:
-    script = Path(grader["script"])
-    python = str(grader.get("python") or sys.executable)
-    root = Path(grader.get("root") or script.parent.parent.parent)
-    module = grader.get("module")
+    script = grader.script
+    python = grader.python or sys.executable
+    root = grader.root or script.parent.parent.parent
+    module = grader.module
     with tempfile.TemporaryDirectory(prefix="mcpworld-grader-") as scratch:
         if trajectory is None or not Path(trajectory).is_file():
             trajectory = minimal_trajectory(Path(scratch) / "traj_log.json")
-        if grader.get("claim_done", False):
+        if grader.claim_done:
             try:
                 status = json.loads(Path(trajectory).read_text(encoding="utf-8")).get("status")
             except (OSError, ValueError, AttributeError):
@@ -102,9 +102,9 @@ def run_grader(
             "--agent_workspace",
             str(workspace),
             "--groundtruth_workspace",
-            str(grader.get("groundtruth") or ""),
+            grader.groundtruth,
             "--launch_time",
-            str(grader.get("launch_time") or ""),
+            grader.launch_time,
         ]
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -112,7 +112,7 @@ def run_grader(
             "HOME": str(workspace.parent),
             "PYTHONPATH": str(root),
             "PYTHONDONTWRITEBYTECODE": "1",
-            **{str(k): str(v) for k, v in (grader.get("env") or {}).items()},
+            **{str(k): str(v) for k, v in grader.env.items()},
         }  # env=klavis: the accounts' credentials
         try:
             proc = subprocess.run(

@@ -75,7 +75,7 @@ class Grant:
             else step
             for step in task.setup
         ]
-        grader = {**task.grader, "env": dict(self.env)} if task.grader else task.grader
+        grader = replace(task.grader, env=dict(self.env)) if task.grader else task.grader
         return replace(task, setup=setup, grader=grader)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.paths import HOME
 from mcpworld.core.task import ContextEntry, Task, read_json
+from mcpworld.core.task_parts import ScriptGrader
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.native import normalize_call
 from mcpworld.tasks.settings import LoaderSettings, ToolathlonSettings
@@ -238,15 +239,15 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None, settings: To
         workspace=WORKSPACE,
         local_tools=[str(t) for t in local if t in LOCAL_TOOLS],
         system_prompt=prompt,
-        grader={
-            "script": str(grader),
-            "module": module_of(grader, base),
-            "root": str(base),
-            "python": python,
-            "groundtruth": str(_variant(folder, "groundtruth_workspace", cn)),
-            "launch_time": when,
-            "claim_done": settings.claim_done,
-        },
+        grader=ScriptGrader(
+            script=grader,
+            module=module_of(grader, base),
+            root=base,
+            python=python,
+            groundtruth=str(_variant(folder, "groundtruth_workspace", cn)),
+            launch_time=when,
+            claim_done=settings.claim_done,
+        ),
         solution=solution,
         format="toolathlon",
         skip_reason=skip,

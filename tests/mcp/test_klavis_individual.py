@@ -216,6 +216,7 @@ def test_the_credentials_go_to_the_preprocess_step_and_the_grader_only():
     """Never the desktop: the agent's shell and apps get no KLAVIS_* variable (env.extra_env stays
     empty); the preprocess command and the grader each get them as their own environment."""
     from mcpworld.core.task import Task
+    from mcpworld.core.task_parts import ScriptGrader
     from mcpworld.mcp.klavis_grant import Grant
 
     grant = Grant(env={"KLAVIS_GITHUB_TOKEN": "ghp_secret"})
@@ -228,9 +229,11 @@ def test_the_credentials_go_to_the_preprocess_step_and_the_grader_only():
         dir=Path("/t"),
         source=Path("/t/task_config.json"),
         setup=[mkdir, preprocess],
-        grader={"command": ["python", "-m", "eval"]},
+        grader=ScriptGrader(Path("/t/evaluation/main.py"), module="eval"),
     )
     ran = grant.task(task)
     assert ran.setup[0] == mkdir and ran.setup[1]["execute"]["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
-    assert ran.grader["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
-    assert "env" not in task.setup[1]["execute"] and "env" not in task.grader  # the loaded task is untouched
+    assert ran.grader is not None and ran.grader.env == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
+    assert (
+        "env" not in task.setup[1]["execute"] and task.grader is not None and not task.grader.env
+    )  # the loaded task is untouched

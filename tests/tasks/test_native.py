@@ -320,7 +320,7 @@ def test_builtin_task_is_complete(task: Task) -> None:
     for entry in task.context:
         assert entry.src.exists() and entry.dest.startswith("~")
     if task.grader:  # a Toolathlon grader script judges instead of a spec
-        assert Path(task.grader["script"]).is_file()
+        assert Path(task.grader.script).is_file()
         return
     expand_task(task, builtin_templates())  # some use the shared templates of mcpworld/conf/evaluator
     validate_spec(task.evaluator, str(task.source))

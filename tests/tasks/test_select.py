@@ -60,7 +60,7 @@ def test_prefetch_honours_toolathlon_root_and_settings(tmp_path, monkeypatch):
     (checkout / "tasks" / "utils").mkdir()  # a utils/ nearer the tasks than the checkout's own
     finalpool = checkout / "tasks" / "finalpool"
     found = prefetched(tmp_path, monkeypatch, f"tasks.root={finalpool}", f"toolathlon.python={sys.executable}")
-    assert found["toolathlon/relative-grader"].grader["module"] == "finalpool.relative-grader.evaluation.main"
+    assert found["toolathlon/relative-grader"].grader.module == "finalpool.relative-grader.evaluation.main"
     found = prefetched(
         tmp_path,
         monkeypatch,
@@ -70,8 +70,8 @@ def test_prefetch_honours_toolathlon_root_and_settings(tmp_path, monkeypatch):
         "toolathlon.lang=cn",
     )
     task = found["toolathlon/relative-grader_cn"]  # toolathlon.lang=cn: the _cn variants
-    assert task.grader["root"] == str(checkout.resolve()) and task.grader["python"] == sys.executable
-    assert task.grader["module"] == "tasks.finalpool.relative-grader.evaluation.main_cn"
+    assert task.grader.root == checkout.resolve() and task.grader.python == sys.executable
+    assert task.grader.module == "tasks.finalpool.relative-grader.evaluation.main_cn"
 
 
 def test_the_prefetch_command_stops_on_a_bad_suite_root_naming_the_key(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 
 from mcpworld.core.errors import EvalError, TaskFileError
 from mcpworld.core.task import Task
+from mcpworld.core.task_parts import ScriptGrader
 from mcpworld.env.context import build_golden
 from mcpworld.evaluation.grader import minimal_trajectory, run_grader
 from mcpworld.evaluation.standalone import grade
@@ -90,14 +91,14 @@ def test_a_task_folder_maps_onto_the_task_model(tmp_path: Path):
     assert task.mcp_servers == ["filesystem", "git"]
     assert task.workspace == "~/workspace"
     assert task.skip_reason is None and task.max_steps is None
-    assert task.grader["script"] == str(folder / "evaluation" / "main.py")
-    assert task.grader["groundtruth"] == str(folder / "groundtruth_workspace")
+    assert task.grader.script == folder / "evaluation" / "main.py"
+    assert task.grader.groundtruth == str(folder / "groundtruth_workspace")
     assert task.source == path and task.dir == folder
 
 
 def test_the_system_prompt_gets_the_workspace_placeholder_and_the_launch_time(tmp_path: Path):
     task = load_task_file(make_task(tmp_path))
-    when = task.grader["launch_time"]
+    when = task.grader.launch_time
     assert TIME.match(when)
     assert task.params["launch_time"] == when
     assert task.system_prompt == f"Work in {{workspace}} only.\nNow: {when}"
@@ -129,7 +130,7 @@ def test_with_preprocess_it_runs_with_the_workspace_and_the_same_launch_time(tmp
         "--agent_workspace",
         "~/workspace",
         "--launch_time",
-        task.grader["launch_time"],
+        task.grader.launch_time,
     ]
 
 
@@ -218,7 +219,7 @@ def test_a_shipped_task_loads_and_runs_here(name: str, tmp_path: Path):
     parse_servers(task.mcp_servers, catalog, str(task.source))  # every needed server is in the catalog
     assert task.solution["mcp"] and task.solution["mcp"][-1]["tool"] == "local-claim_done"
     assert task.solution["hybrid"] == task.solution["mcp"]
-    assert Path(task.grader["script"]).is_file()
+    assert Path(task.grader.script).is_file()
 
 
 @pytest.mark.parametrize("name", SHIPPED_NAMES)
@@ -260,9 +261,9 @@ def workspace_with(tmp_path: Path, answer: str | None) -> Path:
 def test_inside_a_checkout_the_grader_is_a_module_of_the_root(tmp_path: Path):
     task = load_task_file(FINALPOOL / "relative-grader")  # a folder path is a task path
     assert task.id == "toolathlon/relative-grader" and task.source == FINALPOOL / "relative-grader" / "task_config.json"
-    assert task.grader["root"] == str(CHECKOUT.resolve())
-    assert task.grader["module"] == "tasks.finalpool.relative-grader.evaluation.main"
-    assert task.grader["python"] == sys.executable and task.grader["claim_done"] is True
+    assert task.grader.root == CHECKOUT.resolve()
+    assert task.grader.module == "tasks.finalpool.relative-grader.evaluation.main"
+    assert task.grader.python == sys.executable and task.grader.claim_done is True
 
 
 def test_the_grader_with_relative_imports_and_utils_passes_and_fails_on_the_workspace(tmp_path: Path):
@@ -283,7 +284,7 @@ def test_the_preprocess_script_runs_as_a_module_from_the_root(tmp_path: Path):
     step = task.setup[-1]["execute"]
     assert step["shell"] is True
     subprocess.run(["bash", "-c", step["command"]], env={**os.environ, "HOME": str(home)}, check=True)
-    assert (home / "workspace" / "prepared.txt").read_text() == "".join(task.grader["launch_time"].split()).lower()
+    assert (home / "workspace" / "prepared.txt").read_text() == "".join(task.grader.launch_time.split()).lower()
 
 
 def test_standalone_grading_writes_a_trajectory_for_the_grader(tmp_path: Path):
@@ -324,7 +325,7 @@ def test_a_grader_past_its_time_is_an_eval_error(tmp_path: Path):
     script = tmp_path / "t" / "evaluation" / "main.py"
     script.parent.mkdir(parents=True)
     script.write_text("import time; time.sleep(30)\n")
-    grader = {"script": str(script), "module": "t.evaluation.main", "root": str(tmp_path), "python": sys.executable}
+    grader = ScriptGrader(script, module="t.evaluation.main", root=tmp_path, python=sys.executable)
     with pytest.raises(EvalError, match="did not finish within 1s"):
         run_grader(grader, workspace_with(tmp_path, None), None, timeout_s=1)
 
@@ -344,8 +345,8 @@ def test_lang_cn_picks_the_cn_variants(tmp_path: Path):
     assert task.id == "toolathlon/relative-grader_cn" and task.instruction == "用中文写答案。"
     assert task.system_prompt == "只在 {workspace} 工作。"
     assert task.context[0].src == folder / "initial_workspace_cn"
-    assert task.grader["groundtruth"] == str(folder / "groundtruth_workspace_cn")
-    assert task.grader["module"] == "tasks.finalpool.relative-grader.evaluation.main_cn"
+    assert task.grader.groundtruth == str(folder / "groundtruth_workspace_cn")
+    assert task.grader.module == "tasks.finalpool.relative-grader.evaluation.main_cn"
     traj = minimal_trajectory(tmp_path / "traj_log.json")
     assert run_grader(task.grader, workspace_with(tmp_path, "四十二"), traj)[0] == 1.0
     with pytest.raises(TaskFileError, match="toolathlon.lang=fr"):

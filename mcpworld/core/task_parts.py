@@ -1,0 +1,112 @@
+"""The typed parts of a task (its key steps, its script grader), parsed once when the task loads.
+
+A loader turns what a suite's task file says into these, so a mistake is one error naming the task
+file, the key, the value and the fix, before any episode; the code that judges reads fields, not
+mappings. What a suite's own code gets unchanged (a key step's ``check``, an evaluator spec the
+evaluator validates against its registries) stays the mapping the task wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcpworld.core.errors import TaskFileError
+
+KEY_STEP_KINDS = ("event", "check", "handler_index")
+
+
+def part_error(where: str, key: str, value: object, fix: str) -> TaskFileError:
+    """The one error for a bad task part: the file, the key, the value and the fix."""
+    return TaskFileError(f"{where}: {key} = {value!r}: {fix}")
+
+
+@dataclass(frozen=True)
+class EventPattern:
+    """The episode event a key step waits for: its ``type`` and a regex per field it must match."""
+
+    type: str
+    match: Mapping[str, str] = field(default_factory=dict)
+
+    def matches(self, event: Mapping[str, object]) -> bool:
+        if event.get("type") != self.type:
+            return False
+        return all(name in event and re.search(pattern, str(event[name])) for name, pattern in self.match.items())
+
+
+@dataclass(frozen=True)
+class KeyStep:
+    """One checkpoint of partial progress, reached in exactly one way: an episode ``event``, a ``check``
+    (an evaluator spec, as the task wrote it: evaluator templates expand it, the evaluator validates it)
+    that scores 1, or the MCPWorld handler's ``key_step`` number ``handler_index`` (1-based)."""
+
+    name: str
+    event: EventPattern | None = None
+    check: Mapping[str, object] | None = None
+    handler_index: int | None = None
+
+
+def parse_key_steps(value: object, where: str) -> list[KeyStep]:
+    """A task file's ``key_steps`` list; TaskFileError naming the file, the step and the fix."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise part_error(
+            where, "key_steps", value, "must be a list of steps, each {name, and one of event, check, handler_index}"
+        )
+    return [parse_key_step(step, f"key_steps[{i}]", where) for i, step in enumerate(value)]
+
+
+def parse_key_step(step: object, key: str, where: str) -> KeyStep:
+    if isinstance(step, KeyStep):
+        return step
+    if not isinstance(step, Mapping) or not step.get("name"):
+        raise TaskFileError(f"{where}: {key} needs a 'name' (what the agent has reached), got {step!r}")
+    label = f"{where}: {key} ({step['name']})"
+    if sum(kind in step for kind in KEY_STEP_KINDS) != 1:
+        raise TaskFileError(f"{label} needs exactly one of 'event', 'check' or 'handler_index'")
+    name = str(step["name"])
+    if "event" in step:
+        return KeyStep(name, event=_event_pattern(step["event"], label))
+    if "check" in step:
+        check = step["check"]
+        if not isinstance(check, Mapping):
+            raise TaskFileError(f"{label}: 'check' must be an evaluator spec (func, result, expected …), got {check!r}")
+        return KeyStep(name, check=dict(check))
+    index = step["handler_index"]
+    if isinstance(index, bool) or not isinstance(index, int) or index < 1:
+        raise TaskFileError(f"{label}: handler_index must be an integer from 1 (the handler's key_step number), got {index!r}")
+    return KeyStep(name, handler_index=index)
+
+
+def _event_pattern(event: object, label: str) -> EventPattern:
+    if not isinstance(event, Mapping) or not event.get("type"):
+        raise TaskFileError(f"{label}: 'event' needs a 'type' (e.g. tool_call), got {event!r}")
+    match = event.get("match") or {}
+    if not isinstance(match, Mapping):
+        raise TaskFileError(f"{label}: event.match must map event fields to regexes, got {match!r}")
+    for name, pattern in match.items():
+        try:
+            re.compile(str(pattern))
+        except re.error as exc:
+            raise TaskFileError(f"{label}: match.{name} is not a valid regex: {exc}") from exc
+    return EventPattern(str(event["type"]), {str(k): str(v) for k, v in match.items()})
+
+
+@dataclass(frozen=True)
+class ScriptGrader:
+    """A program that judges the workspace (Toolathlon's ``evaluation/main.py``), run as upstream runs it:
+    ``python -m module`` from ``root`` (the script's grandparent's parent when None), given the ground
+    truth folder and the launch time; ``claim_done``: an agent that did not claim done fails without it
+    running; ``env``: what only this program gets (an episode's hosted-account credentials)."""
+
+    script: Path
+    groundtruth: str = ""
+    launch_time: str = ""
+    module: str | None = None
+    root: Path | None = None
+    python: str | None = None
+    claim_done: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
