@@ -7,6 +7,10 @@ names that do exist.
 - Getter: ``(env, cfg: dict) -> value`` (``cfg`` is the whole config dict, ``type`` included).
 - Metric: ``(result, expected=None, **options) -> float | bool | int`` in [0, 1] (plus ``env=`` when
   registered with ``needs_env``).
+
+A name not registered here is looked up outside the package: ``package.module:function`` is imported,
+and other installed packages add names through the entry-point groups ``mcpworld.getters`` and
+``mcpworld.metrics`` (core/registry.py; docs/ARCHITECTURE.md "Extending from your own package").
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mcpworld.core.errors import UserError
+from mcpworld.core.registry import group_entries, is_reference, load_entry, load_reference
 
 Getter = Callable[..., Any]
 Metric = Callable[..., Any]
@@ -23,6 +28,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 GETTERS: dict[str, Getter] = {}
 METRICS: dict[str, Metric] = {}
+# the entry-point group other packages add each kind through, and the task-file key that names one
+GROUPS = {"getter": "mcpworld.getters", "metric": "mcpworld.metrics"}
+KEYS = {"getter": "type", "metric": "func"}
 
 
 def _register(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Callable[[F], F]:
@@ -68,11 +76,34 @@ def _load_builtins() -> None:
 def _lookup(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Callable[..., Any]:
     _load_builtins()
     fn = table.get(name) if isinstance(name, str) else None
+    if fn is None and isinstance(name, str):
+        fn = _outside(table, kind, name)
     if fn is None:
         close = difflib.get_close_matches(str(name), list(table), n=5, cutoff=0.6)
         hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise UserError(f"unknown {kind} {name!r}; {hint}`python -m mcpworld.evaluation --list` shows all {len(table)} {kind}s")
+        raise UserError(
+            f"unknown {kind} {name!r}; {hint}`python -m mcpworld.evaluation --list` shows all {len(table)} {kind}s "
+            "(or name your own as package.module:function)"
+        )
     return fn
+
+
+def _outside(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Callable[..., Any] | None:
+    """``name`` from outside the package (a ``module:function`` reference or another package's entry
+    point), kept in ``table`` once imported; None when neither names it."""
+    if is_reference(name):
+        fn = load_reference(KEYS[kind], name)
+    elif name in (entries := group_entries(GROUPS[kind])):
+        fn = load_entry(KEYS[kind], GROUPS[kind], entries[name])
+    else:
+        return None
+    table.setdefault(name, fn)  # a function decorated with @metric(name) registered itself on import
+    return table[name]
+
+
+def _names(table: dict[str, Callable[..., Any]], kind: str) -> list[str]:
+    _load_builtins()
+    return sorted({*(n for n in table if not is_reference(n)), *group_entries(GROUPS[kind])})
 
 
 def get_getter(name: str) -> Getter:
@@ -86,13 +117,13 @@ def get_metric(name: str) -> Metric:
 
 
 def getter_names() -> list[str]:
-    _load_builtins()
-    return sorted(GETTERS)
+    """Every getter's name: the built-ins and other installed packages' (``mcpworld.getters``)."""
+    return _names(GETTERS, "getter")
 
 
 def metric_names() -> list[str]:
-    _load_builtins()
-    return sorted(METRICS)
+    """Every metric's name: the built-ins and other installed packages' (``mcpworld.metrics``)."""
+    return _names(METRICS, "metric")
 
 
 def describe() -> list[tuple[str, str, str]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcpworld.core.registry import load_group
 from mcpworld.core.task import Task
 from mcpworld.tasks.settings import LoaderSettings
 
@@ -33,6 +34,18 @@ class TaskFormat:
 
 
 FORMATS: dict[str, TaskFormat] = {}
+GROUP = "mcpworld.task_formats"  # the entry-point group another package's loader modules are named in
+_outside_loaded = False
+
+
+def all_formats() -> dict[str, TaskFormat]:
+    """Every format: the built-ins and those of other installed packages, whose loader modules (named in
+    the entry-point group ``mcpworld.task_formats``) register themselves with ``task_format`` when imported."""
+    global _outside_loaded
+    if not _outside_loaded:
+        _outside_loaded = True
+        load_group("task format", GROUP)
+    return FORMATS
 
 
 def task_format(name: str, *, detect: Detector, pattern: str, needs: str) -> Callable[[Loader], Loader]:

@@ -12,7 +12,7 @@ from typing import Any
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.task import Task, read_json
 from mcpworld.tasks import mcpworld_format, native, osworld, toolathlon  # noqa: F401  (each registers its format)
-from mcpworld.tasks.formats import FORMATS, TaskFormat
+from mcpworld.tasks.formats import TaskFormat, all_formats
 from mcpworld.tasks.settings import LoaderSettings
 
 TASK_FILE_NAMES = ("task_config.json", "config.json", "task.yaml")  # what a task folder names its task file
@@ -36,10 +36,11 @@ def load_task_file(path: Path, root: Path | None = None, settings: LoaderSetting
 
 def format_of(path: Path, data: Any) -> TaskFormat:
     """The one registered format that recognises the file; else an error naming every format."""
-    claimed = [f for f in FORMATS.values() if f.detect(path, data)]
+    claimed = [f for f in all_formats().values() if f.detect(path, data)]
     if not claimed:
         raise TaskFileError(
-            f"{path}: not a task file of a known format; known formats: " + "; ".join(f.describe() for f in FORMATS.values())
+            f"{path}: not a task file of a known format; known formats: "
+            + "; ".join(f.describe() for f in all_formats().values())
         )
     if len(claimed) > 1:
         raise TaskFileError(
@@ -53,7 +54,7 @@ def find_task_files(root: Path) -> list[Path]:
     """The files under ``root`` a registered format recognises (context data JSON is left alone)."""
     found = []
     for path in root.rglob("*"):
-        candidates = [f for f in FORMATS.values() if fnmatch.fnmatchcase(path.name, f.pattern)]
+        candidates = [f for f in all_formats().values() if fnmatch.fnmatchcase(path.name, f.pattern)]
         if not candidates or not path.is_file():
             continue
         data = None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,6 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Install:
     site = tmp_path / "site"
 
     def install(module: str, source: str, groups: dict[str, dict[str, str]]) -> Path:
-        site.mkdir(exist_ok=True)
         (site / f"{module}.py").write_text(source)
         info = site / f"{module}-0.1.dist-info"
         info.mkdir()
@@ -27,8 +27,10 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Install:
             f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in names.items()) for group, names in groups.items()
         ]
         (info / "entry_points.txt").write_text("\n".join(lines))
+        importlib.invalidate_caches()
         return site
 
+    site.mkdir()
     monkeypatch.syspath_prepend(str(site))
     yield install
     for name in [m for m in sys.modules if m.startswith("outside_")]:
