@@ -5,21 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
-from mcpworld.config.schema import register
 from mcpworld.telemetry.tracking.keys import flatten
-
-CONF = str((Path(__file__).resolve().parents[1] / "mcpworld" / "conf").absolute())
-
-register()
-
-
-def make(*overrides: str, hydra_cfg: bool = False):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
+from tests.helpers.config import CONF, make
 
 
 @pytest.fixture(autouse=True)

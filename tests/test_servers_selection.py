@@ -10,25 +10,8 @@ import pytest
 
 from mcpworld.core.errors import UserError
 from mcpworld.mcp.servers import McpSettings, task_servers, withheld
-from mcpworld.run import job
 from mcpworld.run.job import choose_tasks
-from tests.test_config import make
-
-
-@pytest.fixture
-def installed(tmp_path_factory) -> str:
-    """The override that points the config at a stand-in for `make servers`: an empty executable at
-    each catalog server's command (choosing tasks only checks the program is there; none is started),
-    so these tests need neither the installed servers nor npm."""
-    root = tmp_path_factory.mktemp("servers")
-    for spec in make("modality=mcp").mcp.catalog.values():
-        command = spec.get("command") or ""
-        if command.startswith("{servers}/"):
-            program = root / command.removeprefix("{servers}/")
-            program.parent.mkdir(parents=True, exist_ok=True)
-            program.write_text("#!/bin/sh\n")
-            program.chmod(0o755)
-    return f"mcp.servers_dir={root}"
+from tests.helpers.config import make
 
 
 def toolathlon_task(root: Path, name: str, servers: list[str], local: list[str] | None = None) -> None:
@@ -43,11 +26,11 @@ def toolathlon_task(root: Path, name: str, servers: list[str], local: list[str] 
     (folder / "solution.json").write_text(json.dumps({"mcp": [{"tool": "local-claim_done", "args": {}}]}))
 
 
-def test_unrunnable_servers_skip_their_tasks_with_the_reason(tmp_path, capsys, installed):
+def test_unrunnable_servers_skip_their_tasks_with_the_reason(tmp_path, capsys, servers_installed):
     toolathlon_task(tmp_path, "fine", ["filesystem"])
     toolathlon_task(tmp_path, "saas", ["notion"])
     toolathlon_task(tmp_path, "search", ["filesystem"], ["claim_done", "web_search"])
-    cfg = make("modality=mcp", f"tasks.root={tmp_path}", installed)
+    cfg = make("modality=mcp", f"tasks.root={tmp_path}", servers_installed)
     assert [t.id for t in choose_tasks(cfg)] == ["toolathlon/fine"]
     err = capsys.readouterr().err
     assert "skipping toolathlon/saas" in err and "'notion' is not in the catalog" in err
@@ -65,17 +48,16 @@ def test_a_server_that_is_not_installed_skips_with_the_install_command(tmp_path,
     assert [t.id for t in choose_tasks(cfg)] == ["toolathlon/fine"]
 
 
-def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, installed, monkeypatch):
-    cfg = make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", "app=mousepad", installed)
+def test_tasks_without_servers_are_skipped_by_mcp_only(capsys, servers_installed, every_program_installed):
+    cfg = make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", "app=mousepad", servers_installed)
     assert [t.id for t in choose_tasks(cfg)] == ["mousepad/append_line"]  # its app config gives it filesystem
     # app=all runs it too: the servers come from mcpworld/conf/app/mousepad.yaml whichever selection runs it
-    (task,) = choose_tasks(make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", installed))
+    (task,) = choose_tasks(make("modality=mcp", "provider=openai_compat", "task=mousepad/append_line", servers_installed))
     assert [s.name for s in task_servers(McpSettings.of(make("modality=mcp")), task)] == ["filesystem"]
     cfg = make("modality=mcp", "provider=openai_compat", "task=xterm/count_errors")
     with pytest.raises(UserError, match="every selected task was skipped"):
         choose_tasks(cfg)
     assert "has no MCP servers, and modality=mcp offers no other tools" in capsys.readouterr().err
-    monkeypatch.setattr(job, "missing_program", lambda *_: None)  # xterm itself need not be installed here
     assert [t.id for t in choose_tasks(make("modality=hybrid", "provider=openai_compat", "task=xterm/count_errors"))] == [
         "xterm/count_errors"
     ]
@@ -92,9 +74,9 @@ def test_a_native_task_with_a_bad_server_entry_is_a_user_error(tmp_path):
         choose_tasks(make("modality=mcp", f"tasks.root={tmp_path}"))
 
 
-def test_withheld_names_what_the_modality_does_not_offer(tmp_path, installed):
+def test_withheld_names_what_the_modality_does_not_offer(tmp_path, servers_installed):
     toolathlon_task(tmp_path, "fine", ["filesystem", "git"])
-    (task,) = choose_tasks(make("modality=mcp", f"tasks.root={tmp_path}", installed))
+    (task,) = choose_tasks(make("modality=mcp", f"tasks.root={tmp_path}", servers_installed))
     assert withheld(McpSettings.of(make("modality=mcp")), task) == {"computer", "bash"}
     assert withheld(McpSettings.of(make("modality=gui")), task) == {"bash", "filesystem-", "git-", "local-claim_done"}
     assert withheld(McpSettings.of(make("modality=hybrid")), task) == {"bash"}

@@ -16,8 +16,7 @@ from mcpworld.core.task import Task
 from mcpworld.run import job
 from mcpworld.run.sweep_preview import expand
 from mcpworld.tasks.select import not_applicable, task_paths
-from tests.test_config import make
-from tests.test_servers_selection import installed  # noqa: F401  (a fixture: stand-ins for `make servers`)
+from tests.helpers.config import make
 
 TOOLATHLON = sorted(
     f"toolathlon/{p.parent.name}" for p in (CONF_DIR.parent / "data" / "tasks" / "toolathlon").glob("*/task_config.json")
@@ -26,9 +25,9 @@ DESIGN_CARD = ("model=qwen3vl_32b", "resolution=square")
 
 
 @pytest.fixture
-def any_machine(monkeypatch):
-    """Whether this machine has the desktop apps installed must not change what is applicable."""
-    monkeypatch.setattr(job, "missing_program", lambda *_: None)
+def any_machine(every_program_installed):
+    """Whether this machine has the desktop apps installed must not change what is applicable: every
+    test here sees the machine `make setup` leaves (tests/conftest.py), whatever this one has."""
 
 
 def closed_port() -> int:
@@ -40,8 +39,9 @@ def closed_port() -> int:
 def test_the_design_cards_command_skips_the_mcp_only_tasks_with_the_reason(tmp_path, capsys, monkeypatch, any_machine):
     assert len(TOOLATHLON) == 6  # the built-in Toolathlon tasks: what gui cannot do
     monkeypatch.setattr(job, "job_dir", lambda: tmp_path)
-    # no model server: the job stops at the endpoint check, after choosing its tasks
-    cfg = make(*DESIGN_CARD, f"provider.base_url=http://127.0.0.1:{closed_port()}/v1")
+    # no model server: the job stops at the endpoint check, after choosing its tasks (env.network=host: the
+    # desktop's fence, which needs root and iptables, is not what this test is about)
+    cfg = make(*DESIGN_CARD, "env.network=host", f"provider.base_url=http://127.0.0.1:{closed_port()}/v1")
     assert cfg.modality.name == "gui" and cfg.app.name == "all"
     with pytest.raises(UserError):
         job.run_job(cfg)
@@ -74,19 +74,19 @@ def test_the_gui_presets_skip_the_mcp_only_tasks(preset, any_machine):
     assert sorted(i for i, kind, _ in chosen.skipped if kind == "not_applicable") == TOOLATHLON
 
 
-def test_modality_all_offers_every_family_and_every_task_applies(any_machine, installed):  # noqa: F811
-    cfg = make("modality=all", "provider=openai_compat", installed)
+def test_modality_all_offers_every_family_and_every_task_applies(any_machine, servers_installed):
+    cfg = make("modality=all", "provider=openai_compat", servers_installed)
     assert list(cfg.modality.tools) == ["computer", "bash", "mcp", "done"]
     chosen = job.select_tasks(cfg)
     assert not [s for s in chosen.skipped if s[1] == "not_applicable"]
     assert set(TOOLATHLON) <= {t.id for t in chosen.tasks}
 
 
-def test_cli_cannot_do_toolathlon_tasks_and_mcp_cannot_do_tasks_without_servers(any_machine, installed):  # noqa: F811
-    chosen = job.select_tasks(make("modality=cli", "provider=openai_compat", installed))
+def test_cli_cannot_do_toolathlon_tasks_and_mcp_cannot_do_tasks_without_servers(any_machine, servers_installed):
+    chosen = job.select_tasks(make("modality=cli", "provider=openai_compat", servers_installed))
     assert sorted(i for i, kind, _ in chosen.skipped if kind == "not_applicable") == TOOLATHLON
     with pytest.raises(UserError, match="every selected task was skipped"):
-        job.select_tasks(make("modality=mcp", "provider=openai_compat", "app=xterm", installed))
+        job.select_tasks(make("modality=mcp", "provider=openai_compat", "app=xterm", servers_installed))
 
 
 def task(**kw) -> Task:
@@ -108,8 +108,8 @@ def test_the_rule_a_task_is_applicable_when_some_offered_family_is_a_path_to_it(
     assert not_applicable(task(), "gui", ["computer", "done"], False, False) is None
 
 
-def test_the_oracle_under_all_replays_the_richest_solution_whose_tools_it_offers(any_machine, installed):  # noqa: F811
-    chosen = job.select_tasks(make("modality=all", installed))  # provider=oracle: the default
+def test_the_oracle_under_all_replays_the_richest_solution_whose_tools_it_offers(any_machine, servers_installed):
+    chosen = job.select_tasks(make("modality=all", servers_installed))  # provider=oracle: the default
     assert not [s for s in chosen.skipped if s[1] == "no_solution"]
     by_id = {t.id: t for t in chosen.tasks}
     assert set(TOOLATHLON) <= set(by_id)
