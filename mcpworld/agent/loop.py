@@ -16,12 +16,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PIL.Image import Image
 
+from mcpworld.agent.messages import AssistantMessage, ContentPart, ImagePart, JSONObject, Message, ToolMessage, ToolSchema
 from mcpworld.agent.profiles.base import LoopRules, NoCall
-from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, Provider, Reply, ToolCall
+from mcpworld.agent.providers.base import Provider, Reply, ToolCall
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.agent.tools.normalize import normalize_call
 from mcpworld.agent.truncation import is_cut, notice, truncation
@@ -49,21 +50,21 @@ class Limits:
     loop_stop: bool = False  # end the episode (termination "loop") when a loop is detected
 
 
-def image_part(data: bytes, fmt: str) -> dict[str, Any]:
+def image_part(data: bytes, fmt: str) -> ImagePart:
     b64 = base64.b64encode(data).decode()
     mime = FORMATS[fmt][1] if fmt in FORMATS else f"image/{fmt}"
     return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{b64}"}}
 
 
-def prune_images(messages: list[dict[str, Any]], keep: int) -> None:
+def prune_images(messages: list[Message], keep: int) -> None:
     """Keep only the ``keep`` most recent images; older ones become a short text placeholder."""
     seen = 0
     for message in reversed(messages):
-        content = message.get("content")
+        content = message["content"]
         if not isinstance(content, list):
             continue
         for i in range(len(content) - 1, -1, -1):
-            if content[i].get("type") == "image_url":
+            if content[i]["type"] == "image_url":
                 seen += 1
                 if seen > keep:
                     content[i] = {"type": "text", "text": IMAGE_PLACEHOLDER}
@@ -79,7 +80,7 @@ def finishing(calls: list[ToolCall]) -> bool:
     return any(c.name == "done" or c.arguments.get("action") in ("wait", "terminate", "answer") for c in calls)
 
 
-def unreadable_error(name: str, args: dict[str, Any]) -> str:
+def unreadable_error(name: str, args: JSONObject) -> str:
     return f"the call to {name!r} could not be parsed as JSON: {str(args['_raw'])[:200]}"
 
 
@@ -136,7 +137,7 @@ class AgentLoop:
         self.replay = replay or {}
         self.profile = profile  # renders each request from the conversation and reads each reply (None: as is)
         self.rules = profile.loop if profile else LoopRules()  # what a turn without a call does …
-        self.first_request: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None  # for provenance
+        self.first_request: tuple[list[Message], list[ToolSchema]] | None = None  # for provenance
         self.trace, self.result = trace, result
         self.save_image = save_image
         self.send_images = send_images
@@ -145,13 +146,13 @@ class AgentLoop:
         # tools that exist for this task but not in this modality (names, or "<server>-" prefixes):
         # a call to one is the hallucination kind "outside_modality"
         self.withheld = withheld
-        self.messages: list[dict[str, Any]] = []  # the conversation, for trajectory logs
+        self.messages: list[Message] = []  # the conversation, for trajectory logs
         self.after_step = after_step  # the episode's watch on the desktop (apps that exited …)
         self.turns = 0  # model turns taken (each a `turn` event)
 
     async def run(self, system: str, instruction: str, first_screen: Image | None) -> None:
         r = self.result
-        content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
+        content: list[ContentPart] = [{"type": "text", "text": instruction}]
         if first_screen is not None:
             began = time.perf_counter()
             saved = self._observe(self._encode(first_screen), content)
@@ -175,7 +176,7 @@ class AgentLoop:
             r.termination, r.reason = "infra_error", f"harness error: {type(exc).__name__}: {exc}"
             self.trace.emit("error", kind="harness", message=r.reason, traceback=traceback.format_exc()[-4000:])
 
-    async def _steps(self, messages: list[dict[str, Any]], deadline: float) -> None:
+    async def _steps(self, messages: list[Message], deadline: float) -> None:
         """One model turn per pass, each a step of ``max_steps`` (OSWorld's runner counts its turns,
         whatever number of actions one holds, and a turn without one too); every call of a turn runs."""
         r, lim = self.result, self.limits
@@ -199,7 +200,7 @@ class AgentLoop:
                     self.turns += 1
                     self.trace.emit("turn", n=self.turns, step=r.steps, seconds=round(time.perf_counter() - began, 4))
 
-    async def _one_turn(self, messages: list[dict[str, Any]], deadline: float) -> bool:
+    async def _one_turn(self, messages: list[Message], deadline: float) -> bool:
         """The model asked and its calls run; True when the episode ended."""
         r, lim, rules = self.result, self.limits, self.rules
         reply = await self._turn(messages, deadline)
@@ -237,7 +238,7 @@ class AgentLoop:
                 self._unreadable(call.name, call.arguments)
         return [c for c in reply.tool_calls if readable(c)]
 
-    async def _turn(self, messages: list[dict[str, Any]], deadline: float) -> Reply | None:
+    async def _turn(self, messages: list[Message], deadline: float) -> Reply | None:
         """The model's reply for this turn (None: out of time). A reply with nothing readable is asked
         again, as the family's reference does (``LoopRules.unreadable_tries``), within the call budget."""
         r, lim, rules = self.result, self.limits, self.rules
@@ -269,11 +270,11 @@ class AgentLoop:
             )
 
     async def _act(
-        self, reply: Reply, calls: list[ToolCall], cut: dict[str, Any] | None, messages: list[dict[str, Any]], deadline: float
+        self, reply: Reply, calls: list[ToolCall], cut: dict[str, object] | None, messages: list[Message], deadline: float
     ) -> bool:
         """Run the turn's calls in order; True when the episode ended (a final action, a loop)."""
         r, lim = self.result, self.limits
-        images: list[dict[str, Any]] = []
+        images: list[ContentPart] = []
         for call in calls:
             if time.monotonic() >= deadline:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "[not run: limit reached]"})
@@ -289,9 +290,9 @@ class AgentLoop:
                 began = time.perf_counter()
                 self.after_step()
                 self.trace.emit("after_step", step=r.steps, action=action, seconds=round(time.perf_counter() - began, 4))
-            answer: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}
+            answer: ToolMessage = {"role": "tool", "tool_call_id": call.id, "content": obs.text or "ok"}
             if not obs.ok:
-                answer[IS_ERROR] = True
+                answer["is_error"] = True
             messages.append(answer)
             began = time.perf_counter()
             data = self._encode(obs.image) if obs.image is not None else None
@@ -309,7 +310,7 @@ class AgentLoop:
                     )
                 began = time.perf_counter()
             if len(images) > sent:  # which of the images that follow the tool messages are this call's
-                answer[IMAGES] = len(images) - sent
+                answer["images"] = len(images) - sent
             loop = self.loops.see(
                 f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}", fingerprint(obs.text, data)
             )
@@ -354,10 +355,10 @@ class AgentLoop:
         )
 
     @staticmethod
-    def _assistant_message(reply: Reply) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    def _assistant_message(reply: Reply) -> AssistantMessage:
+        message: AssistantMessage = {"role": "assistant", "content": reply.text or None}
         if reply.reasoning_blocks:  # sent back verbatim by the provider that made them
-            message[REASONING_BLOCKS] = reply.reasoning_blocks
+            message["reasoning_blocks"] = reply.reasoning_blocks
         if reply.tool_calls:
             message["tool_calls"] = [
                 {
@@ -369,7 +370,7 @@ class AgentLoop:
             ]
         return message
 
-    async def _call_tool(self, written: str, raw_args: dict[str, Any], deadline: float | None = None) -> Observation:
+    async def _call_tool(self, written: str, raw_args: JSONObject, deadline: float | None = None) -> Observation:
         """One call, bounded by the episode's ``deadline`` (cancelled there: a hosted MCP tool that
         hangs ends the episode at agent.timeout_s, not at mcp.call_timeout_s)."""
         start = time.perf_counter()
@@ -399,7 +400,7 @@ class AgentLoop:
             self._hallucination(kind or "", name, args, error)
         latency = time.perf_counter() - start
         self.result.count_tool(name if tool else "unknown", obs.ok)
-        event: dict[str, Any] = {
+        event: dict[str, object] = {
             "tool": name,
             "args": preview(args),
             "ok": obs.ok,
@@ -416,11 +417,11 @@ class AgentLoop:
         self.trace.emit("tool_call", **event)
         return obs
 
-    def _hallucination(self, kind: str, name: str, args: dict[str, Any], error: str) -> None:
+    def _hallucination(self, kind: str, name: str, args: JSONObject, error: str) -> None:
         self.result.hallucinations += 1
         self.trace.emit("hallucination", kind=kind, tool=name, args=preview(args), error=error, step=self.result.steps)
 
-    def _unreadable(self, name: str, args: dict[str, Any]) -> None:
+    def _unreadable(self, name: str, args: JSONObject) -> None:
         """A call that could not be read, dropped unseen (``LoopRules.show_unreadable`` False)."""
         self._hallucination("invalid_json", name, args, unreadable_error(name, args))
         self.result.count_tool("unknown", False)
@@ -432,7 +433,7 @@ class AgentLoop:
         """Encoded once per observation: for the model, for disk and for loop detection."""
         return encode(image, self.limits.image_format, self.limits.image_quality)
 
-    def _observe(self, data: bytes, content: list[dict[str, Any]], fmt: str | None = None) -> str | None:
+    def _observe(self, data: bytes, content: list[ContentPart], fmt: str | None = None) -> str | None:
         """Send to the model (if it sees images) and save to disk. Returns the saved name."""
         fmt = fmt or self.limits.image_format
         if self.send_images:

@@ -10,8 +10,6 @@ would hide the cause, and a call cut mid-arguments is not a hallucination: the l
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcpworld.agent.providers.base import Reply, ToolCall
 
 LENGTH_STOPS = frozenset({"length", "max_tokens"})
@@ -22,7 +20,7 @@ def is_cut(call: ToolCall) -> bool:
     return "_raw" in call.arguments
 
 
-def truncation(reply: Reply) -> dict[str, Any] | None:
+def truncation(reply: Reply) -> dict[str, object] | None:
     """The ``truncation`` trace event's fields when the limit cut this reply short, else None."""
     if reply.finish_reason not in LENGTH_STOPS:
         return None

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -72,10 +72,10 @@ class ScreenSaver:
         return f"screens/{name}"
 
 
-def write_trajectory(path: Path, messages: list[dict[str, Any]], result: EpisodeResult) -> None:
+def write_trajectory(path: Path, messages: Sequence[Mapping[str, Any]], result: EpisodeResult) -> None:
     """``traj_log.json`` in Toolathlon's shape, for graders that read the conversation."""
 
-    def strip(message: dict[str, Any]) -> dict[str, Any]:
+    def strip(message: Mapping[str, Any]) -> dict[str, Any]:
         content = message.get("content")
         if isinstance(content, list):
             content = [part if part.get("type") == "text" else {"type": "text", "text": "[image]"} for part in content]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpworld.agent.messages import Message, ToolSchema
 from mcpworld.agent.providers.base import ModelInfo, Provider, Reply
 from mcpworld.telemetry.energy.meter import EpisodeEnergy, current_episode
 
@@ -17,9 +18,7 @@ class MeteredProvider(Provider):
         self.energy = energy
         self.name = inner.name
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
-    ) -> Reply:
+    async def complete(self, messages: list[Message], tools: list[ToolSchema], *, temperature: float | None = None) -> Reply:
         with self.energy.call():
             if temperature is None:  # (wrapped providers of tests may take no temperature)
                 return await self.inner.complete(messages, tools)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -63,7 +64,7 @@ def profile_params(cfg: RootConfig) -> dict[str, str]:
     return {**profile.params(), "prompt.sha256": sha256(prompt), "tools.sha256": sha256(tool_definitions(tools))}
 
 
-def elide_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def elide_images(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The messages with each image's data replaced by its kind and size in bytes."""
 
     def part(p: object) -> object:
@@ -81,7 +82,7 @@ def write_request(
     profile: Profile,
     system: str,
     tools: dict[str, Tool],
-    first: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
+    first: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None,
 ) -> None:
     """``system_prompt.txt`` and ``request.json`` in the episode folder."""
     (folder / "system_prompt.txt").write_text(system, encoding="utf-8")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from mcpworld.agent.messages import Message, ToolSchema
 from mcpworld.agent.providers.base import Reply
 from mcpworld.agent.tools.base import Tool
 from mcpworld.agent.tools.computer import CoordinateMap
@@ -121,9 +122,7 @@ class Profile(abc.ABC):
     def system_prompt(self, context: PromptContext) -> str:
         """The system prompt, rendered."""
 
-    def request(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self, messages: list[Message], schemas: list[ToolSchema]) -> tuple[list[Message], list[ToolSchema]]:
         """The request for the next turn: (messages, tool schemas) as the provider sends them.
         Default: the conversation as it stands, tools as OpenAI function schemas."""
         return messages, schemas

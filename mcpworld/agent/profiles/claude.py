@@ -37,10 +37,9 @@ from __future__ import annotations
 import math
 import platform
 from datetime import date
-from typing import Any
 
+from mcpworld.agent.messages import Message, ToolSchema
 from mcpworld.agent.profiles.base import LoopRules, NoCall, Profile, PromptContext
-from mcpworld.agent.providers.base import IMAGES
 from mcpworld.agent.tools.base import OffScreen, Tool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 
@@ -107,14 +106,9 @@ class ClaudeProfile(Profile):
         keep = self.model.options.get("keep_screenshots")
         return int(keep) if keep is not None else KEEP_ALL
 
-    def request(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self, messages: list[Message], schemas: list[ToolSchema]) -> tuple[list[Message], list[ToolSchema]]:
         """The conversation with the loop's "ok" left out of results that carry a screenshot."""
-        return [
-            {**m, "content": ""} if m.get("role") == "tool" and m.get(IMAGES) and m.get("content") == "ok" else m
-            for m in messages
-        ], schemas
+        return [_without_ok(m) for m in messages], schemas
 
     def tools(self, tools: dict[str, Tool]) -> dict[str, Tool]:
         """The computer tool of the model's version (its actions, as the provider declares it)."""
@@ -128,6 +122,15 @@ class ClaudeProfile(Profile):
     def system_prompt(self, context: PromptContext) -> str:
         prompt = render(context.tool_names, date.today())
         return f"{prompt} {context.task_prompt}" if context.task_prompt else prompt
+
+
+def _without_ok(message: Message) -> Message:
+    """A tool result that carries a screenshot, without the loop's "ok" (the reference sends none)."""
+    if message["role"] == "tool" and message.get("images") and message["content"] == "ok":
+        quiet = message.copy()
+        quiet["content"] = ""
+        return quiet
+    return message
 
 
 def render(tool_names: list[str], today: date) -> str:

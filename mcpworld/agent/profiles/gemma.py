@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
+from mcpworld.agent.messages import JSON, AssistantMessage, Content, ContentPart, Message, ToolSchema, as_object
 from mcpworld.agent.profiles.base import Profile, PromptContext
 from mcpworld.agent.profiles.pycalls import calls_in_text, render_calls
 from mcpworld.agent.prompts import system_prompt
@@ -39,11 +39,11 @@ CALL_FORMAT = (
 )
 
 
-def functions_block(schemas: list[dict[str, Any]]) -> str:
+def functions_block(schemas: list[ToolSchema]) -> str:
     """The format instruction and the function definitions (name, description, parameters)."""
     functions = [
         {"name": f["name"], "description": f.get("description", ""), "parameters": f.get("parameters", {})}
-        for f in (s.get("function", s) for s in schemas)
+        for f in (as_object(s.get("function", s)) for s in schemas)
     ]
     return CALL_FORMAT + json.dumps(functions, indent=2, ensure_ascii=False)
 
@@ -52,21 +52,22 @@ def tool_output(text: str) -> str:
     return f"```tool_output\n{text}\n```"
 
 
-def _parts(content: Any) -> list[dict[str, Any]]:
+def _parts(content: Content | None) -> list[ContentPart]:
     if isinstance(content, list):
-        return [dict(p) for p in content]
+        return [p.copy() for p in content]
     return [{"type": "text", "text": content}] if content else []
 
 
-def _calls(message: dict[str, Any]) -> list[ToolCall]:
+def _calls(message: AssistantMessage) -> list[ToolCall]:
     calls = []
-    for i, c in enumerate(message.get("tool_calls") or []):
-        fn = c.get("function", {})
+    for c in message.get("tool_calls") or []:
+        fn = c["function"]
+        args: JSON
         try:
-            args = json.loads(fn.get("arguments") or "{}")
+            args = json.loads(fn["arguments"] or "{}")
         except json.JSONDecodeError:
-            args = {"_raw": fn.get("arguments")}
-        calls.append(ToolCall(c.get("id", str(i)), fn.get("name", ""), args if isinstance(args, dict) else {}))
+            args = {"_raw": fn["arguments"]}
+        calls.append(ToolCall(c["id"], fn["name"], args if isinstance(args, dict) else {}))
     return calls
 
 
@@ -85,42 +86,41 @@ class GemmaProfile(Profile):
         prompt = system_prompt(context.template, context.tool_names, width, height, "pixels")
         return prompt + ("\n" + context.task_prompt if context.task_prompt else "")
 
-    def request(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self, messages: list[Message], schemas: list[ToolSchema]) -> tuple[list[Message], list[ToolSchema]]:
         """Alternating user/model turns: [system + functions + instruction, screenshot], then per step
         the model's call list and a user turn with the ``tool_output`` results and the new screenshot."""
-        system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system").strip()
+        system = "\n".join(str(m["content"] or "") for m in messages if m["role"] == "system").strip()
         preamble = "\n\n".join(p for p in (system, functions_block(schemas) if schemas else "") if p)
-        out: list[dict[str, Any]] = []
-        pending: list[dict[str, Any]] = []
+        out: list[Message] = []
+        pending: list[ContentPart] = []
         for message in messages:
-            role = message.get("role")
-            if role == "system":
+            if message["role"] == "system":
                 continue
-            if role == "assistant":
+            if message["role"] == "assistant":
                 if pending:
                     out.append({"role": "user", "content": pending})
                     pending = []
                 out.append({"role": "assistant", "content": self._replay(message)})
-            elif role == "tool":
-                pending.append({"type": "text", "text": tool_output(str(message.get("content", "")))})
+            elif message["role"] == "tool":
+                pending.append({"type": "text", "text": tool_output(str(message["content"]))})
             else:
-                pending += _parts(message.get("content"))
+                pending += _parts(message["content"])
         if pending:
             out.append({"role": "user", "content": pending})
         if out and out[0]["role"] == "user" and preamble:
             first = out[0]["content"]
-            if first and first[0].get("type") == "text":
+            if not isinstance(first, list):  # (never: user turns are built from parts above)
+                raise TypeError(f"a user turn built from parts holds {first!r}")
+            if first and first[0]["type"] == "text":
                 first[0] = {"type": "text", "text": preamble + "\n" + first[0]["text"]}
             else:
                 first.insert(0, {"type": "text", "text": preamble})
         return out, []
 
     @staticmethod
-    def _replay(message: dict[str, Any]) -> str:
+    def _replay(message: AssistantMessage) -> str:
         """The model's turn as it wrote it; calls the server parsed out of the text are written back."""
-        text = str(message.get("content") or "")
+        text = str(message["content"] or "")
         calls = _calls(message)
         if calls and calls_in_text(text) is None:
             text = (text + "\n" if text else "") + render_calls(calls)

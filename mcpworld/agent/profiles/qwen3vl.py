@@ -19,8 +19,9 @@ own system prompt (Toolathlon's) follows the reference's.
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass, field
 
+from mcpworld.agent.messages import Content, ContentPart, ImagePart, Message, TextPart, ToolSchema, text_of
 from mcpworld.agent.profiles.base import LoopRules, ModelView, NoCall, Profile, PromptContext
 from mcpworld.agent.profiles.qwen3vl_screen import QwenGrid
 from mcpworld.agent.profiles.qwen3vl_tool import QwenComputerUse, reference_prompt
@@ -112,21 +113,24 @@ def step_line(text: str) -> str:
     return f"Performing {PYAUTOGUI.get(str(first), first)} action"
 
 
-def _text(content: Any) -> str:
+def _first_text(content: Content) -> str:
     if isinstance(content, str):
         return content
-    return "".join(p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text")
+    return next((p["text"] for p in content if p["type"] == "text"), "")
 
 
-def _first_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return next((p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text"), "")
-
-
-def _image(content: Any) -> dict[str, Any] | None:
-    images = [p for p in content if isinstance(p, dict) and p.get("type") == "image_url"] if isinstance(content, list) else []
+def _image(content: Content) -> ImagePart | None:
+    images = [p for p in content if p["type"] == "image_url"] if isinstance(content, list) else []
     return images[-1] if images else None
+
+
+@dataclass
+class _Turn:
+    """One model turn as the reference's history shows it."""
+
+    image: ImagePart | None  # the screen the model saw
+    text: str  # what it wrote
+    responses: list[str] = field(default_factory=list)  # other tools' results (our extension)
 
 
 class Qwen3VLProfile(Profile):
@@ -174,49 +178,47 @@ class Qwen3VLProfile(Profile):
         return prompt + ("\n" + context.task_prompt if context.task_prompt else "")
 
     # -- the conversation ---------------------------------------------------------------------------
-    def request(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self, messages: list[Message], schemas: list[ToolSchema]) -> tuple[list[Message], list[ToolSchema]]:
         """The reference's layout rebuilt from the loop's conversation (see module docstring)."""
         system, instruction, current = "", "", None
-        turns: list[dict[str, Any]] = []
+        turns: list[_Turn] = []
         names: dict[str, str] = {}
         for message in messages:
-            role, content = message.get("role"), message.get("content")
-            if role == "system":
-                system = _text(content)
-            elif role == "user" and not instruction:  # the task: its first text part (later parts: pruning's)
-                instruction, current = _first_text(content), _image(content)
-            elif role == "assistant":
-                turns.append({"image": current, "text": content if isinstance(content, str) else _text(content), "responses": []})
+            if message["role"] == "system":
+                system = text_of(message["content"])
+            elif message["role"] == "user" and not instruction:  # the task: its first text part (later parts: pruning's)
+                instruction, current = _first_text(message["content"]), _image(message["content"])
+            elif message["role"] == "assistant":
+                turns.append(_Turn(current, text_of(message["content"])))
                 names.update({c["id"]: c["function"]["name"] for c in message.get("tool_calls") or []})
-            elif role == "tool" and turns and names.get(message.get("tool_call_id", "")) != GUI_TOOL:
-                turns[-1]["responses"].append(_text(content))  # our extension: other tools' results
-            elif role == "user":
-                current = _image(content) or current  # (a text-only nudge keeps the last screen)
+            elif message["role"] == "tool" and turns and names.get(message["tool_call_id"]) != GUI_TOOL:
+                turns[-1].responses.append(text_of(message["content"]))  # our extension: other tools' results
+            elif message["role"] == "user":
+                current = _image(message["content"]) or current  # (a text-only nudge keeps the last screen)
         shown, older = turns[-self.history_n :] if self.history_n else [], turns[: -self.history_n] if self.history_n else turns
-        steps = "\n".join(f"Step {i + 1}: {step_line(t['text'])}" for i, t in enumerate(older)) or "None"
-        prompt = {
+        steps = "\n".join(f"Step {i + 1}: {step_line(t.text)}" for i, t in enumerate(older)) or "None"
+        prompt: TextPart = {
             "type": "text",
             "text": reference_prompt()["instruction"].format(instruction=instruction, previous_actions=steps),
         }
-        out: list[dict[str, Any]] = [{"role": "system", "content": [{"type": "text", "text": system}]}]
+        out: list[Message] = [{"role": "system", "content": [{"type": "text", "text": system}]}]
         for i, turn in enumerate(shown):
-            out.append({"role": "user", "content": [*([turn["image"]] if turn["image"] else []), *([prompt] if i == 0 else [])]})
-            out.append({"role": "assistant", "content": [{"type": "text", "text": turn["text"]}]})
-            if turn["responses"]:
+            shows: list[ContentPart] = [*([turn.image] if turn.image else []), *([prompt] if i == 0 else [])]
+            out.append({"role": "user", "content": shows})
+            out.append({"role": "assistant", "content": [{"type": "text", "text": turn.text}]})
+            if turn.responses:
                 out.append(
                     {
                         "role": "user",
                         "content": [
                             {
                                 "type": "text",
-                                "text": "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in turn["responses"]),
+                                "text": "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in turn.responses),
                             }
                         ],
                     }
                 )
-        last = [*([current] if current else []), *([] if shown else [prompt])]
+        last: list[ContentPart] = [*([current] if current else []), *([] if shown else [prompt])]
         if last:
             out.append({"role": "user", "content": last})
         return [m for m in out if m["content"]], []

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
 
+from mcpworld.agent.messages import ContentPart, ImagePart, Message, ToolSchema, text_of
 from mcpworld.agent.profiles.base import LoopRules, NoCall, Profile, PromptContext
 from mcpworld.agent.profiles.smart_resize import smart_resize as qwen_smart_resize
 from mcpworld.agent.profiles.uitars_actions import reply_calls
@@ -101,8 +101,8 @@ def add_box_tokens(reply: str) -> str:
     return BOX.sub(lambda m: f"{m.group(1)}='<|box_start|>({m.group(2)},{m.group(3)})<|box_end|>'", reply)
 
 
-def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
-    content = message.get("content")
+def _parts(message: Message) -> list[ContentPart]:
+    content = message["content"]
     if isinstance(content, list):
         return content
     return [{"type": "text", "text": content}] if content else []
@@ -150,27 +150,25 @@ class UITarsProfile(Profile):
             action_space=ACTION_SPACE, language=self.model.options.get("language", "English"), instruction=instruction
         )
 
-    def request(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self, messages: list[Message], schemas: list[ToolSchema]) -> tuple[list[Message], list[ToolSchema]]:
         """The reference's layout rebuilt from the loop's conversation (see the module docstring);
         no tool schemas: the action space is in the prompt."""
-        system = next((m for m in messages if m.get("role") == "system"), {"content": SYSTEM})
-        first = next(i for i, m in enumerate(messages) if m.get("role") == "user")
-        instruction = "\n".join(p["text"] for p in _parts(messages[first]) if p.get("type") == "text")
-        events: list[tuple[str, Any]] = []  # ("image", part) | ("reply", text) | ("text", text), in order
+        system = next((text_of(m["content"]) for m in messages if m["role"] == "system"), SYSTEM)
+        first = next(i for i, m in enumerate(messages) if m["role"] == "user")
+        instruction = "\n".join(p["text"] for p in _parts(messages[first]) if p["type"] == "text")
+        events: list[tuple[str, str | ImagePart]] = []  # ("image", part) | ("reply", text) | ("text", text), in order
         for message in messages[first:]:
-            role = message.get("role")
-            if role == "assistant":
-                events.append(("reply", message.get("content") or ""))
-            elif role == "tool":
-                if str(message.get("content", "")).startswith("Error:"):
-                    events.append(("text", message["content"]))
-            elif role == "user":
+            if message["role"] == "assistant":
+                events.append(("reply", text_of(message["content"])))
+            elif message["role"] == "tool":
+                content = message["content"]
+                if isinstance(content, str) and content.startswith("Error:"):
+                    events.append(("text", content))
+            elif message["role"] == "user":
                 for part in _parts(message):
-                    if part.get("type") == "image_url":
+                    if part["type"] == "image_url":
                         events.append(("image", part))
-                    elif message is not messages[first] and part.get("text"):
+                    elif message is not messages[first] and part["text"]:
                         events.append(("text", part["text"]))
         # one screenshot per step, as the reference takes: an action that became several tool calls
         # (type + Enter) left several, of which the last is the step's
@@ -182,13 +180,14 @@ class UITarsProfile(Profile):
             and "image" not in after[i + 1 : next((j for j in range(i + 1, len(after)) if after[j] == "reply"), len(after))]
         ]
         shown = set(images[-self.history_n :])
-        out: list[dict[str, Any]] = [
-            {"role": "system", "content": [{"type": "text", "text": system["content"]}]},
+        out: list[Message] = [
+            {"role": "system", "content": [{"type": "text", "text": system}]},
             {"role": "user", "content": [{"type": "text", "text": self.user_prompt(instruction)}]},
         ]
         for i, (kind, value) in enumerate(events):
-            if kind == "image" and i in shown:
-                out.append({"role": "user", "content": [value]})
+            if not isinstance(value, str):  # an image
+                if i in shown:
+                    out.append({"role": "user", "content": [value]})
             elif kind == "reply":
                 out.append({"role": "assistant", "content": [{"type": "text", "text": add_box_tokens(value)}]})
             elif kind == "text":

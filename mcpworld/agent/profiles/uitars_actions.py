@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
 
+from mcpworld.agent.messages import JSON, JSONObject
 from mcpworld.agent.providers.base import ToolCall
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -92,11 +92,11 @@ def split_calls(block: str) -> list[str]:
     return calls
 
 
-def point(value: str) -> list[float]:
+def point(value: str) -> list[JSON]:
     """A point or box written any of the ways UI-TARS writes them → [x, y] (a box's centre)."""
-    numbers = [float(n) for n in NUMBER.findall(value.replace("<|box_start|>", "").replace("<|box_end|>", ""))]
+    numbers: list[float] = [float(n) for n in NUMBER.findall(value.replace("<|box_start|>", "").replace("<|box_end|>", ""))]
     if len(numbers) == 2:
-        return numbers
+        return [*numbers]
     if len(numbers) == 4:
         return [(numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2]
     raise Unreadable(f"a point needs 2 numbers (or a box 4), got {value!r}")
@@ -109,7 +109,7 @@ def to_tool_calls(name: str, args: dict[str, str], index: int) -> list[ToolCall]
     end = args.get("end_box") or args.get("end_point")
     computer = "computer"
     if name in CLICKS:
-        call: dict[str, Any] = {"action": CLICKS[name]}
+        call: JSONObject = {"action": CLICKS[name]}
         if start:
             call["coordinate"] = point(start)
         return [ToolCall(cid, computer, call)]

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 import httpx
 
-from mcpworld.agent.providers.base import IMAGES, IS_ERROR, REASONING_BLOCKS, ModelInfo, Reply, ToolCall, Usage, parse_arguments
+from mcpworld.agent.messages import Content, Message, ToolSchema, WireToolCall
+from mcpworld.agent.providers.base import ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
 from mcpworld.core.errors import InfraError, UserError
 
@@ -28,6 +29,26 @@ CACHED_TURNS = 3  # the reference agent's breakpoints: the system prompt and the
 MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
 INTERLEAVED_THINKING = "interleaved-thinking-2025-05-14"  # lets budget_tokens exceed max_tokens (Claude 4)
 REASONING_TYPES = ("thinking", "redacted_thinking")
+
+# A Messages content block (text, image, tool_use, thinking) or tool definition, sent as JSON.
+Block: TypeAlias = dict[str, object]
+
+
+class ToolResult(TypedDict):
+    """A ``tool_result`` block: its content grows as the screenshots after it are attached."""
+
+    type: str
+    tool_use_id: str
+    content: NotRequired[list[Block]]
+    is_error: NotRequired[bool]  # (always set: after content, where the reference puts it)
+    cache_control: NotRequired[dict[str, str]]
+
+
+class Turn(TypedDict):
+    """One Messages ``messages`` entry (roles alternate)."""
+
+    role: str
+    content: list[Block | ToolResult]
 
 
 class AnthropicProvider(HttpProvider):
@@ -72,9 +93,7 @@ class AnthropicProvider(HttpProvider):
 
         return await check_anthropic(self)
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
-    ) -> Reply:
+    async def complete(self, messages: list[Message], tools: list[ToolSchema], *, temperature: float | None = None) -> Reply:
         payload = self.payload(messages, tools)
         if temperature is not None:
             payload["temperature"] = temperature
@@ -85,10 +104,10 @@ class AnthropicProvider(HttpProvider):
 
     # ------------------------------------------------------------------ request
 
-    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def payload(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, object]:
         """The Messages request body for OpenAI-format ``messages`` and function ``tools``."""
         system, converted = to_anthropic_messages(messages)
-        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        body: dict[str, object] = {"model": self.model, "max_tokens": self.max_tokens}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if system:
@@ -104,16 +123,17 @@ class AnthropicProvider(HttpProvider):
         body["stream"] = True
         return body
 
-    def _tool(self, schema: dict[str, Any]) -> dict[str, Any]:
-        fn = schema.get("function") or schema
+    def _tool(self, schema: ToolSchema) -> Block:
+        inner = schema.get("function")
+        fn = inner if isinstance(inner, dict) and inner else schema
         name = fn.get("name", "")
         if name == "computer" and self.computer_tool:
             w, h = self.display_size
-            computer = {"type": self.computer_tool, "name": name, "display_width_px": w, "display_height_px": h}
+            computer: Block = {"type": self.computer_tool, "name": name, "display_width_px": w, "display_height_px": h}
             return {**computer, "enable_zoom": True} if self.enable_zoom else computer
         if name == "bash" and self.bash_tool:
             return {"type": self.bash_tool, "name": name}
-        tool: dict[str, Any] = {"name": name}
+        tool: Block = {"name": name}
         if fn.get("description"):
             tool["description"] = fn["description"]
         tool["input_schema"] = fn.get("parameters") or {"type": "object", "properties": {}}
@@ -131,7 +151,7 @@ class AnthropicProvider(HttpProvider):
             headers["anthropic-beta"] = ",".join(self.betas)
         return headers
 
-    async def _attempt(self, payload: dict[str, Any]) -> Reply:
+    async def _attempt(self, payload: dict[str, object]) -> Reply:
         return await self.post("messages", payload, self._headers(), self._read_stream, self._read_json)
 
     # ------------------------------------------------------------------ responses
@@ -215,7 +235,7 @@ class AnthropicProvider(HttpProvider):
 # ---------------------------------------------------------------------- translation
 
 
-def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def to_anthropic_messages(messages: list[Message]) -> tuple[list[Block], list[Turn]]:
     """OpenAI chat messages → (system blocks, Messages ``messages``) with alternating roles.
 
     Tool results become ``tool_result`` blocks in one user turn (``is_error`` set as the reference
@@ -224,29 +244,27 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str
     where the model expects the action's observation. An assistant turn starts with its thinking
     blocks, sent back unchanged.
     """
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    results: list[tuple[dict[str, Any], int]] = []  # this user turn's tool results and their image counts
+    system: list[Block] = []
+    out: list[Turn] = []
+    results: list[tuple[ToolResult, int]] = []  # this user turn's tool results and their image counts
     for m in messages:
-        role = m.get("role")
-        content = _blocks(m.get("content"))
-        if role == "system":
+        content = _blocks(m["content"])
+        if m["role"] == "system":
             system.extend(b for b in content if b["type"] == "text")
-        elif role == "tool":
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id") or ""}
+        elif m["role"] == "tool":
+            result: ToolResult = {"type": "tool_result", "tool_use_id": m["tool_call_id"] or ""}
             if content:
                 result["content"] = content
-            result["is_error"] = bool(m.get(IS_ERROR))
+            result["is_error"] = bool(m.get("is_error"))
             if not (out and out[-1]["role"] == "user"):
                 results = []
-            results.append((result, int(m.get(IMAGES) or 0)))
+            results.append((result, int(m.get("images") or 0)))
             _append(out, "user", [result])
-        elif role == "assistant":
-            reasoning = [dict(b) for b in m.get(REASONING_BLOCKS) or []]
-            content = reasoning + content + [_tool_use(tc) for tc in m.get("tool_calls") or []]
-            _append(out, "assistant", content)
+        elif m["role"] == "assistant":
+            reasoning: list[Block | ToolResult] = [dict(b) for b in m.get("reasoning_blocks") or []]
+            _append(out, "assistant", [*reasoning, *content, *(_tool_use(tc) for tc in m.get("tool_calls") or [])])
         else:
-            last = out[-1]["content"][-1] if out and out[-1]["role"] == "user" else {}
+            last: Block | ToolResult = out[-1]["content"][-1] if out and out[-1]["role"] == "user" else {}
             if content and last.get("type") == "tool_result" and all(b["type"] == "image" for b in content):
                 _attach_images(results, content)
             else:
@@ -254,7 +272,7 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str
     return system, out
 
 
-def _attach_images(results: list[tuple[dict[str, Any], int]], images: list[dict[str, Any]]) -> None:
+def _attach_images(results: list[tuple[ToolResult, int]], images: list[Block]) -> None:
     """Each call's images into its own tool_result, in order; what no count claims goes to the last."""
     rest = list(images)
     for result, count in results:
@@ -265,13 +283,13 @@ def _attach_images(results: list[tuple[dict[str, Any], int]], images: list[dict[
         results[-1][0].setdefault("content", []).extend(rest)
 
 
-def cache_breakpoints(prefix: list[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+def cache_breakpoints(prefix: list[Block], messages: list[Turn]) -> None:
     """Prompt-cache breakpoints where the reference agent puts them: the end of the static prefix
     (the system prompt, which caches the tools before it) and the last block of the latest
     ``CACHED_TURNS`` user turns, so each request reads the previous one's prefix from the cache."""
     if prefix:
         prefix[-1]["cache_control"] = dict(CACHE)
-    turns = [m for m in messages if m["role"] == "user" and isinstance(m["content"], list) and m["content"]]
+    turns = [m for m in messages if m["role"] == "user" and m["content"]]
     for message in turns[-CACHED_TURNS:]:
         message["content"][-1]["cache_control"] = dict(CACHE)
 
@@ -295,31 +313,28 @@ def check_thinking(budget: int, max_tokens: int, temperature: float | None, beta
         )
 
 
-def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+def _append(out: list[Turn], role: str, blocks: Sequence[Block | ToolResult]) -> None:
     """Merge into the previous message when the role repeats; drop empty messages."""
     if not blocks:
         return
     if out and out[-1]["role"] == role:
         out[-1]["content"].extend(blocks)
     else:
-        out.append({"role": role, "content": blocks})
+        out.append({"role": role, "content": list(blocks)})
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def _blocks(content: Content | None) -> list[Block]:
     """Text and image content blocks; empty text is dropped (the API rejects it)."""
     if content is None:
         return []
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content.strip() else []
-    blocks = []
+    blocks: list[Block] = []
     for part in content:
-        if not isinstance(part, dict):
-            continue
-        if part.get("type") == "text" and str(part.get("text") or "").strip():
+        if part["type"] == "text" and part["text"].strip():
             blocks.append({"type": "text", "text": part["text"]})
-        elif part.get("type") == "image_url":
-            url = (part.get("image_url") or {}).get("url", "")
-            blocks.append({"type": "image", "source": _image_source(url)})
+        elif part["type"] == "image_url":
+            blocks.append({"type": "image", "source": _image_source(part["image_url"]["url"])})
     return blocks
 
 
@@ -330,15 +345,9 @@ def _image_source(url: str) -> dict[str, str]:
     return {"type": "base64", "media_type": header[5:].split(";")[0] or "image/png", "data": data}
 
 
-def _tool_use(tc: dict[str, Any]) -> dict[str, Any]:
-    fn = tc.get("function") or {}
-    args = fn.get("arguments")
-    return {
-        "type": "tool_use",
-        "id": tc.get("id") or "",
-        "name": fn.get("name") or "",
-        "input": args if isinstance(args, dict) else parse_arguments(args or ""),
-    }
+def _tool_use(tc: WireToolCall) -> Block:
+    fn = tc["function"]
+    return {"type": "tool_use", "id": tc["id"] or "", "name": fn["name"] or "", "input": parse_arguments(fn["arguments"] or "")}
 
 
 def _reply(

@@ -1,8 +1,7 @@
 """The Provider seam: messages + tool schemas in, one assistant reply out.
 
-Messages use the OpenAI chat format (role/content/tool_calls/tool_call_id), content parts
-``{"type": "text"}`` and ``{"type": "image_url", "image_url": {"url": "data:..."}}``; providers for
-other APIs translate from it.
+Messages use the OpenAI chat format, typed in ``agent/messages.py``; providers for other APIs
+translate from it.
 """
 
 from __future__ import annotations
@@ -10,17 +9,18 @@ from __future__ import annotations
 import abc
 import json
 from dataclasses import dataclass, field
-from typing import Any
+
+from mcpworld.agent.messages import HARNESS_KEYS, JSONObject, Message, ToolSchema
 
 
 @dataclass
 class ToolCall:
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
+def parse_arguments(raw: str) -> JSONObject:
     """A tool call's JSON arguments; anything unparseable is kept under ``_raw`` so the loop can
     show the model its mistake (and trace a hallucination) instead of dropping the call."""
     if not raw.strip():
@@ -51,16 +51,12 @@ class Reply:
     reasoning: str = ""  # thinking the server sent apart (reasoning_content) or inside <think>…</think>
     refusal: str = ""  # OpenAI's delta.refusal / message.refusal: the model declined (also the text, if none)
     # reasoning the API wants back verbatim on the next turn (Anthropic's thinking / redacted_thinking
-    # blocks with their signatures): kept by the loop under REASONING_BLOCKS, ignored by other providers
-    reasoning_blocks: list[dict[str, Any]] = field(default_factory=list)
+    # blocks with their signatures): kept by the loop in the assistant message (reasoning_blocks), ignored by others
+    reasoning_blocks: list[JSONObject] = field(default_factory=list)
 
 
-# Keys the loop adds to OpenAI-format messages for providers that can use them; providers speaking
-# the OpenAI chat format strip them before sending (see openai_compat.wire_messages).
-REASONING_BLOCKS = "reasoning_blocks"  # on an assistant message: Reply.reasoning_blocks
-IS_ERROR = "is_error"  # on a tool message: the call failed (Anthropic's tool_result is_error)
-IMAGES = "images"  # on a tool message: how many of the images after the tool messages this call made
-NEUTRAL_KEYS = frozenset((REASONING_BLOCKS, IS_ERROR, IMAGES))
+# The keys the loop adds to messages for providers that can use them (messages.HARNESS_KEYS)
+NEUTRAL_KEYS = HARNESS_KEYS
 
 
 @dataclass
@@ -85,9 +81,7 @@ class Provider(abc.ABC):
         return ModelInfo()
 
     @abc.abstractmethod
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
-    ) -> Reply:
+    async def complete(self, messages: list[Message], tools: list[ToolSchema], *, temperature: float | None = None) -> Reply:
         """One assistant turn. ``tools`` are OpenAI function schemas; ``temperature``, when given,
         replaces the model's for this request only (a reference's retry of an unreadable reply)."""
 

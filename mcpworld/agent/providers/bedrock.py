@@ -28,6 +28,7 @@ from botocore.eventstream import EventStreamBuffer, EventStreamMessage, ParserEr
 from botocore.exceptions import BotoCoreError
 from botocore.session import Session
 
+from mcpworld.agent.messages import Message, ToolSchema
 from mcpworld.agent.providers.anthropic import AnthropicProvider
 from mcpworld.agent.providers.base import ModelInfo, Reply
 from mcpworld.agent.providers.http import Retryable, excerpt
@@ -74,7 +75,7 @@ class BedrockProvider(AnthropicProvider):
 
     # ------------------------------------------------------------------ request
 
-    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def payload(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, object]:
         body = super().payload(messages, tools)
         body.pop("model", None)
         body.pop("stream", None)
@@ -87,7 +88,7 @@ class BedrockProvider(AnthropicProvider):
         # The model id holds ':' (…-v1:0); it goes percent-encoded in the path, as the SDKs send it.
         return f"{self.base_url}/model/{quote(self.model, safe='')}/invoke-with-response-stream"
 
-    async def _attempt(self, payload: dict[str, Any]) -> Reply:
+    async def _attempt(self, payload: dict[str, object]) -> Reply:
         url = self.url()
         data = json.dumps(payload).encode()
         credentials = await asyncio.to_thread(self._frozen_credentials)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from mcpworld.agent.providers.base import NEUTRAL_KEYS, ModelInfo, Reply, ToolCall, Usage, parse_arguments
+from mcpworld.agent.messages import HARNESS_KEYS, Message, ToolSchema, text_of
+from mcpworld.agent.providers.base import ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, sse_payloads
 from mcpworld.core.errors import InfraError
@@ -64,9 +66,7 @@ class OpenAICompatProvider(HttpProvider):
 
         return await check_openai_server(self)
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
-    ) -> Reply:
+    async def complete(self, messages: list[Message], tools: list[ToolSchema], *, temperature: float | None = None) -> Reply:
         payload = self._payload(messages, tools)
         if temperature is not None:
             payload["temperature"] = temperature
@@ -77,8 +77,8 @@ class OpenAICompatProvider(HttpProvider):
 
     # ------------------------------------------------------------------ request
 
-    def _payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _payload(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, object]:
+        body: dict[str, object] = {
             "model": self.model,
             "messages": wire_messages(messages),
             "stream": True,
@@ -103,7 +103,7 @@ class OpenAICompatProvider(HttpProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    async def _attempt(self, payload: dict[str, Any]) -> Reply:
+    async def _attempt(self, payload: dict[str, object]) -> Reply:
         return await self.post("chat/completions", payload, self._headers(), self._read_stream, self._read_json)
 
     # ------------------------------------------------------------------ responses
@@ -154,9 +154,9 @@ class OpenAICompatProvider(HttpProvider):
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation as the chat API takes it: without the loop's provider-neutral keys."""
-    return [{k: v for k, v in m.items() if k not in NEUTRAL_KEYS} if NEUTRAL_KEYS & m.keys() else m for m in messages]
+def wire_messages(messages: list[Message]) -> list[Mapping[str, object]]:
+    """The conversation as the chat API takes it: without the harness's keys (messages.HARNESS_KEYS)."""
+    return [{k: v for k, v in m.items() if k not in HARNESS_KEYS} if HARNESS_KEYS & m.keys() else m for m in messages]
 
 
 def split_thinking(text: str) -> tuple[str, str]:
@@ -363,19 +363,14 @@ def _usage(raw: dict[str, Any]) -> Usage:
     )
 
 
-def _request_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+def _request_text(messages: list[Message], tools: list[ToolSchema]) -> str:
     """Text the model reads; image data URIs are skipped (their base64 says nothing about tokens)."""
     parts: list[str] = []
     for m in messages:
-        content = m.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-        for tc in m.get("tool_calls") or []:
-            fn = tc.get("function") or {}
-            parts.append(str(fn.get("name", "")))
-            parts.append(str(fn.get("arguments", "")))
+        parts.append(text_of(m["content"]))
+        for tc in (m.get("tool_calls") or []) if m["role"] == "assistant" else []:
+            parts.append(tc["function"]["name"])
+            parts.append(tc["function"]["arguments"])
     if tools:
         parts.append(json.dumps(tools))
     return "".join(parts)

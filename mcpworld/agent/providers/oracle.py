@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpworld.agent.messages import Message, ToolSchema
 from mcpworld.agent.providers.base import Provider, Reply, ToolCall
 
 # computer actions that only look or wait: leaving one out changes nothing on the desktop
@@ -69,9 +70,7 @@ class OracleProvider(Provider):
         self.solution = [{"tool": step["tool"], "args": step["args"]} for step in steps]
         self.position = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, temperature: float | None = None
-    ) -> Reply:
+    async def complete(self, messages: list[Message], tools: list[ToolSchema], *, temperature: float | None = None) -> Reply:
         n = self.position
         self.position += 1
         if n < len(self.solution):

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
+from mcpworld.agent.messages import Message, ToolSchema
 from mcpworld.agent.providers.anthropic import AnthropicProvider
 from mcpworld.agent.providers.base import ModelInfo, Reply
 from mcpworld.agent.providers.http import Retryable
@@ -63,7 +64,7 @@ class VertexProvider(AnthropicProvider):
 
     # ------------------------------------------------------------------ request
 
-    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def payload(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, object]:
         body = super().payload(messages, tools)
         body.pop("model", None)
         return {"anthropic_version": VERTEX_VERSION, **body}
@@ -74,7 +75,7 @@ class VertexProvider(AnthropicProvider):
             f"/publishers/anthropic/models/{quote(self.model, safe='@')}:streamRawPredict"
         )
 
-    async def _attempt(self, payload: dict[str, Any]) -> Reply:
+    async def _attempt(self, payload: dict[str, object]) -> Reply:
         token = await asyncio.to_thread(self._token)
         headers = {
             "authorization": f"Bearer {token}",

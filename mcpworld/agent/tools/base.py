@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mcpworld.agent.messages import JSONObject, ToolSchema
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -39,9 +41,9 @@ class Tool(abc.ABC):
     name: str
     family: str  # computer, bash, mcp, done — what modality selects on
     description: str
-    parameters: dict[str, Any]
+    parameters: JSONObject
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> ToolSchema:
         """OpenAI function-tool schema."""
         return {
             "type": "function",
@@ -49,5 +51,5 @@ class Tool(abc.ABC):
         }
 
     @abc.abstractmethod
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         """Run the call; raise ToolError for a bad call."""
