@@ -236,13 +236,19 @@ async def test_anthropic_wrong_key_or_unknown_model(monkeypatch: pytest.MonkeyPa
 
 def test_the_cli_with_a_dead_vllm_fails_before_any_desktop_naming_the_fix(tmp_path: Path) -> None:
     port = free_port()
+    # a task that needs no program, and env.network=host (the fence needs root and iptables): what this
+    # machine has installed must not stop the run before the endpoint check this test is about
+    task = tmp_path / "suite" / "mousepad" / "t" / "task.yaml"
+    task.parent.mkdir(parents=True)
+    task.write_text("app: mousepad\ninstruction: Do it.\nevaluator: {func: infeasible}\n")
     cmd = [
         sys.executable,
         "-m",
         "mcpworld",
         *VLLM,
         f"provider.base_url=http://127.0.0.1:{port}/v1",
-        "task=xterm/set_theme",
+        f"tasks.root={tmp_path}/suite",
+        "env.network=host",
         "tracking=none",
         f"hydra.run.dir={tmp_path}/run",
     ]

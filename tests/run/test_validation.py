@@ -114,7 +114,16 @@ def test_bad_config_values_stop_with_one_line_and_exit_2(tmp_path, override, mes
 def test_a_bad_native_task_stops_the_run_naming_the_file(tmp_path):
     path = task_file(tmp_path, extra="max_steps: 0")
     proc = subprocess.run(
-        [sys.executable, "-m", "mcpworld", f"tasks.root={tmp_path}/suite", "tracking=none", f"hydra.run.dir={tmp_path}/run"],
+        # env.network=host: the fence (root, iptables) is checked before the tasks, and is not this test's subject
+        [
+            sys.executable,
+            "-m",
+            "mcpworld",
+            f"tasks.root={tmp_path}/suite",
+            "env.network=host",
+            "tracking=none",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -3,6 +3,8 @@ tags, job numbers with energy, per-LLM-call energy, and catching up after a fail
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,11 +48,27 @@ def test_the_trajectory_page_shows_each_step_and_its_screenshot(tmp_path: Path) 
     assert "<span class=bad>no tool</span>" in page
 
 
-def test_provenance_names_the_commit_and_the_config(tmp_path: Path) -> None:
-    state = git_state()
-    assert len(state["mcpworld.git.commit"]) == 40 and state["mcpworld.git.dirty"] in ("true", "false")
+def test_provenance_outside_a_work_tree_is_unknown_and_the_config_hash_ignores_key_order(tmp_path: Path) -> None:
     assert git_state(tmp_path) == {"mcpworld.git.commit": "unknown", "mcpworld.git.dirty": "unknown"}
     assert config_hash({"a": 1, "b": {"c": 2}}) == config_hash({"b": {"c": 2}, "a": 1}) != config_hash({"a": 2})
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed: no work tree's commit to read")
+def test_provenance_names_a_work_trees_commit_and_whether_it_is_dirty(tmp_path: Path) -> None:
+    """On a work tree of its own, so it passes outside a checkout of mcpworld (an exported tree, a wheel)."""
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org", *args]
+        return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "one")
+    assert git_state(tmp_path) == {"mcpworld.git.commit": git("rev-parse", "HEAD"), "mcpworld.git.dirty": "false"}
+    (tmp_path / "a.txt").write_text("two\n")
+    assert git_state(tmp_path)["mcpworld.git.dirty"] == "true"
+    assert len(git_state(tmp_path)["mcpworld.git.commit"]) == 40
 
 
 def result(status: str, energy: float | None = None, ttft: list[float] | None = None, ratio: float | None = None):
