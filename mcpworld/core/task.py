@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
-from mcpworld.core.task_parts import ScriptGrader
+from mcpworld.core.task_parts import KeyStep, ScriptGrader
 
 # OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
 HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
@@ -39,7 +39,7 @@ class Task:
     context: list[ContextEntry] = field(default_factory=list)
     setup: list[dict[str, Any]] = field(default_factory=list)
     mcp_servers: list[str | dict[str, Any]] = field(default_factory=list)  # catalog names or server mappings
-    key_steps: list[dict[str, Any]] = field(default_factory=list)
+    key_steps: list[KeyStep] = field(default_factory=list)
     evaluator: dict[str, Any] = field(default_factory=dict)
     handler: Path | None = None
     # an MCPWorld handler's surroundings: {config (evaluator.config), hooks (python hooks),

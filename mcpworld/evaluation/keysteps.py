@@ -11,47 +11,22 @@ reported by an MCPWorld handler (``handler_index: k``, 1-based, complete when th
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcpworld.core.errors import UserError
+from mcpworld.core.task_parts import KeyStep
 from mcpworld.evaluation.spec import evaluate_spec, validate_spec
 
 if TYPE_CHECKING:
     from mcpworld.env.base import Environment
 
 
-KINDS = ("event", "check", "handler_index")
-
-
-def validate_key_steps(key_steps: list[Any], where: str) -> None:
+def validate_key_steps(key_steps: Sequence[KeyStep], where: str) -> None:
+    """The ``check`` steps' specs against the evaluator's metrics and getters (the loaders parsed the rest,
+    ``core.task_parts.parse_key_steps``), once their templates are expanded."""
     for i, step in enumerate(key_steps):
-        label = f"{where}: key_steps[{i}]"
-        if not isinstance(step, dict) or not step.get("name"):
-            raise UserError(f"{label} needs a 'name'")
-        if sum(kind in step for kind in KINDS) != 1:
-            raise UserError(f"{label} ({step['name']}) needs exactly one of 'event', 'check' or 'handler_index'")
-        if "event" in step:
-            event = step["event"]
-            if not isinstance(event, dict) or not event.get("type"):
-                raise UserError(f"{label} ({step['name']}): 'event' needs a 'type' (e.g. tool_call)")
-            for field, pattern in (event.get("match") or {}).items():
-                try:
-                    re.compile(str(pattern))
-                except re.error as exc:
-                    raise UserError(f"{label} ({step['name']}): match.{field} is not a valid regex: {exc}") from exc
-        elif "check" in step:
-            validate_spec(step["check"], f"{label} ({step['name']}).check")
-        elif not isinstance(step["handler_index"], int) or step["handler_index"] < 1:
-            raise UserError(f"{label} ({step['name']}): handler_index must be an integer from 1")
-
-
-def _matches(event: dict[str, Any], spec: dict[str, Any]) -> bool:
-    if event.get("type") != spec["type"]:
-        return False
-    return all(
-        field in event and re.search(str(pattern), str(event[field])) for field, pattern in (spec.get("match") or {}).items()
-    )
+        if step.check is not None:
+            validate_spec(dict(step.check), f"{where}: key_steps[{i}] ({step.name}).check")
 
 
 class LiveChecks:
@@ -60,9 +35,9 @@ class LiveChecks:
     the first pass is traced (``key_step``, via check, ``changed_t``: the change's time on the
     episode clock). A check that errs now is simply not passed yet."""
 
-    def __init__(self, env: Environment, key_steps: list[dict[str, Any]], emit: Any, changed: Any, clock_zero: float):
+    def __init__(self, env: Environment, key_steps: Sequence[KeyStep], emit: Any, changed: Any, clock_zero: float):
         self.env, self.emit, self.changed, self.clock_zero = env, emit, changed, clock_zero
-        self.pending = {i: s for i, s in enumerate(key_steps) if "check" in s}
+        self.pending = {i: s for i, s in enumerate(key_steps) if s.check is not None}
 
     def __call__(self) -> None:
         changed_at = self.changed()
@@ -70,46 +45,44 @@ class LiveChecks:
             return
         for index, step in list(self.pending.items()):
             try:
-                score, _ = evaluate_spec(self.env, step["check"], None, where=f"key step {step['name']}")
+                score, _ = evaluate_spec(self.env, dict(step.check or {}), None, where=f"key step {step.name}")
             except Exception:
                 continue
             if score >= 1.0:
                 del self.pending[index]
-                self.emit(
-                    "key_step", index=index, name=step["name"], via="check", changed_t=round(changed_at - self.clock_zero, 4)
-                )
+                self.emit("key_step", index=index, name=step.name, via="check", changed_t=round(changed_at - self.clock_zero, 4))
 
 
 def evaluate_key_steps(
-    key_steps: list[dict[str, Any]],
+    key_steps: Sequence[KeyStep],
     events: list[dict[str, Any]],
     env: Environment | None,
     final_action: str | None,
     handler_steps: list[int] | None = None,
 ) -> dict[str, Any]:
     """{"total", "completed", "ratio", "progress", "timeline": [{name, index, t, via}]}."""
-    timeline = []
+    timeline: list[dict[str, Any]] = []
     for index, step in enumerate(key_steps):
-        if "event" in step:
-            hit = next((e for e in events if _matches(e, step["event"])), None)
+        if step.event is not None:
+            hit = next((e for e in events if step.event.matches(e)), None)
             if hit is not None:
-                timeline.append({"name": step["name"], "index": index, "t": hit.get("t"), "via": "event"})
-        elif "handler_index" in step:
-            if step["handler_index"] in (handler_steps or []):
+                timeline.append({"name": step.name, "index": index, "t": hit.get("t"), "via": "event"})
+        elif step.handler_index is not None:
+            if step.handler_index in (handler_steps or []):
                 live = next(
-                    (e for e in events if e.get("type") == "key_step" and e.get("index") == step["handler_index"]), None
+                    (e for e in events if e.get("type") == "key_step" and e.get("index") == step.handler_index), None
                 )  # reported while the agent worked (a live app hook): dated then
-                timeline.append({"name": step["name"], "index": index, "t": live.get("t") if live else None, "via": "handler"})
-        elif env is not None:
+                timeline.append({"name": step.name, "index": index, "t": live.get("t") if live else None, "via": "handler"})
+        elif env is not None and step.check is not None:
             live = next(
                 (e for e in events if e.get("type") == "key_step" and e.get("via") == "check" and e.get("index") == index), None
             )  # passed while the agent worked
             if live is not None:
-                timeline.append({"name": step["name"], "index": index, "t": live.get("changed_t", live.get("t")), "via": "check"})
+                timeline.append({"name": step.name, "index": index, "t": live.get("changed_t", live.get("t")), "via": "check"})
                 continue
-            score, _ = evaluate_spec(env, step["check"], final_action, where=f"key step {step['name']}")
+            score, _ = evaluate_spec(env, dict(step.check), final_action, where=f"key step {step.name}")
             if score >= 1.0:
-                timeline.append({"name": step["name"], "index": index, "t": None, "via": "check"})
+                timeline.append({"name": step.name, "index": index, "t": None, "via": "check"})
     total = len(key_steps)
     done = len(timeline)
     return {

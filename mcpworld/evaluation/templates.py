@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -55,6 +56,9 @@ def expand_task(task: Any, templates: dict[str, Any]) -> None:
     """Expand the task's evaluator and its key-step checks in place."""
     where = str(task.source)
     task.evaluator = expand(task.evaluator, templates, where)
-    for step in task.key_steps:
-        if isinstance(step, dict) and "check" in step:
-            step["check"] = expand(step["check"], templates, f"{where}: key step {step.get('name')!r}")
+    task.key_steps = [
+        replace(step, check=expand(dict(step.check), templates, f"{where}: key step {step.name!r}"))
+        if step.check is not None
+        else step
+        for step in task.key_steps
+    ]

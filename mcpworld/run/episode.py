@@ -355,7 +355,7 @@ def _attempt(
             finally:
                 write_request(episode_dir, profile, prompt, offered, loop.first_request)
 
-    changes = HomeChanges(env.home) if any("check" in step for step in task.key_steps) else None
+    changes = HomeChanges(env.home) if any(step.check is not None for step in task.key_steps) else None
     live_checks = LiveChecks(env, task.key_steps, trace.emit, changes.take, trace.wall_start) if changes else None
     killed: list[dict[str, Any]] = []  # the task's apps a signal ended (a crash, an outside kill)
     apps = watch_apps(env, trace, relaunch, killed)

@@ -27,6 +27,7 @@ from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.task import ContextEntry, Task, read_json
+from mcpworld.core.task_parts import KeyStep
 from mcpworld.probes.live import probe_for
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings, PcCanarySettings
@@ -342,7 +343,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCa
 
     total = int(data.get("total_key_steps") or 0)
     names = _key_step_names(data)
-    key_steps = [{"name": names.get(i, f"key step {i}"), "handler_index": i} for i in range(1, total + 1)]
+    key_steps = [KeyStep(names.get(i, f"key step {i}"), handler_index=i) for i in range(1, total + 1)]
     config = dict(data)
     if config.get("sql_path"):
         config["sql_path"] = author_path(str(config["sql_path"]), root)

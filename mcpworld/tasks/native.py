@@ -13,6 +13,7 @@ import yaml
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import validate_steps
 from mcpworld.core.task import ContextEntry, Task
+from mcpworld.core.task_parts import parse_key_steps
 from mcpworld.core.waits import TOOL as WAIT_TOOL
 from mcpworld.core.waits import check_wait
 from mcpworld.tasks.formats import task_format
@@ -199,7 +200,7 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         context=context,
         setup=setup,
         mcp_servers=list(data.get("mcp_servers") or []),
-        key_steps=render(list(data.get("key_steps") or []), judged, where),
+        key_steps=parse_key_steps(render(data.get("key_steps"), judged, where), where),
         evaluator=evaluator,
         handler=handler,
         solution=solution,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.core.errors import UserError
+from mcpworld.core.errors import TaskFileError, UserError
 from mcpworld.core.result import EpisodeResult
+from mcpworld.core.task_parts import KeyStep, parse_key_steps
 from mcpworld.evaluation.keysteps import LiveChecks, evaluate_key_steps, validate_key_steps
 
 EVENTS = [
@@ -23,12 +24,15 @@ def check_file_says(text: str) -> dict:
     }
 
 
-STEPS = [
-    {"name": "read the input", "event": {"type": "tool_call", "match": {"tool": "^bash$", "args": r"a\.txt"}}},
-    {"name": "saved", "event": {"type": "tool_call", "match": {"args": "ctrl\\+s"}}},
-    {"name": "never happens", "event": {"type": "tool_call", "match": {"tool": "mcp-.*"}}},
-    {"name": "output written", "check": check_file_says("done")},
-]
+STEPS = parse_key_steps(
+    [
+        {"name": "read the input", "event": {"type": "tool_call", "match": {"tool": "^bash$", "args": r"a\.txt"}}},
+        {"name": "saved", "event": {"type": "tool_call", "match": {"args": "ctrl\\+s"}}},
+        {"name": "never happens", "event": {"type": "tool_call", "match": {"tool": "mcp-.*"}}},
+        {"name": "output written", "check": check_file_says("done")},
+    ],
+    "tasks/a/task.yaml",
+)
 
 
 def test_event_and_check_steps_give_ratio_progress_and_timeline(env):
@@ -67,13 +71,26 @@ def test_key_step_metrics_reach_the_result_numbers(env):
         ([{"name": "x", "event": {"type": "a"}, "check": check_file_says("y")}], "exactly one"),
         ([{"name": "x", "event": {"match": {}}}], "needs a 'type'"),
         ([{"name": "x", "event": {"type": "tool_call", "match": {"args": "("}}}], "match.args is not a valid regex"),
-        ([{"name": "x", "check": {"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}}], "no_such_metric"),
+        ([{"name": "x", "handler_index": 0}], "handler_index must be an integer from 1"),
+        ([{"name": "x", "check": "exact_match"}], "'check' must be an evaluator spec"),
+        ({"name": "x"}, "must be a list of steps"),
     ],
 )
 def test_bad_key_steps_name_the_file_and_step(steps, message):
-    with pytest.raises(UserError, match=message) as err:
+    """Parsed once at load: one error naming the file, the step and the fix."""
+    with pytest.raises(TaskFileError, match=message) as err:
+        parse_key_steps(steps, "tasks/a/task.yaml")
+    assert "tasks/a/task.yaml: key_steps" in str(err.value)
+
+
+def test_a_check_naming_an_unknown_metric_is_refused_once_templates_are_expanded():
+    steps = parse_key_steps(
+        [{"name": "x", "check": {"func": "no_such_metric", "result": {"type": "rule", "rules": {}}}}], "t.yaml"
+    )
+    assert steps == [KeyStep("x", check={"func": "no_such_metric", "result": {"type": "rule", "rules": {}}})]
+    with pytest.raises(UserError, match="no_such_metric") as err:
         validate_key_steps(steps, "tasks/a/task.yaml")
-    assert "tasks/a/task.yaml: key_steps[0]" in str(err.value)
+    assert "tasks/a/task.yaml: key_steps[0] (x).check" in str(err.value)
 
 
 def test_live_checks_pass_after_a_change_in_the_home_dated_by_the_change(env):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.errors import EvalError
+from mcpworld.core.task_parts import KeyStep
 from mcpworld.evaluation.handler import HandlerProcess, run_handler
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.select import discover
@@ -75,7 +76,7 @@ def test_config_json_maps_onto_the_task_model(canary):
     assert task.instruction == "Append '- review budget' to Agenda.md in the vault."
     assert task.context[0].dest == "~/workspace/.mcpworld/notes/vault"
     assert task.context[0].src.name == "vault"
-    assert task.key_steps == [{"name": "found the note", "handler_index": 1}, {"name": "appended the text", "handler_index": 2}]
+    assert task.key_steps == [KeyStep("found the note", handler_index=1), KeyStep("appended the text", handler_index=2)]
     assert task.handler == canary / "handler.py" and task.timeout_s == 300
     assert task.mcp_servers == [{"command": "uvx", "args": ["mcp-obsidian"], "name": "mcp-obsidian"}]
     assert [t.id for t in discover(canary.parents[2])] == ["notes/task07_append"]
