@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcpworld.certify.certificate import counts
 from mcpworld.certify.verdict import TaskCertificate
-from mcpworld.config.schema import TrackingBackend, TrackingConfig
+from mcpworld.config.schema import TrackingConfig
 from mcpworld.core.secrets import mask_secrets
 from mcpworld.telemetry.tracking.keys import LEVEL
 from mcpworld.telemetry.tracking.store import (
@@ -27,7 +27,7 @@ def log_certificate(
     tracking: TrackingConfig, certs: list[TaskCertificate], params: dict[str, str], regressions: int, files: list[Path]
 ) -> str | None:
     """The run's id, or None (tracking=none, or the store failed: one warning line)."""
-    if tracking.backend == TrackingBackend.none:
+    if tracking.backend == "none":
         return None
     uri = absolute_sqlite_uri(tracking.uri)
     try:

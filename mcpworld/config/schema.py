@@ -1,6 +1,9 @@
 """Structured-config schema: every key Hydra composes is declared here, so a typo'd key, a wrong
-type or a value outside a choice fails at composition with Hydra's message naming the key and the
-choices. Each choice is a StrEnum: it compares equal to its plain string, so code reads it as one."""
+type or a value outside a closed choice fails at composition with Hydra's message naming the key and
+the choices. A closed choice is a StrEnum: it compares equal to its plain string, so code reads it as
+one. A choice that names an implementation (``provider.kind``, ``model.profile``, ``env.backend``,
+``env.mcp_sandbox``, ``tracking.backend``) is a plain string here: its registry is the one list of
+names, open to other packages, and ``run.choices`` checks the value against it before a job starts."""
 
 from __future__ import annotations
 
@@ -9,17 +12,6 @@ from enum import StrEnum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-
-
-class ProviderKind(StrEnum):
-    """How a provider is spoken to (mcpworld/agent/providers registers one implementation each)."""
-
-    oracle = "oracle"
-    openai_compat = "openai_compat"
-    ollama = "ollama"
-    anthropic = "anthropic"
-    bedrock = "bedrock"  # Claude on Amazon Bedrock (SigV4, AWS event stream)
-    vertex = "vertex"  # Claude on Google Vertex AI (ADC bearer token, SSE)
 
 
 class OracleReplay(StrEnum):
@@ -46,12 +38,6 @@ class ToolFamily(StrEnum):
     mcp = "mcp"
 
 
-class EnvBackend(StrEnum):
-    local = "local"  # Xvfb on this host
-    docker = "docker"  # a container per desktop
-    vm = "vm"  # a running OSWorld or WAA VM, driven through its own HTTP server
-
-
 class VmKind(StrEnum):
     osworld = "osworld"  # OSWorld's Ubuntu VM server (desktop_env/server/main.py)
     waa = "waa"  # Windows Agent Arena's Windows 11 VM server
@@ -76,11 +62,6 @@ class EnvNetwork(StrEnum):
     host = "host"  # the desktop shares the host's network (loopback services included)
 
 
-class McpSandbox(StrEnum):
-    local = "local"  # the catalog's servers on this host
-    klavis = "klavis"  # Klavis's hosted sandbox
-
-
 class ProxyMode(StrEnum):
     off = "off"
     record = "record"
@@ -92,11 +73,6 @@ class FaultKind(StrEnum):
     error = "error"
     latency = "latency"
     drop = "drop"
-
-
-class TrackingBackend(StrEnum):
-    mlflow = "mlflow"
-    none = "none"
 
 
 class GpuSource(StrEnum):
@@ -149,7 +125,7 @@ class ModelConfig:
     betas: list[str] = field(default_factory=list)  # e.g. [computer-use-2025-01-24]
     # the model's id on other platforms, by provider.kind (bedrock, vertex); a kind not listed uses `id`
     ids: dict[str, str] = field(default_factory=dict)
-    # how the family is driven (agent/profiles): prompt, tool schema, request layout, reply parsing
+    # how the family is driven (agent.profiles.PROFILES): prompt, tool schema, request layout, reply parsing
     profile: str = "generic"
     variant: Variant = Variant.instruct
     profile_options: dict[str, Any] = field(default_factory=dict)  # family-specific knobs (see the profile)
@@ -166,7 +142,7 @@ class ModelConfig:
 @dataclass
 class ProviderConfig:
     name: str = "oracle"
-    kind: ProviderKind = ProviderKind.oracle
+    kind: str = "oracle"  # agent.providers.PROVIDERS: a registered kind, another package's, or package.module:build
     base_url: str | None = None
     api_key: str | None = None  # from ${oc.env:...}; never logged
     timeout_s: float = 120.0
@@ -280,7 +256,7 @@ class VmConfig:
 
 @dataclass
 class EnvConfig:
-    backend: EnvBackend = EnvBackend.local
+    backend: str = "local"  # env.BACKENDS: local (Xvfb here), docker (a container per desktop), vm (a suite's own VM)
     window_manager: str = "openbox"
     app_timeout_s: float = 20.0
     # env=docker: the desktop image's base (None: Debian made here by debootstrap, no registry needed),
@@ -298,7 +274,7 @@ class EnvConfig:
     files: EnvFiles = EnvFiles.hidden  # env=local: a mount namespace (docs/isolation.md); env=docker: always hidden
     vnc: VncConfig = field(default_factory=VncConfig)
     vm: VmConfig = field(default_factory=VmConfig)
-    mcp_sandbox: McpSandbox = McpSandbox.local
+    mcp_sandbox: str = "local"  # mcp.servers.SANDBOXES: local (on this host), klavis (Klavis's hosted sandbox)
     klavis: KlavisConfig = field(default_factory=KlavisConfig)
 
 
@@ -324,7 +300,7 @@ class McpConfig:
 
 @dataclass
 class TrackingConfig:
-    backend: TrackingBackend = TrackingBackend.mlflow
+    backend: str = "mlflow"  # telemetry.tracking.tracker.BACKENDS: mlflow, none
     uri: str = "sqlite:///outputs/mlflow.db"
     artifact_root: str = "outputs/mlartifacts"
     experiment: str = "default"  # the MLflow experiment; experiment presets name theirs

@@ -157,7 +157,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def serve_live(args: argparse.Namespace) -> int:
     from mcpworld.apps.catalog import programs
-    from mcpworld.config.schema import EnvBackend, SettleConfig
+    from mcpworld.config.schema import SettleConfig
     from mcpworld.env import DesktopSettings, make_environment
     from mcpworld.evaluation.live import LiveDesktop, apps_started_by, write_endpoint
     from mcpworld.tasks.load import load_task_file
@@ -173,7 +173,7 @@ def serve_live(args: argparse.Namespace) -> int:
         env=env_config, width=width, height=height, settle=SettleConfig(), task_roots=(task.dir.resolve(),) if args.task else ()
     )
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the desktop too, not only the server
-    what = f"the {args.vm_kind} VM at {args.vm_url}" if args.env == EnvBackend.vm else f"an env={args.env} desktop"
+    what = f"the {args.vm_kind} VM at {args.vm_url}" if args.env == "vm" else f"an env={args.env} desktop"
     print(f"starting {what} ({width}x{height}) …", flush=True)
     env = make_environment(settings, programs(), apps)
     try:
@@ -198,21 +198,21 @@ def serve_live(args: argparse.Namespace) -> int:
 
 def _env_config(args: argparse.Namespace) -> Any:
     """The env section of ``--env`` (and, for a VM, ``--vm-*``); UserError naming the flag to fix."""
-    from mcpworld.config.schema import EnvBackend, EnvConfig, VmConfig, VmKind
+    from mcpworld.config.schema import EnvConfig, VmConfig, VmKind
 
     vm_flags = {"--vm-url": args.vm_url, "--vm-reset-command": args.vm_reset_command}
     if args.env != "vm":
         given = [flag for flag, value in vm_flags.items() if value]
         if given:
             raise UserError(f"{', '.join(given)} only go with --env vm (the suite's own VM)")
-        return EnvConfig(backend=EnvBackend(args.env))
+        return EnvConfig(backend=args.env)
     if not args.vm_url:
         raise UserError("--env vm needs the VM server's address: --vm-url http://HOST:5000")
     from mcpworld.env.vm import vm_slots
 
     vm = VmConfig(url=args.vm_url, kind=VmKind(args.vm_kind), reset_command=args.vm_reset_command or None)
     vm_slots(vm)  # a URL it can reach
-    return EnvConfig(backend=EnvBackend.vm, vm=vm)
+    return EnvConfig(backend="vm", vm=vm)
 
 
 def _screen(args: argparse.Namespace) -> tuple[int, int]:

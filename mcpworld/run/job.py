@@ -33,6 +33,7 @@ from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
 from mcpworld.mcp.servers import McpSettings, task_servers, unavailable
 from mcpworld.run import resume
+from mcpworld.run.choices import check_choices
 from mcpworld.run.episode import run_episode
 from mcpworld.run.interrupt import StopSignal, signals_deferred
 from mcpworld.run.job_metrics import behaviour_rates, cost_metrics, tool_metrics
@@ -263,7 +264,8 @@ MIN_SIDE, MAX_SIDE = 200, 8192  # a screen an app can show a window on, up to 8K
 
 
 def check_config(cfg: RootConfig) -> None:
-    """Value checks the schema's types cannot express (its enums check every choice at composition)."""
+    """Value checks the schema's types cannot express (its enums check the closed choices at composition)."""
+    check_choices(cfg)  # the values that name an implementation, against its registry
     if cfg.attempts < 1 or cfg.concurrency < 1:
         raise UserError("attempts and concurrency must be at least 1")
     if cfg.agent.max_steps < 0:  # 0 is allowed: the do-nothing baseline (the agent acts not once)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcpworld.certify.certificate import write_csv
 from mcpworld.certify.tracking import log_certificate
 from mcpworld.certify.verdict import ModeOutcome, judge
-from mcpworld.config.schema import TrackingBackend, TrackingConfig
+from mcpworld.config.schema import TrackingConfig
 
 
 def test_the_certificate_is_one_run_with_its_counts_and_table(tmp_path):
@@ -30,7 +30,7 @@ def test_the_certificate_is_one_run_with_its_counts_and_table(tmp_path):
     assert run.data.metrics["tasks"] == 2 and run.data.metrics["regressions"] == 1 and run.data.metrics["episodes"] == 12
     assert run.data.params["n"] == "2"
     assert {a.path for a in client.list_artifacts(run_id)} == {"certificate.csv", "certificate.md"}
-    assert log_certificate(TrackingConfig(backend=TrackingBackend.none), certs, {}, 0, []) is None
+    assert log_certificate(TrackingConfig(backend="none"), certs, {}, 0, []) is None
 
 
 def test_a_store_that_fails_costs_a_warning_not_the_certificate(tmp_path, capsys):

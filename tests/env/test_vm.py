@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpworld.config.schema import EnvBackend, EnvConfig, SettleConfig, VmConfig
+from mcpworld.config.schema import EnvConfig, SettleConfig, VmConfig
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env import DesktopSettings, make_environments
 from mcpworld.env.vm import VmEnvironment, check_vm_pool, vm_slots
@@ -284,7 +284,7 @@ def test_the_run_gives_each_desktop_its_own_vm(monkeypatch):
 
     monkeypatch.setattr("mcpworld.env.vm.VmEnvironment", Recorded)
     vm = VmConfig(urls=["http://a:5000", "http://b:5000", "http://c:5000"], reset_command="reset {url}")
-    settings = DesktopSettings(env=EnvConfig(backend=EnvBackend.vm, vm=vm), width=1280, height=800, settle=SettleConfig())
+    settings = DesktopSettings(env=EnvConfig(backend="vm", vm=vm), width=1280, height=800, settle=SettleConfig())
     make_environments(settings, [], 2)
     assert sorted(made) == [("http://a:5000", "reset http://a:5000"), ("http://b:5000", "reset http://b:5000")]
     with pytest.raises(UserError, match="desktop 4 of the run has no VM: env=vm has 3 VM"):

@@ -1,6 +1,7 @@
 """Model providers, looked up by ``provider.kind`` in a registry: each kind is a function that
 builds the provider from the typed config pieces it needs. Adding one: a module with the provider
-class and a ``@PROVIDERS.register("kind")`` builder below, and the kind in config.schema.ProviderKind."""
+class and a ``@PROVIDERS.register("kind")`` builder below (the registry is the one list of kinds;
+run.choices checks ``provider.kind`` against it). Other packages add kinds through ``mcpworld.providers``."""
 
 from __future__ import annotations
 
