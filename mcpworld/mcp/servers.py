@@ -172,8 +172,38 @@ def as_account(
     return replace(spec, command=command, args=args, env={"TMPDIR": tmp, **spec.env} if tmp else spec.env)
 
 
-# env.mcp_sandbox -> where an episode's servers run: the specs (placeholders filled) in, reachable specs out
-Sandbox = Callable[[McpSettings, list[ServerSpec], Environment, Path, EventSink], AsyncContextManager[list[ServerSpec]]]
+class Sandbox:
+    """Where an episode's MCP servers run (``env.mcp_sandbox``): called as an async context, the specs
+    (placeholders filled) in, specs the pool can reach out. ``hosted``: the servers run elsewhere, on a
+    lease per episode, so the agent works in the sandbox's own workspace (``workspace``), and the lease's
+    credentials reach the task's preprocess (a reset cannot be staged ahead of its episode). A plain
+    function registered from outside the package is a sandbox on this host."""
+
+    hosted: bool = False
+
+    def workspace(self, cfg: McpSettings) -> str | None:
+        """The workspace the agent is told of when the servers are hosted (None: the task's on the desktop)."""
+        return None
+
+    def __call__(
+        self, cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
+    ) -> AsyncContextManager[list[ServerSpec]]:
+        raise NotImplementedError
+
+
+def hosted(sandbox: str) -> bool:
+    """Whether ``env.mcp_sandbox=sandbox`` runs the servers elsewhere (``Sandbox.hosted``)."""
+    return bool(getattr(SANDBOXES.get(sandbox), "hosted", False))
+
+
+def agent_workspace(cfg: McpSettings, task: Task, env: Environment) -> str:
+    """The workspace the agent's prompt and the oracle's solution name: a hosted sandbox's own when the
+    modality offers MCP tools, else the task's workspace on the desktop."""
+    sandbox = SANDBOXES.get(cfg.sandbox)
+    own = sandbox.workspace(cfg) if offers_mcp(cfg) and isinstance(sandbox, Sandbox) else None
+    return own if own is not None else str(env.resolve(task.workspace))
+
+
 SANDBOXES: Registry[Sandbox] = Registry("env.mcp_sandbox", group="mcpworld.mcp_sandboxes")
 
 
@@ -209,40 +239,51 @@ async def episode_servers(
         yield pool
 
 
-@SANDBOXES.register("local")
-@asynccontextmanager
-async def _local(
-    cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
-) -> AsyncIterator[list[ServerSpec]]:
+class LocalSandbox(Sandbox):
     """The catalog's servers on this host, each started as the desktop's account where it can be."""
-    user = getattr(env, "user", None)
-    tmp = str(env.runtime_dir) if user is not None and hasattr(env, "runtime_dir") else None
-    yield [as_account(s, user, on_event, tmp, getattr(env, "confined", None)) for s in specs]
+
+    @asynccontextmanager
+    async def __call__(
+        self, cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
+    ) -> AsyncIterator[list[ServerSpec]]:
+        user = getattr(env, "user", None)
+        tmp = str(env.runtime_dir) if user is not None and hasattr(env, "runtime_dir") else None
+        yield [as_account(s, user, on_event, tmp, getattr(env, "confined", None)) for s in specs]
 
 
-@SANDBOXES.register("klavis")
-@asynccontextmanager
-async def _klavis(
-    cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
-) -> AsyncIterator[list[ServerSpec]]:
+class KlavisSandbox(Sandbox):
     """Hosted servers: the episode's grant (``episode_grant``, held from before preprocess to after
     grading) when it has one, else a local sandbox acquired here. The workspace goes up to the local
     sandbox before the agent and comes back over ours afterwards (so grading sees it)."""
-    from mcpworld.mcp.klavis_grant import client_for, held
 
-    grant = held()
-    async with client_for(cfg.klavis) as client:
-        if grant is not None:
-            if grant.local is not None:
-                await client.upload_workspace(grant.local, workspace)
-            yield [ServerSpec(name=s.name, transport="http", url=grant.urls[s.name]) for s in specs]
-            if grant.local is not None:
-                await client.dump(grant.local, workspace)
-            return
-        async with client.session([s.name for s in specs], workspace) as sandbox:
-            on_event("klavis_sandbox", sandbox=sandbox.id, servers=sorted(sandbox.urls))
-            yield [ServerSpec(name=s.name, transport="http", url=sandbox.urls[s.name]) for s in specs]
-            await client.dump(sandbox, workspace)
+    hosted = True
+
+    def workspace(self, cfg: McpSettings) -> str | None:
+        return cfg.klavis.workspace
+
+    @asynccontextmanager
+    async def __call__(
+        self, cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
+    ) -> AsyncIterator[list[ServerSpec]]:
+        from mcpworld.mcp.klavis_grant import client_for, held
+
+        grant = held()
+        async with client_for(cfg.klavis) as client:
+            if grant is not None:
+                if grant.local is not None:
+                    await client.upload_workspace(grant.local, workspace)
+                yield [ServerSpec(name=s.name, transport="http", url=grant.urls[s.name]) for s in specs]
+                if grant.local is not None:
+                    await client.dump(grant.local, workspace)
+                return
+            async with client.session([s.name for s in specs], workspace) as sandbox:
+                on_event("klavis_sandbox", sandbox=sandbox.id, servers=sorted(sandbox.urls))
+                yield [ServerSpec(name=s.name, transport="http", url=sandbox.urls[s.name]) for s in specs]
+                await client.dump(sandbox, workspace)
+
+
+SANDBOXES.register("local")(LocalSandbox())
+SANDBOXES.register("klavis")(KlavisSandbox())
 
 
 @contextmanager

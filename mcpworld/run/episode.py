@@ -29,7 +29,7 @@ from mcpworld.env.base import Environment
 from mcpworld.evaluation.handler import start_handler
 from mcpworld.evaluation.keysteps import LiveChecks
 from mcpworld.evaluation.verdict import judge
-from mcpworld.mcp.servers import McpSettings, episode_grant, episode_servers, withheld
+from mcpworld.mcp.servers import McpSettings, agent_workspace, episode_grant, episode_servers, withheld
 from mcpworld.mcp.spec import replace_in
 from mcpworld.probes.files import HomeChanges
 from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
@@ -285,8 +285,7 @@ def _attempt(
     profile = episode_profile(cfg)  # how the model's family is driven (agent/profiles)
     coords = profile.screen((env.width, env.height)) if "computer" in cfg.modality.tools else None
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max, coords)
-    hosted = cfg.env.mcp_sandbox == "klavis" and "mcp" in cfg.modality.tools
-    workspace = cfg.env.klavis.workspace if hosted else str(env.resolve(task.workspace))
+    workspace = agent_workspace(McpSettings.of(cfg), task, env)
     solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace)
     inner = make_provider(ProviderSettings.of(cfg), solution)
     inner.text_calls = profile.text_calls  # a profile that reads its family's format gets the text as written

@@ -292,8 +292,9 @@ def check_config(cfg: RootConfig) -> None:
     check_resolution_preference(cfg)  # the model file's defaults pick the screen it prefers
     if cfg.env.stage:
         from mcpworld.env import backend_stages
+        from mcpworld.mcp.servers import hosted
 
-        check_stage(cfg.env.backend, cfg.env.mcp_sandbox, backend_stages(cfg.env.backend))
+        check_stage(cfg.env.backend, backend_stages(cfg.env.backend), cfg.env.mcp_sandbox, hosted(cfg.env.mcp_sandbox))
     if cfg.env.backend == "vm":  # the VMs named add up, and there is one for each concurrent episode
         from mcpworld.env.vm import check_vm_pool
 

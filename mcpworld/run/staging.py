@@ -3,7 +3,7 @@ while the current one runs, so that episode's reset is a hand-over (``Environmen
 
 What is never staged: a task that opts out (``stage: false``), one whose app hooks watch the episode
 live (their probe's variables reach the app when it starts), and every task of a run whose MCP
-sandboxes are leased per episode (env=klavis: its preprocess gets the lease's credentials). Those
+sandboxes are leased per episode (a hosted sandbox, ``Sandbox.hosted``: its preprocess gets the lease's credentials). Those
 reset at their episode's start, as without staging. A staged desktop serves its own episode only:
 ``begin`` compares the task and the folder, and resets anew on any difference.
 """
@@ -26,16 +26,17 @@ def episode_folder(out: Path, task_id: str, attempt: int) -> Path:
     return out / "episodes" / task_id / str(attempt)
 
 
-def check_stage(backend: str, mcp_sandbox: str, stages: bool) -> None:
-    """env.stage=true where it cannot hold: one line before any episode."""
+def check_stage(backend: str, stages: bool, mcp_sandbox: str, hosted: bool) -> None:
+    """env.stage=true where it cannot hold: one line before any episode. ``stages``: the backend can set
+    up a second desktop while one runs; ``hosted``: the MCP sandbox leases its servers per episode."""
     if not stages:
         raise UserError(
             f"env.stage=true: env={backend} cannot set up a second desktop while one runs "
             "(one VM per desktop slot); use env.stage=false"
         )
-    if mcp_sandbox == "klavis":
+    if hosted:
         raise UserError(
-            "env.stage=true with env.mcp_sandbox=klavis: each episode's sandboxes are leased at its "
+            f"env.stage=true with env.mcp_sandbox={mcp_sandbox}: each episode's sandboxes are leased at its "
             "start and its preprocess needs their credentials; use env.stage=false"
         )
 

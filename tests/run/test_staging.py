@@ -14,6 +14,7 @@ from PIL import Image
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.task import Task
+from mcpworld.mcp.servers import hosted
 from mcpworld.run.interrupt import StopSignal
 from mcpworld.run.pool import EpisodePool
 from mcpworld.run.staging import EpisodeStaging, check_stage, episode_folder, stageable
@@ -167,7 +168,8 @@ def test_what_is_never_staged():
     assert stageable(task("a"))
     assert not stageable(task("a", stage=False))
     with pytest.raises(UserError, match="env.stage=false"):
-        check_stage("vm", "local", stages=False)
-    with pytest.raises(UserError, match="klavis"):
-        check_stage("local", "klavis", stages=True)
-    check_stage("docker", "local", stages=True)
+        check_stage("vm", False, "local", hosted=False)
+    with pytest.raises(UserError, match="env.mcp_sandbox=klavis"):
+        check_stage("local", True, "klavis", hosted=True)
+    check_stage("docker", True, "local", hosted=False)
+    assert hosted("klavis") and not hosted("local")  # what the sandboxes declare
