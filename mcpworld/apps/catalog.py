@@ -1,8 +1,14 @@
 """An app's own settings (``mcpworld/conf/app/<app>.yaml``), whichever app selection runs its tasks: the
-selected app config when it is that app's, else the app's file (``app=all`` runs every app)."""
+selected app config when it is that app's, else the app's file (``app=all`` runs every app).
+
+App files are read from every ``app/`` folder of the run's Hydra search path, so an app config kept in
+one's own repository (``hydra.searchpath=[file:///path/to/conf]`` with ``app/myapp.yaml``) is as much
+an app as a built-in: its program starts, its tasks resolve. As in Hydra, the first folder that holds
+a name wins (the package's own first). Outside a Hydra run, only the package's folder is read."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -32,21 +38,56 @@ def app_setting(selected: AppConfig, app: str, key: str, default: Any = None) ->
     return _app_file(app).get(key, default)
 
 
-@cache
+def app_folders() -> tuple[Path, ...]:
+    """The ``app/`` folders of the run's Hydra search path in its order: the package's, then those of
+    each ``hydra.searchpath`` entry (``file://`` or ``pkg://``) that has one."""
+    from hydra.core.hydra_config import HydraConfig
+
+    folders = [CONF_APPS]
+    if HydraConfig.initialized():
+        for source in HydraConfig.get().runtime.config_sources:
+            if source.schema == "file":
+                folders.append(Path(source.path) / "app")
+            elif source.schema == "pkg" and source.provider != "hydra":
+                folders += [Path(p) / "app" for p in _package_folders(source.path)]
+    return tuple(dict.fromkeys(f.resolve() for f in folders if f.is_dir()))
+
+
+def _package_folders(package: str) -> list[str]:
+    try:
+        spec = importlib.util.find_spec(package)
+    except ImportError:  # Hydra says so itself when it looks for a config there
+        return []
+    return list(spec.submodule_search_locations or []) if spec else []
+
+
+def _app_path(app: str, folders: tuple[Path, ...]) -> Path | None:
+    return next((f / f"{app}.yaml" for f in folders if (f / f"{app}.yaml").is_file()), None)
+
+
 def _app_file(app: str) -> dict[str, Any]:
-    """The app's file, read once per process (asked for at every episode)."""
-    path = CONF_APPS / f"{app}.yaml"
-    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+    """The app's file (asked for at every episode: read once per process and search path)."""
+    return _read_app(app, app_folders())
 
 
 @cache
+def _read_app(app: str, folders: tuple[Path, ...]) -> dict[str, Any]:
+    path = _app_path(app, folders)
+    return (yaml.safe_load(path.read_text()) or {}) if path is not None else {}
+
+
 def programs() -> tuple[Program, ...]:
     """Every app config's ``program:`` section: the desktop applications a desktop can start."""
+    return _programs(app_folders())
+
+
+@cache
+def _programs(folders: tuple[Path, ...]) -> tuple[Program, ...]:
     found = []
-    for path in sorted(CONF_APPS.glob("*.yaml")):
-        data = _app_file(path.stem)
+    for app in sorted({path.stem for folder in folders for path in folder.glob("*.yaml")}):
+        data = _read_app(app, folders)
         if data.get("program"):
-            found.append(_program(path, data["program"]))
+            found.append(_program(cast(Path, _app_path(app, folders)), data["program"]))
     return tuple(found)
 
 
