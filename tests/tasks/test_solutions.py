@@ -12,6 +12,8 @@ from mcpworld.tasks.select import discover
 from mcpworld.tasks.solutions import attach_solutions, load_solutions, read_overlay
 
 ROOT = Path(__file__).resolve().parents[2]
+# OSWorld's task ids (domain/id), committed; the real suite, where it sits beside this checkout, checks the list
+OSWORLD_IDS = ROOT / "tests" / "data" / "osworld_task_ids.txt"
 SUITE = ROOT.parent / "shared" / "reference" / "suites" / "osworld" / "evaluation_examples" / "examples"
 TASK = {
     "id": "0b17a146-demo",
@@ -115,8 +117,18 @@ def test_shipped_overlays_are_valid_and_match_their_task_files():
     for task_id, (path, _) in every.items():
         if task_id not in overlays:
             assert read_overlay(path).unsolved, path
-            assert (SUITE / path.parent.name / f"{task_id}.json").is_file() or not SUITE.is_dir(), path
+            assert f"{path.parent.name}/{task_id}" in osworld_ids(), path
     assert len({t.source.parent.name for t in tasks.values()}) >= 4
     for task_id, (path, solution) in overlays.items():
         assert path.parent.name == tasks[task_id].source.parent.name, path
         assert solution.get("cli"), path
+
+
+def osworld_ids() -> set[str]:
+    return {line for line in OSWORLD_IDS.read_text().splitlines() if line and not line.startswith("#")}
+
+
+def test_the_committed_osworld_ids_are_the_suites_task_files():
+    if not SUITE.is_dir():
+        pytest.skip(f"the real OSWorld suite is not at {SUITE} (the committed {OSWORLD_IDS.name} stands in for it)")
+    assert osworld_ids() == {f"{p.parent.name}/{p.stem}" for p in SUITE.glob("*/*.json")}
