@@ -26,7 +26,7 @@ from mcpworld.apps.programs import Program, command_name, desktop_values, is_por
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.paths import APPS
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, leftovers, mountns, relay, screen
+from mcpworld.env import desktop_user, leftovers, mountns, office_registry, relay, screen
 from mcpworld.env.base import Action, Environment, ShellResult
 from mcpworld.env.cgroup import DesktopCgroup
 from mcpworld.env.confine import Confinement
@@ -116,11 +116,24 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
             source = scratch.home / rel
             if source.exists():
                 copy_into_home(source, made / rel)
+        keep_golden_settings(made, program.profile)
     try:
         made.rename(target)
     except OSError:  # another desktop made it meanwhile
         shutil.rmtree(made, ignore_errors=True)
     return target
+
+
+def keep_golden_settings(made: Path, profile: Path | None) -> None:
+    """A warm LibreOffice settings file over the golden one: the golden items and the first start's
+    additions (env/office_registry.py), not the first start's file alone, which drops some."""
+    if profile is None:
+        return
+    for warm_file in made.rglob(office_registry.FILE_NAME):
+        golden_file = profile / warm_file.relative_to(made)
+        if golden_file.is_file():
+            started = warm_file.read_text(encoding="utf-8")
+            warm_file.write_text(office_registry.merged(golden_file.read_text(encoding="utf-8"), started), encoding="utf-8")
 
 
 @dataclass
@@ -264,7 +277,7 @@ class LocalEnvironment(Environment):
             self.goldens.restore(task, self.home, owner=(self.user.uid, self.user.gid) if self.user else None)
             shutil.rmtree(self.cache_dir, ignore_errors=True)
             self.cache_dir.mkdir(parents=True, mode=0o700)
-            self._expose_named_sites(json.dumps(task.evaluator, default=str))  # sites its getters load
+            self._expose_named_sites(json.dumps(task.evaluator.spec if task.evaluator else {}, default=str))  # its getters' sites
             self.start_desktop(episode_dir / "logs")
             self.run_steps(task.setup)
         finally:
