@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import time
 from functools import cache
-from typing import Any
+from typing import TypedDict
 
-from mcpworld.agent.tools.base import Observation, Tool, ToolError
+from mcpworld.agent.messages import JSON, JSONObject, as_object
+from mcpworld.agent.tools.base import Observation, Tool, ToolError, number
 from mcpworld.agent.tools.computer import ComputerTool
 from mcpworld.agent.tools.normalize import normalize_keys
 from mcpworld.core.paths import DATA
@@ -26,13 +27,21 @@ MAX_WAIT_S = 60.0  # a model's ``time`` beyond this is cut (the reference waits 
 WAIT_DEFAULT_S = 2.0  # no ``time``: OSWorld's pause after WAIT
 
 
+class ReferencePrompt(TypedDict):
+    """mcpworld/data/prompts/qwen3vl.json: the reference's prompt pieces."""
+
+    system: str  # the system prompt, with {tools}
+    instruction: str  # the user turn, with {instruction} and {previous_actions}
+    computer_use: JSONObject  # the computer_use function entry as <tools> lists it
+
+
 @cache
-def reference_prompt() -> dict[str, Any]:
+def reference_prompt() -> ReferencePrompt:
     """The reference's prompt pieces, captured by running it (see the file's ``_source``)."""
     return json.loads((DATA / "prompts" / "qwen3vl.json").read_text(encoding="utf-8"))
 
 
-def clean_keys(keys: Any) -> str:
+def clean_keys(keys: JSON) -> str:
     """``keys: ["ctrl", "s"]`` (pressed together, released in reverse) → ``ctrl+s``. Strings the model
     wrapped in list syntax (``"['ctrl'"``) are unwrapped as the reference unwraps them."""
     if isinstance(keys, str):
@@ -49,22 +58,22 @@ def clean_keys(keys: Any) -> str:
     return str(normalize_keys([k for k in cleaned if k]))
 
 
-def _point(args: dict[str, Any]) -> tuple[float, float] | None:
+def _point(args: JSONObject) -> tuple[float, float] | None:
     value = args.get("coordinate")
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ToolError(f"'coordinate' must be [x, y], got {value!r}")
     try:
-        return float(value[0]), float(value[1])
+        return number(value[0]), number(value[1])
     except (TypeError, ValueError):
         raise ToolError(f"'coordinate' must be two numbers, got {value!r}") from None
 
 
-def _amount(args: dict[str, Any]) -> int:
+def _amount(args: JSONObject) -> int:
     """``pixels``, as pyautogui.scroll takes it: wheel clicks, the sign is the direction."""
     try:
-        return int(float(args.get("pixels", 0)))
+        return int(number(args.get("pixels", 0)))
     except (TypeError, ValueError):
         raise ToolError(f"'pixels' must be a number, got {args.get('pixels')!r}") from None
 
@@ -78,15 +87,15 @@ class QwenComputerUse(Tool):
         # OSWorld's agent ends DONE on any terminate (so an infeasible task never scores 1); True: the
         # cookbook's meaning, failure → FAIL (model.profile_options.terminate_failure=infeasible)
         self.terminate_failure_fails = terminate_failure_fails
-        function = reference_prompt()["computer_use"]["function"]
-        self.description, self.parameters = function["description"], function["parameters"]
+        function = as_object(reference_prompt()["computer_use"]["function"])
+        self.description, self.parameters = str(function["description"]), as_object(function["parameters"])
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JSONObject:
         """The reference's function entry as it is written into <tools> (``name_for_human`` and
         ``args_format`` included)."""
         return dict(reference_prompt()["computer_use"])
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         action = args.get("action")
         if action not in ACTIONS:
             raise ToolError(f"unknown computer_use action {action!r}; use one of {', '.join(ACTIONS)}")
@@ -104,7 +113,7 @@ class QwenComputerUse(Tool):
         env = self.env
         if action == "wait":
             seconds = args.get("time", WAIT_DEFAULT_S)
-            time.sleep(min(max(float(seconds), 0.0), MAX_WAIT_S))
+            time.sleep(min(max(number(seconds), 0.0), MAX_WAIT_S))
             return Observation(image=self.coords.fit(env.screenshot()))
         before = env.screenshot()
         point = _point(args)

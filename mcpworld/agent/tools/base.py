@@ -24,6 +24,21 @@ class Observation:
     images: list[tuple[bytes, str]] = field(default_factory=list)
 
 
+def number(value: object) -> float:
+    """``float(value)`` for a number or numeric string a model wrote; anything else raises TypeError or
+    ValueError as ``float`` does (the loop answers either as invalid arguments)."""
+    if isinstance(value, (str, int, float)):
+        return float(value)
+    raise TypeError(f"a number was expected, not {value!r}")
+
+
+def integer(value: object) -> int:
+    """``int(value)`` for a number or numeric string a model wrote, raising as ``int`` does (see ``number``)."""
+    if isinstance(value, (str, int, float)):
+        return int(value)
+    raise TypeError(f"an integer was expected, not {value!r}")
+
+
 class ToolError(Exception):
     """A bad tool call (unknown action, bad argument): reported to the model, counted as an error
     and traced as a hallucination of this ``kind``."""

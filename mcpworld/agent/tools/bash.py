@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mcpworld.agent.messages import JSONObject
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 from mcpworld.env.base import Environment
 
@@ -21,7 +20,7 @@ class BashTool(Tool):
     def __init__(self, env: Environment, timeout_s: float = 30.0, max_output: int = 10_000):
         self.env, self.timeout_s, self.max_output = env, timeout_s, max_output
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         command = args.get("command")
         if args.get("restart") and not command:  # Anthropic's bash tool; every command gets a fresh shell anyway
             return Observation(text="bash restarted (each command runs in a fresh shell in the home directory)")

@@ -17,7 +17,8 @@ from typing import Any
 
 from PIL import Image
 
-from mcpworld.agent.tools.base import Observation, OffScreen, Tool, ToolError
+from mcpworld.agent.messages import JSONObject
+from mcpworld.agent.tools.base import Observation, OffScreen, Tool, ToolError, integer, number
 from mcpworld.env.base import Environment
 
 ACTIONS = (
@@ -111,14 +112,14 @@ class CoordinateMap:
         return round(x * bx / sw), round(y * by / sh)
 
 
-def _point(args: dict[str, Any], key: str = "coordinate") -> tuple[float, float] | None:
+def _point(args: JSONObject, key: str = "coordinate") -> tuple[float, float] | None:
     value = args.get(key)
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ToolError(f"'{key}' must be [x, y], got {value!r}")
     try:
-        x, y = float(value[0]), float(value[1])
+        x, y = number(value[0]), number(value[1])
     except (TypeError, ValueError):
         raise ToolError(f"'{key}' must be two numbers, got {value!r}") from None
     if not (math.isfinite(x) and math.isfinite(y)):
@@ -172,7 +173,7 @@ class ComputerTool(Tool):
             }
         self.parameters = {"type": "object", "properties": properties, "required": ["action"]}
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         action = args.get("action")
         if action not in self.actions:
             which = f" in {self.version}" if self.version and any(action in a for a in VERSIONS.values()) else ""
@@ -184,7 +185,7 @@ class ComputerTool(Tool):
         if action == "screenshot":
             return Observation(image=self.coords.fit(env.screenshot()))
         if action == "wait":
-            time.sleep(self._duration(args) if self.version else min(float(args.get("duration", 1.0)), 30.0))
+            time.sleep(self._duration(args) if self.version else min(number(args.get("duration", 1.0)), 30.0))
             return Observation(image=self.coords.fit(env.screenshot()))
         if action == "zoom":
             return Observation(image=self._zoom(args))
@@ -224,7 +225,7 @@ class ComputerTool(Tool):
         return Observation(image=self.coords.fit(env.settle(before)))
 
     # -- the versions' arguments ------------------------------------------------------------------
-    def _keys(self, args: dict[str, Any], required: bool = False) -> str:
+    def _keys(self, args: JSONObject, required: bool = False) -> str:
         """The keys held during a click or scroll (``text``; the reference agent reads ``key`` for
         clicks), or that hold_key holds. The generic tool holds none: its ``text`` means nothing there."""
         keys = args.get("text") if args.get("text") is not None else args.get("key")
@@ -248,7 +249,7 @@ class ComputerTool(Tool):
         finally:
             self.env.act({"kind": "key_up", "keys": keys})
 
-    def _duration(self, args: dict[str, Any]) -> float:
+    def _duration(self, args: JSONObject) -> float:
         value = args.get("duration")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ToolError(f"{args.get('action')} needs 'duration': a number of seconds, got {value!r}")
@@ -256,7 +257,7 @@ class ComputerTool(Tool):
             raise ToolError(f"'duration' must be between 0 and {MAX_DURATION_S:g} seconds, got {value!r}")
         return float(value)
 
-    def _drag(self, args: dict[str, Any], xy: tuple[int, int] | None) -> None:
+    def _drag(self, args: JSONObject, xy: tuple[int, int] | None) -> None:
         """From ``start_coordinate`` (documented from computer_20250124 on) or else from the cursor
         (computer_20241022, and the reference agent @44c2b5c for every version; @27ca8aa refuses a
         drag without a start, which we keep accepting) to ``coordinate``."""
@@ -271,7 +272,7 @@ class ComputerTool(Tool):
         x0, y0 = self.coords.to_screen(*start) if start else self.env.cursor_position()
         self.env.act({"kind": "drag", "x0": x0, "y0": y0, "x": xy[0], "y": xy[1]})
 
-    def _scroll(self, args: dict[str, Any], xy: tuple[int, int] | None) -> None:
+    def _scroll(self, args: JSONObject, xy: tuple[int, int] | None) -> None:
         direction, amount = args.get("scroll_direction", "down"), args.get("scroll_amount", 3)
         if self.version:  # the versions document both as required
             direction, amount = args.get("scroll_direction"), args.get("scroll_amount")
@@ -279,13 +280,13 @@ class ComputerTool(Tool):
                 raise ToolError(f"scroll needs 'scroll_direction': up, down, left or right, got {direction!r}")
             if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
                 raise ToolError(f"scroll needs 'scroll_amount': a non-negative integer, got {amount!r}")
-        scroll = {"kind": "scroll", "direction": direction, "amount": int(amount)}
+        scroll: dict[str, object] = {"kind": "scroll", "direction": direction, "amount": integer(amount)}
         keys = self._keys(args)
         self._place(scroll, xy, keys)
         with self._held(keys):
             self.env.act(scroll)
 
-    def _place(self, action: dict[str, Any], xy: tuple[int, int] | None, keys: str) -> None:
+    def _place(self, action: dict[str, object], xy: tuple[int, int] | None, keys: str) -> None:
         """Where a click or scroll happens: in the action itself, or, with keys to hold, by moving
         there before they go down (the reference agent's order: move, keydown, click, keyup)."""
         if xy and keys:
@@ -293,7 +294,7 @@ class ComputerTool(Tool):
         elif xy:
             action.update(x=xy[0], y=xy[1])
 
-    def _zoom(self, args: dict[str, Any]) -> Image.Image:
+    def _zoom(self, args: JSONObject) -> Image.Image:
         """The screen's ``region`` (model coordinates) at the screen's own resolution, shrunk only
         as far as the screenshot the model is sent (so it costs no more than one). The far corner is
         the crop's edge, not a pixel inside it (the reference's convention: width x2 - x1). Unlike the

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mcpworld.agent.messages import JSONObject
 from mcpworld.agent.tools.base import Observation, Tool, ToolError
 
 
@@ -23,7 +22,7 @@ class DoneTool(Tool):
         "required": ["status"],
     }
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         status = str(args.get("status", "DONE")).upper()
         if status in ("INFEASIBLE", "FAILED", "FAILURE"):
             status = "FAIL"

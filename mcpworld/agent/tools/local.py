@@ -10,9 +10,9 @@ import shlex
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any
 
-from mcpworld.agent.tools.base import Observation, Tool, ToolError
+from mcpworld.agent.messages import JSONObject
+from mcpworld.agent.tools.base import Observation, Tool, ToolError, integer, number
 from mcpworld.agent.tools.mcp import Overlong
 from mcpworld.env.base import Environment
 
@@ -22,9 +22,9 @@ PAGE = 10_000  # characters per page of an overlong output
 class ClaimDone(Tool):
     name, family = "local-claim_done", "mcp"
     description = "Claim that the task is done. Call it once everything the task asks for is finished."
-    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    parameters: JSONObject = {"type": "object", "properties": {}}
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         return Observation(text="you have claimed the task is done!", final="DONE")
 
 
@@ -44,11 +44,11 @@ class PythonExecute(Tool):
     def __init__(self, env: Environment, workspace: str, max_output: int):
         self.env, self.workspace, self.max_output = env, workspace, max_output
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         code = args.get("code")
         if not isinstance(code, str) or not code.strip():
             raise ToolError("'code' must be a non-empty string of Python source")
-        timeout = float(args.get("timeout") or 30)
+        timeout = number(args.get("timeout") or 30)
         if not 0 < timeout <= 120:
             raise ToolError("'timeout' must be between 1 and 120 seconds")
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(args.get("filename") or "")).strip(".")
@@ -73,8 +73,8 @@ class Sleep(Tool):
     description = "Wait for a number of seconds (at most 60), e.g. for a background job to finish."
     parameters = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
 
-    async def call(self, args: dict[str, Any]) -> Observation:
-        seconds = float(args.get("seconds", 0))
+    async def call(self, args: JSONObject) -> Observation:
+        seconds = number(args.get("seconds", 0))
         if not 0 <= seconds <= 60:
             raise ToolError("'seconds' must be between 0 and 60")
         await asyncio.sleep(seconds)
@@ -89,10 +89,10 @@ class ViewOverlong(Tool):
     def __init__(self, overlong: Overlong):
         self.overlong = overlong
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         text = _saved(self.overlong, args)
         pages = max(1, -(-len(text) // PAGE))
-        page = int(args.get("page", 1))
+        page = integer(args.get("page", 1))
         if not 1 <= page <= pages:
             raise ToolError(f"'page' must be between 1 and {pages}")
         return Observation(text=f"[page {page} of {pages}]\n" + text[(page - 1) * PAGE : page * PAGE])
@@ -110,7 +110,7 @@ class SearchOverlong(Tool):
     def __init__(self, overlong: Overlong):
         self.overlong = overlong
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         text = _saved(self.overlong, args)
         try:
             pattern = re.compile(str(args.get("pattern", "")))
@@ -122,7 +122,7 @@ class SearchOverlong(Tool):
         )
 
 
-def _saved(overlong: Overlong, args: dict[str, Any]) -> str:
+def _saved(overlong: Overlong, args: JSONObject) -> str:
     try:
         return overlong.read(str(args.get("id", "")))
     except KeyError as exc:

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mcpworld.agent.messages import JSONObject
 from mcpworld.agent.tools.base import Observation, Tool
 from mcpworld.core.secrets import redact
 from mcpworld.mcp.client import RemoteTool, ServerPool, ToolCallFailed
@@ -100,7 +101,7 @@ class McpTool(Tool):
         schema.setdefault("properties", {})
         self.parameters = schema
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, args: JSONObject) -> Observation:
         try:
             result = await self.pool.call(self.remote.server, self.remote.name, args)
         except ToolCallFailed as exc:  # the server failed, not the model: an error result

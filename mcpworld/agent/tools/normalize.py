@@ -9,8 +9,10 @@ offers: a call to a tool outside it stays a hallucination.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Container
 
+from mcpworld.agent.messages import JSON, JSONObject
+from mcpworld.agent.tools.base import number
 from mcpworld.agent.tools.computer import ACTIONS
 
 TOOL_ALIASES = {
@@ -61,17 +63,17 @@ def normalize_chord(chord: str) -> str:
     return "+".join(keys)
 
 
-def normalize_keys(value: Any) -> Any:
+def normalize_keys(value: JSON) -> JSON:
     """One chord string, a space-separated chord sequence, or a list of keys pressed together."""
     if isinstance(value, list) and value and all(isinstance(k, str) for k in value):
-        return normalize_chord("+".join(value))
+        return normalize_chord("+".join(str(k) for k in value))
     if isinstance(value, str) and value.strip():
         text = re.sub(r"\s*\+\s*", "+", value.strip())  # "ctrl + s" is one chord, not three keys
         return " ".join(normalize_chord(c) for c in text.split())
     return value
 
 
-def _computer_args(args: dict[str, Any]) -> dict[str, Any]:
+def _computer_args(args: JSONObject) -> JSONObject:
     out = dict(args)
     action = str(out.get("action", "")).strip().lower().replace(" ", "_")
     if action in ("scroll_up", "scroll_down", "scroll_left", "scroll_right"):
@@ -99,13 +101,13 @@ def _computer_args(args: dict[str, Any]) -> dict[str, Any]:
         if alias in out and "scroll_amount" not in out:
             out["scroll_amount"] = out.pop(alias)
     if out["action"] == "scroll" and "pixels" in out and "scroll_amount" not in out:  # Qwen: signed pixels
-        pixels = float(out.pop("pixels"))
+        pixels = number(out.pop("pixels"))
         out.setdefault("scroll_direction", "up" if pixels > 0 else "down")
         out["scroll_amount"] = max(1, round(abs(pixels) / 100))
     return out
 
 
-def _done_args(args: dict[str, Any]) -> dict[str, Any]:
+def _done_args(args: JSONObject) -> JSONObject:
     out = dict(args)
     status = str(out.get("status", "DONE")).strip().lower()
     out["status"] = (
@@ -118,7 +120,7 @@ def _done_args(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def normalize_call(name: str, args: dict[str, Any], offered: set[str] | dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def normalize_call(name: str, args: JSONObject, offered: Container[str]) -> tuple[str, JSONObject]:
     """``(tool name, arguments)`` for a call as a model wrote it; unchanged when nothing applies."""
     if "_raw" in args:
         return name, args

@@ -11,11 +11,11 @@ import re
 import shlex
 import time
 import xml.etree.ElementTree as ET
-from typing import Any
 
 from PIL import Image
 
-from mcpworld.agent.tools.base import Observation, Tool, ToolError
+from mcpworld.agent.messages import JSONObject
+from mcpworld.agent.tools.base import Observation, Tool, ToolError, integer, number
 from mcpworld.agent.tools.computer import BEFORE_LAST_ACTION
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.waits import DEFAULT_TIMEOUT_S, TOOL, check_wait, states
@@ -81,12 +81,13 @@ class WaitForTool(Tool):
         self.began = time.time()  # files written by the task's setup are older than this
         self.seen: dict[str, float] = {}  # file -> the write an earlier wait_for already waited for
 
-    async def call(self, args: dict[str, Any]) -> Observation:
+    async def call(self, call_args: JSONObject) -> Observation:
+        args: dict[str, object] = dict(call_args)  # as core.waits reads a wait_for step
         try:
             check_wait(args, TOOL)
         except TaskFileError as exc:
             raise ToolError(str(exc)) from None
-        timeout = float(args.get("timeout", DEFAULT_TIMEOUT_S))
+        timeout = number(args.get("timeout", DEFAULT_TIMEOUT_S))
         self.placed: str | None = None  # the awaited window's geometry at the last look
         # the screen: the frame (of the region) at the last look, since when it has not changed, and
         # the frame before the last computer action (changed: it must differ from that first)
@@ -112,7 +113,7 @@ class WaitForTool(Tool):
                 return Observation(text=f"wait_for timed out after {timeout:g}s: {unmet}", ok=False)
             await asyncio.sleep(poll)
 
-    def _unmet(self, args: dict[str, Any], previous: tuple[float, int] | None) -> tuple[str | None, tuple[float, int] | None]:
+    def _unmet(self, args: dict[str, object], previous: tuple[float, int] | None) -> tuple[str | None, tuple[float, int] | None]:
         """What does not hold yet (None: all does), and the file's (mtime, size) as seen now."""
         stat = None
         if "file" in args:
@@ -171,14 +172,16 @@ class WaitForTool(Tool):
         return None, stat
 
     # -- what the app shows ---------------------------------------------------------------------------
-    def _crop(self, image: Image.Image, args: dict[str, Any]) -> Image.Image:
+    def _crop(self, image: Image.Image, args: dict[str, object]) -> Image.Image:
         region = args.get("region")
         if not region:
             return image
-        x1, y1, x2, y2 = (int(v) for v in region)
+        if not isinstance(region, list):  # (check_wait took it: four numbers)
+            raise ToolError(f"'region' must be [x1, y1, x2, y2], got {region!r}")
+        x1, y1, x2, y2 = (integer(v) for v in region)
         return image.crop((x1, y1, x2, y2))
 
-    def _screen(self, args: dict[str, Any]) -> str | None:
+    def _screen(self, args: dict[str, object]) -> str | None:
         """None once the screen (its region) has held still for HOLD_S, after differing from the frame
         before the last computer action where ``screen: changed`` asks that."""
         frame = self._crop(self.env.screenshot(), args).tobytes()
@@ -193,7 +196,7 @@ class WaitForTool(Tool):
             return "the screen is still changing"
         return None
 
-    def _widget(self, args: dict[str, Any]) -> str | None:
+    def _widget(self, args: dict[str, object]) -> str | None:
         """The first accessible (role 'name') in the desktop's AT-SPI tree that matches, or None."""
         name_rx = re.compile(str(args.get("widget", "")), re.I)
         role_rx = re.compile(str(args.get("role", "")), re.I)
@@ -208,7 +211,7 @@ class WaitForTool(Tool):
                 return f"{role} {name!r}"
         return None
 
-    def _read(self, args: dict[str, Any]) -> str:
+    def _read(self, args: dict[str, object]) -> str:
         """The words OCR reads on the screen (in the region), joined by single spaces."""
         from mcpworld.evaluation.metrics.ocr import image_text  # Tesseract, as compare_image_text reads
 
@@ -265,7 +268,7 @@ class WaitForTool(Tool):
         return [title for title, _, _ in self._windows() if title][:8]
 
 
-def describe(args: dict[str, Any]) -> str:
+def describe(args: dict[str, object]) -> str:
     parts = []
     if "window" in args:
         parts.append(f"window {args['window']!r} {'gone' if args.get('gone') else 'open'}")
@@ -285,7 +288,7 @@ def describe(args: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def describe_widget(args: dict[str, Any]) -> str:
+def describe_widget(args: dict[str, object]) -> str:
     what = [
         f"role {args['role']!r}" if "role" in args else "",
         f"name {args['widget']!r}" if "widget" in args else "",
