@@ -112,97 +112,171 @@ def check_network(settings: DesktopSettings) -> None:
             raise UserError(str(exc)) from exc
 
 
-Backend = Callable[[DesktopSettings, Sequence[Program], Sequence[str]], Environment]
+class Backend:
+    """An env backend (``env.backend``): called, it builds one desktop; its attributes say what a run must
+    know of it, so that the run names no backend. A plain build function registered from outside the
+    package is a backend with these defaults (``backend_of``)."""
+
+    stages: bool = True  # env.stage: it can reset one desktop while another runs an episode
+    # its desktops are processes of this machine: a task's sudo would be root here, and the commands a
+    # task's setup and grader run must be installed here
+    on_host: bool = False
+
+    def __call__(self, settings: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+        raise NotImplementedError
+
+    def programs_for(self, needed: Sequence[Program]) -> list[Program]:
+        """Of the catalog programs a task starts, those this machine must have installed."""
+        return list(needed)
+
+    def check(self, settings: DesktopSettings, concurrency: int) -> None:
+        """A UserError, before any desktop starts, for settings this backend cannot run ``concurrency`` desktops on."""
+
+    def reap(self) -> int:
+        """Remove what runs on this machine that were killed left behind (local desktops' processes and
+        folders, whichever backend they ran); how many were removed."""
+        from mcpworld.env import leftovers
+
+        return len(leftovers.reap())
+
+
+class BuildFunction(Backend):
+    """A backend given as a plain build function (``package.module:build``, an entry point): the defaults."""
+
+    def __init__(self, build: Callable[[DesktopSettings, Sequence[Program], Sequence[str]], Environment]):
+        self.build = build
+
+    def __call__(self, settings: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+        return self.build(settings, programs, apps)
+
+
 BACKENDS: Registry[Backend] = Registry("env.backend", group="mcpworld.env_backends")
 
 
-@BACKENDS.register("local")
-def _local(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
-    from mcpworld.env.local import LocalEnvironment
+class LocalBackend(Backend):
+    """Desktops on this machine, each in its own cgroup, namespaces and account (env/local.py)."""
 
-    return LocalEnvironment(
-        s.width,
-        s.height,
-        window_manager=s.env.window_manager,
-        settle_policy=settle_policy(s.settle),
-        app_timeout_s=s.env.app_timeout_s,
-        programs=programs,
-        network=str(s.env.network),
-        pool=s.env.pool,
-        files=str(getattr(s.env, "files", "hidden")),
-        hidden=(*s.task_roots, *s.hidden),
-        handed=s.handed,
-    )
+    on_host = True
 
+    def __call__(self, s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+        from mcpworld.env.local import LocalEnvironment
 
-@BACKENDS.register("docker")
-def _docker(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
-    from mcpworld.env import docker_image
-    from mcpworld.env.container import DockerEnvironment
-
-    chosen = list(s.env.apps or apps)
-    image = docker_image.desktop_image(
-        s.env.base_image, docker_image.app_packages(programs, chosen), docker_image.built_apps(programs, chosen)
-    )
-    return DockerEnvironment(
-        s.width,
-        s.height,
-        image=image,
-        client=docker_image.engine(),
-        window_manager=s.env.window_manager,
-        settle_policy=settle_policy(s.settle),
-        app_timeout_s=s.env.app_timeout_s,
-        programs=programs,
-        vnc_public=s.env.vnc.public,
-        start_timeout_s=s.env.start_timeout_s,
-        pool=s.env.pool,
-        read_only=list(s.handed),
-        network=str(s.env.network),
-        hidden=(*s.task_roots, *s.hidden),
-    )
-
-
-@BACKENDS.register("vm")
-def _vm(s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
-    from dataclasses import replace
-
-    from mcpworld.core.errors import UserError
-    from mcpworld.env.vm import VmEnvironment, vm_slots
-
-    vm = s.env.vm
-    slots = vm_slots(vm)  # one VM per desktop of the run
-    if s.slot >= len(slots):
-        raise UserError(
-            f"desktop {s.slot + 1} of the run has no VM: env=vm has {len(slots)} VM(s); set concurrency="
-            f"{len(slots)} or name more VMs in env.vm.urls=[URL,…]"
+        return LocalEnvironment(
+            s.width,
+            s.height,
+            window_manager=s.env.window_manager,
+            settle_policy=settle_policy(s.settle),
+            app_timeout_s=s.env.app_timeout_s,
+            programs=programs,
+            network=str(s.env.network),
+            pool=s.env.pool,
+            files=str(getattr(s.env, "files", "hidden")),
+            hidden=(*s.task_roots, *s.hidden),
+            handed=s.handed,
         )
-    policy = settle_policy(s.settle)  # each frame is an HTTP round trip: poll it less often
-    policy = replace(policy, interval_s=max(policy.interval_s, 0.2), stable_frames=min(policy.stable_frames, 2))
-    return VmEnvironment(
-        s.width,
-        s.height,
-        url=slots[s.slot].url,
-        kind=str(vm.kind),
-        reset_command=slots[s.slot].reset_command,
-        ready_timeout_s=vm.ready_timeout_s,
-        request_timeout_s=vm.request_timeout_s,
-        settle_policy=policy,
-    )
+
+
+class DockerBackend(Backend):
+    """Desktops in containers of an image built from the run's apps (env/container.py)."""
+
+    def __call__(self, s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+        from mcpworld.env import docker_image
+        from mcpworld.env.container import DockerEnvironment
+
+        chosen = list(s.env.apps or apps)
+        image = docker_image.desktop_image(
+            s.env.base_image, docker_image.app_packages(programs, chosen), docker_image.built_apps(programs, chosen)
+        )
+        return DockerEnvironment(
+            s.width,
+            s.height,
+            image=image,
+            client=docker_image.engine(),
+            window_manager=s.env.window_manager,
+            settle_policy=settle_policy(s.settle),
+            app_timeout_s=s.env.app_timeout_s,
+            programs=programs,
+            vnc_public=s.env.vnc.public,
+            start_timeout_s=s.env.start_timeout_s,
+            pool=s.env.pool,
+            read_only=list(s.handed),
+            network=str(s.env.network),
+            hidden=(*s.task_roots, *s.hidden),
+        )
+
+    def programs_for(self, needed: Sequence[Program]) -> list[Program]:
+        """Debian's apps go into the image; those our scripts install it takes from this machine."""
+        return [p for p in needed if p.packages.get("script")]
+
+    def reap(self) -> int:
+        """Local desktops' leftovers, then the containers and networks of killed runs."""
+        from mcpworld.env import docker_image
+        from mcpworld.env.container import reap_containers
+
+        return super().reap() + len(reap_containers(docker_image.engine()))
+
+
+class VmBackend(Backend):
+    """A suite's own VM through its server, one VM per desktop slot (env/vm.py)."""
+
+    stages = False  # one VM per desktop slot: no second desktop to set up while one runs
+
+    def __call__(self, s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
+        from dataclasses import replace
+
+        from mcpworld.core.errors import UserError
+        from mcpworld.env.vm import VmEnvironment, vm_slots
+
+        vm = s.env.vm
+        slots = vm_slots(vm)  # one VM per desktop of the run
+        if s.slot >= len(slots):
+            raise UserError(
+                f"desktop {s.slot + 1} of the run has no VM: env=vm has {len(slots)} VM(s); set concurrency="
+                f"{len(slots)} or name more VMs in env.vm.urls=[URL,…]"
+            )
+        policy = settle_policy(s.settle)  # each frame is an HTTP round trip: poll it less often
+        policy = replace(policy, interval_s=max(policy.interval_s, 0.2), stable_frames=min(policy.stable_frames, 2))
+        return VmEnvironment(
+            s.width,
+            s.height,
+            url=slots[s.slot].url,
+            kind=str(vm.kind),
+            reset_command=slots[s.slot].reset_command,
+            ready_timeout_s=vm.ready_timeout_s,
+            request_timeout_s=vm.request_timeout_s,
+            settle_policy=policy,
+        )
+
+    def programs_for(self, needed: Sequence[Program]) -> list[Program]:
+        return []  # the suite's VM has its own programs
+
+    def check(self, settings: DesktopSettings, concurrency: int) -> None:
+        """The VMs named add up, and there is one for each concurrent episode."""
+        from mcpworld.env.vm import check_vm_pool
+
+        check_vm_pool(settings.env.vm, concurrency)
+
+
+BACKENDS.register("local")(LocalBackend())
+BACKENDS.register("docker")(DockerBackend())
+BACKENDS.register("vm")(VmBackend())
+
+
+def backend_of(name: str) -> Backend:
+    """The backend ``env.backend=name`` names, with what it declares (a plain function: the defaults)."""
+    entry = BACKENDS.get(name)
+    return entry if isinstance(entry, Backend) else BuildFunction(entry)
 
 
 def backend_stages(backend: str) -> bool:
-    """Whether env.stage can hold on ``backend`` (its Environment's ``stages``), asked before any desktop starts."""
-    if backend == "vm":
-        from mcpworld.env.vm import VmEnvironment
-
-        return VmEnvironment.stages
-    return True
+    """Whether env.stage can hold on ``backend`` (``Backend.stages``), asked before any desktop starts."""
+    return backend_of(backend).stages
 
 
 def make_environment(settings: DesktopSettings, programs: Sequence[Program] = (), apps: Sequence[str] = ()) -> Environment:
     """A desktop of the configured backend that can start ``programs`` (the app configs' ones);
     ``apps``: the app configs the run's tasks start (what a docker image must hold)."""
-    return BACKENDS.get(settings.env.backend)(settings, programs, apps)
+    return backend_of(settings.env.backend)(settings, programs, apps)
 
 
 def make_environments(

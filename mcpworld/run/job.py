@@ -25,9 +25,8 @@ from mcpworld.core.result import NOT_JUDGED, EpisodeResult, Status, Termination
 from mcpworld.core.secrets import mask_secrets, register_secrets, strip_secrets
 from mcpworld.core.steps import sudo_needs
 from mcpworld.core.task import Task
-from mcpworld.env import DesktopSettings, check_network, docker_image, leftovers, make_environments
+from mcpworld.env import DesktopSettings, backend_of, check_network, make_environments
 from mcpworld.env.base import Environment
-from mcpworld.env.container import reap_containers
 from mcpworld.evaluation.keysteps import validate_key_steps
 from mcpworld.evaluation.spec import validate_spec
 from mcpworld.evaluation.templates import expand_task
@@ -240,21 +239,17 @@ def needed_programs(task: Task) -> list[Program]:
     return programs_started_by(task, programs())
 
 
-def missing_program(task: Task, backend: str = "local") -> str | None:
+def missing_program(task: Task, backend: str) -> str | None:
     """Why the task cannot start its application here (not installed: the install command), or None.
-    With env=docker the image holds the Debian apps, and takes those our scripts install from here."""
-    if backend == "vm":  # the suite's VM has its own programs
-        return None
-    needed = needed_programs(task)
-    if backend == "docker":  # Debian's apps go into the image; ours it takes from this machine
-        needed = [p for p in needed if p.packages.get("script")]
+    Which of its programs this machine must have is the backend's to say (``Backend.programs_for``)."""
+    needed = backend_of(backend).programs_for(needed_programs(task))
     return next((p.missing_reason() for p in needed if p.missing_reason()), None)
 
 
 def refused_sudo(backend: str, task: Task) -> str | None:
-    """A local desktop never runs a task's sudo (it would be root on this host), unless the sudo only
+    """A desktop on this host never runs a task's sudo (it would be root here), unless the sudo only
     asks for what this machine has already (core/sudo.py)."""
-    if backend != "local":
+    if not backend_of(backend).on_host:
         return None
     needs = sudo_needs(task.setup + list(task.evaluator.get("postconfig") or []))
     return needs[1] if needs else None
@@ -291,14 +286,10 @@ def check_config(cfg: RootConfig) -> None:
             )
     check_resolution_preference(cfg)  # the model file's defaults pick the screen it prefers
     if cfg.env.stage:
-        from mcpworld.env import backend_stages
         from mcpworld.mcp.servers import hosted
 
-        check_stage(cfg.env.backend, backend_stages(cfg.env.backend), cfg.env.mcp_sandbox, hosted(cfg.env.mcp_sandbox))
-    if cfg.env.backend == "vm":  # the VMs named add up, and there is one for each concurrent episode
-        from mcpworld.env.vm import check_vm_pool
-
-        check_vm_pool(cfg.env.vm, cfg.concurrency)
+        check_stage(cfg.env.backend, backend_of(cfg.env.backend).stages, cfg.env.mcp_sandbox, hosted(cfg.env.mcp_sandbox))
+    backend_of(cfg.env.backend).check(DesktopSettings.of(cfg), cfg.concurrency)  # e.g. a VM for each concurrent episode
 
 
 def preflight(cfg: RootConfig) -> ModelInfo:
@@ -361,9 +352,7 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     todo = [(t, a) for t, a in runs if (t.id, a) not in resumed.done]
     if resumed.done or resumed.set_aside:
         print(f"mcpworld: {out}: {resumed.describe(len(todo))}")
-    reaped = len(leftovers.reap())  # folders of local desktops, then containers
-    if cfg.env.backend == "docker":
-        reaped += len(reap_containers(docker_image.engine()))
+    reaped = backend_of(cfg.env.backend).reap()  # what killed runs left: local desktops, containers …
     if reaped:
         print(f"mcpworld: removed {reaped} desktop(s) left behind by killed runs", file=sys.stderr)
     tracker = make_tracker(cfg.tracking)

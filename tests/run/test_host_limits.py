@@ -42,9 +42,10 @@ def test_a_task_whose_program_is_missing_names_the_install_command(monkeypatch):
 
     ghost = Program(app="ghostapp", binary="ghost-not-installed", names=("ghost",), install="apt-get install -y ghost")
     monkeypatch.setattr(experiment, "programs", lambda: (ghost,))
-    assert "apt-get install -y ghost" in missing_program(task(app="ghostapp"))
-    assert "apt-get install -y ghost" in missing_program(task({"launch": {"command": "ghost --new"}}))
-    assert missing_program(task({"launch": {"command": ["xterm"]}})) is None
+    assert "apt-get install -y ghost" in missing_program(task(app="ghostapp"), "local")
+    assert "apt-get install -y ghost" in missing_program(task({"launch": {"command": "ghost --new"}}), "local")
+    assert missing_program(task({"launch": {"command": ["xterm"]}}), "local") is None
+    assert missing_program(task(app="ghostapp"), "vm") is None  # the suite's VM has its own programs
 
 
 def test_with_env_docker_only_apps_our_scripts_install_must_be_here(monkeypatch):
