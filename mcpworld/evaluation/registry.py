@@ -131,7 +131,9 @@ def describe() -> list[tuple[str, str, str]]:
     _load_builtins()
     rows = []
     for kind, table in (("getter", GETTERS), ("metric", METRICS)):
-        for name in sorted(table):
+        for name in group_entries(GROUPS[kind]):  # other installed packages' too
+            _outside(table, kind, name)
+        for name in sorted(n for n in table if not is_reference(n)):
             doc = (table[name].__doc__ or "").strip().splitlines()
             rows.append((kind, name, doc[0] if doc else ""))
     return rows

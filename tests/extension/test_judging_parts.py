@@ -37,6 +37,7 @@ def test_a_metric_and_a_getter_of_another_package_are_found_by_name_and_listed(i
     )
     assert "halves" in registry.metric_names() and "exact_match" in registry.metric_names()
     assert "constant" in registry.getter_names()
+    assert ("metric", "halves", "Half a point per character, at most one.") in registry.describe()  # --list shows it
     assert registry.get_metric("halves")("a") == 0.5
     assert registry.get_getter("constant")(None, {"value": 7}) == 7
 
