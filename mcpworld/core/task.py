@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
-from mcpworld.core.task_parts import KeyStep, ScriptGrader
+from mcpworld.core.task_parts import EvaluatorSpec, KeyStep, ScriptGrader
 
 # OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
 HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
@@ -40,7 +40,7 @@ class Task:
     setup: list[dict[str, Any]] = field(default_factory=list)
     mcp_servers: list[str | dict[str, Any]] = field(default_factory=list)  # catalog names or server mappings
     key_steps: list[KeyStep] = field(default_factory=list)
-    evaluator: dict[str, Any] = field(default_factory=dict)
+    evaluator: EvaluatorSpec | None = None
     handler: Path | None = None
     # an MCPWorld handler's surroundings: {config (evaluator.config), hooks (python hooks),
     # live_hooks (has JS hooks), evaluate_on_completion, root}
@@ -65,8 +65,7 @@ class Task:
 
     @property
     def infeasible(self) -> bool:
-        func = self.evaluator.get("func")
-        return func == "infeasible" or bool(self.evaluator.get("infeasible"))
+        return self.evaluator is not None and self.evaluator.infeasible
 
 
 def read_json(path: Path) -> Any:

@@ -110,3 +110,48 @@ class ScriptGrader:
     python: str | None = None
     claim_done: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """A task's evaluator spec in OSWorld/WAA's shape (``func``, ``result``, ``expected``, ``options``,
+    ``conj``, ``postconfig``; or ``template`` and ``with``), kept in ``spec`` as the task wrote it: the
+    evaluator expands its templates, validates it against its metrics and getters and scores it
+    (``evaluation.spec``), and a loader may point its files at local copies in place. What the
+    harness reads before judging (its postconfig steps, its getters, whether it is infeasible) is read
+    here, in one place."""
+
+    spec: dict[str, object]
+
+    @property
+    def infeasible(self) -> bool:
+        return self.spec.get("func") == "infeasible" or bool(self.spec.get("infeasible"))
+
+    @property
+    def postconfig(self) -> list[dict[str, object]]:
+        """The setup steps run before its getters (the list in ``spec``: changing a step changes the spec)."""
+        steps = self.spec.get("postconfig")
+        return steps if isinstance(steps, list) else []
+
+    def getters(self) -> list[dict[str, object]]:
+        """Its ``result`` and ``expected`` getter configs, each one (a list's entries, none for null)."""
+        found: list[dict[str, object]] = []
+        for key in ("result", "expected"):
+            value = self.spec.get(key)
+            found += [cfg for cfg in (value if isinstance(value, list) else [value]) if isinstance(cfg, dict)]
+        return found
+
+
+def parse_evaluator(value: object, where: str) -> EvaluatorSpec | None:
+    """A task file's ``evaluator`` (None when it has none); TaskFileError naming the file, the key and the fix.
+    Its metrics and getters are checked by name once its templates are expanded (``evaluation.spec``)."""
+    if isinstance(value, EvaluatorSpec):
+        return value
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict):
+        raise part_error(where, "evaluator", value, "must be a mapping: func, result, expected … (or template and with)")
+    steps = value.get("postconfig")
+    if steps is not None and (not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps)):
+        raise part_error(where, "evaluator.postconfig", steps, "must be a list of setup steps (each a mapping, like setup's)")
+    return EvaluatorSpec({str(key): item for key, item in value.items()})

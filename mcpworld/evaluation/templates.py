@@ -17,6 +17,7 @@ import yaml
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.paths import CONF_DIR
+from mcpworld.core.task_parts import EvaluatorSpec
 from mcpworld.tasks.native import render
 
 BUILTIN_FILE = CONF_DIR / "evaluator" / "default.yaml"
@@ -55,7 +56,8 @@ def expand(spec: dict[str, Any], templates: dict[str, Any], where: str) -> dict[
 def expand_task(task: Any, templates: dict[str, Any]) -> None:
     """Expand the task's evaluator and its key-step checks in place."""
     where = str(task.source)
-    task.evaluator = expand(task.evaluator, templates, where)
+    if task.evaluator is not None:
+        task.evaluator = EvaluatorSpec(expand(task.evaluator.spec, templates, where))
     task.key_steps = [
         replace(step, check=expand(dict(step.check), templates, f"{where}: key step {step.name!r}"))
         if step.check is not None

@@ -43,7 +43,7 @@ def judge(
     one started before the agent (else one is started now, for standalone grading)."""
     handler_steps: list[int] = []
     if task.evaluator:
-        plan = validate_spec(task.evaluator, str(task.source))  # 1. the spec
+        plan = validate_spec(task.evaluator.spec, str(task.source))  # 1. the spec
         score, metrics = score_spec(env, plan, final_action)  # 2-3. its getters, then its metrics
     elif task.grader:
         from mcpworld.evaluation.grader import run_grader

@@ -142,7 +142,7 @@ def select_tasks(cfg: RootConfig) -> Selection:
         try:
             expand_task(task, templates)
             if task.evaluator:
-                validate_spec(task.evaluator, str(task.source))
+                validate_spec(task.evaluator.spec, str(task.source))
             validate_key_steps(task.key_steps, str(task.source))
             # a task no tool family of the modality can do is not the agent's to fail: skipped, in no rate
             # a desktop app opens when the task needs a catalog program or its setup launches or opens one
@@ -251,7 +251,7 @@ def refused_sudo(backend: str, task: Task) -> str | None:
     asks for what this machine has already (core/sudo.py)."""
     if not backend_of(backend).on_host:
         return None
-    needs = sudo_needs(task.setup + list(task.evaluator.get("postconfig") or []))
+    needs = sudo_needs(task.setup + (task.evaluator.postconfig if task.evaluator else []))
     return needs[1] if needs else None
 
 

@@ -13,7 +13,7 @@ import yaml
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import validate_steps
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.core.task_parts import parse_key_steps
+from mcpworld.core.task_parts import parse_evaluator, parse_key_steps
 from mcpworld.core.waits import TOOL as WAIT_TOOL
 from mcpworld.core.waits import check_wait
 from mcpworld.tasks.formats import task_format
@@ -173,7 +173,7 @@ def load_task(path: Path, root: Path | None = None) -> Task:
 
     # evaluators may name gold files in the task folder: {type: cache_file, path: "{{ task_dir }}/gold.png"}
     judged = {"task_dir": str(task_dir.resolve()), **params}
-    evaluator = render(dict(data.get("evaluator") or {}), judged, where)
+    evaluator = render(data.get("evaluator"), judged, where)
     handler = task_dir / data["handler"] if data.get("handler") else None
     if handler is not None and not handler.is_file():
         raise TaskFileError(f"{where}: handler {data['handler']!r} does not exist in {task_dir}")
@@ -201,7 +201,7 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         setup=setup,
         mcp_servers=list(data.get("mcp_servers") or []),
         key_steps=parse_key_steps(render(data.get("key_steps"), judged, where), where),
-        evaluator=evaluator,
+        evaluator=parse_evaluator(evaluator, where),
         handler=handler,
         solution=solution,
         workspace=str(data.get("workspace") or "~"),

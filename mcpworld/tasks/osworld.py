@@ -18,6 +18,7 @@ from mcpworld.core.errors import TaskFileError
 from mcpworld.core.shell_words import programs
 from mcpworld.core.steps import REQUIRED, as_bool, unreplayable
 from mcpworld.core.task import Task, read_json
+from mcpworld.core.task_parts import parse_evaluator
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings
 from mcpworld.tasks.windows_paths import map_paths, map_text
@@ -235,7 +236,7 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: b
         dir=path.parent,
         source=path,
         setup=setup,
-        evaluator=evaluator,
+        evaluator=parse_evaluator(evaluator, where),
         format="osworld",
         skip_reason=skip,
         tags=[str(data.get("snapshot", ""))] if data.get("snapshot") else [],

@@ -90,7 +90,7 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def task_commands(task: Task) -> Iterator[tuple[str, Any, bool]]:
     """(where, command, shell) of each command the task runs outside the agent's hands."""
-    for part, steps in (("setup", task.setup), ("postconfig", task.evaluator.get("postconfig") or [])):
+    for part, steps in (("setup", task.setup), ("postconfig", task.evaluator.postconfig if task.evaluator else [])):
         for step in steps:
             kind, params = normalize_step(step)
             command = params.get("command")
@@ -99,12 +99,10 @@ def task_commands(task: Task) -> Iterator[tuple[str, Any, bool]]:
             if kind == "launch" and is_port_forwarder(command_text(command).split()):
                 continue  # OSWorld's socat for Chromium's port: a desktop here serves it itself
             yield part, command, as_bool(params.get("shell", False))
-    for key in ("result", "expected"):
-        value = task.evaluator.get(key)
-        for getter in value if isinstance(value, list) else [value]:
-            if isinstance(getter, dict) and getter.get("command"):
-                command = getter["command"]  # the command getters run a string through bash, a list as argv
-                yield f"grader ({getter.get('type', 'getter')})", command, isinstance(command, str)
+    for getter in task.evaluator.getters() if task.evaluator else []:
+        if getter.get("command"):
+            command = getter["command"]  # the command getters run a string through bash, a list as argv
+            yield f"grader ({getter.get('type', 'getter')})", command, isinstance(command, str)
 
 
 def needed_commands(task: Task) -> list[tuple[str, str]]:

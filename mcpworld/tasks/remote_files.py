@@ -26,15 +26,12 @@ FETCH_HINT = (
 
 def _steps(task: Task) -> Iterator[list[Any]]:
     yield task.setup
-    yield task.evaluator.get("postconfig") or []
+    if task.evaluator is not None:
+        yield task.evaluator.postconfig
 
 
 def _cloud_configs(task: Task) -> Iterator[dict[str, Any]]:
-    for key in ("result", "expected"):
-        value = task.evaluator.get(key)
-        for cfg in value if isinstance(value, list) else [value]:
-            if isinstance(cfg, dict) and cfg.get("type") == "cloud_file":
-                yield cfg
+    yield from (cfg for cfg in task.evaluator.getters() if cfg.get("type") == "cloud_file") if task.evaluator else ()
 
 
 def remote_urls(task: Task) -> list[str]:

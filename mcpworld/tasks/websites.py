@@ -34,21 +34,19 @@ def _urls_in(value: Any) -> Iterator[str]:
 def site_urls(task: Task) -> list[str]:
     """Every http(s) URL the task's steps open and its getters load."""
     urls: list[str] = []
-    for steps in (task.setup, task.evaluator.get("postconfig") or []):
+    for steps in (task.setup, task.evaluator.postconfig if task.evaluator else []):
         for step in steps:
             kind, params = normalize_step(step)
             if kind == "chrome_open_tabs":
                 urls += [str(u) for u in params.get("urls_to_open") or []]
             elif kind in COMMAND_STEPS:
                 urls += _urls_in(params.get("command", ""))
-    for key in ("result", "expected"):
-        value = task.evaluator.get(key)
-        for cfg in value if isinstance(value, list) else [value]:
-            if isinstance(cfg, dict) and cfg.get("type") in FETCHING_GETTERS:
-                # pdf_from_url names its page in "path", as OSWorld's getter reads it
-                where = cfg.get("path") if cfg.get("type") == "pdf_from_url" else cfg.get("url")
-                if where:
-                    urls.append(str(where))
+    for cfg in task.evaluator.getters() if task.evaluator else []:
+        if cfg.get("type") in FETCHING_GETTERS:
+            # pdf_from_url names its page in "path", as OSWorld's getter reads it
+            where = cfg.get("path") if cfg.get("type") == "pdf_from_url" else cfg.get("url")
+            if where:
+                urls.append(str(where))
     return list(dict.fromkeys(u for u in urls if urlparse(u).hostname))
 
 

@@ -15,6 +15,7 @@ from mcpworld.agent.providers.oracle import OracleProvider
 from mcpworld.agent.tools.base import Observation, Tool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.task import Task
+from mcpworld.core.task_parts import EvaluatorSpec
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.mcp.klavis_leases import Leases
 from mcpworld.run.episode import run_episode
@@ -77,7 +78,7 @@ def test_an_episode_whose_hosted_tool_hangs_ends_at_its_timeout_with_nothing_lef
         source=tmp_path / "task.yaml",
         mcp_servers=["filesystem", "github"],
         workspace="~/workspace",
-        evaluator={"func": "infeasible"},
+        evaluator=EvaluatorSpec({"func": "infeasible"}),
         solution={
             "mcp": [
                 {"tool": "filesystem-echo", "args": {"text": "hi"}},

@@ -7,6 +7,7 @@ from pathlib import Path
 from mcpworld.apps.programs import Program
 from mcpworld.core.steps import sudo_command
 from mcpworld.core.task import Task
+from mcpworld.core.task_parts import EvaluatorSpec
 from mcpworld.run.job import missing_program, refused_sudo
 
 
@@ -18,7 +19,7 @@ def task(*setup: dict, app: str = "xterm", postconfig: list | None = None) -> Ta
         dir=Path("."),
         source=Path("task.json"),
         setup=list(setup),
-        evaluator={"func": "exact_match", **({"postconfig": postconfig} if postconfig else {})},
+        evaluator=EvaluatorSpec({"func": "exact_match", **({"postconfig": postconfig} if postconfig else {})}),
     )
 
 

@@ -120,8 +120,8 @@ def test_whole_param_keeps_its_type_but_text_around_it_makes_a_string(tmp_path: 
     text = task.solution["gui"][1]["args"]["text"]
     assert text == "hello\n" and isinstance(text, str)
     # the evaluator is rendered too, with the same rule
-    assert task.evaluator["expected"]["rules"] == {"expected": "hello", "count": 14}
-    assert task.evaluator["result"]["path"] == "~/notes.txt"
+    assert task.evaluator.spec["expected"]["rules"] == {"expected": "hello", "count": 14}
+    assert task.evaluator.spec["result"]["path"] == "~/notes.txt"
 
 
 def test_list_solution_means_gui(tmp_path: Path) -> None:
@@ -323,7 +323,7 @@ def test_builtin_task_is_complete(task: Task) -> None:
         assert Path(task.grader.script).is_file()
         return
     expand_task(task, builtin_templates())  # some use the shared templates of mcpworld/conf/evaluator
-    validate_spec(task.evaluator, str(task.source))
+    validate_spec(task.evaluator.spec, str(task.source))
 
 
 def test_whole_param_instruction_becomes_text(tmp_path):

@@ -99,9 +99,9 @@ def test_localize_points_steps_and_gold_files_at_the_cache(tmp_path, host):
     assert localize(task, FileCache(root=tmp_path / "cache")) is None
     src = Path(task.setup[0]["copy"]["src"])
     assert src.read_bytes() == b"budget" and task.setup[0]["copy"]["dest"] == "/home/user/Budget.xlsx"
-    post = task.evaluator["postconfig"][0]["copy"]
+    post = task.evaluator.postconfig[0]["copy"]
     assert Path(post["src"]).read_bytes() == b"helper"
-    assert Path(task.evaluator["expected"]["path"]).read_bytes() == b"gold"
+    assert Path(task.evaluator.spec["expected"]["path"]).read_bytes() == b"gold"
     assert remote_urls(task) == []
 
 

@@ -15,6 +15,7 @@ from mcpworld.core.shell_words import programs
 from mcpworld.core.steps import sudo_command, sudo_needs
 from mcpworld.core.sudo import sudo_items, without_satisfied
 from mcpworld.core.task import Task
+from mcpworld.core.task_parts import EvaluatorSpec
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.evaluation.standalone import grade
 from mcpworld.tasks.load import load_task_file
@@ -33,7 +34,7 @@ def task(*setup: dict, postconfig: list | None = None, **evaluator) -> Task:
         dir=Path("."),
         source=Path("task.json"),
         setup=list(setup),
-        evaluator={"func": "exact_match", **({"postconfig": postconfig} if postconfig else {}), **evaluator},
+        evaluator=EvaluatorSpec({"func": "exact_match", **({"postconfig": postconfig} if postconfig else {}), **evaluator}),
     )
 
 
@@ -254,7 +255,7 @@ def test_a_waa_calc_task_runs_on_linux_with_its_paths_in_the_home():
         "download": {"url": "https://example.org/task_files/calc/Fill_Blank.xlsx", "dest": "/home/user/Downloads/Fill_Blank.xlsx"}
     }
     assert task.setup[1]["parameters"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
-    assert task.evaluator["result"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
+    assert task.evaluator.spec["result"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
     assert "/home/user/Downloads/Fill_Blank.xlsx" in task.instruction  # the desktop has /home/user
     # on Windows itself (env=vm) the paths stay as written, and a Linux desktop cannot run it as is
     on_windows = load_osworld(SHAPES / "waa" / "libreoffice_calc" / "fill-blanks-WOS.json", windows_home=False)

@@ -6,6 +6,7 @@ import socket
 from pathlib import Path
 
 from mcpworld.core.task import Task
+from mcpworld.core.task_parts import EvaluatorSpec
 from mcpworld.tasks.websites import site_urls, skip_unreachable, why_unreachable
 from tests.fakes.file_server import FileServer
 
@@ -28,7 +29,7 @@ def chrome_task(task_id: str, url: str, **evaluator) -> Task:
             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [url]}},
             {"type": "launch", "parameters": {"command": f"google-chrome {url}/extra", "shell": True}},
         ],
-        evaluator={"func": "exact_match", **evaluator},
+        evaluator=EvaluatorSpec({"func": "exact_match", **evaluator}),
     )
 
 

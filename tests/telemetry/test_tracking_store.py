@@ -174,7 +174,7 @@ def every_result(cfg: Any) -> list[EpisodeResult]:
     out = []
     for task in discover(BUILTIN_TASKS):
         expand_task(task, builtin_templates())
-        names = validate_spec(task.evaluator, str(task.source)).outcome_names() if task.evaluator else []
+        names = validate_spec(task.evaluator.spec, str(task.source)).outcome_names() if task.evaluator else []
         result = EpisodeResult(
             task_id=task.id,
             app=task.app,
