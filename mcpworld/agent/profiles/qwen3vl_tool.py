@@ -38,7 +38,8 @@ class ReferencePrompt(TypedDict):
 @cache
 def reference_prompt() -> ReferencePrompt:
     """The reference's prompt pieces, captured by running it (see the file's ``_source``)."""
-    return json.loads((DATA / "prompts" / "qwen3vl.json").read_text(encoding="utf-8"))
+    prompt: ReferencePrompt = json.loads((DATA / "prompts" / "qwen3vl.json").read_text(encoding="utf-8"))
+    return prompt
 
 
 def clean_keys(keys: JSON) -> str:

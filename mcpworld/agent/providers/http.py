@@ -89,7 +89,7 @@ class HttpProvider(Provider):
         """Exponential backoff with jitter; a server's Retry-After wins (still capped)."""
         if retry_after_s is not None:
             return min(self.retry_cap_s, max(0.0, retry_after_s))
-        delay = min(self.retry_cap_s, self.retry_base_s * (2**n))
+        delay = min(self.retry_cap_s, self.retry_base_s * (2.0**n))
         return delay * (0.5 + random.random() / 2)
 
     async def timed(self, request: Callable[[], Awaitable[Reply]], url: str) -> Reply:

@@ -31,7 +31,7 @@ class OpenAICompatProvider(HttpProvider):
         temperature: float | None = None,
         max_tokens: int | None = None,
         seed: int | None = None,
-        extra_body: dict | None = None,
+        extra_body: Mapping[str, object] | None = None,
         label: str = "openai_compat",
         context_length: int | None = None,
         top_p: float | None = None,
