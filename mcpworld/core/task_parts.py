@@ -66,7 +66,8 @@ def parse_key_step(step: object, key: str, where: str) -> KeyStep:
         raise TaskFileError(f"{where}: {key} needs a 'name' (what the agent has reached), got {step!r}")
     label = f"{where}: {key} ({step['name']})"
     if sum(kind in step for kind in KEY_STEP_KINDS) != 1:
-        raise TaskFileError(f"{label} needs exactly one of 'event', 'check' or 'handler_index'")
+        given = sorted(str(key) for key in step if key != "name")
+        raise TaskFileError(f"{label} needs exactly one of 'event', 'check' or 'handler_index', got {given or 'none'}")
     name = str(step["name"])
     if "event" in step:
         return KeyStep(name, event=_event_pattern(step["event"], label))

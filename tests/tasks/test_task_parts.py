@@ -1,0 +1,100 @@
+"""A task's typed parts (core/task_parts.py): parsed once at load, one error naming the file, the key,
+the value and the fix; what the harness reads of an evaluator spec read in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcpworld.core.errors import TaskFileError
+from mcpworld.core.task_parts import EvaluatorSpec, EventPattern, KeyStep, parse_evaluator, parse_key_steps
+from mcpworld.tasks.native import load_task
+
+TASK = """\
+app: mousepad
+instruction: Write done.
+evaluator:
+  func: exact_match
+  result: {type: content_from_vm_file, path: ~/out.txt}
+  expected: {type: rule, rules: {expected: done}}
+"""
+
+
+def write(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True)
+    path = folder / "task.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_task_files_key_steps_are_typed_at_load(tmp_path):
+    path = write(
+        tmp_path / "t",
+        TASK
+        + "key_steps:\n"
+        + "  - {name: read, event: {type: tool_call, match: {tool: '^bash$'}}}\n"
+        + "  - {name: saved, check: {template: file_says, with: {path: ~/out.txt}}}\n",
+    )
+    read, saved = load_task(path).key_steps
+    assert read == KeyStep("read", event=EventPattern("tool_call", {"tool": "^bash$"}))
+    assert saved.check == {"template": "file_says", "with": {"path": "~/out.txt"}}  # as written: templates expand it later
+    assert read.event is not None and read.event.matches({"type": "tool_call", "tool": "bash"})
+    assert not read.event.matches({"type": "tool_call", "tool": "bashful"})
+    assert not read.event.matches({"type": "llm_call", "tool": "bash"})
+
+
+@pytest.mark.parametrize(
+    "key_steps, says",
+    [
+        (
+            "  - {name: x, event: {type: a}, handler_index: 2}",
+            "key_steps[0] (x) needs exactly one of 'event', 'check' or 'handler_index', got ['event', 'handler_index']",
+        ),
+        ("  - {name: x, handler_index: true}", "key_steps[0] (x): handler_index must be an integer from 1"),
+        ("  - {name: x, event: {type: a, match: [tool]}}", "key_steps[0] (x): event.match must map event fields to regexes"),
+    ],
+)
+def test_a_bad_key_step_is_one_error_naming_the_file_and_the_step(tmp_path, key_steps, says):
+    path = write(tmp_path / "t", TASK + "key_steps:\n" + key_steps + "\n")
+    with pytest.raises(TaskFileError) as err:
+        load_task(path)
+    assert str(err.value).startswith(f"{path}: ") and says in str(err.value)
+
+
+def test_key_steps_must_be_a_list():
+    with pytest.raises(TaskFileError, match=r"t.yaml: key_steps = \{'name': 'x'\}: must be a list"):
+        parse_key_steps({"name": "x"}, "t.yaml")
+
+
+def test_an_evaluator_is_parsed_once_with_its_postconfig_and_getters_read_in_one_place():
+    spec = parse_evaluator(
+        {
+            "func": ["a", "b"],
+            "result": [{"type": "x"}, {"type": "y"}],
+            "expected": [None, {"type": "rule"}],
+            "postconfig": [{"sleep": 1}],
+        },
+        "t.json",
+    )
+    assert spec is not None and not spec.infeasible
+    assert spec.getters() == [{"type": "x"}, {"type": "y"}, {"type": "rule"}]
+    assert spec.postconfig == [{"sleep": 1}]
+    spec.postconfig[0] = {"sleep": 2}  # a loader pointing a step at a local copy changes the spec itself
+    assert spec.spec["postconfig"] == [{"sleep": 2}]
+    assert parse_evaluator({}, "t.json") is None and parse_evaluator(None, "t.json") is None
+    assert EvaluatorSpec({"func": "infeasible"}).infeasible and EvaluatorSpec({"infeasible": True, "func": "x"}).infeasible
+
+
+@pytest.mark.parametrize(
+    "evaluator, says",
+    [
+        ("exact_match", "t.json: evaluator = 'exact_match': must be a mapping"),
+        ({"func": "x", "postconfig": {"sleep": 1}}, "t.json: evaluator.postconfig = {'sleep': 1}: must be a list of setup steps"),
+        ({"func": "x", "postconfig": ["sleep"]}, "t.json: evaluator.postconfig = ['sleep']: must be a list of setup steps"),
+    ],
+)
+def test_a_bad_evaluator_is_one_error_naming_the_file_key_value_and_fix(evaluator, says):
+    with pytest.raises(TaskFileError) as err:
+        parse_evaluator(evaluator, "t.json")
+    assert says in str(err.value)
