@@ -95,6 +95,19 @@ def text_of(content: Content | None) -> str:
     return "".join(p["text"] for p in content if p["type"] == "text")
 
 
+# Reading a body whose shape varies by server: what is not of the expected kind reads as empty.
+
+
 def as_object(value: JSON) -> JSONObject:
-    """``value`` when it is a JSON object, else an empty one (reading a body whose shape varies)."""
+    """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def as_list(value: JSON) -> list[JSON]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def as_count(value: JSON) -> int:
+    """A token count as servers send it (a number, sometimes a numeric string); absent or null is 0."""
+    return int(value) if isinstance(value, (int, float, str)) and value else 0

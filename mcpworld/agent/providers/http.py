@@ -14,11 +14,11 @@ import json
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx
 
+from mcpworld.agent.messages import JSON, JSONObject
 from mcpworld.agent.providers.base import Provider, Reply
 from mcpworld.core.errors import EndpointUnreachable, InfraError
 
@@ -49,7 +49,7 @@ class HttpProvider(Provider):
         start_hint: str = "",
         retry_base_s: float = 0.5,
         retry_cap_s: float = 8.0,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
@@ -117,7 +117,7 @@ class HttpProvider(Provider):
     async def post(
         self,
         path: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         headers: dict[str, str],
         read_stream: Callable[[httpx.Response, float], Awaitable[Reply]],
         read_json: Callable[[httpx.Response], Reply],
@@ -141,7 +141,7 @@ class HttpProvider(Provider):
 
         return await self.timed(request, url)
 
-    def json_body(self, resp: httpx.Response) -> dict[str, Any]:
+    def json_body(self, resp: httpx.Response) -> JSONObject:
         """A non-streamed reply's JSON object; InfraError (key scrubbed) for anything else."""
         try:
             body = resp.json()
@@ -150,7 +150,8 @@ class HttpProvider(Provider):
             raise InfraError(self.scrub(msg)) from exc
         if not isinstance(body, dict):
             raise InfraError(self.scrub(f"{self.label} endpoint {self.base_url} sent {excerpt(body)}"))
-        return body
+        parsed: JSONObject = body
+        return parsed
 
     def http_error(self, resp: httpx.Response) -> Exception:
         """429/5xx (and Anthropic's 529 overloaded) are transient; any other 4xx is a config problem."""
@@ -160,7 +161,7 @@ class HttpProvider(Provider):
             return Retryable(InfraError(msg), retry_after(resp))
         return InfraError(msg)
 
-    def body_error(self, error: Any, where: str = "stream error") -> Exception:
+    def body_error(self, error: JSON, where: str = "stream error") -> Exception:
         """An error object a server put inside a 200 reply: retried when it says the server is
         overloaded or failed (an HTTP 429/5xx in disguise), else raised at once."""
         exc = InfraError(self.scrub(f"{self.label} {where}: {excerpt(error)}"))
@@ -224,7 +225,7 @@ TRANSIENT = re.compile(
 )
 
 
-def is_transient(error: Any) -> bool:
+def is_transient(error: JSON) -> bool:
     """Whether an in-body error object (``{"message", "type", "code"}`` or a string) says "try
     again": a 429/5xx code, or a type or message naming an overload, rate limit or server fault."""
     if isinstance(error, dict):
@@ -261,7 +262,7 @@ def retry_after(resp: httpx.Response) -> float | None:
         return None
 
 
-def excerpt(value: Any) -> str:
+def excerpt(value: object) -> str:
     text = one_line(value if isinstance(value, str) else json.dumps(value))
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 

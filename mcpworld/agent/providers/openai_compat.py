@@ -10,11 +10,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
-from mcpworld.agent.messages import HARNESS_KEYS, Message, ToolSchema, text_of
+from mcpworld.agent.messages import (
+    HARNESS_KEYS,
+    JSON,
+    JSONObject,
+    Message,
+    ToolSchema,
+    as_count,
+    as_list,
+    as_object,
+    text_of,
+)
 from mcpworld.agent.providers.base import ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, sse_payloads
@@ -139,12 +149,13 @@ class OpenAICompatProvider(HttpProvider):
         if error is not None:
             raise self.body_error(error, "error")
         acc = Accumulator()
-        choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or choice.get("delta") or {}
-        acc.add_delta({**message, "tool_calls": [{**tc, "index": i} for i, tc in enumerate(message.get("tool_calls") or [])]})
+        choice = as_object((as_list(body.get("choices")) or [{}])[0])
+        message = as_object(choice.get("message") or choice.get("delta") or {})
+        calls: list[JSON] = [{**as_object(tc), "index": i} for i, tc in enumerate(as_list(message.get("tool_calls")))]
+        acc.add_delta({**message, "tool_calls": calls})
         if body.get("usage"):
-            acc.usage = _usage(body["usage"])
-        acc.finish = choice.get("finish_reason")
+            acc.usage = _usage(as_object(body["usage"]))
+        acc.finish = _finish(choice.get("finish_reason"))
         return acc.reply(None, self.text_calls)
 
 
@@ -178,6 +189,20 @@ def split_thinking(text: str) -> tuple[str, str]:
     return "".join(answer).strip() if reasoning else "".join(answer), "\n".join(r.strip() for r in reasoning)
 
 
+class PendingCall(TypedDict):
+    """A tool call as its streamed pieces add up."""
+
+    id: str
+    name: str
+    arguments: str  # the JSON text so far
+    index: JSON  # the server's index for it (None: it sent none)
+
+
+def _finish(value: JSON) -> str | None:
+    """A finish reason as the server wrote it (None: not yet, or none)."""
+    return None if value is None else str(value)
+
+
 class Accumulator:
     """What the deltas of one reply add up to. Every server's quirks are handled here, once, for
     streamed chunks and whole JSON messages alike (a message is one big delta)."""
@@ -186,24 +211,24 @@ class Accumulator:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.refusal: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: dict[int, PendingCall] = {}
         self.usage: Usage | None = None
         self.finish: str | None = None
 
-    def add_chunk(self, chunk: dict[str, Any]) -> bool:
+    def add_chunk(self, chunk: JSONObject) -> bool:
         """One streamed chunk; True when it carried generated output (for time to first token)."""
         if chunk.get("usage"):  # the usage chunk, or continuous usage in every chunk (vLLM): the last wins
-            self.usage = _usage(chunk["usage"])
+            self.usage = _usage(as_object(chunk["usage"]))
         got = False
-        for choice in chunk.get("choices") or []:
+        for choice in as_list(chunk.get("choices")):
             if not isinstance(choice, dict):
                 continue
-            got = self.add_delta(choice.get("delta") or choice.get("message") or {}) or got
+            got = self.add_delta(as_object(choice.get("delta") or choice.get("message") or {})) or got
             if choice.get("finish_reason"):
-                self.finish = choice["finish_reason"]
+                self.finish = _finish(choice["finish_reason"])
         return got
 
-    def add_delta(self, delta: dict[str, Any]) -> bool:
+    def add_delta(self, delta: JSONObject) -> bool:
         """One delta (or a whole message): answer, reasoning, refusal and tool-call pieces."""
         got = False
         content = delta.get("content")
@@ -216,23 +241,24 @@ class Accumulator:
         # Reasoning is output too: time to first token should not include a model's thinking time.
         # Servers name it differently (vLLM/DeepSeek reasoning_content, Ollama/OpenRouter reasoning);
         # some send the same text under two names, so one is taken.
-        thinking = next((delta[k] for k in REASONING_KEYS if isinstance(delta.get(k), str) and delta[k]), "")
+        thinking = next((v for v in (delta.get(k) for k in REASONING_KEYS) if isinstance(v, str) and v), "")
         if thinking:
             self.reasoning.append(thinking)
             got = True
         if delta.get("refusal"):
             self.refusal.append(str(delta["refusal"]))
             got = True
-        for frag in delta.get("tool_calls") or []:
+        for frag in as_list(delta.get("tool_calls")):
             if isinstance(frag, dict):
                 merge_tool_fragment(self.calls, frag)
                 got = True
-        if isinstance(delta.get("function_call"), dict) and not delta.get("tool_calls"):  # the legacy single-call field
-            merge_tool_fragment(self.calls, {"index": 0, "function": delta["function_call"]})
+        legacy = delta.get("function_call")
+        if isinstance(legacy, dict) and not delta.get("tool_calls"):  # the legacy single-call field
+            merge_tool_fragment(self.calls, {"index": 0, "function": legacy})
             got = True
         return got
 
-    def _add_part(self, part: Any) -> bool:
+    def _add_part(self, part: JSON) -> bool:
         if isinstance(part, str):
             self.text.append(part)
             return bool(part)
@@ -241,7 +267,7 @@ class Accumulator:
         if part.get("type") in ("thinking", "reasoning"):
             inner = part.get("thinking") or part.get("reasoning") or part.get("text") or ""
             if isinstance(inner, list):
-                inner = "".join(p.get("text", "") for p in inner if isinstance(p, dict))
+                inner = "".join(str(p.get("text", "")) for p in inner if isinstance(p, dict))
             self.reasoning.append(str(inner))
             return bool(inner)
         if part.get("type") == "refusal":
@@ -269,7 +295,7 @@ class Accumulator:
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 
 
-def body_error(body: dict[str, Any]) -> Any:
+def body_error(body: JSONObject) -> JSON:
     """The error a 200 body or stream chunk carries, in any server's shape: ``{"error": …}``
     (OpenAI, vLLM, Ollama, OpenRouter) or vLLM's older top-level ``{"object": "error", "message": …}``."""
     if body.get("error"):
@@ -283,7 +309,7 @@ def _reply(
     text: str,
     reasoning: str,
     refusal: str,
-    calls: dict[int, dict[str, Any]],
+    calls: dict[int, PendingCall],
     usage: Usage | None,
     finish: str | None,
     ttft: float | None,
@@ -303,14 +329,14 @@ def _reply(
     )
 
 
-def _calls(calls: dict[int, dict[str, Any]], text: str) -> tuple[str, list[ToolCall]]:
+def _calls(calls: dict[int, PendingCall], text: str) -> tuple[str, list[ToolCall]]:
     """Structured tool calls when the server parsed them, else the ones written into the text."""
     if calls:
         return text, [_to_tool_call(i, calls[i]) for i in sorted(calls)]
     return calls_in_text(text)
 
 
-def merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) -> None:
+def merge_tool_fragment(calls: dict[int, PendingCall], frag: JSONObject) -> None:
     """Streamed tool calls arrive in pieces keyed by ``index``, the arguments string split. A piece
     with a new ``id`` starts a new call even when its index repeats (Ollama before 0.20.6 sends
     parallel calls all at index 0); a piece without an id continues the latest call at its index
@@ -320,7 +346,7 @@ def merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) 
     fn = frag.get("function")
     if not isinstance(fn, dict):
         fn = {}
-    name, args = fn.get("name"), fn.get("arguments")
+    name, args = str(fn.get("name") or ""), fn.get("arguments")
     piece = json.dumps(args) if isinstance(args, dict) else str(args or "")
     same_id = [k for k, c in calls.items() if fid and c["id"] == fid]
     at_index = [k for k, c in calls.items() if idx is None or c["index"] == idx]
@@ -332,7 +358,7 @@ def merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) 
         key = max(calls, default=-1) + 1
     acc = calls.setdefault(key, {"id": "", "name": "", "arguments": "", "index": idx})
     if fid:
-        acc["id"] = fid
+        acc["id"] = str(fid)
     if name and not acc["arguments"] and name != acc["name"]:
         acc["name"] += name  # a name in pieces; a server that repeats the whole name on every piece adds nothing
     elif name and not acc["name"]:
@@ -340,7 +366,7 @@ def merge_tool_fragment(calls: dict[int, dict[str, Any]], frag: dict[str, Any]) 
     acc["arguments"] += piece
 
 
-def _restarts(acc: dict[str, Any], piece: str) -> bool:
+def _restarts(acc: PendingCall, piece: str) -> bool:
     """Whether ``piece`` begins a new arguments object after ``acc``'s complete one."""
     if not piece.lstrip().startswith("{") or not acc["arguments"].strip():
         return False
@@ -350,16 +376,16 @@ def _restarts(acc: dict[str, Any], piece: str) -> bool:
         return False
 
 
-def _to_tool_call(i: int, acc: dict[str, Any]) -> ToolCall:
+def _to_tool_call(i: int, acc: PendingCall) -> ToolCall:
     return ToolCall(id=acc["id"] or f"call_{i}", name=acc["name"], arguments=parse_arguments(acc["arguments"]))
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
+def _usage(raw: JSONObject) -> Usage:
     return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
+        input_tokens=as_count(raw.get("prompt_tokens")),
+        output_tokens=as_count(raw.get("completion_tokens")),
         # OpenAI's prompt-cache hits (part of prompt_tokens); vLLM and Ollama send none
-        cached_input_tokens=int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
+        cached_input_tokens=as_count(as_object(raw.get("prompt_tokens_details")).get("cached_tokens")),
     )
 
 
