@@ -19,7 +19,7 @@ from mcpworld.telemetry.trace import Trace
 from tests.agent.test_anthropic import make as anthropic
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.test_config import make
+from tests.helpers.config import make
 
 SONNET = PriceConfig(input=3.0, output=15.0, cached_input=0.3)  # USD per 1M tokens
 

@@ -17,9 +17,9 @@ from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.errors import EndpointUnreachable, InfraError
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
-from tests.agent.test_tools import FakeDesktop
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.scripted_server import free_port
+from tests.helpers.environments import FakeDesktop
 
 USER = [{"role": "user", "content": "hi"}]
 SHOT = image_part(b"\xff\xd8fake-jpeg", "jpeg")  # data:image/jpeg;base64,...

@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw
 
 from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.computer import image_size
-from tests.agent.test_tools import FakeDesktop
+from tests.helpers.environments import FakeDesktop
 
 CONF = Path(__file__).resolve().parents[2] / "mcpworld" / "conf"
 MODELS = {

@@ -21,8 +21,8 @@ from mcpworld.core.errors import EndpointUnreachable, InfraError
 from mcpworld.core.result import EpisodeResult
 from mcpworld.env.screen import encode
 from mcpworld.telemetry.trace import Trace, read_trace
-from tests.agent.test_tools import FakeDesktop
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.helpers.environments import FakeDesktop
 
 
 class Scripted(Provider):

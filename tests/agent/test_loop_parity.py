@@ -21,9 +21,9 @@ from mcpworld.agent.tools.computer import ComputerTool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace, read_trace
-from tests.agent.test_tools import FakeDesktop
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.helpers.environments import FakeDesktop
 
 LOOP = Path(__file__).resolve().parents[1] / "data" / "parity" / "loop"
 SCREEN = (1920, 1080)

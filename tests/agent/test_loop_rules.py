@@ -17,7 +17,7 @@ from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace, read_trace
 from tests.agent.test_loop import Scripted
-from tests.agent.test_tools import FakeDesktop
+from tests.helpers.environments import FakeDesktop
 
 PROFILES = {
     "qwen3vl": ModelView(name="qwen3vl_32b", id="Qwen/Qwen3-VL-32B-Instruct", coordinates="normalized_1000"),

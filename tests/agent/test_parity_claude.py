@@ -27,7 +27,7 @@ from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap, image_size
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.env.screen import encode
-from tests.agent.test_tools import FakeDesktop
+from tests.helpers.environments import FakeDesktop
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "parity" / "claude"
 SCREEN = (1920, 1080)

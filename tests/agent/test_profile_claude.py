@@ -23,8 +23,8 @@ from mcpworld.agent.tools.computer import VERSIONS, ComputerTool, CoordinateMap
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
-from tests.agent.test_tools import FakeDesktop
 from tests.fakes.anthropic_server import FakeAnthropicServer
+from tests.helpers.environments import FakeDesktop
 
 
 def claude(computer_tool: str | None = "computer_20250124", image_max: tuple[int, int] | None = None) -> ClaudeProfile:
@@ -363,7 +363,7 @@ async def test_the_openai_compatible_request_carries_none_of_the_neutral_keys(tm
 
 def test_a_legacy_preset_warns_once_and_current_ones_do_not(capsys: pytest.CaptureFixture[str]) -> None:
     from mcpworld.agent.providers import _WARNED, ProviderSettings, make_provider
-    from tests.test_config import make
+    from tests.helpers.config import make
 
     _WARNED.clear()  # once per process: forget what earlier tests were warned of
     for model in ("claude_3_5_sonnet", "claude_3_5_sonnet", "claude_sonnet_4_5"):
@@ -377,7 +377,7 @@ def test_a_legacy_preset_warns_once_and_current_ones_do_not(capsys: pytest.Captu
 
 
 def test_the_presets_name_their_tool_versions_betas_and_prices() -> None:
-    from tests.test_config import make
+    from tests.helpers.config import make
 
     expected = {
         "claude_sonnet_4_5": ("computer_20250124", "computer-use-2025-01-24", 3.0),

@@ -19,7 +19,7 @@ from mcpworld.agent.profiles.gemma import GemmaProfile
 from mcpworld.agent.profiles.pycalls import calls_in_text, render_calls
 from mcpworld.agent.providers.base import Reply, ToolCall
 from mcpworld.agent.tools.computer import ComputerTool
-from tests.agent.test_tools import FakeDesktop
+from tests.helpers.environments import FakeDesktop
 
 FIXTURE = json.loads((Path(__file__).parents[1] / "data" / "parity" / "gemma" / "conversation.json").read_text())
 CONF = Path(__file__).parents[2] / "mcpworld" / "conf" / "model"

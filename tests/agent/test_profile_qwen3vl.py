@@ -29,8 +29,8 @@ from mcpworld.agent.tools.computer import ComputerTool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
-from tests.agent.test_tools import FakeDesktop
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.helpers.environments import FakeDesktop
 
 PARITY = Path(__file__).resolve().parents[1] / "data" / "parity" / "qwen3vl"
 RUNS = {r["label"]: r for r in json.loads((PARITY / "runs.json").read_text())}

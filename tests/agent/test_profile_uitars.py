@@ -19,7 +19,7 @@ from mcpworld.agent.providers.base import Reply
 from mcpworld.agent.tools.base import OffScreen
 from mcpworld.agent.tools.computer import ComputerTool
 from mcpworld.agent.tools.done import DoneTool
-from tests.agent.test_tools import FakeDesktop
+from tests.helpers.environments import FakeDesktop
 
 PARITY = Path(__file__).parents[1] / "data" / "parity" / "uitars"
 CONF = Path(__file__).parents[2] / "mcpworld" / "conf" / "model" / "ui_tars_1_5_7b.yaml"

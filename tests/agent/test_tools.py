@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.base import OffScreen, ToolError
@@ -15,33 +14,7 @@ from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.computer import ACTIONS, ComputerTool, CoordinateMap
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.errors import UserError
-from tests.evaluation.conftest import DirEnvironment
-
-
-class FakeDesktop(DirEnvironment):
-    """DirEnvironment (real bash in a temp home) plus a recorded, screenshot-returning desktop."""
-
-    def __init__(self, root: Path, width: int = 1000, height: int = 1000) -> None:
-        super().__init__(root)
-        self.width, self.height = width, height
-        self.actions: list[dict[str, Any]] = []
-        self.cursor = (0, 0)
-        self.screenshots = 0
-        self.settles = 0
-
-    def screenshot(self) -> Image.Image:
-        self.screenshots += 1
-        return Image.new("RGB", (self.width, self.height), "white")
-
-    def act(self, action: dict[str, Any]) -> None:
-        self.actions.append(dict(action))
-
-    def settle(self, before=None) -> Image.Image:
-        self.settles += 1
-        return self.screenshot()
-
-    def cursor_position(self) -> tuple[int, int]:
-        return self.cursor
+from tests.helpers.environments import FakeDesktop
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from mcpworld.core.errors import TaskFileError
 from mcpworld.tasks.native import load_task
 from mcpworld.tasks.solutions import read_solution
 from tests.agent.test_loop import Scripted, call, events, gui_tools, make_loop, run
-from tests.agent.test_tools import FakeDesktop
+from tests.helpers.environments import FakeDesktop
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from mcpworld.run.episode import run_episode
 from mcpworld.tasks.select import discover
 from mcpworld.telemetry.energy.meter import EnergyMeter
 from mcpworld.telemetry.gpu import Sample
-from tests.test_config import make
+from tests.helpers.config import make
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 WATTS = 150.0

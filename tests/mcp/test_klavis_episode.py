@@ -20,7 +20,7 @@ from mcpworld.mcp.install import servers_dir
 from mcpworld.mcp.servers import McpSettings, episode_servers
 from tests.fakes.klavis_server import FakeKlavisServer
 from tests.fakes.scripted_server import free_port
-from tests.test_config import make
+from tests.helpers.config import make
 
 pytestmark = pytest.mark.slow
 PROXY_TOKEN = "proxy-token-for-the-test"  # the proxy standing in for Klavis's server takes the token in its URL

@@ -17,7 +17,7 @@ from mcpworld.core.task import Task
 from mcpworld.tasks.formats import FORMATS
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.settings import PcCanarySettings, TaskSelection, TaskSettings, ToolathlonSettings
-from tests.test_config import make
+from tests.helpers.config import make
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PCCANARY = DATA / "pccanary_fixture"  # a miniature PC-Canary checkout

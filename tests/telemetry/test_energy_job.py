@@ -11,7 +11,7 @@ import pytest
 from mcpworld.run import job
 from mcpworld.telemetry.energy import factory
 from tests.fakes.nvml import FakeNvml, SteadyGpu
-from tests.test_config import make
+from tests.helpers.config import make
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
