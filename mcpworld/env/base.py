@@ -184,6 +184,12 @@ class Environment(abc.ABC):
     def kill(self) -> None:
         """Stop the desktop's processes now, from any thread (used when a run is interrupted)."""
 
+    def window_rows(self) -> list[tuple[str, str, str]]:
+        """(title, class, geometry) of each managed window, through the desktop's shell (env/window_rows.py)."""
+        from mcpworld.env.window_rows import LIST_WINDOWS, parse
+
+        return parse(self.shell(LIST_WINDOWS, timeout=10).stdout)
+
     def accessibility_tree(self, timeout_s: float = 60.0) -> str:
         """The live AT-SPI tree of the desktop as XML (see ``a11y_dump``), read by the
         distribution's python3-pyatspi inside the environment's display and D-Bus session."""

@@ -18,6 +18,7 @@ from Xlib import X
 from Xlib import error as xerror
 from Xlib.protocol import event as xevent
 
+from mcpworld.env.window_rows import WindowRow, xprop_class
 from mcpworld.env.xconnection import open_display
 
 # (the suite machine's name, this desktop's name) of the same window: OSWorld's Ubuntu runs Google
@@ -72,8 +73,13 @@ class Windows:
         self.d.sync()
         return True
 
-    def list(self) -> list[tuple[int, str, str]]:
-        """(window id, title, WM_CLASS joined by '.') of each managed window."""
+    def rows(self) -> list[WindowRow]:
+        """Each managed window as ``wait_for`` reads it (env/window_rows.py): title, class as xprop
+        prints it, and where it is (position on the screen and size)."""
+        return [(title, xprop_class(cls), place) for _, title, cls, place in self._described(placed=True)]
+
+    def _described(self, placed: bool = False) -> list[tuple[int, str, tuple[str, ...], str]]:
+        """(window id, title, WM_CLASS strings, and with ``placed`` "x,y WxH") of each managed window."""
         prop = self.root.get_full_property(self._client_list, X.AnyPropertyType)
         out = []
         for wid in prop.value if prop else []:
@@ -81,11 +87,19 @@ class Windows:
             try:
                 title_prop = win.get_full_property(self._net_name, self._utf8)
                 title = title_prop.value.decode("utf-8", "replace") if title_prop else (win.get_wm_name() or "")
-                cls = win.get_wm_class() or ()
-            except xerror.XError:
+                cls = tuple(win.get_wm_class() or ())
+                place = ""
+                if placed:
+                    size, at = win.get_geometry(), win.translate_coords(self.root, 0, 0)
+                    place = f"{-at.x},{-at.y} {size.width}x{size.height}"
+            except xerror.XError:  # gone meanwhile
                 continue
-            out.append((wid, str(title), ".".join(cls)))
+            out.append((wid, str(title), cls, place))
         return out
+
+    def list(self) -> list[tuple[int, str, str]]:
+        """(window id, title, WM_CLASS joined by '.') of each managed window."""
+        return [(wid, title, ".".join(cls)) for wid, title, cls, _ in self._described()]
 
     def find(self, pattern: str, ignore: Collection[int] = ()) -> int | None:
         """First window whose title or class matches the regex (case-insensitive), not in ``ignore``."""

@@ -83,3 +83,23 @@ async def test_a_window_still_moving_is_not_there_yet(tmp_path: Path) -> None:
             assert time.monotonic() - began >= 1.3  # not while it moved
         finally:
             app.close()
+
+
+def test_the_in_process_window_rows_read_as_the_shell_listing(tmp_path: Path) -> None:
+    """env=local reads the windows from its X server; docker and vm list them through the shell
+    (Environment.window_rows): the same title and class, the same size (where a window is only ever
+    compared with where it was a poll before: xdotool's position leaves out the frame's offset)."""
+    import re
+
+    from mcpworld.env.base import Environment
+
+    task = make_task(tmp_path, [{"launch": {"command": ["mousepad", "~/docs/notes.txt"], "window": "notes.txt"}}])
+    with LocalEnvironment(1000, 1000) as env:
+        env.reset(task, tmp_path / "ep")
+        native, listed = env.window_rows(), Environment.window_rows(env)
+        assert [(t, c) for t, c, _ in native] == [(t, c) for t, c, _ in listed]
+        assert any("notes.txt" in t and c == '"mousepad", "Mousepad"' for t, c, _ in native), native
+        for (_, _, place), (_, _, shown) in zip(native, listed, strict=True):
+            found = re.search(r"Position: (\d+),(\d+).*Geometry: (\d+)x(\d+)", shown)
+            assert found, shown
+            assert re.fullmatch(r"-?\d+,-?\d+ (\d+x\d+)", place).group(1) == "{}x{}".format(*found.groups()[2:])

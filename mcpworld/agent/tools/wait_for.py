@@ -29,14 +29,6 @@ A11Y_TIMEOUT_S = 20.0  # one read of the accessibility tree (a big document's ta
 OCR_SCALE = 2  # a region's text (≈ 12 px) read at twice its size: Tesseract misreads small glyphs …
 OCR_MAX_PIXELS = 1_000_000  # … unless that makes the image bigger than this (a whole screen: read as it is)
 _STATE = "{" + NAMESPACES["st"] + "}"
-# every managed window (EWMH's client list): "<title>\t<WM_CLASS>\t<geometry>" per line; xprop and
-# xdotool are in every desktop (x11-utils, xdotool), local or in the container
-LIST_WINDOWS = (
-    "for w in $(xprop -root _NET_CLIENT_LIST 2>/dev/null | grep -o '0x[0-9a-fA-F]*'); do "
-    'printf \'%s\\t%s\\t%s\\n\' "$(xdotool getwindowname "$w" 2>/dev/null)" '
-    '"$(xprop -id "$w" WM_CLASS 2>/dev/null | sed -n \'s/^[^=]*= //p\')" '
-    "\"$(xdotool getwindowgeometry \"$w\" 2>/dev/null | tr '\\n' ' ')\"; done"
-)
 
 
 class WaitForTool(Tool):
@@ -254,9 +246,7 @@ class WaitForTool(Tool):
 
     def _windows(self) -> list[tuple[str, str, str]]:
         """(title, class, geometry) of each managed window."""
-        result = self.env.shell(LIST_WINDOWS, timeout=10)
-        rows = ((line.split("\t") + ["", ""])[:3] for line in result.stdout.splitlines())
-        return [(title, cls, geometry) for title, cls, geometry in rows]
+        return self.env.window_rows()
 
     def _matching(self, pattern: str) -> tuple[str, str, str] | None:
         """The first window whose title or class matches (case-insensitive, as setup's ``window:``
