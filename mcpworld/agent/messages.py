@@ -108,6 +108,6 @@ def as_list(value: JSON) -> list[JSON]:
     return value if isinstance(value, list) else []
 
 
-def as_count(value: JSON) -> int:
-    """A token count as servers send it (a number, sometimes a numeric string); absent or null is 0."""
+def as_int(value: JSON) -> int:
+    """A count or index as servers send it (a number, sometimes a numeric string); absent or null is 0."""
     return int(value) if isinstance(value, (int, float, str)) and value else 0

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
 import httpx
 
-from mcpworld.agent.messages import Content, Message, ToolSchema, WireToolCall
+from mcpworld.agent.messages import Content, JSONObject, Message, ToolSchema, WireToolCall, as_int, as_list, as_object
 from mcpworld.agent.providers.base import ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
 from mcpworld.core.errors import InfraError, UserError
@@ -162,11 +162,11 @@ class AnthropicProvider(HttpProvider):
         return sse_payloads(resp)
 
     async def _read_stream(self, resp: httpx.Response, start: float) -> Reply:
-        blocks: dict[int, dict[str, Any]] = {}
-        usage: dict[str, Any] = {}
+        blocks: dict[int, JSONObject] = {}
+        usage: JSONObject = {}
         ttft: float | None = None
         stop_reason: str | None = None
-        stop_details: dict[str, Any] = {}
+        stop_details: JSONObject = {}
         async for data in self.stream_events(resp):
             try:
                 event = json.loads(data)
@@ -177,35 +177,35 @@ class AnthropicProvider(HttpProvider):
             kind = event.get("type")
             got_token = False
             if kind == "message_start":
-                message = event.get("message") or {}
-                usage.update(message.get("usage") or {})
+                usage.update(as_object(as_object(event.get("message")).get("usage")))
             elif kind == "content_block_start":
-                block = dict(event.get("content_block") or {})
+                block = dict(as_object(event.get("content_block")))
                 if block.get("type") not in REASONING_TYPES:  # those are sent back as they came
                     block.setdefault("text", "")
                     block["partial_json"] = ""
-                blocks[int(event.get("index", len(blocks)))] = block
+                blocks[as_int(event.get("index", len(blocks)))] = block
                 got_token = block.get("type") == "tool_use"  # the name is generated output
             elif kind == "content_block_delta":
-                block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "text": "", "partial_json": ""})
-                delta = event.get("delta") or {}
+                block = blocks.setdefault(as_int(event.get("index", 0)), {"type": "text", "text": "", "partial_json": ""})
+                delta = as_object(event.get("delta"))
                 if delta.get("type") == "text_delta":
-                    block["text"] = (block.get("text") or "") + (delta.get("text") or "")
+                    block["text"] = _text(block, "text") + _text(delta, "text")
                     got_token = bool(delta.get("text"))
                 elif delta.get("type") == "input_json_delta":
-                    block["partial_json"] = (block.get("partial_json") or "") + (delta.get("partial_json") or "")
+                    block["partial_json"] = _text(block, "partial_json") + _text(delta, "partial_json")
                     got_token = True
                 elif delta.get("type") == "signature_delta":  # closes a thinking block; checked when sent back
-                    block["signature"] = (block.get("signature") or "") + (delta.get("signature") or "")
+                    block["signature"] = _text(block, "signature") + _text(delta, "signature")
                 elif delta.get("type") == "thinking_delta":  # thinking is output too, as in openai_compat
-                    block["thinking"] = (block.get("thinking") or "") + (delta.get("thinking") or "")
+                    block["thinking"] = _text(block, "thinking") + _text(delta, "thinking")
                     got_token = True
             elif kind == "message_delta":
-                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
-                stop_details = (event.get("delta") or {}).get("stop_details") or stop_details
-                usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+                delta = as_object(event.get("delta"))
+                stop_reason = _text(delta, "stop_reason") or stop_reason
+                stop_details = as_object(delta.get("stop_details")) or stop_details
+                usage.update({k: v for k, v in as_object(event.get("usage")).items() if v is not None})
             elif kind == "error":
-                raise self._stream_error(event.get("error") or {})
+                raise self._stream_error(as_object(event.get("error")))
             elif kind == "message_stop":
                 break
             if got_token and ttft is None:
@@ -223,10 +223,13 @@ class AnthropicProvider(HttpProvider):
     def _read_json(self, resp: httpx.Response) -> Reply:
         body = self.json_body(resp)
         if body.get("type") == "error":
-            raise self._stream_error(body.get("error") or {})
-        return _reply(body.get("content") or [], body.get("usage") or {}, body.get("stop_reason"), body.get("stop_details") or {})
+            raise self._stream_error(as_object(body.get("error")))
+        content = [as_object(b) for b in as_list(body.get("content"))]
+        return _reply(
+            content, as_object(body.get("usage")), _text(body, "stop_reason") or None, as_object(body.get("stop_details"))
+        )
 
-    def _stream_error(self, error: dict[str, Any]) -> Exception:
+    def _stream_error(self, error: JSONObject) -> Exception:
         kind = error.get("type", "error")
         exc = InfraError(self.scrub(f"{self.label} stream error: {kind}: {excerpt(error.get('message', ''))}"))
         return Retryable(exc) if kind in RETRYABLE_ERRORS else exc
@@ -350,29 +353,31 @@ def _tool_use(tc: WireToolCall) -> Block:
     return {"type": "tool_use", "id": tc["id"] or "", "name": fn["name"] or "", "input": parse_arguments(fn["arguments"] or "")}
 
 
-def _reply(
-    blocks: list[dict[str, Any]], usage: dict[str, Any], stop_reason: str | None, stop_details: dict[str, Any] | None = None
-) -> Reply:
-    text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
+def _text(obj: JSONObject, key: str) -> str:
+    """``obj[key]`` as text ("" when absent or null): the pieces a stream adds up."""
+    value = obj.get(key)
+    return "" if value is None else str(value)
+
+
+def _reply(blocks: list[JSONObject], usage: JSONObject, stop_reason: str | None, stop_details: JSONObject | None = None) -> Reply:
+    text = "".join(_text(b, "text") for b in blocks if b.get("type") == "text")
     calls = []
     for i, b in enumerate(b for b in blocks if b.get("type") == "tool_use"):
         raw = b.get("input")
-        args = raw if isinstance(raw, dict) else parse_arguments(raw or "")
-        calls.append(ToolCall(id=b.get("id") or f"toolu_{i}", name=b.get("name") or "", arguments=args))
+        args = raw if isinstance(raw, dict) else parse_arguments(str(raw or ""))
+        calls.append(ToolCall(id=_text(b, "id") or f"toolu_{i}", name=_text(b, "name"), arguments=args))
     if usage:
         # Cached prefix tokens are billed and read separately but are still input the model read.
-        tokens_in = sum(
-            int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
+        tokens_in = sum(as_int(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         counted = Usage(
             input_tokens=tokens_in,
-            output_tokens=int(usage.get("output_tokens") or 0),
-            cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
+            output_tokens=as_int(usage.get("output_tokens")),
+            cached_input_tokens=as_int(usage.get("cache_read_input_tokens")),
         )
     else:
         out_text = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
         counted = Usage(output_tokens=estimate_tokens(out_text), estimated=True)
-    reasoning = "".join(b.get("thinking") or "" for b in blocks if b.get("type") == "thinking")
+    reasoning = "".join(_text(b, "thinking") for b in blocks if b.get("type") == "thinking")
     refusal = _refusal(text, stop_details or {}) if stop_reason == "refusal" else ""
     return Reply(
         text=text or refusal,
@@ -385,14 +390,14 @@ def _reply(
     )
 
 
-def _reasoning_block(block: dict[str, Any]) -> dict[str, Any]:
+def _reasoning_block(block: JSONObject) -> JSONObject:
     """A thinking block as the API wants it back: its text and signature (a redacted one: its data)."""
     if block.get("type") == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block.get("data") or ""}
     return {"type": "thinking", "thinking": block.get("thinking") or "", "signature": block.get("signature") or ""}
 
 
-def _refusal(text: str, details: dict[str, Any]) -> str:
+def _refusal(text: str, details: JSONObject) -> str:
     """What a ``refusal`` stop says: the server's explanation (``stop_details``) when it gave one,
     else the text streamed before the stop, else that the model declined; never empty, so the
     trace shows the refusal even when the stream carried no text."""
@@ -403,21 +408,25 @@ def _refusal(text: str, details: dict[str, Any]) -> str:
     return text or f"The model declined (stop_reason: refusal){category}."
 
 
-def _request_text(body: dict[str, Any]) -> str:
+def _request_text(body: Mapping[str, object]) -> str:
     """Text the model reads, for estimating input tokens; base64 image data is skipped."""
-    parts = [b.get("text", "") for b in body.get("system") or []]
 
-    def walk(blocks: list[dict[str, Any]]) -> None:
-        for b in blocks:
+    def objects(value: object) -> list[Mapping[str, object]]:
+        return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+    parts = [str(b.get("text", "")) for b in objects(body.get("system"))]
+
+    def walk(blocks: object) -> None:
+        for b in objects(blocks):
             if b.get("type") == "text":
-                parts.append(b.get("text", ""))
+                parts.append(str(b.get("text", "")))
             elif b.get("type") == "tool_use":
-                parts.append(b.get("name", "") + json.dumps(b.get("input")))
+                parts.append(str(b.get("name", "")) + json.dumps(b.get("input")))
             elif b.get("type") == "tool_result":
-                walk(b.get("content") or [])
+                walk(b.get("content"))
 
-    for m in body.get("messages") or []:
-        walk(m["content"])
+    for m in objects(body.get("messages")):
+        walk(m.get("content"))
     if body.get("tools"):
         parts.append(json.dumps(body["tools"]))
     return "".join(parts)

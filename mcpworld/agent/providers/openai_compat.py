@@ -20,7 +20,7 @@ from mcpworld.agent.messages import (
     JSONObject,
     Message,
     ToolSchema,
-    as_count,
+    as_int,
     as_list,
     as_object,
     text_of,
@@ -382,10 +382,10 @@ def _to_tool_call(i: int, acc: PendingCall) -> ToolCall:
 
 def _usage(raw: JSONObject) -> Usage:
     return Usage(
-        input_tokens=as_count(raw.get("prompt_tokens")),
-        output_tokens=as_count(raw.get("completion_tokens")),
+        input_tokens=as_int(raw.get("prompt_tokens")),
+        output_tokens=as_int(raw.get("completion_tokens")),
         # OpenAI's prompt-cache hits (part of prompt_tokens); vLLM and Ollama send none
-        cached_input_tokens=as_count(as_object(raw.get("prompt_tokens_details")).get("cached_tokens")),
+        cached_input_tokens=as_int(as_object(raw.get("prompt_tokens_details")).get("cached_tokens")),
     )
 
 
