@@ -16,7 +16,7 @@ from mcpworld.agent.tools.computer import ComputerTool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace, read_trace
-from tests.agent.test_loop import Scripted
+from tests.helpers.agent_loop import Scripted
 from tests.helpers.environments import FakeDesktop
 
 PROFILES = {

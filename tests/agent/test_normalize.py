@@ -13,7 +13,7 @@ from mcpworld.agent.providers.base import Reply, ToolCall
 from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.agent.tools.normalize import normalize_call, normalize_chord, normalize_keys
-from tests.agent.test_loop import Scripted, events, gui_tools, make_loop, run
+from tests.helpers.agent_loop import Scripted, events, gui_tools, make_loop, run
 from tests.helpers.environments import FakeDesktop
 
 GUI = {"computer", "done"}

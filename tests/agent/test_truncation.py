@@ -12,8 +12,8 @@ from mcpworld.agent.providers.anthropic import AnthropicProvider
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
 from mcpworld.core.result import EpisodeResult
 from mcpworld.run.job import summarize
-from tests.agent.test_loop import events, gui_tools, make_loop, run
 from tests.fakes.replay_server import Recorded, ReplayServer
+from tests.helpers.agent_loop import events, gui_tools, make_loop, run
 from tests.helpers.environments import FakeDesktop
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "data" / "transcripts"

@@ -20,7 +20,7 @@ from mcpworld.agent.tools.wait_for import HOLD_S, WaitForTool
 from mcpworld.core.errors import TaskFileError
 from mcpworld.tasks.native import load_task
 from mcpworld.tasks.solutions import read_solution
-from tests.agent.test_loop import Scripted, call, events, gui_tools, make_loop, run
+from tests.helpers.agent_loop import Scripted, call, events, gui_tools, make_loop, run
 from tests.helpers.environments import FakeDesktop
 
 
