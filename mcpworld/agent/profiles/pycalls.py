@@ -110,7 +110,7 @@ def calls_in_text(text: str) -> list[ToolCall] | None:
     return None
 
 
-def py_literal(value: Any) -> str:
+def py_literal(value: object) -> str:
     """A value written as a Python literal (strings double-quoted, as the documented examples are)."""
     if isinstance(value, bool) or value is None:
         return repr(value)

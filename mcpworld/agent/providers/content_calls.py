@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from mcpworld.agent.messages import JSON
 from mcpworld.agent.providers.base import ToolCall, parse_arguments
 
 TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -21,16 +21,17 @@ OPENER = re.compile(r"[{\[]")
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 
 
-def _as_call(obj: Any, i: int, tagged: bool = True) -> ToolCall | None:
+def _as_call(obj: JSON, i: int, tagged: bool = True) -> ToolCall | None:
     """A call from a JSON object. Outside a <tool_call> tag an object needs an arguments key too:
     ``{"name": "Alice", "email": ...}`` in prose is data, not a call."""
     if not isinstance(obj, dict):
         return None
-    if isinstance(obj.get("function"), dict):  # {"type": "function", "function": {...}}
-        obj = obj["function"]
+    function = obj.get("function")
+    if isinstance(function, dict):  # {"type": "function", "function": {...}}
+        obj = function
     name = obj.get("name") or obj.get("tool") or obj.get("tool_name")
     if isinstance(name, str) and name and (tagged or any(k in obj for k in ARGUMENT_KEYS)):
-        args: Any = next((obj[k] for k in ARGUMENT_KEYS if k in obj), {})
+        args: JSON = next((obj[k] for k in ARGUMENT_KEYS if k in obj), {})
         if isinstance(args, str):
             args = parse_arguments(args)
         return ToolCall(id=f"text_call_{i}", name=name, arguments=args if isinstance(args, dict) else {"_raw": str(args)})
@@ -45,8 +46,8 @@ def _parse(blob: str, start: int, tagged: bool = True) -> list[ToolCall] | None:
     except json.JSONDecodeError:
         return None
     items = data if isinstance(data, list) else [data]
-    calls = [_as_call(item, start + n, tagged) for n, item in enumerate(items)]
-    return calls if calls and all(c is not None for c in calls) else None  # type: ignore[return-value]
+    calls = [c for n, item in enumerate(items) if (c := _as_call(item, start + n, tagged)) is not None]
+    return calls if calls and len(calls) == len(items) else None  # every item a call
 
 
 def calls_in_text(text: str) -> tuple[str, list[ToolCall]]:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from mcpworld.agent.messages import JSONObject
 from mcpworld.agent.tools.base import Observation, Tool
@@ -61,7 +60,7 @@ class Overlong:
         return path.read_text(encoding="utf-8")
 
 
-def render_result(result: Any) -> tuple[str, list[tuple[bytes, str]]]:
+def render_result(result: object) -> tuple[str, list[tuple[bytes, str]]]:
     """A CallToolResult as (text, images): every block, not just the first."""
     texts: list[str] = []
     images: list[tuple[bytes, str]] = []
