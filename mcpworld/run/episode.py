@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcpworld.agent.loop import AgentLoop, Limits
 from mcpworld.agent.profiles import PromptContext
-from mcpworld.agent.providers import ProviderSettings, make_provider
+from mcpworld.agent.providers import ProviderSettings, make_provider, replays_solution
 from mcpworld.agent.tools import build_toolset, replay_tools
 from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
@@ -286,7 +286,8 @@ def _attempt(
     coords = profile.screen((env.width, env.height)) if "computer" in cfg.modality.tools else None
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max, coords)
     workspace = agent_workspace(McpSettings.of(cfg), task, env)
-    solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace)
+    replays = replays_solution(cfg.provider.kind)  # the oracle: only it is handed the task's solution
+    solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace) if replays else None
     inner = make_provider(ProviderSettings.of(cfg), solution)
     inner.text_calls = profile.text_calls  # a profile that reads its family's format gets the text as written
     provider = metered(inner)
@@ -339,7 +340,7 @@ def _attempt(
                 withheld=withheld(servers, task),
                 after_step=after_step,
                 profile=profile,
-                replay=replay_tools(env) if cfg.provider.kind == "oracle" else None,
+                replay=replay_tools(env) if replays else None,
             )
             prompt = profile.system_prompt(
                 PromptContext(  # (the screen's size even without a computer tool, as ever)

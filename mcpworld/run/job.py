@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
-from mcpworld.agent.providers import ProviderSettings, make_provider
+from mcpworld.agent.providers import ProviderSettings, make_provider, replays_solution
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.apps.catalog import programs
 from mcpworld.apps.programs import Program, programs_started_by
@@ -181,7 +181,7 @@ def select_tasks(cfg: RootConfig) -> Selection:
     print_skipped(chosen.skipped)
     if not chosen.tasks:
         raise UserError(f"every selected task was skipped ({len(chosen.skipped)}); see the reasons above")
-    if cfg.provider.kind == "oracle" and cfg.agent.max_steps > 0:  # the do-nothing baseline needs no solution
+    if replays_solution(cfg.provider.kind) and cfg.agent.max_steps > 0:  # the do-nothing baseline needs no solution
         tools = list(cfg.modality.tools)
         missing = [t.id for t in chosen.tasks if not borrow_solution(t, cfg.modality.name, tools)]
         if missing:
@@ -297,7 +297,7 @@ def preflight(cfg: RootConfig) -> ModelInfo:
     served (the model, its context, who it is: served.* params; an Ollama model is also pulled and
     loaded here, agent/providers/served.py). An endpoint that is down, a model not served or served
     with too small a context stops the job with one line naming the fix, instead of N failed episodes."""
-    provider = make_provider(ProviderSettings.of(cfg), [])
+    provider = make_provider(ProviderSettings.of(cfg))
 
     async def check() -> ModelInfo:
         try:

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from mcpworld.agent.profiles import ModelView, Profile, PromptContext, make_profile
+from mcpworld.agent.providers import replays_solution
 from mcpworld.agent.tools import build_toolset
 from mcpworld.agent.tools.base import Tool
 from mcpworld.config.schema import RootConfig
@@ -24,8 +25,8 @@ from mcpworld.env.base import Environment
 
 
 def episode_profile(cfg: RootConfig) -> Profile:
-    """The model family's profile (``model.profile``), built from the model config. The oracle replays
-    solutions written in our own tool vocabulary, so it always gets the generic profile."""
+    """The model family's profile (``model.profile``), built from the model config. A provider that replays
+    solutions (the oracle) replays them in our own tool vocabulary, so it always gets the generic profile."""
     m = cfg.model
     view = ModelView(
         name=m.name,
@@ -36,7 +37,7 @@ def episode_profile(cfg: RootConfig) -> Profile:
         options=dict(m.profile_options or {}),
         computer_tool=m.computer_tool,
     )
-    return make_profile("generic" if cfg.provider.kind == "oracle" else m.profile, view)
+    return make_profile("generic" if replays_solution(cfg.provider.kind) else m.profile, view)
 
 
 def sha256(value: str | list[dict[str, Any]] | dict[str, Any]) -> str:

@@ -202,7 +202,7 @@ def test_presets_name_their_bedrock_id_and_the_builder_uses_it():
     cfg = compose("model=claude_sonnet_4_5", "provider=bedrock", "provider.region=us-west-2")
     settings = ProviderSettings.of(cfg)
     assert cloud_model_id(settings) == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-    provider = PROVIDERS.get("bedrock")(settings, [])
+    provider = PROVIDERS.get("bedrock")(settings)
     assert isinstance(provider, BedrockProvider) and provider.region == "us-west-2"
     assert provider.base_url == "https://bedrock-runtime.us-west-2.amazonaws.com"
     assert provider.betas == ["computer-use-2025-01-24"] and provider.computer_tool == "computer_20250124"

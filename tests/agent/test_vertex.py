@@ -158,7 +158,7 @@ def test_presets_name_their_vertex_id_and_the_builder_uses_it():
     cfg = compose("model=claude_3_7_sonnet", "provider=vertex", "provider.region=europe-west1", "provider.project=proj")
     settings = ProviderSettings.of(cfg)
     assert cloud_model_id(settings) == "claude-3-7-sonnet@20250219"
-    provider = PROVIDERS.get("vertex")(settings, [])
+    provider = PROVIDERS.get("vertex")(settings)
     assert isinstance(provider, VertexProvider) and provider.project == "proj"
     assert provider.base_url == "https://europe-west1-aiplatform.googleapis.com/v1"
     with pytest.raises(UserError, match=r"model\.ids\.vertex="):

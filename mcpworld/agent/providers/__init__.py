@@ -1,6 +1,6 @@
 """Model providers, looked up by ``provider.kind`` in a registry: each kind is a function that
 builds the provider from the typed config pieces it needs. Adding one: a module with the provider
-class and a ``@PROVIDERS.register("kind")`` builder below (the registry is the one list of kinds;
+class and a ``@PROVIDERS.register("kind")`` builder below, given ``ProviderSettings`` only (the registry is the one list of kinds;
 run.choices checks ``provider.kind`` against it). Other packages add kinds through ``mcpworld.providers``."""
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ class ProviderSettings:
         return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=seed)
 
 
-Builder = Callable[[ProviderSettings, list[dict[str, Any]]], Provider]
+Solution = list[dict[str, Any]]  # a task's solution for the modality: its steps ({tool, args})
+# a kind's provider, made from the run's settings alone: a model's provider never sees the task's solution
+Builder = Callable[[ProviderSettings], Provider]
 PROVIDERS: Registry[Builder] = Registry("provider.kind", group="mcpworld.providers")
 
 
@@ -59,11 +61,35 @@ def ollama_model_hint(name: str, model_id: str) -> str:
     return f"Then `ollama pull {model_id}` (or let provider.pull=true do it)."
 
 
-@PROVIDERS.register("oracle")
-def _oracle(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+class ReplayBuilder:
+    """A kind whose provider replays each task's solution (the oracle), and the one kind of builder that is
+    handed it. ``replays_solution`` is what a run asks of a kind (``replays_solution(kind)``): its tasks
+    need a solution, and its episodes get the generic profile and the replay's own tools."""
+
+    replays_solution = True
+
+    def __init__(self, make: Callable[[ProviderSettings, Solution], Provider]):
+        self.make = make
+
+    def __call__(self, settings: ProviderSettings) -> Provider:
+        return self.make(settings, [])  # no task yet (the endpoint check): nothing to replay
+
+    def replay(self, settings: ProviderSettings, solution: Solution) -> Provider:
+        return self.make(settings, solution)
+
+
+def _oracle(s: ProviderSettings, solution: Solution) -> Provider:
     from mcpworld.agent.providers.oracle import OracleProvider
 
     return OracleProvider(solution, spoil=s.provider.replay == "spoiled")
+
+
+PROVIDERS.register("oracle")(ReplayBuilder(_oracle))
+
+
+def replays_solution(kind: str) -> bool:
+    """Whether ``provider.kind=kind`` replays each task's solution (a builder that declares it)."""
+    return bool(getattr(PROVIDERS.get(kind), "replays_solution", False))
 
 
 def _chat_options(s: ProviderSettings) -> dict[str, Any]:
@@ -82,14 +108,14 @@ def _chat_options(s: ProviderSettings) -> dict[str, Any]:
 
 
 @PROVIDERS.register("openai_compat")
-def _openai_compat(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+def _openai_compat(s: ProviderSettings) -> Provider:
     from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
 
     return OpenAICompatProvider(**_chat_options(s))
 
 
 @PROVIDERS.register("ollama")
-def _ollama(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+def _ollama(s: ProviderSettings) -> Provider:
     from mcpworld.agent.providers.ollama import OllamaProvider
 
     options = _chat_options(s)
@@ -99,7 +125,7 @@ def _ollama(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
 
 
 @PROVIDERS.register("anthropic")
-def _anthropic(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+def _anthropic(s: ProviderSettings) -> Provider:
     from mcpworld.agent.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(
@@ -183,14 +209,14 @@ def _cloud_http(provider: ProviderConfig) -> dict[str, Any]:
 
 
 @PROVIDERS.register("bedrock")
-def _bedrock(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+def _bedrock(s: ProviderSettings) -> Provider:
     from mcpworld.agent.providers.bedrock import BedrockProvider
 
     return BedrockProvider(model=cloud_model_id(s), region=s.provider.region, **_claude_options(s), **_cloud_http(s.provider))
 
 
 @PROVIDERS.register("vertex")
-def _vertex(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
+def _vertex(s: ProviderSettings) -> Provider:
     from mcpworld.agent.providers.vertex import VertexProvider
 
     return VertexProvider(
@@ -202,6 +228,9 @@ def _vertex(s: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
     )
 
 
-def make_provider(settings: ProviderSettings, solution: list[dict[str, Any]]) -> Provider:
-    """The provider for one episode; ``solution`` is what the oracle replays."""
-    return PROVIDERS.get(settings.provider.kind)(settings, solution)
+def make_provider(settings: ProviderSettings, solution: Solution | None = None) -> Provider:
+    """The provider for one episode; ``solution`` goes to a kind that replays it, and to no other."""
+    builder = PROVIDERS.get(settings.provider.kind)
+    if isinstance(builder, ReplayBuilder):
+        return builder.replay(settings, solution or [])
+    return builder(settings)
