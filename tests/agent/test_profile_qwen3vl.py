@@ -371,8 +371,8 @@ def test_qwen3vl_32b_square_multirun_drives_the_model_as_the_reference(tmp_path:
     instruct tag, Qwen's computer_use prompt with the 1000x1000 statement, a 992x992 screenshot, no
     tools field, the model card's decoding; a ``terminate`` reply ends the episode as done; the first
     request and the prompt are in the episode folder, their hashes and the profile in the job params."""
-    from tests.desktop.test_cli_e2e import results, run_cli
     from tests.fakes.ollama_server import FakeOllamaServer, ps_entry, tag_entry
+    from tests.helpers.cli import results, run_cli
 
     tag = "qwen3-vl:32b-instruct"
     done = {"name": "computer_use", "arguments": {"action": "terminate", "status": "success"}}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop.test_cli_e2e import results, run_cli
 from tests.fakes.anthropic_server import FakeAnthropicServer
+from tests.helpers.cli import results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +11,9 @@ import pytest
 from PIL import Image
 
 from tests.fakes.scripted_server import free_port
+from tests.helpers.cli import ROOT, results, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
-
-
-def run_cli(tmp_path: Path, *overrides: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "mcpworld", *overrides, f"hydra.run.dir={tmp_path}/run", f"hydra.sweep.dir={tmp_path}/sweep"]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def results(folder: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(folder.rglob("result.json"))]
 
 
 def test_oracle_sweep_two_resolutions_logs_to_mlflow(tmp_path):

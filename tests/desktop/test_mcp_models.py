@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop.test_cli_e2e import results, run_cli
+from tests.helpers.cli import results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 

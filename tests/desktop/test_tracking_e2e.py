@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop.test_cli_e2e import ROOT, results, run_cli
 from tests.fakes.scripted_server import free_port
+from tests.helpers.cli import ROOT, results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from mcpworld.evaluation.client import EvaluationClient
-from tests.desktop.test_cli_e2e import ROOT, results, run_cli
 from tests.fakes.scripted_server import free_port
 from tests.fakes.vm_reply_shapes import reply_shapes
+from tests.helpers.cli import ROOT, results, run_cli
 
 pytestmark = [pytest.mark.desktop]
 RECORDED = ROOT / "tests" / "data" / "vm" / "osworld_server_replies.json"

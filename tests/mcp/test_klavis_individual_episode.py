@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from mcpworld.mcp.install import servers_dir
-from tests.desktop.test_cli_e2e import results, run_cli
 from tests.fakes.klavis_server import ACCOUNTS, FakeKlavisServer
 from tests.fakes.scripted_server import free_port
+from tests.helpers.cli import results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 KEY = "sk-klavis-E2E-24680"

@@ -238,7 +238,7 @@ def test_a_real_oracle_jobs_traces_cover_each_episode(tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     from mcpworld.telemetry.trace import read_trace
-    from tests.desktop.test_cli_e2e import results, run_cli
+    from tests.helpers.cli import results, run_cli
 
     db = tmp_path / "mlflow.db"
     proc = run_cli(
