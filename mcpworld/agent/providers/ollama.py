@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from mcpworld.agent.messages import JSON, JSONObject, as_int, as_list, as_object
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.agent.providers.http import TRANSPORT_ERRORS, Retryable, one_line
 from mcpworld.agent.providers.openai_compat import OpenAICompatProvider
@@ -59,22 +60,22 @@ class OllamaProvider(OpenAICompatProvider):
             if entry is None:
                 raise InfraError(f"{self.label}: pulled {self.model} but {self.root}/api/tags does not list it")
         if self.unload_others:
-            for other in (await self._request("GET", "/api/ps")).get("models") or []:
-                if full_tag(other.get("name") or other.get("model") or "") != tag:
+            for other in objects((await self._request("GET", "/api/ps")).get("models")):
+                if full_tag(str(other.get("name") or other.get("model") or "")) != tag:
                     await self._request("POST", "/api/generate", {"model": other.get("name"), "keep_alive": 0})
         await self._request("POST", "/api/generate", {"model": self.model, "keep_alive": KEEP_ALIVE}, SLOW)
-        loaded = find((await self._request("GET", "/api/ps")).get("models") or [], tag) or {}
+        loaded = find(objects((await self._request("GET", "/api/ps")).get("models")), tag) or {}
         shown = await self._request("POST", "/api/show", {"model": self.model})
         return self._describe(entry, loaded, shown)
 
     # ------------------------------------------------------------------ native API
 
-    async def _tags(self) -> list[dict[str, Any]]:
-        return (await self._request("GET", "/api/tags")).get("models") or []
+    async def _tags(self) -> list[JSONObject]:
+        return objects((await self._request("GET", "/api/tags")).get("models"))
 
     async def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, timeout: httpx.Timeout | None = None
-    ) -> dict[str, Any]:
+        self, method: str, path: str, body: JSONObject | None = None, timeout: httpx.Timeout | None = None
+    ) -> JSONObject:
         """One native call; the reply is one JSON object (a load-only /api/generate included)."""
         with self._transport(path):
             resp = await self.client().request(
@@ -146,15 +147,15 @@ class OllamaProvider(OpenAICompatProvider):
 
     # ------------------------------------------------------------------ description
 
-    def _describe(self, entry: dict[str, Any], loaded: dict[str, Any], shown: dict[str, Any]) -> ModelInfo:
+    def _describe(self, entry: JSONObject, loaded: JSONObject, shown: JSONObject) -> ModelInfo:
         """The model's identity as params (``ollama.*`` as before, and ``served.*`` named alike for every
         provider), sizes as metrics; a served context smaller than model.context_length is an error."""
-        details = {**(entry.get("details") or {}), **(loaded.get("details") or {})}
+        details = {**as_object(entry.get("details")), **as_object(loaded.get("details"))}
         digest = str(entry.get("digest") or loaded.get("digest") or "")
         params = {"ollama.digest": digest}
         params.update({key: str(details[name]) for name, key in DETAIL_PARAMS.items() if details.get(name)})
         context = loaded.get("context_length") or num_ctx(shown)  # what it runs with: the runner's, else the Modelfile's
-        trained = next((v for k, v in (shown.get("model_info") or {}).items() if k.endswith(".context_length")), None)
+        trained = next((v for k, v in as_object(shown.get("model_info")).items() if k.endswith(".context_length")), None)
         served = {
             "served.id": entry.get("model") or entry.get("name"),
             "served.revision": digest,
@@ -163,24 +164,36 @@ class OllamaProvider(OpenAICompatProvider):
             "served.trained_context_length": trained,
         }
         params.update({k: str(v) for k, v in served.items() if v})
-        metrics = {
+        metrics: dict[str, JSON] = {
             "ollama.vram_bytes": loaded.get("size_vram"),
             "ollama.size_bytes": loaded.get("size", entry.get("size")),
             "ollama.context_length": context,
         }
         info = ModelInfo(
-            params={k: v for k, v in params.items() if v}, metrics={k: float(v) for k, v in metrics.items() if v is not None}
+            params={k: v for k, v in params.items() if v}, metrics={k: _number(v) for k, v in metrics.items() if v is not None}
         )
-        if context and self.context_length and int(context) < self.context_length:
+        if context and self.context_length and as_int(context) < self.context_length:
             fix = (
                 f"serve it with more (`OLLAMA_CONTEXT_LENGTH={self.context_length} ollama serve`, or a Modelfile "
                 f"with `PARAMETER num_ctx {self.context_length}`)"
             )
-            raise too_small(self.label, self.model, int(context), self.context_length, fix)
+            raise too_small(self.label, self.model, as_int(context), self.context_length, fix)
         return info
 
 
-def num_ctx(shown: dict[str, Any]) -> int | None:
+def _number(value: JSON) -> float:
+    """A size or count Ollama reported, as a metric (a number, or a numeric string)."""
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise InfraError(f"ollama reported {value!r} where a number belongs")
+
+
+def objects(value: JSON) -> list[JSONObject]:
+    """The JSON objects of a listing (``models`` of /api/tags and /api/ps); anything else is skipped."""
+    return [m for m in as_list(value) if isinstance(m, dict)]
+
+
+def num_ctx(shown: JSONObject) -> int | None:
     """``num_ctx`` from /api/show's ``parameters`` (the Modelfile's lines, e.g. ``num_ctx 32768``)."""
     for line in str(shown.get("parameters") or "").splitlines():
         key, _, value = line.strip().partition(" ")
@@ -201,9 +214,9 @@ def full_tag(name: str) -> str:
     return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
 
-def find(models: list[dict[str, Any]], tag: str) -> dict[str, Any] | None:
+def find(models: list[JSONObject], tag: str) -> JSONObject | None:
     """The /api/tags or /api/ps entry for ``tag`` (either field may carry it)."""
     for m in models:
-        if tag in (full_tag(m.get("name") or ""), full_tag(m.get("model") or "")):
+        if tag in (full_tag(str(m.get("name") or "")), full_tag(str(m.get("model") or ""))):
             return m
     return None

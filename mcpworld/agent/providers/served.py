@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httpx
 
+from mcpworld.agent.messages import JSONObject, as_int
 from mcpworld.agent.providers.base import ModelInfo
 from mcpworld.agent.providers.http import TRANSPORT_ERRORS, Retryable
 from mcpworld.core.errors import InfraError, UserError
@@ -40,7 +41,7 @@ async def get(provider: HttpProvider, url: str, headers: dict[str, str]) -> http
         raise provider.transport_failure(exc, url).final from exc
 
 
-def body_of(resp: httpx.Response) -> dict[str, Any] | None:
+def body_of(resp: httpx.Response) -> JSONObject | None:
     """A successful reply's JSON object, else None."""
     if resp.status_code >= 400:
         return None
@@ -96,12 +97,12 @@ async def check_openai_server(p: OpenAICompatProvider) -> ModelInfo:
         fix = f"load it with `lms load {p.model} --context-length {p.context_length}`"
     elif entry.get("owned_by") == "vllm":
         params.update(await server_version(p, "/version"))
-    if served and p.context_length and int(served) < p.context_length:
-        raise too_small(p.label, p.model, int(served), p.context_length, fix)
+    if served and p.context_length and as_int(served) < p.context_length:
+        raise too_small(p.label, p.model, as_int(served), p.context_length, fix)
     return ModelInfo(params={k: str(v) for k, v in params.items() if v not in (None, "")})
 
 
-def not_served(p: OpenAICompatProvider, entries: list[dict[str, Any]]) -> UserError:
+def not_served(p: OpenAICompatProvider, entries: list[JSONObject]) -> UserError:
     """The model is not among those listed: served under another name (vLLM's --served-model-name),
     or not at all (the fix is the preset's start hint: the `vllm serve`/`lms load` command)."""
     renamed = next((e["id"] for e in entries if e.get("root") == p.model and e.get("id")), None)
@@ -113,7 +114,7 @@ def not_served(p: OpenAICompatProvider, entries: list[dict[str, Any]]) -> UserEr
     return UserError(f"{p.label} at {p.base_url} does not serve {p.model} (it serves {ids}{more}). {hint}")
 
 
-def identity(entry: dict[str, Any]) -> dict[str, Any]:
+def identity(entry: JSONObject) -> JSONObject:
     """A /models entry as served.* params; the revision is read from a Hugging Face snapshot path."""
     root = str(entry.get("root") or "")
     revision = SNAPSHOT.search(root)
@@ -127,7 +128,7 @@ def identity(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def lmstudio_model(p: OpenAICompatProvider) -> dict[str, Any]:
+async def lmstudio_model(p: OpenAICompatProvider) -> JSONObject:
     """LM Studio's own description of the model: quantization, format, and the context it was
     loaded with (``loaded_context_length``; a model loaded on demand has none until its first call)."""
     root = p.base_url.removesuffix("/v1")
@@ -144,7 +145,7 @@ async def lmstudio_model(p: OpenAICompatProvider) -> dict[str, Any]:
     }
 
 
-async def server_version(p: HttpProvider, path: str) -> dict[str, Any]:
+async def server_version(p: HttpProvider, path: str) -> JSONObject:
     """The serving engine's version (vLLM's ``GET /version``, beside /v1); nothing when it has none."""
     body = body_of(await get(p, p.base_url.removesuffix("/v1") + path, {}))
     return {"served.server_version": body.get("version")} if body else {}
