@@ -14,7 +14,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterator
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from mcpworld.core.errors import UserError
 
@@ -30,12 +30,12 @@ def is_reference(value: object) -> bool:
     return isinstance(value, str) and REFERENCE.match(value) is not None
 
 
-def load_reference(key: str, value: str) -> Any:
+def load_reference(key: str, value: str) -> object:
     """Import ``package.module:Name`` and return the object; one UserError naming the key, the value
     and the failure (the module cannot be imported, or it has no such name)."""
     module_name, _, attribute = value.partition(":")
     try:
-        found: Any = importlib.import_module(module_name)
+        found: object = importlib.import_module(module_name)
     except Exception as exc:  # a missing module, or one that fails while importing: either way, say which
         raise UserError(f"{key}={value!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})") from exc
     for part in attribute.split("."):
@@ -51,7 +51,7 @@ def group_entries(group: str) -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=group)}
 
 
-def load_entry(key: str, group: str, entry: EntryPoint) -> Any:
+def load_entry(key: str, group: str, entry: EntryPoint) -> object:
     """An entry point's object; one UserError naming the key, the name, its package and the failure."""
     try:
         return entry.load()
@@ -95,10 +95,10 @@ class Registry(Generic[T]):
         if name in self._entries:
             return self._entries[name]
         if is_reference(name):
-            found: T = load_reference(self.key, name)
+            found = cast(T, load_reference(self.key, name))
         elif name in self._from_group():
             assert self.group is not None
-            found = load_entry(self.key, self.group, self._from_group()[name])
+            found = cast(T, load_entry(self.key, self.group, self._from_group()[name]))
         else:
             raise UserError(self.unknown(name))
         self._entries[name] = found  # imported once

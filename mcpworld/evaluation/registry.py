@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.registry import group_entries, is_reference, load_entry, load_reference
@@ -92,9 +92,9 @@ def _outside(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Call
     """``name`` from outside the package (a ``module:function`` reference or another package's entry
     point), kept in ``table`` once imported; None when neither names it."""
     if is_reference(name):
-        fn = load_reference(KEYS[kind], name)
+        fn = cast(Callable[..., Any], load_reference(KEYS[kind], name))
     elif name in (entries := group_entries(GROUPS[kind])):
-        fn = load_entry(KEYS[kind], GROUPS[kind], entries[name])
+        fn = cast(Callable[..., Any], load_entry(KEYS[kind], GROUPS[kind], entries[name]))
     else:
         return None
     table.setdefault(name, fn)  # a function decorated with @metric(name) registered itself on import

@@ -8,10 +8,10 @@ before anything starts, so a typo is one line naming the key, the value and ever
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
-from omegaconf import OmegaConf
-
+from mcpworld.config.schema import RootConfig
 from mcpworld.core.registry import Registry
 
 
@@ -26,8 +26,7 @@ def registries() -> list[Registry[Any]]:
     return [PROVIDERS, PROFILES, BACKENDS, SANDBOXES, TRACKERS]
 
 
-def check_choices(cfg: Any) -> None:
+def check_choices(cfg: RootConfig) -> None:
     """UserError for the first value no registry knows (a reference is imported only when built)."""
     for registry in registries():
-        registry.check(OmegaConf.select(cfg, registry.key))
-
+        registry.check(attrgetter(registry.key)(cfg))
