@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpworld.agent.providers.base import Provider
-from mcpworld.config.schema import ModelConfig, ProviderConfig, ResolutionConfig
+from mcpworld.config.schema import ModelConfig, ProviderConfig, ResolutionConfig, RootConfig
 from mcpworld.core.errors import UserError
 from mcpworld.core.registry import Registry
 
@@ -26,7 +26,7 @@ class ProviderSettings:
     seed: int | None = None
 
     @classmethod
-    def of(cls, cfg: Any) -> ProviderSettings:
+    def of(cls, cfg: RootConfig) -> ProviderSettings:
         """The pieces of a run config (the one place that reads the root config)."""
         seed = None if cfg.seed is None else int(cfg.seed)
         return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=seed)

@@ -12,7 +12,7 @@ Betas stay in the ``anthropic-beta`` header, as Anthropic's own Vertex client se
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -23,6 +23,9 @@ from mcpworld.agent.providers.base import ModelInfo, Reply
 from mcpworld.agent.providers.http import Retryable
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.secrets import redact, register_secrets
+
+if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
 
 VERTEX_VERSION = "vertex-2023-10-16"
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
@@ -52,7 +55,7 @@ class VertexProvider(AnthropicProvider):
         self.project = project
         if not self.base_url and region:
             self.base_url = vertex_base_url(region).rstrip("/")
-        self._credentials: Any = None  # google.auth.credentials.Credentials, loaded lazily
+        self._credentials: Credentials | None = None  # loaded lazily
         self._stale = False  # the server refused the token: refresh before the next attempt
 
     async def preflight(self) -> ModelInfo:
@@ -105,6 +108,8 @@ class VertexProvider(AnthropicProvider):
         if not self.project:
             raise UserError(f"provider={self.label} has no Google Cloud project. {PROJECT_FIX}")
         creds = self._credentials
+        if creds is None:  # (never: set above or raised)
+            raise UserError(f"provider={self.label} found no Google credentials. {CREDENTIALS_FIX}")
         if self._stale or not creds.valid:
             try:
                 creds.refresh(Request())
