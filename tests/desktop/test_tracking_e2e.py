@@ -5,58 +5,17 @@ once the server is up."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from tests.fakes.scripted_server import free_port
 from tests.helpers.cli import ROOT, results, run_cli
+from tests.helpers.mlflow_store import start_mlflow_server
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
-
-
-def start_mlflow_server(db: Path, port: int) -> subprocess.Popen:
-    """A real server on ``db``; the artifacts jobs send it (``mlflow-artifacts:/``) go next to it."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{db}",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--artifacts-destination",
-            str(db.parent / "mlartifacts"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-    )
-    return answering(proc, port)
-
-
-def answering(proc: subprocess.Popen, port: int) -> subprocess.Popen:
-    """``proc``, an MLflow server started on ``port``, once it answers /health (the test fails after 90 s)."""
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    pytest.fail("mlflow server did not answer /health within 90 s")
 
 
 def test_a_tracking_outage_loses_nothing_and_upload_catches_up(tmp_path):

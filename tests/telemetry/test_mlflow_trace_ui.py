@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop.test_tracking_e2e import start_mlflow_server
 from tests.fakes.scripted_server import free_port
 from tests.helpers.cli import run_cli
+from tests.helpers.mlflow_store import start_mlflow_server
 from tests.telemetry.browser import CHROMIUM, require_browser
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]

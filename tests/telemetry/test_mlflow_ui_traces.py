@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.desktop.test_tracking_e2e import start_mlflow_server
 from tests.fakes.scripted_server import free_port
+from tests.helpers.mlflow_store import log_two_episodes, start_mlflow_server
 from tests.telemetry.browser import CHROMIUM
-from tests.telemetry.test_trace_filter import log_two_episodes
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 SEARCH_BOX = "Search traces by id, input, or output"  # MLflow 3.17.2's placeholder

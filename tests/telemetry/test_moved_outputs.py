@@ -21,8 +21,8 @@ import pytest
 
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.store import ARTIFACTS_FROM, create_experiment
-from tests.desktop.test_tracking_e2e import answering
 from tests.fakes.scripted_server import free_port
+from tests.helpers.mlflow_store import answering
 from tests.telemetry.browser import CHROMIUM, require_browser
 from tests.telemetry.test_tracking_store import write_episode
 

@@ -9,47 +9,14 @@ bundle and its requests; tests/telemetry/test_mlflow_ui_traces.py checks it in t
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from mcpworld.core.result import EpisodeResult
+from tests.helpers.mlflow_store import log_two_episodes
 
 pytestmark = pytest.mark.slow  # a real sqlite store (MLflow's import and migrations: a few seconds)
-RESOLUTIONS = ("square", "rect")
-
-
-def log_two_episodes(tmp_path: Path) -> tuple[str, str]:
-    """A job of two episodes, one per resolution, logged with their traces as a run logs them;
-    the store's URI and the experiment's id."""
-    from mcpworld.telemetry.tracking.keys import JOB_DIR
-    from mcpworld.telemetry.tracking.logger import MlflowLogger
-
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    logger = MlflowLogger(uri, str(tmp_path / "art"), "filter")
-    job_dir = tmp_path / "job"
-    logger.start_job("job", {"model": "oracle"}, {JOB_DIR: str(job_dir)})
-    start = time.time() - 60
-    for n, resolution in enumerate(RESOLUTIONS):
-        labels = {"model": "oracle", "provider": "oracle", "resolution": resolution, "modality": "gui", "env": "local"}
-        result = EpisodeResult(
-            task_id="mousepad/create_todo", app="mousepad", attempt=n, status="success", score=1.0, duration_s=2.0, labels=labels
-        )
-        folder = job_dir / "episodes" / result.task_id / str(n)
-        folder.mkdir(parents=True)
-        events: list[dict[str, Any]] = [
-            {"type": "episode_start", "t": 0.0, "ts": start, "task": result.task_id, "attempt": n, **labels},
-            {"type": "episode_end", "t": 2.0, "ts": start + 2.0, "status": "success", "score": 1.0},
-        ]
-        (folder / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-        result.write(folder / "result.json")
-        logger.log_episode(result, folder)
-    assert logger.finish_job({}, [], job_dir=job_dir) == []
-    return uri, logger.experiment_id or ""
 
 
 def test_the_documented_trace_filter_finds_the_traces_tagged_so(tmp_path: Path) -> None:
