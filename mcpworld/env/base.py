@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -60,7 +61,8 @@ class Environment(abc.ABC):
     # this desktop's ports of the apps' control interfaces ({"cdp": …, "vlc": …}) and their password
     ports: dict[str, int] = {}
     app_password: str = ""
-    # variables the episode gives the desktop's programs (an app probe's event sink), set before reset
+    # variables the episode gives the desktop's programs (an app probe's event sink): ``begin`` takes them,
+    # ``stage`` clears them; the backends read them at reset and relaunch, and nothing else sets them
     extra_env: dict[str, str] = {}
     # where a person can watch this desktop in a browser (noVNC), when it can be watched
     viewer_url: str | None = None
@@ -91,8 +93,11 @@ class Environment(abc.ABC):
         self.settle(None)
         self._staged = Staged(task, Path(episode_dir), began, time.time())
 
-    def begin(self, task: Task, episode_dir: Path) -> None:
-        """The desktop ready for this episode: the reset ``stage`` did for it, handed over, or a reset now."""
+    def begin(self, task: Task, episode_dir: Path, extra_env: Mapping[str, str] | None = None) -> None:
+        """The desktop ready for this episode: the reset ``stage`` did for it, handed over, or a reset now.
+        ``extra_env``: the variables this episode gives the desktop's programs (a staged reset had none,
+        so an episode with some resets anew)."""
+        self.extra_env = dict(extra_env or {})
         staged, self._staged, self._handed = self._staged, None, False
         if staged is not None and staged.serves(task, episode_dir, self.extra_env):
             self.handover = {

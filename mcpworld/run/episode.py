@@ -139,7 +139,7 @@ def run_episode(
         with sampled if sampled else nullcontext():
             # env=klavis: the sandboxes are held from before preprocess to after the verdict
             with episode_grant(McpSettings.of(cfg), task, trace.emit) as grant:
-                env.extra_env = {}  # (the credentials go to the task's preprocess and grader only: grant.task)
+                # (the credentials go to the task's preprocess and grader only: grant.task, never the desktop)
                 _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination, result.reason = Status.infra_error, Termination.infra_error, str(exc)
@@ -221,10 +221,10 @@ def _run(
     t0 = time.monotonic()
     stop.check()
     live = live_hooks(task, trace, env)
-    env.extra_env = {**env.extra_env, **(live.env() if live else {})}
     handler = None
     try:
-        env.begin(task, episode_dir)  # (env.stage: handed over when it was reset ahead for this episode)
+        # (env.stage: handed over when it was reset ahead for this episode); the hooks' sink reaches the app
+        env.begin(task, episode_dir, live.env() if live else None)
         if env.handover:
             result.staged = dict(env.handover)
             trace.emit("staged", **env.handover)
@@ -246,7 +246,6 @@ def _run(
     finally:
         if live:
             live.close()
-        env.extra_env = {}
         if handler:
             handler.close()
 

@@ -72,9 +72,9 @@ def test_a_staged_reset_is_handed_over_to_its_own_episode_only(tmp_path):
     ):
         desk.stage(a, tmp_path / "e/a/0")
         desk.resets.clear()
-        desk.extra_env = extra
-        desk.begin(other_task, folder)
+        desk.begin(other_task, folder, extra)
         assert desk.resets == [(other_task.id, folder)], (other_task.id, folder, extra)  # reset anew
+        assert desk.extra_env == extra  # the episode's variables, handed in (its reset gave them to the apps)
         assert desk.handover is None
         desk.begin(a, tmp_path / "e/a/0")  # … and what was staged is gone: it is never handed over later
         assert desk.handover is None
