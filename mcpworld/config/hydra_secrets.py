@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
@@ -47,13 +46,13 @@ def mask_file(path: Path) -> None:
 
 
 class MaskSecrets(Callback):
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         mask_launcher_logs()
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         mask_launcher_logs()
 
-    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_job_start(self, config: DictConfig, **kwargs: object) -> None:
         hc = config.hydra
         if hc.output_subdir is not None:
             folder = Path(hc.runtime.output_dir) / hc.output_subdir
@@ -61,5 +60,5 @@ class MaskSecrets(Callback):
                 mask_file(folder / name)
         mask_file(Path(hc.sweep.dir) / "multirun.yaml")
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         mask_file(Path(config.hydra.sweep.dir) / "multirun.yaml")
