@@ -1,7 +1,7 @@
 """A provider that plays a fixed script: write a greeting into a file with the shell, then say done.
 
-A provider kind is any callable ``(ProviderSettings, solution) -> Provider``; a Provider subclass whose
-constructor takes those arguments is one. Entry point: ``example_scripted`` in ``mcpworld.providers``.
+A provider kind is any callable ``(ProviderSettings) -> Provider``; a Provider subclass whose
+constructor takes the settings is one. Entry point: ``example_scripted`` in ``mcpworld.providers``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mcpworld.agent.providers.base import Provider, Reply, ToolCall, Usage
 class ScriptedProvider(Provider):
     name = "example_scripted"
 
-    def __init__(self, settings: ProviderSettings, solution: Any = None) -> None:
+    def __init__(self, settings: ProviderSettings) -> None:
         self.greeting = str((settings.model.profile_options or {}).get("greeting", "hello from outside"))
         self.turn = 0
 
