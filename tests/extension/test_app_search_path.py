@@ -8,16 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
 from mcpworld.apps.catalog import app_folders, app_setting, programs
 from mcpworld.apps.programs import programs_started_by
-from mcpworld.config.schema import register
 from mcpworld.tasks.load import load_task_file
-from tests.test_config import CONF
-
-register()
+from tests.helpers.config import CONF, make
 
 MYAPP = """\
 name: myapp
@@ -44,8 +40,7 @@ def hydra_run() -> Iterator[None]:
 
 
 def run_config(*overrides: str):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+    cfg = make(*overrides, hydra_cfg=True)
     HydraConfig.instance().set_config(cfg)
     return cfg
 

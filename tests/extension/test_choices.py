@@ -12,7 +12,7 @@ import pytest
 
 from mcpworld.core.errors import UserError
 from mcpworld.run.choices import check_choices, registries
-from tests.test_config import make
+from tests.helpers.config import make
 
 ROOT = Path(__file__).resolve().parents[2]
 
