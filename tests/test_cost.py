@@ -16,9 +16,9 @@ from mcpworld.core.result import EpisodeResult, Status
 from mcpworld.run.job import check_config, summarize
 from mcpworld.telemetry.cost import energy_cost, price_episode, token_cost
 from mcpworld.telemetry.trace import Trace
-from tests.agent.test_anthropic import make as anthropic
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.helpers.anthropic import make as anthropic
 from tests.helpers.config import make
 
 SONNET = PriceConfig(input=3.0, output=15.0, cached_input=0.3)  # USD per 1M tokens

@@ -19,32 +19,12 @@ from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.scripted_server import free_port
+from tests.helpers.anthropic import USER, Sleeps, make, tool_schemas, walk_blocks
 from tests.helpers.environments import FakeDesktop
 
-USER = [{"role": "user", "content": "hi"}]
 SHOT = image_part(b"\xff\xd8fake-jpeg", "jpeg")  # data:image/jpeg;base64,...
 SHOT_B64 = SHOT["image_url"]["url"].split(",", 1)[1]
 COMPUTER_20250124 = {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768}
-
-
-def tool_schemas(tmp_path: Path) -> list[dict[str, Any]]:
-    desk = FakeDesktop(tmp_path, 1024, 768)
-    computer = ComputerTool(desk, CoordinateMap("pixels", (1024, 768)))
-    mcp = {
-        "type": "function",
-        "function": {"name": "calc_sum", "description": "Add numbers", "parameters": {"type": "object", "properties": {}}},
-    }
-    return [computer.schema(), BashTool(desk).schema(), DoneTool().schema(), mcp]
-
-
-def make(server: FakeAnthropicServer, **kw: Any) -> AnthropicProvider:
-    kw.setdefault("retry_base_s", 0.001)
-    kw.setdefault("computer_tool", "computer_20250124")
-    kw.setdefault("bash_tool", "bash_20250124")
-    kw.setdefault("betas", ["computer-use-2025-01-24"])
-    return AnthropicProvider(
-        base_url=server.base_url, model="claude-fake", display_size=(1024, 768), api_version="2023-06-01", **kw
-    )
 
 
 async def complete(server: FakeAnthropicServer, messages=USER, tools=(), **kw: Any):
@@ -53,13 +33,6 @@ async def complete(server: FakeAnthropicServer, messages=USER, tools=(), **kw: A
         return await provider.complete(list(messages), list(tools))
     finally:
         await provider.aclose()
-
-
-class Sleeps(list):
-    """A recording stand-in for asyncio.sleep: retries without real waits."""
-
-    async def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 # ----------------------------------------------------------------------------- replies
@@ -314,14 +287,8 @@ async def test_full_loop_episode_against_fake_server(tmp_path: Path):
     assert result.llm_calls == 4 and len(server.requests) == 4  # nothing rejected by the protocol checks
     assert desk.actions[0]["kind"] == "click" and desk.shell_calls == ["echo hi"]
     last = server.requests[-1]["messages"]
-    assert sum(b["type"] == "image" for m in last for b in _walk(m["content"])) == 2  # pruned to keep=2
+    assert sum(b["type"] == "image" for m in last for b in walk_blocks(m["content"])) == 2  # pruned to keep=2
     assert result.tokens_in > 0 and not result.tokens_estimated
-
-
-def _walk(blocks: list[dict[str, Any]]):
-    for b in blocks:
-        yield b
-        yield from _walk(b.get("content") or []) if b.get("type") == "tool_result" else ()
 
 
 # ----------------------------------------------------------------------------- failures

@@ -21,10 +21,10 @@ from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.result import EpisodeResult
 from mcpworld.telemetry.trace import Trace
-from tests.agent.test_anthropic import USER, Sleeps, _walk, tool_schemas
-from tests.agent.test_tools import FakeDesktop
 from tests.fakes.bedrock_server import FakeBedrockServer, chunk_message, frames
-from tests.test_config import make as compose
+from tests.helpers.anthropic import USER, Sleeps, tool_schemas, walk_blocks
+from tests.helpers.config import make as compose
+from tests.helpers.environments import FakeDesktop
 
 KEY_ID, SECRET = "AKIDFAKEBEDROCK0001", "fake-secret-key-for-tests-only"
 AWS_VARS = (
@@ -246,7 +246,7 @@ async def test_full_loop_episode_through_bedrock(tmp_path: Path):
     assert result.llm_calls == 3 and len(server.requests) == 4 and server.rejected == []
     assert desk.actions[0]["kind"] == "click" and desk.shell_calls == ["echo hi"]
     last = server.requests[-1]["messages"]
-    assert sum(b["type"] == "image" for m in last for b in _walk(m["content"])) == 2
+    assert sum(b["type"] == "image" for m in last for b in walk_blocks(m["content"])) == 2
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -255,7 +255,7 @@ async def test_full_loop_episode_through_bedrock(tmp_path: Path):
 @pytest.mark.desktop
 @pytest.mark.slow
 def test_provider_bedrock_completes_an_episode_end_to_end(tmp_path: Path):
-    from tests.desktop.test_cli_e2e import results, run_cli
+    from tests.helpers.cli import results, run_cli
 
     suite = tmp_path / "suite" / "notes" / "answer"
     suite.mkdir(parents=True)
@@ -285,7 +285,7 @@ def test_provider_bedrock_completes_an_episode_end_to_end(tmp_path: Path):
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert server.rejected == [] and len(server.requests) == 4
-    assert any(b["type"] == "image" for m in server.requests[-1]["messages"] for b in _walk(m["content"]))
+    assert any(b["type"] == "image" for m in server.requests[-1]["messages"] for b in walk_blocks(m["content"]))
     (result,) = results(tmp_path / "run")
     assert (result["status"], result["score"]) == ("success", 1.0)
     written = "".join(

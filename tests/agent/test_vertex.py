@@ -13,9 +13,9 @@ import pytest
 from mcpworld.agent.providers import PROVIDERS, ProviderSettings, cloud_model_id
 from mcpworld.agent.providers.vertex import VertexProvider, vertex_base_url
 from mcpworld.core.errors import InfraError, UserError
-from tests.agent.test_anthropic import USER, Sleeps, _walk, tool_schemas
 from tests.fakes.vertex_server import FakeVertexServer, rsa_key_pair
-from tests.test_config import make as compose
+from tests.helpers.anthropic import USER, Sleeps, tool_schemas, walk_blocks
+from tests.helpers.config import make as compose
 
 GOOGLE_VARS = (
     "GOOGLE_APPLICATION_CREDENTIALS",
@@ -168,7 +168,7 @@ def test_presets_name_their_vertex_id_and_the_builder_uses_it():
 @pytest.mark.desktop
 @pytest.mark.slow
 def test_provider_vertex_completes_an_episode_end_to_end(tmp_path: Path):
-    from tests.desktop.test_cli_e2e import results, run_cli
+    from tests.helpers.cli import results, run_cli
 
     suite = tmp_path / "suite" / "notes" / "answer"
     suite.mkdir(parents=True)
@@ -204,7 +204,7 @@ def test_provider_vertex_completes_an_episode_end_to_end(tmp_path: Path):
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert server.rejected == [] and len(server.requests) == 3
     assert len(server.tokens) >= 3  # 60 s tokens: each request refreshed first
-    assert any(b["type"] == "image" for m in server.requests[-1]["messages"] for b in _walk(m["content"]))
+    assert any(b["type"] == "image" for m in server.requests[-1]["messages"] for b in walk_blocks(m["content"]))
     (result,) = results(tmp_path / "run")
     assert (result["status"], result["score"]) == ("success", 1.0)
     written = "".join(

@@ -20,9 +20,9 @@ from mcpworld.env.home import HomeEnvironment
 from mcpworld.mcp.klavis_leases import Leases
 from mcpworld.run.episode import run_episode
 from mcpworld.telemetry.trace import read_trace
-from tests.agent.test_loop import events, make_loop, run
 from tests.fakes.klavis_server import FakeKlavisServer
-from tests.test_config import make
+from tests.helpers.agent_loop import events, make_loop, run
+from tests.helpers.config import make
 
 KEY = "sk-klavis-DEADLINE-1357"
 

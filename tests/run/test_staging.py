@@ -18,7 +18,7 @@ from mcpworld.mcp.servers import hosted
 from mcpworld.run.interrupt import StopSignal
 from mcpworld.run.pool import EpisodePool
 from mcpworld.run.staging import EpisodeStaging, check_stage, episode_folder, stageable
-from tests.evaluation.conftest import DirEnvironment
+from tests.helpers.environments import DirEnvironment
 
 
 class Desk(DirEnvironment):
