@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import NotRequired, TypeAlias, TypedDict, Unpack
 
 import httpx
 
 from mcpworld.agent.messages import Content, JSONObject, Message, ToolSchema, WireToolCall, as_int, as_list, as_object
 from mcpworld.agent.providers.base import ModelInfo, Reply, ToolCall, Usage, parse_arguments
-from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
+from mcpworld.agent.providers.http import HttpOptions, HttpProvider, Retryable, estimate_tokens, excerpt, sse_payloads
 from mcpworld.core.errors import InfraError, UserError
 
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
@@ -69,7 +69,7 @@ class AnthropicProvider(HttpProvider):
         label: str = "anthropic",
         thinking_budget: int | None = None,
         enable_zoom: bool | None = None,
-        **http: Any,
+        **http: Unpack[HttpOptions],
     ):
         super().__init__(label=label, **http)
         self.model = model

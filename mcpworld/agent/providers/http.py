@@ -15,6 +15,7 @@ import random
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Required, TypedDict
 
 import httpx
 
@@ -33,6 +34,19 @@ class Retryable(Exception):
         super().__init__(str(final))
         self.final = final
         self.retry_after_s = retry_after_s
+
+
+class HttpOptions(TypedDict, total=False):
+    """The HttpProvider arguments a provider passes on unchanged (its ``label`` it defaults itself)."""
+
+    base_url: Required[str]
+    api_key: str | None
+    timeout_s: float
+    max_retries: int
+    start_hint: str
+    retry_base_s: float
+    retry_cap_s: float
+    sleep: Callable[[float], Awaitable[object]]
 
 
 class HttpProvider(Provider):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict, Unpack
 
 import httpx
 
@@ -27,7 +27,7 @@ from mcpworld.agent.messages import (
 )
 from mcpworld.agent.providers.base import ModelInfo, Reply, ToolCall, Usage, parse_arguments
 from mcpworld.agent.providers.content_calls import calls_in_text
-from mcpworld.agent.providers.http import HttpProvider, Retryable, estimate_tokens, sse_payloads
+from mcpworld.agent.providers.http import HttpOptions, HttpProvider, Retryable, estimate_tokens, sse_payloads
 from mcpworld.core.errors import InfraError
 
 
@@ -48,7 +48,7 @@ class OpenAICompatProvider(HttpProvider):
         top_k: int | None = None,
         presence_penalty: float | None = None,
         frequency_penalty: float | None = None,
-        **http: Any,
+        **http: Unpack[HttpOptions],
     ):
         super().__init__(label=label, **http)
         self.model = model
