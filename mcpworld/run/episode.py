@@ -10,6 +10,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,7 +22,7 @@ from mcpworld.agent.tools.local import local_tools
 from mcpworld.agent.tools.mcp import Overlong, mcp_tools
 from mcpworld.apps.catalog import app_setting
 from mcpworld.config.schema import RootConfig
-from mcpworld.core.errors import EndpointUnreachable, EvalError, InfraError, Unwatchable, UserError
+from mcpworld.core.errors import EndpointUnreachable, EvalError, InfraError, UserError
 from mcpworld.core.result import EpisodeResult, Status, Termination
 from mcpworld.core.secrets import redact
 from mcpworld.core.task import Task
@@ -35,11 +36,17 @@ from mcpworld.probes.files import HomeChanges
 from mcpworld.run.interrupt import EpisodeInterrupted, StopSignal
 from mcpworld.run.metering import metered
 from mcpworld.run.provenance import episode_profile, write_request
+from mcpworld.run.status import NOT_THE_AGENTS, Outcome, classify, classify_error
 from mcpworld.tasks.instructions import shown
 from mcpworld.telemetry.cost import price_episode
 from mcpworld.telemetry.trace import Trace
 
 if TYPE_CHECKING:
+    from PIL.Image import Image
+
+    from mcpworld.agent.profiles import Profile
+    from mcpworld.agent.providers.base import Provider
+    from mcpworld.agent.tools.base import Tool
     from mcpworld.agent.tools.computer import ComputerTool
     from mcpworld.evaluation.handler import HandlerProcess
     from mcpworld.probes.live import LiveHooks
@@ -142,18 +149,15 @@ def run_episode(
                 # (the credentials go to the task's preprocess and grader only: grant.task, never the desktop)
                 _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
-        result.status, result.termination, result.reason = Status.infra_error, Termination.infra_error, str(exc)
+        result.status, result.termination = classify_error(exc, stop.is_set())
+        result.reason = str(exc)
         raise
-    except (EpisodeInterrupted, asyncio.CancelledError, KeyboardInterrupt):
-        result.status, result.termination = Status.interrupted, Termination.interrupted
-        result.reason = f"the run was stopped ({stop.reason or 'interrupt'})"
-    except Exception as exc:  # the environment or a harness part failed: never the agent's failure
-        if stop.is_set():  # the desktop was killed under it because the run is stopping
-            result.status, result.termination = Status.interrupted, Termination.interrupted
-            result.reason = f"the run was stopped ({stop.reason})"
+    except (EpisodeInterrupted, asyncio.CancelledError, KeyboardInterrupt, Exception) as exc:
+        # the environment or a harness part failed, or the run is stopping (a desktop killed under it)
+        result.status, result.termination = classify_error(exc, stop.is_set())
+        if result.status == Status.interrupted:
+            result.reason = f"the run was stopped ({stop.reason or 'interrupt'})"
         else:
-            result.status = Status.infra_error
-            result.termination = Termination.unwatchable if isinstance(exc, Unwatchable) else Termination.infra_error
             prefix = "" if isinstance(exc, InfraError) else "harness error: "
             result.reason = f"{prefix}{type(exc).__name__}: {exc}" if prefix else str(exc)
             trace.emit(
@@ -268,6 +272,38 @@ def live_hooks(task: Task, trace: Trace, env: Environment) -> LiveHooks | None:
     )
 
 
+@dataclass
+class Episode:
+    """One attempt's parts, handed from step to step: the run's config, the task, the episode's folder,
+    the desktop, the result being filled, the trace and the run's stop signal."""
+
+    cfg: RootConfig
+    task: Task
+    folder: Path
+    env: Environment
+    result: EpisodeResult
+    trace: Trace
+    stop: StopSignal
+
+
+@dataclass
+class Agent:
+    """The episode's agent as built (``build_agent``), before it runs: the family's profile, the tools,
+    the metered provider, its bounds, where its screens go, the first screen and the size it is shown at,
+    the workspace its prompt names, and whether it replays the task's solution (the oracle)."""
+
+    profile: Profile
+    tools: dict[str, Tool]
+    provider: Provider
+    limits: Limits
+    screens: ScreenSaver
+    first: Image | None
+    shown: tuple[int, int]
+    workspace: str
+    replays: bool
+    loop: AgentLoop | None = None  # once it runs
+
+
 def _attempt(
     cfg: RootConfig,
     task: Task,
@@ -279,22 +315,27 @@ def _attempt(
     handler: HandlerProcess | None,
     live: LiveHooks | None,
 ) -> None:
-    """The agent's run on the ready desktop, then the verdict."""
-    image_max = list(cfg.model.image_max) if cfg.model.image_max else None
-    profile = episode_profile(cfg)  # how the model's family is driven (agent/profiles)
-    coords = profile.screen((env.width, env.height)) if "computer" in cfg.modality.tools else None
-    tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max, coords)
-    workspace = agent_workspace(McpSettings.of(cfg), task, env)
-    replays = replays_solution(cfg.provider.kind)  # the oracle: only it is handed the task's solution
-    solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace) if replays else None
-    inner = make_provider(ProviderSettings.of(cfg), solution)
-    inner.text_calls = profile.text_calls  # a profile that reads its family's format gets the text as written
-    provider = metered(inner)
-    screens = ScreenSaver(episode_dir / "screens")
-    computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds
-    first = computer.coords.fit(env.first_observation()) if computer is not None else None
+    """The agent's run on the ready desktop, then the verdict: the agent built, run, judged unless the
+    harness ended its run, and the status classified (run/status.py)."""
+    episode = Episode(cfg, task, episode_dir, env, result, trace, stop)
+    killed = run_agent(episode, build_agent(episode))
+    score = None
+    if result.termination not in NOT_THE_AGENTS:
+        stop.check()  # a stopping run does not judge a cut-short episode
+        score = judge_episode(episode, handler, live)
+    result.status = classify(Outcome(result.termination, score, cfg.evaluator.success_threshold, bool(killed)))
+    if result.status == Status.infra_error and score is not None:  # judged, but its app was killed under it
+        result.reason = "; ".join(
+            f"{k['app']} was killed by signal {-int(k['returncode'])} during the episode "
+            "(a crash or an outside kill; relaunch_on_exit: true starts it again)"
+            for k in killed
+        )
+
+
+def agent_limits(cfg: RootConfig, task: Task, profile: Profile) -> Limits:
+    """The loop's bounds: the episode's steps and seconds (``episode_limits``) and the run's agent settings."""
     max_steps, timeout_s = episode_limits(cfg, task)
-    limits = Limits(
+    return Limits(
         max_steps=max_steps,
         max_llm_calls=cfg.agent.max_llm_calls,
         timeout_s=timeout_s,
@@ -304,84 +345,109 @@ def _attempt(
         loop_repeats=cfg.agent.loop_repeats,
         loop_stop=cfg.agent.loop_stop,
     )
-    shown_w, shown_h = computer.coords.image if computer is not None else (env.width, env.height)
-    relaunch = bool(app_setting(cfg.app, task.app, "relaunch_on_exit", False))
-    servers = McpSettings.of(cfg)
-    loop: AgentLoop | None = None
 
-    async def drive() -> None:
-        nonlocal loop
-        try:
-            with stop.watching():
-                await serve_and_run()
-        finally:
-            await provider.aclose()
 
-    async def serve_and_run() -> None:
-        nonlocal loop
-        async with episode_servers(servers, task, env, episode_dir, trace.emit) as pool:
-            if "mcp" in cfg.modality.tools:
-                overlong = Overlong(episode_dir / "overlong", cfg.mcp.max_output_chars)
-                extra = {
-                    **(mcp_tools(pool, overlong) if pool else {}),
-                    **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output),
-                }
-                tools.update({**extra, "done": tools.pop("done")})  # done stays last
-            offered = profile.tools(tools)  # the tools as the family knows them
-            loop = AgentLoop(
-                provider,
-                offered,
-                limits,
-                trace,
-                result,
-                save_image=screens,
-                send_images=getattr(provider, "vision", True) and cfg.model.vision,
-                withheld=withheld(servers, task),
-                after_step=after_step,
-                profile=profile,
-                replay=replay_tools(env) if replays else None,
-            )
-            prompt = profile.system_prompt(
-                PromptContext(  # (the screen's size even without a computer tool, as ever)
-                    list(offered),
-                    (shown_w, shown_h),
-                    cfg.agent.system_prompt,
-                    task.system_prompt.replace("{workspace}", workspace) if task.system_prompt else "",
-                )
-            )
-            try:
-                await loop.run(prompt, shown(task.instruction, env.suite_paths), first)
-            finally:
-                write_request(episode_dir, profile, prompt, offered, loop.first_request)
+def build_agent(episode: Episode) -> Agent:
+    """The agent for this episode on its ready desktop; only a provider that replays solutions gets the task's."""
+    cfg, task, env = episode.cfg, episode.task, episode.env
+    image_max = list(cfg.model.image_max) if cfg.model.image_max else None
+    profile = episode_profile(cfg)  # how the model's family is driven (agent/profiles)
+    coords = profile.screen((env.width, env.height)) if "computer" in cfg.modality.tools else None
+    tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max, coords)
+    workspace = agent_workspace(McpSettings.of(cfg), task, env)
+    replays = replays_solution(cfg.provider.kind)  # the oracle: only it is handed the task's solution
+    solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace) if replays else None
+    inner = make_provider(ProviderSettings.of(cfg), solution)
+    inner.text_calls = profile.text_calls  # a profile that reads its family's format gets the text as written
+    computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds
+    first = computer.coords.fit(env.first_observation()) if computer is not None else None
+    shown = computer.coords.image if computer is not None else (env.width, env.height)
+    screens = ScreenSaver(episode.folder / "screens")
+    return Agent(profile, tools, metered(inner), agent_limits(cfg, task, profile), screens, first, shown, workspace, replays)
 
+
+def run_agent(episode: Episode, agent: Agent) -> list[dict[str, Any]]:
+    """The agent's loop on the desktop, its MCP servers up around it and the desktop watched after each
+    step (apps, live key steps); the task's apps a signal ended (a crash, an outside kill)."""
+    cfg, task, env, result, trace = episode.cfg, episode.task, episode.env, episode.result, episode.trace
     changes = HomeChanges(env.home) if any(step.check is not None for step in task.key_steps) else None
     live_checks = LiveChecks(env, task.key_steps, trace.emit, changes.take, trace.wall_start) if changes else None
-    killed: list[dict[str, Any]] = []  # the task's apps a signal ended (a crash, an outside kill)
-    apps = watch_apps(env, trace, relaunch, killed)
+    killed: list[dict[str, Any]] = []
+    apps = watch_apps(env, trace, bool(app_setting(cfg.app, task.app, "relaunch_on_exit", False)), killed)
 
     def after_step() -> None:
         apps()
         if live_checks:
             live_checks()
 
-    t1 = time.monotonic()
+    async def drive() -> None:
+        try:
+            with episode.stop.watching():
+                await serve_and_run(episode, agent, after_step)
+        finally:
+            await agent.provider.aclose()
+
+    began = time.monotonic()
     try:
         asyncio.run(drive())
     finally:
         if changes:
             changes.close()
-        if task.grader and loop is not None:
-            write_trajectory(episode_dir / "traj_log.json", loop.messages, result)
-    result.agent_s = round(time.monotonic() - t1, 4)
-    result.screenshots = screens.count
+        if task.grader and agent.loop is not None:
+            write_trajectory(episode.folder / "traj_log.json", agent.loop.messages, result)
+    result.agent_s = round(time.monotonic() - began, 4)
+    result.screenshots = agent.screens.count
     if result.termination != Termination.infra_error:
         apps()  # an app that died after the last step
-    if result.termination == Termination.infra_error:
-        result.status = Status.infra_error
-        return
-    stop.check()  # a stopping run does not judge a cut-short episode
+    return killed
 
-    t2 = time.monotonic()
+
+async def serve_and_run(episode: Episode, agent: Agent, after_step: Callable[[], None]) -> None:
+    """The episode's MCP servers started, their tools offered, and the loop run to its end."""
+    cfg, task, env = episode.cfg, episode.task, episode.env
+    servers = McpSettings.of(cfg)
+    async with episode_servers(servers, task, env, episode.folder, episode.trace.emit) as pool:
+        tools = agent.tools
+        if "mcp" in cfg.modality.tools:
+            overlong = Overlong(episode.folder / "overlong", cfg.mcp.max_output_chars)
+            extra = {
+                **(mcp_tools(pool, overlong) if pool else {}),
+                **local_tools(task.local_tools, env, task.workspace, overlong, cfg.agent.bash_max_output),
+            }
+            tools.update({**extra, "done": tools.pop("done")})  # done stays last
+        offered = agent.profile.tools(tools)  # the tools as the family knows them
+        loop = agent.loop = AgentLoop(
+            agent.provider,
+            offered,
+            agent.limits,
+            episode.trace,
+            episode.result,
+            save_image=agent.screens,
+            send_images=getattr(agent.provider, "vision", True) and cfg.model.vision,
+            withheld=withheld(servers, task),
+            after_step=after_step,
+            profile=agent.profile,
+            replay=replay_tools(env) if agent.replays else None,
+        )
+        prompt = agent.profile.system_prompt(
+            PromptContext(  # (the screen's size even without a computer tool, as ever)
+                list(offered),
+                agent.shown,
+                cfg.agent.system_prompt,
+                task.system_prompt.replace("{workspace}", agent.workspace) if task.system_prompt else "",
+            )
+        )
+        try:
+            await loop.run(prompt, shown(task.instruction, env.suite_paths), agent.first)
+        finally:
+            write_request(episode.folder, agent.profile, prompt, offered, loop.first_request)
+
+
+def judge_episode(episode: Episode, handler: HandlerProcess | None, live: LiveHooks | None) -> float | None:
+    """The grader's score (0 below the threshold without partial credit), its metrics and key steps in the
+    result; None when it gave no verdict (an EvalError: its reason in the result)."""
+    cfg, task, env, result, trace = episode.cfg, episode.task, episode.env, episode.result, episode.trace
+    began = time.monotonic()
     try:
         if live:
             live.settle()  # the hooks' reports of the agent's last actions reach the handler first
@@ -389,19 +455,18 @@ def _attempt(
             raise EvalError(
                 f"the app's hooks did not answer evaluate within {PROBE_ANSWER_S:.0f}s (the {live.probe} probe lost its app?)"
             )
-        verdict = judge(task, env, result.final_action, trace.events, episode_dir / "traj_log.json", handler)
+        verdict = judge(task, env, result.final_action, trace.events, episode.folder / "traj_log.json", handler)
     except EvalError as exc:  # the grader gave no verdict: not the agent failing, not to be retried
-        result.status, result.reason = Status.eval_error, str(exc)
-        result.eval_s = round(time.monotonic() - t2, 4)
+        result.reason = str(exc)
+        result.eval_s = round(time.monotonic() - began, 4)
         trace.emit("evaluation", score=None, error=result.reason, seconds=result.eval_s)
-        return
+        return None
     result.metrics, result.key_steps = verdict.metrics, verdict.key_steps
     score = verdict.score
-    threshold = cfg.evaluator.success_threshold
-    if not cfg.evaluator.partial_credit and score < threshold:
+    if not cfg.evaluator.partial_credit and score < cfg.evaluator.success_threshold:
         score = 0.0
     result.score = round(float(score), 4)
-    result.eval_s = round(time.monotonic() - t2, 4)
+    result.eval_s = round(time.monotonic() - began, 4)
     trace.emit(
         "evaluation",
         score=result.score,
@@ -409,18 +474,4 @@ def _attempt(
         key_steps=result.key_steps or None,
         seconds=result.eval_s,
     )
-    if result.score >= threshold:
-        result.status = Status.success
-    elif killed:  # the app the agent worked in died by a signal: a failed verdict is not the agent's
-        result.status = Status.infra_error
-        result.reason = "; ".join(
-            f"{k['app']} was killed by signal {-int(k['returncode'])} during the episode "
-            "(a crash or an outside kill; relaunch_on_exit: true starts it again)"
-            for k in killed
-        )
-    elif result.termination == Termination.timeout:
-        result.status = Status.timeout
-    elif result.termination == Termination.agent_error:
-        result.status = Status.agent_error
-    else:
-        result.status = Status.failure
+    return result.score
