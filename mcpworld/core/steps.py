@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
@@ -14,7 +15,51 @@ from mcpworld.core.pyautogui_script import Unsupported, parse, script_of
 from mcpworld.core.sudo import Satisfied, satisfied_here, unmet
 
 
+@dataclass(frozen=True)
+class SetupStep:
+    """One setup step of a task, parsed once when the task loads: its ``kind`` (launch, open, execute …)
+    and its ``params`` in the long form, and ``raw``, the mapping as the task (or its loader) wrote it,
+    for what passes a suite's step on unchanged. A changed step is a new one (``replaced``,
+    ``with_params``), never a mapping edited in place."""
+
+    kind: str
+    params: Mapping[str, object]
+    raw: Mapping[str, object]
+
+    @classmethod
+    def of(cls, step: object, where: str) -> SetupStep:
+        """A step from a task file's mapping; TaskFileError naming ``where`` (the file and ``setup[i]``)."""
+        if isinstance(step, SetupStep):
+            return step
+        kind, params = normalize_step(step, where)
+        assert isinstance(step, dict)  # normalize_step refuses anything else
+        return cls(kind, params, dict(step))
+
+    def replaced(self, kind: str, params: Mapping[str, object]) -> SetupStep:
+        """Another step in this one's place (a download become a copy of the local file)."""
+        return SetupStep(kind, dict(params), {kind: dict(params)})
+
+    def with_params(self, **extra: object) -> SetupStep:
+        """This step with ``extra`` parameters added, written in the shape the task wrote it."""
+        params = {**self.params, **extra}
+        raw = {"type": self.kind, "parameters": params} if "type" in self.raw else {self.kind: params}
+        return SetupStep(self.kind, params, raw)
+
+
+def parse_steps(value: object, where: str, key: str = "setup") -> list[SetupStep]:
+    """A task's steps, each checked for shape (not yet for its kind's parameters: ``validate_steps``);
+    TaskFileError naming the file, ``setup[i]`` and the fix."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TaskFileError(f"{where}: {key} = {value!r}: must be a list of steps, like [{{launch: {{command: [...]}}}}]")
+    return [SetupStep.of(step, f"{where}: {key}[{i}]") for i, step in enumerate(value)]
+
+
 def normalize_step(step: Any, where: str = "task") -> tuple[str, dict[str, Any]]:
+    """(kind, parameters) of a step: a SetupStep, or a mapping in either of the task files' forms."""
+    if isinstance(step, SetupStep):
+        return step.kind, dict(step.params)
     if not isinstance(step, dict) or not step:
         raise TaskFileError(f"{where}: a step must be a mapping like {{launch: {{command: [...]}}}}, got {step!r}")
     if "type" in step:
@@ -86,17 +131,19 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
-def validate_steps(steps: list[Any], where: str) -> None:
-    for step in steps:
-        kind, params = normalize_step(step, where)
+def validate_steps(steps: Sequence[object], where: str, key: str = "setup") -> None:
+    """Each step's kind is one a desktop runs, with the parameters it needs, and a replayable script."""
+    for i, step in enumerate(steps):
+        at = f"{where}: {key}[{i}]"
+        kind, params = normalize_step(step, at)
         if kind not in REQUIRED:
-            raise TaskFileError(f"{where}: unknown step type {kind!r}; known: {', '.join(sorted(REQUIRED))}")
+            raise TaskFileError(f"{at}: unknown step type {kind!r}; known: {', '.join(sorted(REQUIRED))}")
         for required in REQUIRED.get(kind, ()):
             if required not in params:
-                raise TaskFileError(f"{where}: step {kind!r} needs '{required}'")
+                raise TaskFileError(f"{at}: step {kind!r} needs '{required}'")
         why = unreplayable(kind, params)
         if why:
-            raise TaskFileError(f"{where}: step {kind!r}: {why}")
+            raise TaskFileError(f"{at}: step {kind!r}: {why}")
 
 
 SUDO = re.compile(r"(^|[\s;&|(`])sudo(\s|$)")

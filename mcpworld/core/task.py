@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
+from mcpworld.core.steps import SetupStep, parse_steps
 from mcpworld.core.task_parts import EvaluatorSpec, KeyStep, ScriptGrader
 
 # OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
@@ -37,7 +38,7 @@ class Task:
     max_steps: int | None = None
     tags: list[str] = field(default_factory=list)
     context: list[ContextEntry] = field(default_factory=list)
-    setup: list[dict[str, Any]] = field(default_factory=list)
+    setup: list[SetupStep] = field(default_factory=list)  # parsed at load (a mapping given here is parsed too)
     mcp_servers: list[str | dict[str, Any]] = field(default_factory=list)  # catalog names or server mappings
     key_steps: list[KeyStep] = field(default_factory=list)
     evaluator: EvaluatorSpec | None = None
@@ -62,6 +63,9 @@ class Task:
     # env.stage may run its setup ahead, while the previous episode runs (false: a setup that must run at
     # the episode's start, e.g. one that reads the clock)
     stage: bool = True
+
+    def __post_init__(self) -> None:
+        self.setup = parse_steps(self.setup, str(self.source))
 
     @property
     def infeasible(self) -> bool:

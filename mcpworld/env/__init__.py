@@ -72,7 +72,7 @@ def handed_files(tasks: Sequence[Task], folders: Sequence[Path]) -> tuple[Path, 
     found: set[Path] = set()
     under = [Path(os.path.realpath(f)) for f in (*folders, BUILTIN_TASKS, DATA / "solutions")]
     for task in tasks:
-        for text in ABSOLUTE_PATH.findall(json.dumps(task.setup, default=str)):
+        for text in ABSOLUTE_PATH.findall(json.dumps([step.raw for step in task.setup], default=str)):
             path = Path(os.path.realpath(text))
             if path.is_file() and any(root == path or root in path.parents for root in under):
                 found.add(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -129,7 +129,7 @@ class Environment(abc.ABC):
         """Restore the task's context, start the desktop if needed, run the task's setup steps."""
 
     @abc.abstractmethod
-    def run_steps(self, steps: list[dict[str, Any]]) -> None:
+    def run_steps(self, steps: Sequence[object]) -> None:
         """Run OSWorld-style setup/postconfig steps (launch, execute, open, sleep, activate_window …)."""
 
     def app_pid(self) -> int | None:

@@ -415,7 +415,7 @@ class DockerEnvironment(Environment):
         finally:
             self._copy_logs()
 
-    def run_steps(self, steps: list[dict[str, Any]]) -> None:
+    def run_steps(self, steps: Sequence[object]) -> None:
         run_steps(self, steps, where=str(self.task.source) if self.task else "steps")
 
     def _copy_logs(self) -> None:

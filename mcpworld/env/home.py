@@ -7,6 +7,7 @@ the episode's home; file and shell getters work, GUI steps say clearly that they
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ class HomeEnvironment(Environment):
     def list_dir(self, path: str) -> list[str]:
         return sorted(p.name for p in self.resolve(path).iterdir())
 
-    def run_steps(self, steps: list[dict[str, Any]]) -> None:
+    def run_steps(self, steps: Sequence[object]) -> None:
         run_steps(self, steps, where="postconfig")
 
     # --- step host: only steps that need no desktop -------------------------------------------

@@ -25,6 +25,7 @@ from PIL.Image import Image
 from mcpworld.apps.programs import Program, command_name, desktop_values, is_port_forwarder, program_for, wait_http, write_shims
 from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.paths import APPS
+from mcpworld.core.steps import parse_steps
 from mcpworld.core.task import Task
 from mcpworld.env import desktop_user, leftovers, mountns, office_registry, relay, screen
 from mcpworld.env.base import Action, Environment, ShellResult
@@ -101,7 +102,9 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
         instruction="-",
         dir=root,
         source=root,
-        setup=[{"launch": {"command": [program.names[0]], "window": program.window or program.names[0], "timeout": 120}}],
+        setup=parse_steps(
+            [{"launch": {"command": [program.names[0]], "window": program.window or program.names[0], "timeout": 120}}], "warm"
+        ),
     )
     with LocalEnvironment(1000, 1000, programs=programs) as scratch:
         scratch.goldens = Goldens(
@@ -448,7 +451,7 @@ class LocalEnvironment(Environment):
         self.windows = Windows(self.display.name)
         self.screen = screen.Screen(self.display.name)
 
-    def run_steps(self, steps: list[dict[str, Any]]) -> None:
+    def run_steps(self, steps: Sequence[object]) -> None:
         self._expose_named_sites(json.dumps(steps, default=str))
         run_steps(self, steps, where=str(self.task.source) if self.task else "steps")
 

@@ -9,7 +9,7 @@ import logging
 import re
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -250,7 +250,7 @@ STEPS: dict[str, Callable[[StepHost, dict], None]] = {
 }
 
 
-def run_steps(host: StepHost, steps: list[Any], where: str = "task") -> None:
+def run_steps(host: StepHost, steps: Sequence[object], where: str = "task") -> None:
     for step in steps:
         kind, params = normalize_step(step, where)
         fn = STEPS.get(kind)

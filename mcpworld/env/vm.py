@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,7 +274,7 @@ class VmEnvironment(Environment):
         for local in sorted(p for p in staging.rglob("*") if p.is_file()):
             self.copy_in(str(local), "~/" + local.relative_to(staging).as_posix())
 
-    def run_steps(self, steps: list[dict[str, Any]]) -> None:
+    def run_steps(self, steps: Sequence[object]) -> None:
         run_steps(self, steps, where=str(self.task.source) if self.task else "steps")
 
     def end_episode(self) -> None:

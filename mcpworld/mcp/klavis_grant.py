@@ -70,9 +70,7 @@ class Grant:
         """The task as this episode runs it: its preprocess step and its grader get ``env``, and
         nothing else does (the desktop, the agent's shell and apps never see the credentials)."""
         setup = [
-            {"execute": {**step["execute"], "env": dict(self.env)}}
-            if isinstance(step.get("execute"), dict) and step["execute"].get("preprocess")
-            else step
+            step.with_params(env=dict(self.env)) if step.kind == "execute" and step.params.get("preprocess") else step
             for step in task.setup
         ]
         grader = replace(task.grader, env=dict(self.env)) if task.grader else task.grader

@@ -147,7 +147,7 @@ def select_tasks(cfg: RootConfig) -> Selection:
             # a task no tool family of the modality can do is not the agent's to fail: skipped, in no rate
             # a desktop app opens when the task needs a catalog program or its setup launches or opens one
             # (PC-Canary tasks start their app from the authors' script: a GUI path beside their MCP servers)
-            starts_app = bool(needed_programs(task)) or any("launch" in step or "open" in step for step in task.setup)
+            starts_app = bool(needed_programs(task)) or any("launch" in step.raw or "open" in step.raw for step in task.setup)
             why = not_applicable(
                 task,
                 cfg.modality.name,
@@ -251,7 +251,7 @@ def refused_sudo(backend: str, task: Task) -> str | None:
     asks for what this machine has already (core/sudo.py)."""
     if not backend_of(backend).on_host:
         return None
-    needs = sudo_needs(task.setup + (task.evaluator.postconfig if task.evaluator else []))
+    needs = sudo_needs([*task.setup, *(task.evaluator.postconfig if task.evaluator else [])])
     return needs[1] if needs else None
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.errors import TaskFileError
+from mcpworld.core.steps import parse_steps
 from mcpworld.core.task import ContextEntry, Task, read_json
 from mcpworld.core.task_parts import KeyStep
 from mcpworld.probes.live import probe_for
@@ -367,7 +368,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCa
         params=_author_home_values(params),  # the handler's: paths in this home (see author_home_text)
         timeout_s=float(setup_cfg["timeout"]) if setup_cfg.get("timeout") else None,
         context=context,
-        setup=setup,
+        setup=parse_steps(setup, where),
         mcp_servers=_servers(data, root),
         key_steps=key_steps,
         handler=handler,

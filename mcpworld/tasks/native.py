@@ -11,7 +11,7 @@ import jinja2.meta
 import yaml
 
 from mcpworld.core.errors import TaskFileError
-from mcpworld.core.steps import validate_steps
+from mcpworld.core.steps import parse_steps, validate_steps
 from mcpworld.core.task import ContextEntry, Task
 from mcpworld.core.task_parts import parse_evaluator, parse_key_steps
 from mcpworld.core.waits import TOOL as WAIT_TOOL
@@ -161,7 +161,7 @@ def load_task(path: Path, root: Path | None = None) -> Task:
             raise TaskFileError(f"{where}: context 'from' {entry['from']!r} must stay inside the task folder")
         context.append(ContextEntry(src, str(entry["to"])))
 
-    setup = render(list(data.get("setup") or []), params, where)
+    setup = parse_steps(render(list(data.get("setup") or []), params, where), where)
     validate_steps(setup, where)
 
     raw_solution = data.get("solution") or {}

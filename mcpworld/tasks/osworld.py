@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.shell_words import programs
-from mcpworld.core.steps import REQUIRED, as_bool, unreplayable
+from mcpworld.core.steps import REQUIRED, as_bool, parse_steps, unreplayable
 from mcpworld.core.task import Task, read_json
 from mcpworld.core.task_parts import parse_evaluator
 from mcpworld.tasks.formats import task_format
@@ -235,7 +235,7 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: b
         instruction=str(data["instruction"]),
         dir=path.parent,
         source=path,
-        setup=setup,
+        setup=parse_steps(setup, where),
         evaluator=parse_evaluator(evaluator, where),
         format="osworld",
         skip_reason=skip,

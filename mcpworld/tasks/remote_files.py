@@ -24,7 +24,7 @@ FETCH_HINT = (
 )
 
 
-def _steps(task: Task) -> Iterator[list[Any]]:
+def _steps(task: Task) -> Iterator[Sequence[object]]:
     yield task.setup
     if task.evaluator is not None:
         yield task.evaluator.postconfig
@@ -57,12 +57,17 @@ def localize(task: Task, cache: FileCache) -> str | None:
             local[url] = str(cache.fetch(url))
         except DownloadError as exc:
             return f"{exc}; {FETCH_HINT}"
-    for steps in _steps(task):
+
+    def copy_of(params: Mapping[str, object]) -> dict[str, object]:
+        return {"src": local.get(str(params["url"]), str(params["url"])), "dest": params["dest"]}
+
+    task.setup = [step.replaced("copy", copy_of(step.params)) if step.kind == "download" else step for step in task.setup]
+    if task.evaluator is not None:  # postconfig steps are the spec's own mappings: replaced in its list
+        steps = task.evaluator.postconfig
         for i, step in enumerate(steps):
             kind, params = normalize_step(step)
             if kind == "download":
-                src = local.get(str(params["url"]), str(params["url"]))
-                steps[i] = {"copy": {"src": src, "dest": params["dest"]}}
+                steps[i] = {"copy": copy_of(params)}
     for cfg in _cloud_configs(task):
         paths = cfg.get("path")
         cfg["path"] = [local.get(str(p), p) for p in paths] if isinstance(paths, list) else local.get(str(paths), paths)

@@ -28,6 +28,7 @@ from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.paths import HOME
+from mcpworld.core.steps import parse_steps
 from mcpworld.core.task import ContextEntry, Task, read_json
 from mcpworld.core.task_parts import ScriptGrader
 from mcpworld.tasks.formats import task_format
@@ -234,7 +235,7 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None, settings: To
         max_steps=int(max_turns) if max_turns else None,
         tags=["toolathlon"] + (["cn"] if cn else []),
         context=context,
-        setup=setup,
+        setup=parse_steps(setup, where),
         mcp_servers=[str(s) for s in servers],
         workspace=WORKSPACE,
         local_tools=[str(t) for t in local if t in LOCAL_TOOLS],

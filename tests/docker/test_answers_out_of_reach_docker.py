@@ -230,7 +230,7 @@ def test_a_toolathlon_preprocess_runs_with_its_folder_and_the_agent_never_sees_i
     base, _ = suite
     folder = _toolathlon_checkout(base)
     task = load_toolathlon(folder / "task_config.json", settings=ToolathlonSettings(python="/usr/bin/python3"))
-    assert any(s["execute"].get("preprocess") for s in task.setup)
+    assert any(s["execute"].get("preprocess") for s in (step.raw for step in task.setup))
     settings = _settings([task], base, toolathlon_root=base / "toolathlon")
     assert settings.handed == ()  # nothing of the checkout goes into the container
     with DockerEnvironment(800, 600, image=image, client=client, read_only=settings.handed, pool=0) as env:

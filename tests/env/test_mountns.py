@@ -68,7 +68,7 @@ def test_a_task_hands_the_files_its_setup_runs_from_its_folder_and_nothing_else(
         ],
     )
     assert handed_files([task], [tmp_path / "suite"]) == (folder / "pre_process.py",)
-    assert json.dumps(task.setup)  # (unchanged)
+    assert json.dumps([step.raw for step in task.setup])  # (unchanged)
 
 
 def test_without_root_the_view_is_refused_with_one_line(monkeypatch):

@@ -81,7 +81,7 @@ def test_anything_else_is_named_and_nothing_runs(source, named):
 
 def test_validation_rejects_an_unreplayable_step_with_the_call_named():
     bad = {"execute": {"command": ["python", "-c", "import pyautogui; pyautogui.screenshot('a.png')"]}}
-    with pytest.raises(TaskFileError, match=r"task.yaml: step 'execute': .*pyautogui.screenshot\(\)"):
+    with pytest.raises(TaskFileError, match=r"task.yaml: setup\[0\]: step 'execute': .*pyautogui.screenshot\(\)"):
         validate_steps([bad], "task.yaml")
     validate_steps([{"execute": {"command": ["python", "-c", SAVE]}}], "task.yaml")
     assert unreplayable("launch", {"command": ["python", "-c", "import pyautogui; pyautogui.x()"]}) is None

@@ -81,8 +81,8 @@ def test_osworld_json_maps_onto_the_task_model(tmp_path):
     path = write_task(tmp_path / "suite", data)
     task = load_task_file(path)
     assert (task.id, task.app, task.format, task.skip_reason) == ("0b17a146-demo", "os", "osworld", None)
-    assert task.setup[0] == {"copy": {"src": str(tmp_path / "suite" / "files" / "data.txt"), "dest": "/home/user/data.txt"}}
-    assert task.setup[1] == {"type": "launch", "parameters": {"command": ["xterm"]}}
+    assert task.setup[0].raw == {"copy": {"src": str(tmp_path / "suite" / "files" / "data.txt"), "dest": "/home/user/data.txt"}}
+    assert task.setup[1].raw == {"type": "launch", "parameters": {"command": ["xterm"]}}
 
 
 @pytest.mark.parametrize(

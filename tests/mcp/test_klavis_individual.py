@@ -232,8 +232,8 @@ def test_the_credentials_go_to_the_preprocess_step_and_the_grader_only():
         grader=ScriptGrader(Path("/t/evaluation/main.py"), module="eval"),
     )
     ran = grant.task(task)
-    assert ran.setup[0] == mkdir and ran.setup[1]["execute"]["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
+    assert ran.setup[0].raw == mkdir and ran.setup[1].raw["execute"]["env"] == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
     assert ran.grader is not None and ran.grader.env == {"KLAVIS_GITHUB_TOKEN": "ghp_secret"}
     assert (
-        "env" not in task.setup[1]["execute"] and task.grader is not None and not task.grader.env
+        "env" not in task.setup[1].raw["execute"] and task.grader is not None and not task.grader.env
     )  # the loaded task is untouched

@@ -99,8 +99,8 @@ def test_valid_task_loads_every_field(tmp_path: Path) -> None:
     assert task.context[0].src == (path.parent / "context/notes.txt").resolve()
     assert task.context[0].dest == "~/notes.txt"
 
-    assert task.setup[0] == {"launch": {"command": ["mousepad", "~/notes.txt"], "window": "notes.txt"}}
-    assert task.setup[1] == {"type": "sleep", "parameters": {"seconds": 0.1}}
+    assert task.setup[0].raw == {"launch": {"command": ["mousepad", "~/notes.txt"], "window": "notes.txt"}}
+    assert task.setup[1].raw == {"type": "sleep", "parameters": {"seconds": 0.1}}
 
 
 def test_solution_shorthand_and_full_forms(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_unnamed_servers_get_a_name_from_their_command(entry, name):
 def test_a_statinspector_task_loads_with_every_key_honoured_or_named():
     task = load_task_file(NOTES / "task01_append")
     assert (task.id, task.app, task.format, task.skip_reason) == ("notes/task01_append", "notes", "mcpworld", None)
-    pre, launch = task.setup
+    pre, launch = (step.raw for step in task.setup)
     # pre_process: started in the background first, as PC-Canary's evaluator does, its path in the checkout
     assert pre["execute"]["shell"] and pre["execute"]["command"].startswith("setsid -f python3 ")
     assert str(NOTES / "task01_append" / "pre_process.py") in pre["execute"]["command"]
@@ -95,7 +95,7 @@ def test_a_statinspector_task_loads_with_every_key_honoured_or_named():
 def test_a_hook_event_task_names_what_it_cannot_have(tmp_path):
     task = load_task_file(NOTES / "task02_save")
     assert task.skip_reason is None
-    assert task.setup == [
+    assert [step.raw for step in task.setup] == [
         {
             "launch": {
                 "command": [str(FIXTURE / "apps/notes/notes.sh"), "/home/user/workspace/.mcpworld/notes/vault/Agenda.md"],
@@ -130,7 +130,7 @@ def test_pccanary_root_resolves_paths_against_another_checkout(tmp_path):
     (task_dir / "config.json").write_text(json.dumps(config))
     assert "not installed here" in load_task_file(task_dir).skip_reason
     task = load_task_file(task_dir, settings=LoaderSettings(pccanary=PcCanarySettings(root=elsewhere)))
-    assert task.skip_reason is None and task.setup[0]["launch"]["command"][0] == str(elsewhere / "apps/notes/notes-built.sh")
+    assert task.skip_reason is None and task.setup[0].raw["launch"]["command"][0] == str(elsewhere / "apps/notes/notes-built.sh")
     with pytest.raises(TaskFileError, match="pccanary.root=/nowhere: no such folder"):
         PcCanarySettings(root=Path("/nowhere"))
 
@@ -159,8 +159,8 @@ def test_the_authors_own_build_runs_as_debians_program_when_this_desktop_has_it(
         )
     )
     task = load_task_file(task_dir)
-    assert task.setup[0]["launch"]["command"] == ["gimp"]  # mcpworld/conf/app/gimp.yaml's program (its shim, its profile)
-    assert "window" not in task.setup[0]["launch"]  # ready when its own main window takes input, not a splash
+    assert task.setup[0].raw["launch"]["command"] == ["gimp"]  # mcpworld/conf/app/gimp.yaml's program (its shim, its profile)
+    assert "window" not in task.setup[0].raw["launch"]  # ready when its own main window takes input, not a splash
     assert task.notes[0] == "runs this desktop's gimp for the authors' own build /usr/local/bin/gimp"
     assert not any("gimp_running" in n for n in task.notes)
     data = json.loads((task_dir / "config.json").read_text())

@@ -40,7 +40,7 @@ def _task(tmp_path: Path):
 def test_the_authors_freecad_folder_is_one_in_this_episodes_home(tmp_path):
     task = _task(tmp_path)
     assert task.instruction == "Save the file to /FreeCAD/task07.FCStd"  # as written: the desktop has /FreeCAD
-    assert task.setup[0] == {"execute": {"command": "mkdir -p ~/FreeCAD/", "shell": True}}  # before the app
+    assert task.setup[0].raw == {"execute": {"command": "mkdir -p ~/FreeCAD/", "shell": True}}  # before the app
     home = tmp_path / "episode" / "home"
     env = SimpleNamespace(home=home, map_paths=lambda text: Environment.map_paths(env, text))
     assert handler_params(task, env) == {"source_path": f"{home}/FreeCAD/", "filename": "task07.FCStd"}

@@ -76,7 +76,7 @@ def host():
 def test_a_url_download_loads_as_a_download_step(tmp_path):
     task = load_task_file(osworld_task(tmp_path, "https://huggingface.co/x/resolve/main"))
     assert task.skip_reason is None
-    assert task.setup[0] == {
+    assert task.setup[0].raw == {
         "download": {
             "url": "https://huggingface.co/x/resolve/main/libreoffice_calc/0a2e43bf-remote/Budget.xlsx",
             "dest": "/home/user/Budget.xlsx",
@@ -97,8 +97,8 @@ def test_a_download_without_a_path_is_a_task_file_error(tmp_path):
 def test_localize_points_steps_and_gold_files_at_the_cache(tmp_path, host):
     task = load_task_file(osworld_task(tmp_path / "suite", host.url))
     assert localize(task, FileCache(root=tmp_path / "cache")) is None
-    src = Path(task.setup[0]["copy"]["src"])
-    assert src.read_bytes() == b"budget" and task.setup[0]["copy"]["dest"] == "/home/user/Budget.xlsx"
+    src = Path(task.setup[0].raw["copy"]["src"])
+    assert src.read_bytes() == b"budget" and task.setup[0].raw["copy"]["dest"] == "/home/user/Budget.xlsx"
     post = task.evaluator.postconfig[0]["copy"]
     assert Path(post["src"]).read_bytes() == b"helper"
     assert Path(task.evaluator.spec["expected"]["path"]).read_bytes() == b"gold"
@@ -125,7 +125,7 @@ def test_a_run_honours_the_mirror(tmp_path):
     files = OmegaConf.structured(FilesConfig(cache_dir=str(tmp_path / "cache"), mirror=str(mirror), retries=1))
     fetch_task_files(tasks, files)
     assert tasks[0].skip_reason is None
-    assert Path(tasks[0].setup[0]["copy"]["src"]) == mirror / "libreoffice_calc/0a2e43bf-remote/Budget.xlsx"
+    assert Path(tasks[0].setup[0].raw["copy"]["src"]) == mirror / "libreoffice_calc/0a2e43bf-remote/Budget.xlsx"
 
 
 def prefetch(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:

@@ -50,7 +50,7 @@ def test_prefetch_honours_pccanary_root(tmp_path, monkeypatch):
     # pccanary.root: the authors' paths (its app script, its context data) resolve in that checkout
     task = prefetched(tmp_path, monkeypatch, f"tasks.root={tmp_path / 'suite'}", f"pccanary.root={PCCANARY}")["notes/task02_save"]
     assert task.handler_setup["root"] == str(PCCANARY) and task.skip_reason is None
-    assert task.setup[0]["launch"]["command"][0] == str(PCCANARY / "apps" / "notes" / "notes.sh")
+    assert task.setup[0].raw["launch"]["command"][0] == str(PCCANARY / "apps" / "notes" / "notes.sh")
     assert task.context[0].src == PCCANARY / "tests" / "context_data" / "notes" / "vault"
 
 

@@ -251,10 +251,10 @@ def test_waa_home_paths_are_the_linux_homes_where_linux_has_the_same_folder():
 def test_a_waa_calc_task_runs_on_linux_with_its_paths_in_the_home():
     task = load_task_file(SHAPES / "waa" / "libreoffice_calc" / "fill-blanks-WOS.json")
     assert task.skip_reason is None and task.app == "libreoffice_calc"
-    assert task.setup[0] == {
+    assert task.setup[0].raw == {
         "download": {"url": "https://example.org/task_files/calc/Fill_Blank.xlsx", "dest": "/home/user/Downloads/Fill_Blank.xlsx"}
     }
-    assert task.setup[1]["parameters"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
+    assert task.setup[1].raw["parameters"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
     assert task.evaluator.spec["result"]["path"] == "/home/user/Downloads/Fill_Blank.xlsx"
     assert "/home/user/Downloads/Fill_Blank.xlsx" in task.instruction  # the desktop has /home/user
     # on Windows itself (env=vm) the paths stay as written, and a Linux desktop cannot run it as is

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.errors import TaskFileError
+from mcpworld.core.steps import parse_steps
 from mcpworld.core.task_parts import EvaluatorSpec, EventPattern, KeyStep, parse_evaluator, parse_key_steps
 from mcpworld.tasks.native import load_task
 
@@ -98,3 +99,40 @@ def test_a_bad_evaluator_is_one_error_naming_the_file_key_value_and_fix(evaluato
     with pytest.raises(TaskFileError) as err:
         parse_evaluator(evaluator, "t.json")
     assert says in str(err.value)
+
+
+def test_setup_steps_are_typed_at_load_with_the_step_as_written(tmp_path):
+    path = write(
+        tmp_path / "t", TASK + "setup:\n  - launch: [mousepad, ~/notes.txt]\n  - {type: sleep, parameters: {seconds: 1}}\n"
+    )
+    launch, sleep = load_task(path).setup
+    assert (launch.kind, dict(launch.params)) == ("launch", {"command": ["mousepad", "~/notes.txt"]})
+    assert launch.raw == {"launch": ["mousepad", "~/notes.txt"]}  # what a suite's step passes on unchanged
+    assert (sleep.kind, dict(sleep.params), sleep.raw) == (
+        "sleep",
+        {"seconds": 1},
+        {"type": "sleep", "parameters": {"seconds": 1}},
+    )
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("  - launch: [mousepad]\n  - [open, x]\n", r"task.yaml: setup\[1\]: a step must be a mapping"),
+        ("  - {launch: [a], open: b}\n", r"task.yaml: setup\[0\]: step .* must have exactly one key"),
+        ("  - {copy: {src: a}}\n", r"task.yaml: setup\[0\]: step 'copy' needs 'dest'"),
+    ],
+)
+def test_a_bad_setup_step_is_one_error_naming_the_file_and_the_step(tmp_path, setup, message):
+    path = write(tmp_path / "t", TASK + "setup:\n" + setup)
+    with pytest.raises(TaskFileError, match=message):
+        load_task(path)
+
+
+def test_a_changed_setup_step_is_a_new_step_in_the_shape_the_task_wrote():
+    short, long = parse_steps([{"execute": {"command": "x"}}, {"type": "execute", "parameters": {"command": "y"}}], "t")
+    assert short.with_params(env={"K": "v"}).raw == {"execute": {"command": "x", "env": {"K": "v"}}}
+    assert long.with_params(env={}).raw == {"type": "execute", "parameters": {"command": "y", "env": {}}}
+    assert short.raw == {"execute": {"command": "x"}}  # unchanged
+    copy = short.replaced("copy", {"src": "/a", "dest": "~/b"})
+    assert (copy.kind, copy.raw) == ("copy", {"copy": {"src": "/a", "dest": "~/b"}})

@@ -111,7 +111,7 @@ def test_without_preprocess_the_initial_workspace_is_copied_and_unpacked(tmp_pat
     (entry,) = task.context
     assert entry.src == path.parent / "initial_workspace" and entry.dest == "~/workspace"
     assert entry.extract_archives is True
-    assert task.setup == [{"execute": {"command": ["mkdir", "-p", "~/workspace"]}}]
+    assert [step.raw for step in task.setup] == [{"execute": {"command": ["mkdir", "-p", "~/workspace"]}}]
 
 
 def test_with_preprocess_it_runs_with_the_workspace_and_the_same_launch_time(tmp_path: Path):
@@ -119,7 +119,7 @@ def test_with_preprocess_it_runs_with_the_workspace_and_the_same_launch_time(tmp
     task = load_task_file(path)
     (entry,) = task.context
     assert entry.extract_archives is False  # the preprocess script owns the archives
-    mkdir, run = task.setup
+    mkdir, run = (step.raw for step in task.setup)
     assert mkdir == {"execute": {"command": ["mkdir", "-p", "~/workspace"]}}
     command = shlex.split(run["execute"]["command"])  # outside a checkout: a module of the task's parent folder
     assert run["execute"]["shell"] is True
@@ -281,7 +281,7 @@ def test_the_preprocess_script_runs_as_a_module_from_the_root(tmp_path: Path):
     task = load_task_file(FINALPOOL / "relative-grader")
     home = tmp_path / "home"
     (home / "workspace").mkdir(parents=True)
-    step = task.setup[-1]["execute"]
+    step = task.setup[-1].raw["execute"]
     assert step["shell"] is True
     subprocess.run(["bash", "-c", step["command"]], env={**os.environ, "HOME": str(home)}, check=True)
     assert (home / "workspace" / "prepared.txt").read_text() == "".join(task.grader.launch_time.split()).lower()
