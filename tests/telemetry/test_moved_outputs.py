@@ -22,9 +22,9 @@ import pytest
 from mcpworld.telemetry.tracking.logger import MlflowLogger
 from mcpworld.telemetry.tracking.store import ARTIFACTS_FROM, create_experiment
 from tests.fakes.scripted_server import free_port
+from tests.helpers.job_folders import write_episode
 from tests.helpers.mlflow_store import answering
 from tests.telemetry.browser import CHROMIUM, require_browser
-from tests.telemetry.test_tracking_store import write_episode
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE = "sqlite:///outputs/mlflow.db"  # the defaults, as a researcher runs from the project folder

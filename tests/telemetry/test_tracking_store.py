@@ -28,6 +28,7 @@ from mcpworld.telemetry.tracking.pending import PENDING_FILE
 from mcpworld.telemetry.tracking.process import MlflowTracker
 from mcpworld.telemetry.tracking.sweep import finish_sweep_run, runs_link, start_sweep_run
 from mcpworld.telemetry.upload import upload
+from tests.helpers.job_folders import write_episode
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,33 +50,6 @@ def runs(db: Path, experiment: str, deleted: bool = False) -> list[Any]:
 
 def by_level(found: list[Any], level: str) -> list[Any]:
     return [r for r in found if r.data.tags.get("mcpworld.level") == level]
-
-
-def write_episode(
-    job_dir: Path, task_id: str, attempt: int = 0, status: str = "success", folder: str | None = None, trace: bool = True
-) -> tuple[EpisodeResult, Path]:
-    """An episode folder as a job leaves it: result.json and trace.jsonl."""
-    result = EpisodeResult(
-        task_id=task_id,
-        app=task_id.split("/")[0],
-        attempt=attempt,
-        status=status,
-        score=float(status == "success"),
-        metrics=[MetricOutcome("exact_match#0", 1.0)],
-        labels={"model": "oracle", "modality": "gui"},
-    )
-    where = job_dir / "episodes" / task_id / (folder or str(attempt))
-    where.mkdir(parents=True)
-    result.write(where / "result.json")
-    if trace:
-        now = time.time()
-        events = [
-            {"type": "episode_start", "ts": now - 2, "task": task_id},
-            {"type": "tool_call", "ts": now - 1, "tool": "computer", "latency_s": 0.1, "ok": True, "step": 1},
-            {"type": "episode_end", "ts": now, "status": status, "score": result.score},
-        ]
-        (where / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    return result, where
 
 
 def job_folder(tmp_path: Path, uri: str, experiment: str) -> Path:
