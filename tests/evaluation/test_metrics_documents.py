@@ -324,7 +324,7 @@ def test_compare_docx_files_fuzzy_and_paragraphs(make):
 
 
 def test_compare_docx_files_odt_as_odfpy_reads_it(tmp_path):
-    from tests.evaluation.test_metrics_documents_tasks import write_odt
+    from tests.helpers.documents import write_odt
 
     # headings are not text:p; text:s and nested spans are not seen
     a = write_odt(

@@ -1,7 +1,5 @@
 """Writer task metrics graded against a gold document (OSWorld's libreoffice_writer / multi_apps tasks)."""
 
-import zipfile
-
 import pytest
 from docx.shared import Pt, RGBColor
 
@@ -21,6 +19,7 @@ from mcpworld.evaluation.metrics.documents.text import (
 )
 from mcpworld.evaluation.metrics.odf import open_odt
 from mcpworld.evaluation.registry import get_metric
+from tests.helpers.documents import write_odt
 
 
 @pytest.fixture
@@ -47,36 +46,6 @@ def test_registered():
 
 
 # --- highlighting (.odt and .docx) -------------------------------------------------------------
-
-ODT_NS = (
-    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
-    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-    'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"'
-)
-
-
-MANIFEST = (
-    '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
-    '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
-    '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
-    '<manifest:file-entry manifest:full-path="styles.xml" manifest:media-type="text/xml"/>'
-    "</manifest:manifest>"
-)
-
-
-def write_odt(path, body, automatic="", common=""):
-    content = (
-        f"<office:document-content {ODT_NS}><office:automatic-styles>{automatic}</office:automatic-styles>"
-        f"<office:body><office:text>{body}</office:text></office:body></office:document-content>"
-    )
-    styles = f"<office:document-styles {ODT_NS}><office:styles>{common}</office:styles></office:document-styles>"
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
-        z.writestr("content.xml", content)
-        z.writestr("styles.xml", styles)
-        z.writestr("META-INF/manifest.xml", MANIFEST)
-    return str(path)
 
 
 def _span_style(name, color, parent=None):
