@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from mcpworld.core.errors import InfraError
@@ -22,6 +21,7 @@ from mcpworld.env import leftovers
 from mcpworld.env.display import MARKER, VirtualDisplay
 from mcpworld.env.local import LocalEnvironment
 from mcpworld.env.processes import scrubbed_env
+from tests.helpers.desktops import left_behind
 
 pytestmark = pytest.mark.desktop
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,33 +163,6 @@ def test_the_oracle_suite_at_concurrency_4_succeeds_every_time(tmp_path):
         statuses = [json.loads(p.read_text())["status"] for p in out.rglob("result.json")]
         assert len(statuses) >= 9 and set(statuses) == {"success"}, (i, statuses)
         assert not left_behind()
-
-
-def left_behind() -> list:
-    """Desktop folders of dead runs, processes of desktops whose folder is gone, and cgroups of dead runs."""
-    from mcpworld.env import cgroup
-
-    dirs = [
-        w
-        for base in leftovers.work_bases()
-        for w in base.glob(leftovers.PREFIX + "*")
-        if (w / leftovers.OWNER_FILE).exists() and not leftovers.owner_alive(w)
-    ]
-    procs = [
-        p for p in psutil.process_iter() if (marker := _environ(p).get(MARKER, "")).startswith("/") and not Path(marker).exists()
-    ]
-    parent = cgroup.parent_dir()
-    groups = [
-        g for g in (parent.iterdir() if parent and parent.is_dir() else []) if g.is_dir() and not cgroup.owner_alive(g.name)
-    ]
-    return dirs + procs + groups
-
-
-def _environ(proc: psutil.Process) -> dict[str, str]:
-    try:
-        return proc.environ()
-    except (psutil.Error, OSError):
-        return {}
 
 
 def test_an_exited_app_is_an_event_and_relaunched_when_its_config_says_so(tmp_path):

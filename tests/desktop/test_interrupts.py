@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop.test_concurrency import left_behind
+from tests.helpers.desktops import left_behind
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]

@@ -14,30 +14,12 @@ import psutil
 import pytest
 
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env.display import MARKER
 from mcpworld.env.local import LocalEnvironment
 from tests.fakes.secret_server import SecretServer
+from tests.helpers.desktops import make_task
 
 pytestmark = pytest.mark.desktop
-
-
-def make_task(tmp_path: Path, setup: list, context_text: str | None = "alpha\n") -> Task:
-    ctx = tmp_path / "task" / "context"
-    ctx.mkdir(parents=True, exist_ok=True)
-    entries = []
-    if context_text is not None:
-        (ctx / "notes.txt").write_text(context_text)
-        entries.append(ContextEntry(ctx / "notes.txt", "~/docs/notes.txt"))
-    return Task(
-        id="t/test",
-        app="mousepad",
-        instruction="test",
-        dir=tmp_path / "task",
-        source=tmp_path / "task" / "task.yaml",
-        context=entries,
-        setup=setup,
-    )
 
 
 def desktop_processes(env: LocalEnvironment) -> list[psutil.Process]:

@@ -9,7 +9,7 @@ import pytest
 
 from mcpworld.agent.tools.wait_for import WaitForTool
 from mcpworld.env.local import LocalEnvironment
-from tests.desktop.test_local_env import make_task
+from tests.helpers.desktops import make_task
 
 pytestmark = pytest.mark.desktop
 

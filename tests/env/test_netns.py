@@ -17,22 +17,13 @@ import httpx
 import pytest
 
 from mcpworld.env import desktop_user, netns
-from mcpworld.env.confine import Confinement
 from mcpworld.env.netns import NetNamespace
-from mcpworld.env.processes import run_bounded, scrubbed_env
 from tests.fakes.secret_server import SecretServer
+from tests.helpers.netns import fetch_inside
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("nsenter"), reason="network namespaces need root and util-linux's nsenter"
 )
-
-FETCH = """
-import sys, urllib.request
-try:
-    print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())
-except Exception as exc:
-    print("FAILED", type(exc).__name__, exc)
-"""
 
 
 @pytest.fixture
@@ -65,21 +56,6 @@ def account() -> Iterator[desktop_user.DesktopUser]:
     assert slot.user is not None
     yield slot.user
     slot.release()
-
-
-def fetch_inside(ns: NetNamespace, url: str, user: desktop_user.DesktopUser) -> str:
-    where = Path("/")  # a folder the desktop account may enter
-    out = run_bounded(
-        [sys.executable, "-c", FETCH, url],
-        scrubbed_env(where, where),
-        where,
-        30,
-        4000,
-        user=user,
-        confinement=Confinement(netns=ns),
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
 
 
 def serve_inside(ns: NetNamespace, root: Path, port: int) -> subprocess.Popen:

@@ -25,8 +25,8 @@ import pytest
 from mcpworld.core.errors import UserError
 from mcpworld.env import desktop_user, netns
 from mcpworld.env.netns import NetNamespace
-from tests.env.test_netns import fetch_inside
 from tests.fakes.secret_server import SecretServer
+from tests.helpers.netns import fetch_inside
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
