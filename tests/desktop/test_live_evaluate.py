@@ -22,33 +22,10 @@ from mcpworld.evaluation.client import EvaluationClient
 from mcpworld.evaluation.live import LiveDesktop
 from mcpworld.evaluation.registry import get_getter
 from mcpworld.evaluation.server import make_live_server
-from mcpworld.evaluation.verdict import judge
-from mcpworld.tasks.osworld import load_osworld
 from tests.fakes.file_server import serve_folder
+from tests.helpers.live_evaluate import MOUSEPAD_TASK, TOKEN, TYPED, same_verdict
 
 pytestmark = pytest.mark.desktop
-
-TOKEN = "live-token-not-for-logs"
-TYPED = "typed by another harness"
-MOUSEPAD_TASK = {
-    "id": "live-mousepad",
-    "instruction": f"Type '{TYPED}' into Mousepad",
-    "config": [{"type": "launch", "parameters": {"command": ["mousepad"]}}],
-    "evaluator": {
-        "func": ["check_include_exclude", "check_accessibility_tree"],  # "and" stops at the first 0
-        "result": [{"type": "vm_active_window_title"}, {"type": "accessibility_tree"}],
-        "expected": [
-            {"type": "rule", "rules": {"include": ["Mousepad"]}},
-            {
-                "type": "rule",
-                "rules": [
-                    {"selectors": ['application[name="mousepad"] frame[st|active=true]']},
-                    {"xpath": '//text[@st:focused="true"]', "text": TYPED, "exact": True},
-                ],
-            },
-        ],
-    },
-}
 
 
 @pytest.fixture
@@ -79,16 +56,6 @@ def until(check, timeout: float = 30.0):
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.3)
-
-
-def same_verdict(over_http: dict, env: LocalEnvironment, task: dict, compare_actual: set[str]) -> None:
-    """The service's verdict against the episode's judge on the same desktop, metric by metric."""
-    in_process = judge(load_osworld(Path("task.json"), dict(task)), env, "DONE")
-    assert over_http["score"] == in_process.score
-    assert [(m["name"], m["score"]) for m in over_http["metrics"]] == [(m.name, m.score) for m in in_process.metrics]
-    for sent, here in zip(over_http["metrics"], in_process.metrics):
-        if sent["name"] in compare_actual:
-            assert sent["actual"] == here.actual
 
 
 def test_chromium_tabs_over_devtools_grade_as_in_the_episode(served, site):

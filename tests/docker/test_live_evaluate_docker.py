@@ -15,7 +15,7 @@ from mcpworld.env.container import DockerEnvironment
 from mcpworld.evaluation.client import EvaluationClient
 from mcpworld.evaluation.live import LiveDesktop
 from mcpworld.evaluation.server import make_live_server
-from tests.desktop.test_live_evaluate import MOUSEPAD_TASK, TOKEN, TYPED, same_verdict
+from tests.helpers.live_evaluate import MOUSEPAD_TASK, TOKEN, TYPED, same_verdict
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
