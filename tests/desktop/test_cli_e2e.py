@@ -315,7 +315,7 @@ def test_an_osworld_task_file_runs_with_a_model_over_http(tmp_path):
 
 
 def test_an_mcpworld_task_folder_runs_with_a_model_and_its_handler_grades_it(tmp_path):
-    from tests.evaluation.test_mcpworld_tasks import CONFIG, HANDLER
+    from tests.helpers.pccanary import CONFIG, HANDLER
 
     root = tmp_path / "canary"
     task_dir = root / "tests" / "tasks" / "notes" / "task07_append"
