@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -52,8 +52,11 @@ from mcpworld.telemetry.energy.totals import energy_totals
 from mcpworld.telemetry.provenance import run_tags
 from mcpworld.telemetry.tracking.store import unreachable
 from mcpworld.telemetry.tracking.sweep import sweep_parent, swept_keys
-from mcpworld.telemetry.tracking.tracker import make_tracker
+from mcpworld.telemetry.tracking.tracker import Tracker, make_tracker
 from mcpworld.telemetry.tracking.vocabulary import differs_tag, job_params, job_run_name, source_tags
+
+if TYPE_CHECKING:
+    from mcpworld.telemetry.energy.meter import EnergyMeter
 
 
 def job_dir() -> Path:
@@ -344,7 +347,45 @@ def run_job(composed: DictConfig) -> float:
     return _run_episodes(cfg, chosen.tasks, model, out, chosen)
 
 
+@dataclass
+class JobRun:
+    """One job's episodes as they run: its config, folder and energy meter, the stop signal, the desktops
+    and their pool, the results so far, the first error that stops the job (``fatal``) and how it ended."""
+
+    cfg: RootConfig
+    out: Path
+    gpu: EnergyMeter | None
+    results: list[EpisodeResult]
+    stop: StopSignal = field(default_factory=StopSignal)
+    envs: list[Environment] = field(default_factory=list)
+    pool: EpisodePool | None = None
+    fatal: Exception | None = None
+    status: str = "FINISHED"
+    reason: str = ""
+    wall_s: float = 0.0
+
+    def episode(self, env: Environment, run: tuple[Task, int]) -> EpisodeResult:
+        """One (task, attempt) on ``env``, run again after an infra error (``infra_retries``: the failed try
+        set aside for inspection); a user error or an unreachable endpoint stops the job."""
+        task, attempt = run
+        episode_dir = episode_folder(self.out, task.id, attempt)
+        for retry in range(self.cfg.infra_retries + 1):
+            if retry:  # keep the failed try for inspection, run the episode again
+                resume.set_aside(episode_dir, "infra_error")
+            try:
+                result = run_episode(self.cfg, task, attempt, episode_dir, env, self.gpu, self.stop)
+            except (UserError, EndpointUnreachable) as exc:  # every later episode would fail the same way
+                self.fatal = self.fatal or exc
+                if self.pool is not None:
+                    self.pool.halt()
+                return EpisodeResult.read(episode_dir / "result.json")
+            if result.status != Status.infra_error or result.termination == Termination.unwatchable or self.stop.is_set():
+                break  # (an unwatchable task fails the same way every time)
+        return result
+
+
 def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Path, chosen: Selection | None = None) -> float:
+    """The job's episodes (those not done already) on its desktops, tracked; summary.json says how it ended."""
     chosen = chosen or Selection(tasks)
     resolved = cast(dict[str, Any], OmegaConf.to_container(cast(DictConfig, cfg), resolve=True))
     runs = [(t, a) for t in tasks for a in range(cfg.attempts)]
@@ -355,6 +396,31 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     reaped = backend_of(cfg.env.backend).reap()  # what killed runs left: local desktops, containers …
     if reaped:
         print(f"mcpworld: removed {reaped} desktop(s) left behind by killed runs", file=sys.stderr)
+    tracker, gpu = start_tracking(cfg, out, resolved, model)
+    print(f"mcpworld: {len(todo)} episode(s) of {len(tasks)} task(s) → {out}")
+    job = JobRun(cfg, out, gpu, list(resumed.done.values()))
+    try:
+        run_pool(job, tasks, todo, tracker)
+    except KeyboardInterrupt as exc:
+        job.status, job.reason = "KILLED", f"interrupted by {getattr(exc, 'signal_name', 'SIGINT')}"
+        raise
+    except Exception as exc:
+        job.status, job.reason = "FAILED", one_line(exc)
+        raise
+    finally:
+        with signals_deferred():
+            summary = close_job(job, tracker, model, len(runs), chosen)
+    from mcpworld.run.summary import print_job_table
+
+    print_job_table(job_name(), job.results)
+    if job.fatal is not None:
+        raise JobFailed(job.reason)
+    return summary["success"]
+
+
+def start_tracking(cfg: RootConfig, out: Path, resolved: dict[str, Any], model: ModelInfo) -> tuple[Tracker, EnergyMeter | None]:
+    """The job's run started in the tracker (params, provenance and energy tags, its sweep's parent run),
+    resolved_config.yaml written, and the job's one energy meter measuring its idle baseline."""
     tracker = make_tracker(cfg.tracking)
     (out / "resolved_config.yaml").write_text(mask_secrets(OmegaConf.to_yaml(strip_secrets(resolved))))
     gpu, energy_params = make_energy_meter(cfg.telemetry)  # one sampler for the whole job (GPU, CPU)
@@ -375,85 +441,57 @@ def _run_episodes(cfg: RootConfig, tasks: list[Task], model: ModelInfo, out: Pat
     )
     if gpu is not None:
         gpu.start()  # the idle baseline (telemetry.idle_s), before any desktop starts
-    print(f"mcpworld: {len(todo)} episode(s) of {len(tasks)} task(s) → {out}")
+    return tracker, gpu
 
-    stop = StopSignal()
-    envs: list[Environment] = []
-    results: list[EpisodeResult] = list(resumed.done.values())
-    fatal: Exception | None = None
-    status, reason = "FINISHED", ""
-    wall_s = 0.0
 
-    def one(env: Environment, run: tuple[Task, int]) -> EpisodeResult:
-        nonlocal fatal
-        task, attempt = run
-        episode_dir = episode_folder(out, task.id, attempt)
-        for retry in range(cfg.infra_retries + 1):
-            if retry:  # keep the failed try for inspection, run the episode again
-                resume.set_aside(episode_dir, "infra_error")
-            try:
-                result = run_episode(cfg, task, attempt, episode_dir, env, gpu, stop)
-            except (UserError, EndpointUnreachable) as exc:  # every later episode would fail the same way
-                fatal = fatal or exc
-                pool.halt()
-                return EpisodeResult.read(episode_dir / "result.json")
-            if result.status != Status.infra_error or result.termination == Termination.unwatchable or stop.is_set():
-                break  # (an unwatchable task fails the same way every time)
-        return result
+def run_pool(job: JobRun, tasks: list[Task], todo: list[tuple[Task, int]], tracker: Tracker) -> None:
+    """The desktops started (two per worker with env.stage) and the episodes run on them, each result
+    logged as it comes; a job stopped by a fatal error is FAILED."""
+    cfg, out = job.cfg, job.out
+    apps = sorted({p.app for t in tasks for p in needed_programs(t)})
+    settings = DesktopSettings.of(cfg).for_run(tasks, out)  # env.files=hidden: what the desktops see
+    workers = min(cfg.concurrency, len(todo))
+    staged = cfg.env.stage and len(todo) > workers  # (a worker with one episode has none to stage)
+    job.envs = make_environments(settings, programs(), workers * (2 if staged else 1), apps)
+    job.pool = EpisodePool(job.envs, job.episode, job.stop, staging=EpisodeStaging(out) if staged else None)
+    began = time.monotonic()
+    with SweepProgress(len(todo)) as progress:
 
-    try:
-        apps = sorted({p.app for t in tasks for p in needed_programs(t)})
-        settings = DesktopSettings.of(cfg).for_run(tasks, out)  # env.files=hidden: what the desktops see
-        workers = min(cfg.concurrency, len(todo))
-        staged = cfg.env.stage and len(todo) > workers  # (a worker with one episode has none to stage)
-        envs = make_environments(settings, programs(), workers * (2 if staged else 1), apps)
-        pool: EpisodePool = EpisodePool(envs, one, stop, staging=EpisodeStaging(out) if staged else None)
-        began = time.monotonic()
-        with SweepProgress(len(todo)) as progress:
+        def finished(result: EpisodeResult) -> None:
+            job.results.append(result)
+            tracker.log_episode(result, out / "episodes" / result.task_id / str(result.attempt))
+            progress.done(result)
 
-            def finished(result: EpisodeResult) -> None:
-                results.append(result)
-                tracker.log_episode(result, out / "episodes" / result.task_id / str(result.attempt))
-                progress.done(result)
+        job.pool.run(todo, finished)
+    job.wall_s = time.monotonic() - began
+    if job.fatal is not None:
+        job.status, job.reason = "FAILED", one_line(job.fatal)
 
-            pool.run(todo, finished)
-        wall_s = time.monotonic() - began
-        if fatal is not None:
-            status, reason = "FAILED", one_line(fatal)
-    except KeyboardInterrupt as exc:
-        status, reason = "KILLED", f"interrupted by {getattr(exc, 'signal_name', 'SIGINT')}"
-        raise
-    except Exception as exc:
-        status, reason = "FAILED", one_line(exc)
-        raise
-    finally:
-        with signals_deferred():
-            for env in envs:
-                env.close()
-            if gpu is not None:
-                gpu.close(out / "gpu.csv")
-            ended = {"status": status, **({"reason": reason} if reason else {}), "skipped": chosen.by_reason()}
-            summary = job_numbers(
-                results, len(runs), len(chosen.skipped), model.metrics, wall_s, gpu.job_metrics() if gpu is not None else {}
-            )
-            write_summary(out, {**ended, **summary})
-            artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
-            waited = time.perf_counter()
-            tracker.finish_job(summary, artifacts, status=status, job_dir=out)
-            tracking = {"tracking_busy_s": round(tracker.busy_s, 4), "tracking_wait_s": round(time.perf_counter() - waited, 4)}
-            write_summary(out, {**ended, **summary, **tracking})
-            if status == "KILLED":
-                print(
-                    f"mcpworld: stopped; {len(results)} of {len(runs)} episode(s) have a result in {out}. "
-                    f"Run the same command with hydra.run.dir={out} (hydra.sweep.dir= for a sweep) to resume.",
-                    file=sys.stderr,
-                )
-    from mcpworld.run.summary import print_job_table
 
-    print_job_table(job_name(), results)
-    if fatal is not None:
-        raise JobFailed(reason)
-    return summary["success"]
+def close_job(job: JobRun, tracker: Tracker, model: ModelInfo, planned: int, chosen: Selection) -> dict[str, float]:
+    """The desktops and the meter closed, summary.json written, the tracker's job run finished (its wait
+    measured); the job's numbers."""
+    out = job.out
+    for env in job.envs:
+        env.close()
+    if job.gpu is not None:
+        job.gpu.close(out / "gpu.csv")
+    ended = {"status": job.status, **({"reason": job.reason} if job.reason else {}), "skipped": chosen.by_reason()}
+    energy = job.gpu.job_metrics() if job.gpu is not None else {}
+    summary = job_numbers(job.results, planned, len(chosen.skipped), model.metrics, job.wall_s, energy)
+    write_summary(out, {**ended, **summary})
+    artifacts = [p for p in (out / ".hydra", out / "summary.json", out / "resolved_config.yaml") if p.exists()]
+    waited = time.perf_counter()
+    tracker.finish_job(summary, artifacts, status=job.status, job_dir=out)
+    tracking = {"tracking_busy_s": round(tracker.busy_s, 4), "tracking_wait_s": round(time.perf_counter() - waited, 4)}
+    write_summary(out, {**ended, **summary, **tracking})
+    if job.status == "KILLED":
+        print(
+            f"mcpworld: stopped; {len(job.results)} of {planned} episode(s) have a result in {out}. "
+            f"Run the same command with hydra.run.dir={out} (hydra.sweep.dir= for a sweep) to resume.",
+            file=sys.stderr,
+        )
+    return summary
 
 
 def one_line(exc: BaseException) -> str:
