@@ -473,7 +473,7 @@ def solutions(tasks: str) -> dict[str, list[dict[str, Any]]]:
     missing = [t.id for t in chosen if not t.solution.get("gui")]
     if missing:
         raise SystemExit(f"these tasks have no GUI solution to replay: {', '.join(missing)} (choose others with --tasks)")
-    return {t.instruction: t.solution["gui"] for t in chosen}
+    return {t.instruction: [step.as_written() for step in t.solution.get("gui")] for t in chosen}
 
 
 def schedule(total: int, faults: list[str]) -> dict[str, int]:

@@ -92,7 +92,7 @@ def staging_default(cfg: RootConfig, overrides: list[str]) -> list[str]:
 
 
 def spoil_kind(task: Task, modality: str) -> str:
-    solution = task.solution.get(modality, [])
+    solution = task.solution.get(modality)
     if declares_spoil(solution):
         return "declared"
     return "generic" if spoiled(solution) is not None else "none"

@@ -10,7 +10,7 @@ from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import SetupStep, parse_steps
-from mcpworld.core.task_parts import EvaluatorSpec, KeyStep, ScriptGrader
+from mcpworld.core.task_parts import EvaluatorSpec, KeyStep, ScriptGrader, Solution
 
 # OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
 HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
@@ -46,8 +46,7 @@ class Task:
     # an MCPWorld handler's surroundings: {config (evaluator.config), hooks (python hooks),
     # live_hooks (has JS hooks), evaluate_on_completion, root}
     handler_setup: dict[str, Any] = field(default_factory=dict)
-    # modality -> oracle tool calls [{"tool": name, "args": {...}}]
-    solution: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    solution: Solution = field(default_factory=Solution)  # per modality, the steps the oracle replays
     # where the agent works (MCP servers' {workspace}); a path in the home
     workspace: str = "~"
     local_tools: list[str] = field(default_factory=list)  # Toolathlon local tools: claim_done, python_execute …

@@ -9,7 +9,7 @@ evaluator validates against its registries) stays the mapping the task wrote.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,3 +156,89 @@ def parse_evaluator(value: object, where: str) -> EvaluatorSpec | None:
     if steps is not None and (not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps)):
         raise part_error(where, "evaluator.postconfig", steps, "must be a list of setup steps (each a mapping, like setup's)")
     return EvaluatorSpec({str(key): item for key, item in value.items()})
+
+
+OMIT = "omit"  # a solution step's ``spoil: omit``: the spoiled replay leaves the step out
+
+
+@dataclass(frozen=True)
+class OracleStep:
+    """One tool call of a task's oracle solution, and its ``spoil`` (docs/certify.md): how the spoiled
+    replay changes it, ``omit`` (left out) or a mapping of the args it changes; None where it declares none."""
+
+    tool: str
+    args: Mapping[str, object] = field(default_factory=dict)
+    spoil: Mapping[str, object] | str | None = None
+
+    def spoiled(self) -> OracleStep | None:
+        """The step as the spoiled replay makes it; None when it leaves it out."""
+        if self.spoil == OMIT:
+            return None
+        args = {**self.args, **self.spoil} if isinstance(self.spoil, Mapping) else self.args
+        return OracleStep(self.tool, args)
+
+    def rewritten(self, fill: Callable[[dict[str, object]], dict[str, object]]) -> OracleStep:
+        """This step with ``fill`` applied to its args and a spoil's args (the episode's workspace path)."""
+        spoil = fill(dict(self.spoil)) if isinstance(self.spoil, Mapping) else self.spoil
+        return OracleStep(self.tool, fill(dict(self.args)), spoil)
+
+    def as_written(self) -> dict[str, object]:
+        """``{tool, args}`` (and ``spoil``), as a solution file writes it."""
+        spoil = {"spoil": dict(self.spoil) if isinstance(self.spoil, Mapping) else self.spoil} if self.spoil is not None else {}
+        return {"tool": self.tool, "args": dict(self.args), **spoil}
+
+
+def parse_oracle_step(call: object, where: str) -> OracleStep:
+    """``{tool: computer, args: {...}}`` or the shorthand ``{computer: {...}}``, either with ``spoil:``."""
+    if isinstance(call, Mapping) and "spoil" in call:
+        spoil = call["spoil"]
+        if spoil != OMIT and not (isinstance(spoil, Mapping) and spoil):
+            raise TaskFileError(
+                f"{where}: solution step {call!r}: 'spoil' must be 'omit' (the spoiled replay leaves "
+                f"the step out) or a mapping of the args to change (e.g. {{text: '41'}}), got {spoil!r}"
+            )
+        step = parse_oracle_step({k: v for k, v in call.items() if k != "spoil"}, where)
+        return OracleStep(step.tool, step.args, {str(k): v for k, v in spoil.items()} if isinstance(spoil, Mapping) else OMIT)
+    if isinstance(call, Mapping) and "tool" in call:
+        return OracleStep(str(call["tool"]), _args(call.get("args"), call, where))
+    if isinstance(call, Mapping) and len(call) == 1:
+        ((tool, args),) = call.items()
+        return OracleStep(str(tool), _args(args, call, where))
+    raise TaskFileError(f"{where}: solution step {call!r} must be {{tool: NAME, args: {{...}}}} or {{NAME: {{...}}}}")
+
+
+def _args(args: object, call: object, where: str) -> dict[str, object]:
+    if not args:
+        return {}
+    if not isinstance(args, Mapping):
+        raise TaskFileError(f"{where}: solution step {call!r}: its args must be a mapping of argument names to values")
+    return {str(k): v for k, v in args.items()}
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A task's oracle solution: per modality (gui, cli, mcp, hybrid …) the steps the oracle replays."""
+
+    modalities: Mapping[str, tuple[OracleStep, ...]] = field(default_factory=dict)
+
+    def get(self, modality: str) -> tuple[OracleStep, ...]:
+        return self.modalities.get(modality, ())
+
+    def __contains__(self, modality: object) -> bool:
+        return modality in self.modalities
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.modalities)
+
+    def __bool__(self) -> bool:
+        return bool(self.modalities)
+
+    def with_steps(self, modality: str, steps: Sequence[OracleStep]) -> Solution:
+        return Solution({**self.modalities, modality: tuple(steps)})
+
+    def merged(self, other: Solution) -> Solution:
+        """This solution with ``other``'s modalities in place of its own (a tasks.solutions overlay)."""
+        return Solution({**self.modalities, **other.modalities})
+
+    def as_written(self) -> dict[str, list[dict[str, object]]]:
+        return {modality: [step.as_written() for step in steps] for modality, steps in self.modalities.items()}

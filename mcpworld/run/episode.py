@@ -356,7 +356,8 @@ def build_agent(episode: Episode) -> Agent:
     tools = build_toolset(list(cfg.modality.tools), env, cfg.model.coordinates, cfg.agent, image_max, coords)
     workspace = agent_workspace(McpSettings.of(cfg), task, env)
     replays = replays_solution(cfg.provider.kind)  # the oracle: only it is handed the task's solution
-    solution = replace_in(task.solution.get(cfg.modality.name, []), "{workspace}", workspace) if replays else None
+    fill = lambda args: replace_in(args, "{workspace}", workspace)  # noqa: E731
+    solution = [step.rewritten(fill) for step in task.solution.get(cfg.modality.name)] if replays else None
     inner = make_provider(ProviderSettings.of(cfg), solution)
     inner.text_calls = profile.text_calls  # a profile that reads its family's format gets the text as written
     computer = cast("ComputerTool | None", tools.get("computer"))  # what the computer family builds

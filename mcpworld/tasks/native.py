@@ -13,7 +13,7 @@ import yaml
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import parse_steps, validate_steps
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.core.task_parts import parse_evaluator, parse_key_steps
+from mcpworld.core.task_parts import OracleStep, Solution, parse_evaluator, parse_key_steps, parse_oracle_step
 from mcpworld.core.waits import TOOL as WAIT_TOOL
 from mcpworld.core.waits import check_wait
 from mcpworld.tasks.formats import task_format
@@ -65,36 +65,14 @@ def render(
     return value
 
 
-def checked_wait(call: dict[str, Any], where: str) -> dict[str, Any]:
-    if call["tool"] == WAIT_TOOL:
-        check_wait(call["args"], where)
-    return call
-
-
-def normalize_call(call: Any, where: str) -> dict[str, Any]:
-    """``{tool: computer, args: {...}}`` or the shorthand ``{computer: {...}}`` (``wait_for`` steps,
-    the oracle's waits for state, are checked here: core/waits.py). Either may carry ``spoil:`` for
-    the oracle's nearly right replay (docs/certify.md): ``omit`` (leave the step out) or args to change."""
-    if isinstance(call, dict) and "spoil" in call:
-        return with_spoil(call, where)
-    if isinstance(call, dict) and "tool" in call:
-        return checked_wait({"tool": str(call["tool"]), "args": dict(call.get("args") or {})}, where)
-    if isinstance(call, dict) and len(call) == 1:
-        ((tool, args),) = call.items()
-        return checked_wait({"tool": str(tool), "args": dict(args or {})}, where)
-    raise TaskFileError(f"{where}: solution step {call!r} must be {{tool: NAME, args: {{...}}}} or {{NAME: {{...}}}}")
-
-
-def with_spoil(call: dict[str, Any], where: str) -> dict[str, Any]:
-    """A solution step with its ``spoil:`` kept beside ``tool`` and ``args`` (the oracle reads it)."""
-    spoil = call["spoil"]
-    if spoil != "omit" and not (isinstance(spoil, dict) and spoil):
-        raise TaskFileError(
-            f"{where}: solution step {call!r}: 'spoil' must be 'omit' (the spoiled replay leaves "
-            f"the step out) or a mapping of the args to change (e.g. {{text: '41'}}), got {spoil!r}"
-        )
-    step = normalize_call({k: v for k, v in call.items() if k != "spoil"}, where)
-    return {**step, "spoil": dict(spoil) if isinstance(spoil, dict) else spoil}
+def normalize_call(call: object, where: str) -> OracleStep:
+    """A solution step, ``{tool: computer, args: {...}}`` or the shorthand ``{computer: {...}}``, either with
+    ``spoil:`` for the oracle's nearly right replay (docs/certify.md); a ``wait_for`` step (the oracle's
+    wait for state) is checked here too (core/waits.py)."""
+    step = parse_oracle_step(call, where)
+    if step.tool == WAIT_TOOL:
+        check_wait(dict(step.args), where)
+    return step
 
 
 def _number(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
@@ -169,7 +147,9 @@ def load_task(path: Path, root: Path | None = None) -> Task:
         raw_solution = {"gui": raw_solution}
     if not isinstance(raw_solution, dict):
         raise TaskFileError(f"{where}: 'solution' must be a list of tool calls or a mapping modality -> list")
-    solution = {m: [normalize_call(c, where) for c in render(calls or [], params, where)] for m, calls in raw_solution.items()}
+    solution = Solution(
+        {str(m): tuple(normalize_call(c, where) for c in render(calls or [], params, where)) for m, calls in raw_solution.items()}
+    )
 
     # evaluators may name gold files in the task folder: {type: cache_file, path: "{{ task_dir }}/gold.png"}
     judged = {"task_dir": str(task_dir.resolve()), **params}

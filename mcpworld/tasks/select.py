@@ -123,5 +123,5 @@ def borrow_solution(task: Task, modality: str, tools: Sequence[str]) -> bool:
     usable = [m for m in task.solution if m in known and known[m] <= offered]
     if not usable:
         return False
-    task.solution[modality] = task.solution[max(usable, key=lambda m: (len(known[m]), m))]
+    task.solution = task.solution.with_steps(modality, task.solution.get(max(usable, key=lambda m: (len(known[m]), m))))
     return True

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from mcpworld.core.errors import TaskFileError, UserError
 from mcpworld.core.task import Task
+from mcpworld.core.task_parts import Solution
 from mcpworld.tasks.native import normalize_call
 
 KEYS = {"id", "solution", "note", "offline", "unsolved"}
-Calls = dict[str, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -35,12 +34,12 @@ class Overlay:
 
     path: Path
     task_id: str
-    solution: Calls
+    solution: Solution
     offline: str = ""  # why the answer needs none of the sites the task opens
     unsolved: str = ""  # why no solution can be written here (the file then holds no solution)
 
 
-def read_solution(path: Path) -> tuple[str, Calls]:
+def read_solution(path: Path) -> tuple[str, Solution]:
     """(task id, {modality: tool calls}) of one overlay file; TaskFileError naming the file otherwise."""
     overlay = read_overlay(path)
     return overlay.task_id, overlay.solution
@@ -76,13 +75,13 @@ def read_overlay(path: Path) -> Overlay:
     return Overlay(
         path,
         str(data.get("id") or path.stem),
-        {str(m): [normalize_call(c, where) for c in calls] for m, calls in raw.items()},
+        Solution({str(m): tuple(normalize_call(c, where) for c in calls) for m, calls in raw.items()}),
         str(data.get("offline") or "").strip(),
         str(data.get("unsolved") or "").strip(),
     )
 
 
-def load_solutions(folder: Path) -> dict[str, tuple[Path, Calls]]:
+def load_solutions(folder: Path) -> dict[str, tuple[Path, Solution]]:
     """Every overlay under ``folder`` by task id (two files for one id is an error naming both)."""
     return {task_id: (o.path, o.solution) for task_id, o in _overlays(folder).items()}
 
@@ -106,7 +105,7 @@ def attach_solutions(tasks: list[Task], folder: Path) -> int:
     for task in tasks:
         overlay = overlays.get(task.id)
         if overlay is not None:
-            task.solution = {**task.solution, **overlay.solution}
+            task.solution = task.solution.merged(overlay.solution)
             task.offline = overlay.offline or task.offline
             task.unsolved = overlay.unsolved or task.unsolved
             attached += 1

@@ -30,7 +30,7 @@ from mcpworld.core.errors import TaskFileError
 from mcpworld.core.paths import HOME
 from mcpworld.core.steps import parse_steps
 from mcpworld.core.task import ContextEntry, Task, read_json
-from mcpworld.core.task_parts import ScriptGrader
+from mcpworld.core.task_parts import ScriptGrader, Solution
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.native import normalize_call
 from mcpworld.tasks.settings import LoaderSettings, ToolathlonSettings
@@ -215,14 +215,14 @@ def load_toolathlon(path: Path, data: dict[str, Any] | None = None, settings: To
     if not grader.is_file():
         raise TaskFileError(f"{where}: missing evaluation/main.py (the task's grader)")
 
-    solution: dict[str, list[dict[str, Any]]] = {}
+    solution = Solution()
     if (folder / "solution.json").is_file():
         data_solution = read_json(folder / "solution.json")
         if not isinstance(data_solution, dict):
             raise TaskFileError(f'{folder / "solution.json"}: must be an object like {{"mcp": [tool calls]}}')
         calls = data_solution.get("mcp") or []
-        steps = [normalize_call(c, str(folder / "solution.json")) for c in calls]
-        solution = {"mcp": steps, "hybrid": steps}
+        steps = tuple(normalize_call(c, str(folder / "solution.json")) for c in calls)
+        solution = Solution({"mcp": steps, "hybrid": steps})
 
     max_turns = data.get("max_turns")
     return Task(

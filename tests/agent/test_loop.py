@@ -17,6 +17,7 @@ from mcpworld.agent.tools.bash import BashTool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.errors import EndpointUnreachable, InfraError
 from mcpworld.core.result import EpisodeResult
+from mcpworld.core.task_parts import OracleStep
 from mcpworld.env.screen import encode
 from mcpworld.telemetry.trace import Trace
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -38,9 +39,9 @@ def tool_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def test_oracle_replays_solution_then_done(tmp_path: Path, desk: FakeDesktop) -> None:
     solution = [
-        {"tool": "computer", "args": {"action": "left_click", "coordinate": [10, 20]}},
-        {"tool": "computer", "args": {"action": "type", "text": "hello"}},
-        {"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}},
+        OracleStep("computer", {"action": "left_click", "coordinate": [10, 20]}),
+        OracleStep("computer", {"action": "type", "text": "hello"}),
+        OracleStep("computer", {"action": "key", "text": "ctrl+s"}),
     ]
     saved: list[tuple[int, str]] = []
 
@@ -120,7 +121,7 @@ async def test_max_steps_zero_never_calls_the_provider(tmp_path: Path, desk: Fak
 
 
 async def test_max_steps_stops_a_long_solution(tmp_path: Path, desk: FakeDesktop) -> None:
-    solution = [{"tool": "computer", "args": {"action": "key", "text": "a"}}] * 5
+    solution = [OracleStep("computer", {"action": "key", "text": "a"})] * 5
     loop, result, trace = make_loop(tmp_path, OracleProvider(solution), gui_tools(desk), max_steps=2)
     await run(loop, trace)
     assert result.termination == "max_steps" and result.steps == 2 and len(desk.actions) == 2

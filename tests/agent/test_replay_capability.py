@@ -10,9 +10,10 @@ import pytest
 
 from mcpworld.agent.providers import PROVIDERS, ProviderSettings, ReplayBuilder, make_provider, replays_solution
 from mcpworld.agent.providers.oracle import OracleProvider
+from mcpworld.core.task_parts import OracleStep
 from tests.helpers.config import make
 
-SOLUTION = [{"tool": "computer", "args": {"action": "left_click", "coordinate": [1, 2]}}]
+SOLUTION = [OracleStep("computer", {"action": "left_click", "coordinate": [1, 2]})]
 
 
 def test_the_oracle_alone_declares_that_it_replays_solutions():

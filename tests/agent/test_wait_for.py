@@ -18,6 +18,7 @@ from mcpworld.agent.tools import replay_tools
 from mcpworld.agent.tools.base import ToolError
 from mcpworld.agent.tools.wait_for import HOLD_S, WaitForTool
 from mcpworld.core.errors import TaskFileError
+from mcpworld.core.task_parts import OracleStep
 from mcpworld.tasks.native import load_task
 from mcpworld.tasks.solutions import read_solution
 from tests.helpers.agent_loop import Scripted, call, events, gui_tools, make_loop, run
@@ -91,9 +92,9 @@ async def test_bad_arguments_are_a_tool_error(desk: FakeDesktop, args: dict, com
 async def test_the_oracle_replays_wait_for_and_the_trace_records_it(tmp_path: Path, desk: FakeDesktop) -> None:
     desk.write("~/notes.txt", "done: yes\n")
     solution = [
-        {"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}},
-        {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "done: yes"}},
-        {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "never", "timeout": 0.3}},
+        OracleStep("computer", {"action": "key", "text": "ctrl+s"}),
+        OracleStep("wait_for", {"file": "~/notes.txt", "contains": "done: yes"}),
+        OracleStep("wait_for", {"file": "~/notes.txt", "contains": "never", "timeout": 0.3}),
     ]
     loop, result, trace = make_loop(tmp_path, OracleProvider(solution), gui_tools(desk), replay=replay_tools(desk))
     await run(loop, trace)
@@ -126,9 +127,9 @@ def test_solution_files_turn_wait_for_into_a_checked_tool_call(tmp_path: Path) -
         "  - wait_for: {window: 'Keep current format'}\n"
         "  - {tool: wait_for, args: {file: ~/a.xlsx, changed: true, timeout: 60}}\n"
     )
-    assert read_solution(overlay)[1]["gui"][1:] == [
-        {"tool": "wait_for", "args": {"window": "Keep current format"}},
-        {"tool": "wait_for", "args": {"file": "~/a.xlsx", "changed": True, "timeout": 60}},
+    assert list(read_solution(overlay)[1].get("gui")[1:]) == [
+        OracleStep("wait_for", {"window": "Keep current format"}),
+        OracleStep("wait_for", {"file": "~/a.xlsx", "changed": True, "timeout": 60}),
     ]
     task = tmp_path / "t" / "task.yaml"
     task.parent.mkdir()
@@ -142,8 +143,8 @@ def test_solution_files_turn_wait_for_into_a_checked_tool_call(tmp_path: Path) -
 async def test_the_oracles_waits_take_no_step_of_the_budget(tmp_path: Path, desk: FakeDesktop) -> None:
     """A model never gets wait_for, so the oracle's waits must not eat the steps its actions have."""
     desk.write("~/notes.txt", "ok\n")
-    wait = {"tool": "wait_for", "args": {"file": "~/notes.txt", "contains": "ok"}}
-    key = {"tool": "computer", "args": {"action": "key", "text": "a"}}
+    wait = OracleStep("wait_for", {"file": "~/notes.txt", "contains": "ok"})
+    key = OracleStep("computer", {"action": "key", "text": "a"})
     loop, result, trace = make_loop(
         tmp_path, OracleProvider([key, wait, key, wait]), gui_tools(desk), replay=replay_tools(desk), max_steps=3
     )

@@ -13,35 +13,36 @@ from mcpworld.certify.main import parse_args
 from mcpworld.certify.modes import NOOP, SPOILED, job_overrides
 from mcpworld.certify.verdict import ModeOutcome, Verdict, excluded, judge
 from mcpworld.core.errors import TaskFileError, UserError
+from mcpworld.core.task_parts import OracleStep
 from mcpworld.tasks.native import load_task
 from mcpworld.tasks.solutions import read_solution
 
 
-def key(keys: str) -> dict:
-    return {"tool": "computer", "args": {"action": "key", "text": keys}}
+def key(keys: str) -> OracleStep:
+    return OracleStep("computer", {"action": "key", "text": keys})
 
 
-WAIT = {"tool": "computer", "args": {"action": "wait", "duration": 1}}
-WAIT_FOR = {"tool": "wait_for", "args": {"window": "Save"}}
+WAIT = OracleStep("computer", {"action": "wait", "duration": 1})
+WAIT_FOR = OracleStep("wait_for", {"window": "Save"})
 
 
 def test_the_generic_spoil_leaves_out_the_last_state_changing_step_and_the_waits_for_its_effect():
-    solution = [key("ctrl+a"), WAIT_FOR, key("ctrl+s"), WAIT, WAIT_FOR, {"tool": "computer", "args": {"action": "screenshot"}}]
+    solution = [key("ctrl+a"), WAIT_FOR, key("ctrl+s"), WAIT, WAIT_FOR, OracleStep("computer", {"action": "screenshot"})]
     assert spoiled(solution) == [key("ctrl+a"), WAIT_FOR]  # earlier waits stay: they wait for what did happen
-    assert spoiled([WAIT, WAIT_FOR, {"tool": "done", "args": {}}]) is None  # nothing to leave out
+    assert spoiled([WAIT, WAIT_FOR, OracleStep("done", {})]) is None  # nothing to leave out
 
 
 @pytest.mark.parametrize(
     "step, acts",
     [
-        ({"tool": "bash", "args": {"command": "true"}}, True),
-        ({"tool": "excel-sort_range", "args": {}}, True),
-        ({"tool": "filesystem-read_text_file", "args": {}}, False),
-        ({"tool": "computer", "args": {"action": "mouse_move", "coordinate": [1, 2]}}, False),
-        ({"tool": "computer", "args": {"action": "zoom"}}, False),
-        ({"tool": "computer", "args": {"action": "left_click", "coordinate": [1, 2]}}, True),
+        (OracleStep("bash", {"command": "true"}), True),
+        (OracleStep("excel-sort_range", {}), True),
+        (OracleStep("filesystem-read_text_file", {}), False),
+        (OracleStep("computer", {"action": "mouse_move", "coordinate": [1, 2]}), False),
+        (OracleStep("computer", {"action": "zoom"}), False),
+        (OracleStep("computer", {"action": "left_click", "coordinate": [1, 2]}), True),
         (WAIT_FOR, False),
-        ({"tool": "local-claim_done", "args": {}}, False),  # Toolathlon's end of the episode, as done
+        (OracleStep("local-claim_done", {}), False),  # Toolathlon's end of the episode, as done
     ],
 )
 def test_what_counts_as_changing_state(step, acts):
@@ -62,13 +63,9 @@ solution:
       args: {command: "printf {{ word }} > ~/a.txt"}
       spoil: {command: "printf {{ wrong }} > ~/a.txt"}
 """)
-    steps = load_task(tmp_path / "task.yaml").solution["cli"]
-    assert steps[1] == {
-        "tool": "bash",
-        "args": {"command": "printf ready > ~/a.txt"},
-        "spoil": {"command": "printf readi > ~/a.txt"},
-    }
-    assert spoiled(steps) == [{"tool": "bash", "args": {"command": "printf readi > ~/a.txt"}}]
+    steps = load_task(tmp_path / "task.yaml").solution.get("cli")
+    assert steps[1] == OracleStep("bash", {"command": "printf ready > ~/a.txt"}, {"command": "printf readi > ~/a.txt"})
+    assert spoiled(steps) == [OracleStep("bash", {"command": "printf readi > ~/a.txt"})]
 
     async def replay(oracle: OracleProvider) -> list[tuple[str, dict]]:
         calls = []
@@ -92,7 +89,7 @@ def test_a_bad_spoil_is_one_error_naming_the_file(tmp_path):
     with pytest.raises(TaskFileError, match=r"abc\.yaml: .*'spoil' must be 'omit' .* got 41"):
         read_solution(path)
     path.write_text("solution:\n  - computer: {action: type, text: '42'}\n    spoil: {text: '41'}\n")
-    assert read_solution(path)[1]["gui"][0]["spoil"] == {"text": "41"}
+    assert read_solution(path)[1].get("gui")[0].spoil == {"text": "41"}
 
 
 def outcome(passed: int, judged: int, *unjudged: str) -> ModeOutcome:

@@ -7,7 +7,7 @@ so every fault travels the real path (HTTP, SSE, the provider's retries, the epi
 
 Usage::
 
-    server = OracleReplayServer({task.instruction: task.solution["gui"] for task in tasks},
+    server = OracleReplayServer({task.instruction: [s.as_written() for s in task.solution.get("gui")] for task in tasks},
                                 error_every=41, cut_every=67).start()
     ... provider.base_url=server.base_url model=oracle provider=openai_compat ...
     server.outage(6.0)       # every request answers 500 for 6 s (longer than the provider's retries)

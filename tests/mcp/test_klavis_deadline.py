@@ -15,7 +15,7 @@ from mcpworld.agent.providers.oracle import OracleProvider
 from mcpworld.agent.tools.base import Observation, Tool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.task import Task
-from mcpworld.core.task_parts import EvaluatorSpec
+from mcpworld.core.task_parts import EvaluatorSpec, OracleStep
 from mcpworld.env.home import HomeEnvironment
 from mcpworld.mcp.klavis_leases import Leases
 from mcpworld.run.episode import run_episode
@@ -47,7 +47,7 @@ class Hangs(Tool):
 
 async def test_a_tool_call_that_hangs_is_cancelled_at_the_episodes_deadline(tmp_path: Path) -> None:
     tool = Hangs()
-    oracle = OracleProvider([{"tool": "hangs", "args": {}}, {"tool": "done", "args": {"status": "DONE"}}])
+    oracle = OracleProvider([OracleStep("hangs", {}), OracleStep("done", {"status": "DONE"})])
     loop, result, trace = make_loop(tmp_path, oracle, {"hangs": tool, "done": DoneTool()}, timeout_s=0.5)
     started = time.monotonic()
     await run(loop, trace)
@@ -81,9 +81,9 @@ def test_an_episode_whose_hosted_tool_hangs_ends_at_its_timeout_with_nothing_lef
         evaluator=EvaluatorSpec({"func": "infeasible"}),
         solution={
             "mcp": [
-                {"tool": "filesystem-echo", "args": {"text": "hi"}},
-                {"tool": "github-hang", "args": {"text": "x"}},
-                {"tool": "done", "args": {"status": "DONE"}},
+                OracleStep("filesystem-echo", {"text": "hi"}),
+                OracleStep("github-hang", {"text": "x"}),
+                OracleStep("done", {"status": "DONE"}),
             ]
         },
     )

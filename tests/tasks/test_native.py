@@ -105,19 +105,19 @@ def test_valid_task_loads_every_field(tmp_path: Path) -> None:
 
 def test_solution_shorthand_and_full_forms(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path / "t", VALID))
-    assert task.solution["gui"] == [
+    assert task.solution.as_written()["gui"] == [
         {"tool": "computer", "args": {"action": "left_click", "coordinate": [14, 20]}},
         {"tool": "computer", "args": {"action": "type", "text": "hello\n"}},
         {"tool": "done", "args": {"status": "DONE"}},
     ]
-    assert task.solution["cli"] == [{"tool": "bash", "args": {"command": "echo hello >> ~/notes.txt"}}]
+    assert task.solution.as_written()["cli"] == [{"tool": "bash", "args": {"command": "echo hello >> ~/notes.txt"}}]
 
 
 def test_whole_param_keeps_its_type_but_text_around_it_makes_a_string(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path / "t", VALID))
-    coordinate = task.solution["gui"][0]["args"]["coordinate"]
+    coordinate = task.solution.as_written()["gui"][0]["args"]["coordinate"]
     assert coordinate == [14, 20] and isinstance(coordinate[0], int)
-    text = task.solution["gui"][1]["args"]["text"]
+    text = task.solution.as_written()["gui"][1]["args"]["text"]
     assert text == "hello\n" and isinstance(text, str)
     # the evaluator is rendered too, with the same rule
     assert task.evaluator.spec["expected"]["rules"] == {"expected": "hello", "count": 14}
@@ -127,7 +127,7 @@ def test_whole_param_keeps_its_type_but_text_around_it_makes_a_string(tmp_path: 
 def test_list_solution_means_gui(tmp_path: Path) -> None:
     text = valid_with(solution="solution:\n  - computer: {action: key, text: ctrl+s}\n  - done: {status: DONE}")
     task = load_task(write_task(tmp_path / "t", text))
-    assert task.solution == {
+    assert task.solution.as_written() == {
         "gui": [{"tool": "computer", "args": {"action": "key", "text": "ctrl+s"}}, {"tool": "done", "args": {"status": "DONE"}}]
     }
 
@@ -141,7 +141,7 @@ def test_id_without_root_is_app_and_folder_and_explicit_id_wins(tmp_path: Path) 
 def test_no_solution_and_no_optional_keys(tmp_path: Path) -> None:
     text = "app: xterm\ninstruction: do it\nevaluator: {func: infeasible}\n"
     task = load_task(write_task(tmp_path / "t", text, files={}))
-    assert task.solution == {} and task.context == [] and task.setup == [] and task.params == {}
+    assert task.solution.as_written() == {} and task.context == [] and task.setup == [] and task.params == {}
     assert task.timeout_s is None and task.max_steps is None
     assert task.infeasible
 
@@ -304,7 +304,7 @@ def test_builtin_task_set_size() -> None:
 @pytest.mark.parametrize("task", BUILTIN, ids=lambda t: t.id)
 def test_builtin_task_is_complete(task: Task) -> None:
     assert task.instruction and "{{" not in task.instruction
-    assert task.solution and any(task.solution.values()), f"{task.id} has no solution"
+    assert task.solution and any(task.solution.as_written().values()), f"{task.id} has no solution"
     allowed = {"gui": {"computer"}, "cli": {"bash"}, "mcp": set(), "hybrid": {"computer"}}
     app_servers = (
         (yaml.safe_load(app_file.read_text()) or {}).get("mcp_servers", [])
@@ -312,7 +312,7 @@ def test_builtin_task_is_complete(task: Task) -> None:
         else []
     )
     servers = tuple(f"{s if isinstance(s, str) else s['name']}-" for s in [*task.mcp_servers, *app_servers]) or ("filesystem-",)
-    for modality, calls in task.solution.items():
+    for modality, calls in task.solution.as_written().items():
         assert modality in allowed, f"{task.id}: unknown solution modality {modality!r}"
         for tool in {c["tool"] for c in calls} - allowed[modality] - {"done", "wait_for"}:  # wait_for: the oracle's, any modality
             # mcp/hybrid solutions may call the task's (or its app's) servers and local tools

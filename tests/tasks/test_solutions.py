@@ -50,7 +50,7 @@ def test_a_solution_file_attaches_by_id(tmp_path):
         "  gui:\n    - {tool: computer, args: {action: key, text: Return}}\n",
     )
     assert attach_solutions(tasks, folder) == 1
-    assert tasks[0].solution == {
+    assert tasks[0].solution.as_written() == {
         "cli": [{"tool": "bash", "args": {"command": "echo x > ~/x.txt"}}],
         "gui": [{"tool": "computer", "args": {"action": "key", "text": "Return"}}],
     }
@@ -58,7 +58,9 @@ def test_a_solution_file_attaches_by_id(tmp_path):
 
 def test_an_id_key_names_tasks_whose_id_is_no_file_name(tmp_path):
     folder = overlay(tmp_path, "a.yaml", "id: vs_code/982d-2-WOS\nsolution: [{computer: {action: wait}}]\n")
-    assert load_solutions(folder)["vs_code/982d-2-WOS"][1] == {"gui": [{"tool": "computer", "args": {"action": "wait"}}]}
+    assert load_solutions(folder)["vs_code/982d-2-WOS"][1].as_written() == {
+        "gui": [{"tool": "computer", "args": {"action": "wait"}}]
+    }
 
 
 def test_an_offline_declaration_reaches_the_task(tmp_path):
@@ -72,7 +74,7 @@ def test_an_unsolved_declaration_says_why_the_task_has_no_solution(tmp_path):
     tasks = discover(suite(tmp_path))
     folder = overlay(tmp_path, "os/0b17a146-demo.yaml", "unsolved: it installs a package from the web\n")
     attach_solutions(tasks, folder)
-    assert tasks[0].unsolved == "it installs a package from the web" and tasks[0].solution == {}
+    assert tasks[0].unsolved == "it installs a package from the web" and tasks[0].solution.as_written() == {}
 
 
 @pytest.mark.parametrize(

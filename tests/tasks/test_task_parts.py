@@ -9,7 +9,7 @@ import pytest
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import parse_steps
-from mcpworld.core.task_parts import EvaluatorSpec, EventPattern, KeyStep, parse_evaluator, parse_key_steps
+from mcpworld.core.task_parts import EvaluatorSpec, EventPattern, KeyStep, OracleStep, Solution, parse_evaluator, parse_key_steps
 from mcpworld.tasks.native import load_task
 
 TASK = """\
@@ -136,3 +136,24 @@ def test_a_changed_setup_step_is_a_new_step_in_the_shape_the_task_wrote():
     assert short.raw == {"execute": {"command": "x"}}  # unchanged
     copy = short.replaced("copy", {"src": "/a", "dest": "~/b"})
     assert (copy.kind, copy.raw) == ("copy", {"copy": {"src": "/a", "dest": "~/b"}})
+
+
+def test_a_solution_is_typed_at_load_each_step_with_its_spoil(tmp_path):
+    solution = (
+        "solution:\n  - computer: {action: type, text: '42'}\n    spoil: {text: '41'}\n"
+        "  - {tool: done, args: {status: DONE}, spoil: omit}\n"
+    )
+    task = load_task(write(tmp_path / "t", TASK + solution))
+    typed, done = task.solution.get("gui")
+    assert typed == OracleStep("computer", {"action": "type", "text": "42"}, {"text": "41"})
+    assert typed.spoiled() == OracleStep("computer", {"action": "type", "text": "41"}) and done.spoiled() is None
+    assert "gui" in task.solution and "cli" not in task.solution and task.solution.get("cli") == ()
+
+
+def test_a_solution_changes_into_a_new_one():
+    step = OracleStep("bash", {"command": "ls {workspace}"}, {"command": "ls {workspace}/x"})
+    filled = step.rewritten(lambda args: {k: str(v).replace("{workspace}", "/w") for k, v in args.items()})
+    assert filled == OracleStep("bash", {"command": "ls /w"}, {"command": "ls /w/x"}) and step.args["command"] == "ls {workspace}"
+    own = Solution({"gui": (step,), "cli": (step,)})
+    assert own.merged(Solution({"cli": ()})).modalities == {"gui": (step,), "cli": ()}
+    assert own.with_steps("all", own.get("gui")).get("all") == (step,) and "all" not in own

@@ -169,11 +169,11 @@ def test_solution_calls_become_the_mcp_and_hybrid_solutions(tmp_path: Path):
     calls = [{"tool": "filesystem-list_directory", "args": {"path": "{workspace}"}}, {"local-claim_done": {}}]
     task = load_task_file(make_task(tmp_path, solution=calls))
     expected = [{"tool": "filesystem-list_directory", "args": {"path": "{workspace}"}}, {"tool": "local-claim_done", "args": {}}]
-    assert task.solution == {"mcp": expected, "hybrid": expected}
+    assert task.solution.as_written() == {"mcp": expected, "hybrid": expected}
 
 
 def test_no_solution_file_means_no_solution(tmp_path: Path):
-    assert load_task_file(make_task(tmp_path)).solution == {}
+    assert not load_task_file(make_task(tmp_path)).solution
 
 
 @pytest.mark.parametrize("missing, name", [("task_md", "docs/task.md"), ("grader", "evaluation/main.py")])
@@ -217,8 +217,8 @@ def test_a_shipped_task_loads_and_runs_here(name: str, tmp_path: Path):
     assert task.instruction and "{workspace}" in task.system_prompt and "!!<<<<" not in task.system_prompt
     catalog = load_settings()["catalog"]
     parse_servers(task.mcp_servers, catalog, str(task.source))  # every needed server is in the catalog
-    assert task.solution["mcp"] and task.solution["mcp"][-1]["tool"] == "local-claim_done"
-    assert task.solution["hybrid"] == task.solution["mcp"]
+    assert task.solution.as_written()["mcp"] and task.solution.as_written()["mcp"][-1]["tool"] == "local-claim_done"
+    assert task.solution.as_written()["hybrid"] == task.solution.as_written()["mcp"]
     assert Path(task.grader.script).is_file()
 
 

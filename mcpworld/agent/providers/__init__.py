@@ -6,7 +6,7 @@ run.choices checks ``provider.kind`` against it). Other packages add kinds throu
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from mcpworld.agent.providers.base import Provider
 from mcpworld.config.schema import ModelConfig, ProviderConfig, ResolutionConfig, RootConfig
 from mcpworld.core.errors import UserError
 from mcpworld.core.registry import Registry
+from mcpworld.core.task_parts import OracleStep
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class ProviderSettings:
         return cls(model=cfg.model, provider=cfg.provider, resolution=cfg.resolution, seed=seed)
 
 
-Solution = list[dict[str, Any]]  # a task's solution for the modality: its steps ({tool, args})
+Solution = Sequence[OracleStep]  # a task's solution for the modality: the steps the oracle replays
 # a kind's provider, made from the run's settings alone: a model's provider never sees the task's solution
 Builder = Callable[[ProviderSettings], Provider]
 PROVIDERS: Registry[Builder] = Registry("provider.kind", group="mcpworld.providers")

@@ -8,10 +8,12 @@ does, the solution without its last state-changing step (docs/certify.md).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
 
-from mcpworld.agent.messages import Message, ToolSchema
+from mcpworld.agent.messages import JSONObject, Message, ToolSchema
 from mcpworld.agent.providers.base import Provider, Reply, ToolCall
+from mcpworld.core.task_parts import OracleStep
 
 # computer actions that only look or wait: leaving one out changes nothing on the desktop
 LOOKING_ACTIONS = frozenset({"wait", "screenshot", "mouse_move", "zoom", "cursor_position"})
@@ -20,54 +22,45 @@ LOOKING_ACTIONS = frozenset({"wait", "screenshot", "mouse_move", "zoom", "cursor
 PASSIVE_TOOLS = frozenset({"wait_for", "done", "local-claim_done"})
 # MCP tools named as readers (``filesystem-read_text_file``, ``excel-list_sheets``) only look
 READER_PREFIXES = ("read", "list", "search", "get")
-OMIT = "omit"  # a step's ``spoil: omit``: the spoiled replay leaves the step out
 
 
-def changes_state(step: dict[str, Any]) -> bool:
+def changes_state(step: OracleStep) -> bool:
     """Whether leaving this step out could change what the grader sees: a computer action other
     than looking or waiting, a shell command, an MCP (or Toolathlon local) tool that is not a reader."""
-    tool = str(step["tool"])
-    if tool in PASSIVE_TOOLS:
+    if step.tool in PASSIVE_TOOLS:
         return False
-    if tool == "computer" or tool.startswith("computer_"):
-        return str(step.get("args", {}).get("action", "")) not in LOOKING_ACTIONS
-    if "-" in tool:
-        return not tool.split("-", 1)[1].startswith(READER_PREFIXES)
+    if step.tool == "computer" or step.tool.startswith("computer_"):
+        return str(step.args.get("action", "")) not in LOOKING_ACTIONS
+    if "-" in step.tool:
+        return not step.tool.split("-", 1)[1].startswith(READER_PREFIXES)
     return True  # bash, shell and any other tool: assume it acts
 
 
-def declares_spoil(solution: list[dict[str, Any]]) -> bool:
-    return any("spoil" in step for step in solution)
+def declares_spoil(solution: Sequence[OracleStep]) -> bool:
+    return any(step.spoil is not None for step in solution)
 
 
-def spoiled(solution: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+def spoiled(solution: Sequence[OracleStep]) -> list[OracleStep] | None:
     """The nearly right replay of ``solution``, or None when it has none (no step declares ``spoil:``
     and no step changes state, so leaving one out would replay the same thing)."""
     if declares_spoil(solution):
-        out = []
-        for step in solution:
-            spoil = step.get("spoil")
-            if spoil == OMIT:
-                continue
-            args = {**step["args"], **spoil} if isinstance(spoil, dict) else step["args"]
-            out.append({"tool": step["tool"], "args": args})
-        return out
+        return [variant for variant in (step.spoiled() for step in solution) if variant is not None]
     acting = [i for i, step in enumerate(solution) if changes_state(step)]
     if not acting:
         return None
     # the last acting step goes, and the waits after it with it: they wait for its effect, which never
     # comes (a wait_for would only run to its timeout before the grader looks)
-    return solution[: acting[-1]]
+    return list(solution[: acting[-1]])
 
 
 class OracleProvider(Provider):
     name = "oracle"
     vision = False  # it never looks at the screen
 
-    def __init__(self, solution: list[dict[str, Any]], spoil: bool = False):
+    def __init__(self, solution: Sequence[OracleStep], spoil: bool = False):
         variant = spoiled(solution) if spoil else None
         steps = list(solution) if variant is None else variant  # nothing to spoil: the solution as it is
-        self.solution = [{"tool": step["tool"], "args": step["args"]} for step in steps]
+        self.solution = [OracleStep(step.tool, step.args) for step in steps]
         self.position = 0
 
     async def complete(self, messages: list[Message], tools: list[ToolSchema], *, temperature: float | None = None) -> Reply:
@@ -75,5 +68,8 @@ class OracleProvider(Provider):
         self.position += 1
         if n < len(self.solution):
             call = self.solution[n]
-            return Reply(tool_calls=[ToolCall(id=f"oracle-{n}", name=call["tool"], arguments=dict(call["args"]))], latency_s=0.0)
+            return Reply(
+                tool_calls=[ToolCall(id=f"oracle-{n}", name=call.tool, arguments=cast("JSONObject", dict(call.args)))],
+                latency_s=0.0,
+            )
         return Reply(tool_calls=[ToolCall(id=f"oracle-{n}", name="done", arguments={"status": "DONE"})])
