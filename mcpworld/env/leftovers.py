@@ -73,7 +73,10 @@ def reap(bases: list[Path] | None = None) -> list[Path]:
     reaped = []
     for base in bases or work_bases():
         for workroot in sorted(base.glob(PREFIX + "*")):
-            if not (workroot / OWNER_FILE).is_file() or owner_alive(workroot):
+            try:
+                if not (workroot / OWNER_FILE).is_file() or owner_alive(workroot):
+                    continue
+            except PermissionError:  # another account's folder (root's /dev/shm/mcpworld-users): not ours to reap
                 continue
             kill_marked(MARKER, str(workroot))
             try:
