@@ -10,7 +10,7 @@ from typing import Any
 
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import SetupStep, parse_steps
-from mcpworld.core.task_parts import EvaluatorSpec, KeyStep, ScriptGrader, Solution
+from mcpworld.core.task_parts import EvaluatorSpec, HandlerSetup, KeyStep, ScriptGrader, Solution
 
 # OSWorld's VMs run as "user": paths in its tasks name /home/user, mapped to the episode's home
 HOME_USER = re.compile(r"/home/user(?=/|\b|$)")
@@ -43,9 +43,7 @@ class Task:
     key_steps: list[KeyStep] = field(default_factory=list)
     evaluator: EvaluatorSpec | None = None
     handler: Path | None = None
-    # an MCPWorld handler's surroundings: {config (evaluator.config), hooks (python hooks),
-    # live_hooks (has JS hooks), evaluate_on_completion, root}
-    handler_setup: dict[str, Any] = field(default_factory=dict)
+    handler_setup: HandlerSetup | None = None  # an MCPWorld handler's surroundings (PC-Canary tasks)
     solution: Solution = field(default_factory=Solution)  # per modality, the steps the oracle replays
     # where the agent works (MCP servers' {workspace}); a path in the home
     workspace: str = "~"

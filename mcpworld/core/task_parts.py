@@ -242,3 +242,33 @@ class Solution:
 
     def as_written(self) -> dict[str, list[dict[str, object]]]:
         return {modality: [step.as_written() for step in steps] for modality, steps in self.modalities.items()}
+
+
+@dataclass(frozen=True)
+class HandlerSetup:
+    """An MCPWorld/PC-Canary handler's surroundings: the task's ``config`` (its evaluator's config, the
+    ``sql_path`` in the authors' checkout mapped here), its Python ``hooks`` (dependencies first), its
+    app hooks (``js_hooks``: a probe runs them, mcpworld.probes), the ``evaluator_type`` and whether it
+    asks for a verdict at the end (``evaluate_on_completion``), the checkout ``root`` the handler runs
+    from and the ``python_path`` its hooks import from. The handler runner gets it as JSON (``as_runner``)."""
+
+    config: Mapping[str, object] = field(default_factory=dict)
+    hooks: tuple[str, ...] = ()
+    js_hooks: tuple[str, ...] = ()
+    evaluator_type: str = "HookManager"
+    evaluate_on_completion: bool = False
+    root: str = ""
+    python_path: tuple[str, ...] = ()
+
+    def as_runner(self) -> dict[str, object]:
+        """The mapping the handler runner reads (``live_hooks``: the task has app hooks)."""
+        return {
+            "config": dict(self.config),
+            "hooks": list(self.hooks),
+            "live_hooks": bool(self.js_hooks),
+            "js_hooks": list(self.js_hooks),
+            "evaluator_type": self.evaluator_type,
+            "evaluate_on_completion": self.evaluate_on_completion,
+            "root": self.root,
+            "python_path": list(self.python_path),
+        }

@@ -226,11 +226,12 @@ def run_handler(
 
 def handler_setup(task: Task, env: Environment) -> dict[str, Any]:
     """The task's handler surroundings with the config's home paths (``sql_path``) in this episode's home."""
-    setup = dict(task.handler_setup)
-    config = dict(setup.get("config") or {})
+    if task.handler_setup is None:
+        return {}
+    config = dict(task.handler_setup.config)
     if config.get("sql_path"):
         config["sql_path"] = str(env.resolve(str(config["sql_path"])))
-    return {**setup, "config": config} if setup else {}
+    return {**task.handler_setup.as_runner(), "config": config}
 
 
 def handler_params(task: Task, env: Environment) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from mcpworld.core.errors import InfraError, Unwatchable
 from mcpworld.core.paths import APPS
+from mcpworld.core.task_parts import HandlerSetup
 from mcpworld.probes import frida_probe
 from mcpworld.probes.sink import EventSink
 
@@ -32,10 +33,11 @@ class Handler(Protocol):
     def send(self, message: dict[str, Any]) -> list[int]: ...
 
 
-def probe_for(app: str, handler_setup: dict[str, Any]) -> str | None:
+def probe_for(app: str, handler_setup: HandlerSetup | None) -> str | None:
     """The probe that runs this task's hooks here ("vscode", "frida"), or None."""
-    hooks = handler_setup.get("js_hooks") or []
-    kind = handler_setup.get("evaluator_type") or "HookManager"
+    if handler_setup is None:
+        return None
+    hooks, kind = handler_setup.js_hooks, handler_setup.evaluator_type
     if hooks and kind == "IpcInjector" and app in IPC_APPS:
         return "vscode"
     if hooks and kind == "HookManager" and frida_probe.available():

@@ -268,7 +268,10 @@ def live_hooks(task: Task, trace: Trace, env: Environment) -> LiveHooks | None:
     if not probe:
         return None
     return LiveHooks(
-        probe, list(task.handler_setup["js_hooks"]), trace.emit, rewrite=lambda source: env.map_paths(author_home_text(source))
+        probe,
+        list(task.handler_setup.js_hooks if task.handler_setup else ()),
+        trace.emit,
+        rewrite=lambda source: env.map_paths(author_home_text(source)),
     )
 
 
@@ -452,7 +455,7 @@ def judge_episode(episode: Episode, handler: HandlerProcess | None, live: LiveHo
     try:
         if live:
             live.settle()  # the hooks' reports of the agent's last actions reach the handler first
-        if live and task.handler_setup.get("evaluate_on_completion") and not live.evaluate(PROBE_ANSWER_S):
+        if live and task.handler_setup and task.handler_setup.evaluate_on_completion and not live.evaluate(PROBE_ANSWER_S):
             raise EvalError(
                 f"the app's hooks did not answer evaluate within {PROBE_ANSWER_S:.0f}s (the {live.probe} probe lost its app?)"
             )

@@ -28,7 +28,7 @@ from typing import Any
 from mcpworld.core.errors import TaskFileError
 from mcpworld.core.steps import parse_steps
 from mcpworld.core.task import ContextEntry, Task, read_json
-from mcpworld.core.task_parts import KeyStep
+from mcpworld.core.task_parts import HandlerSetup, KeyStep
 from mcpworld.probes.live import probe_for
 from mcpworld.tasks.formats import task_format
 from mcpworld.tasks.settings import LoaderSettings, PcCanarySettings
@@ -317,7 +317,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCa
             "on it nowhere, the handler's success update decides"
         )
     kind = str(setup_cfg.get("evaluator_type") or "HookManager")
-    if other_hooks and not probe_for(app_dir, {"js_hooks": other_hooks, "evaluator_type": kind}):
+    if other_hooks and not probe_for(app_dir, HandlerSetup(js_hooks=tuple(map(str, other_hooks)), evaluator_type=kind)):
         notes.append(
             f"its hooks {', '.join(p.name for p in other_hooks)} ({kind}) do not run here: no probe of "
             f"this harness runs them in {app_dir} yet, so a handler judging from their events gives no "
@@ -348,16 +348,15 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCa
     config = dict(data)
     if config.get("sql_path"):
         config["sql_path"] = author_path(str(config["sql_path"]), root)
-    handler_setup = {
-        "config": config,
-        "hooks": [str(p) for p in py_hooks],
-        "live_hooks": bool(other_hooks),
-        "js_hooks": [str(p) for p in other_hooks],
-        "evaluator_type": str(setup_cfg.get("evaluator_type") or "HookManager"),
-        "evaluate_on_completion": bool(setup_cfg.get("evaluate_on_completion", False)),
-        "root": str(root),
-        "python_path": DEBIAN_PYTHON_MODULES.get(_key(app_dir), []),
-    }
+    handler_setup = HandlerSetup(
+        config=config,
+        hooks=tuple(str(p) for p in py_hooks),
+        js_hooks=tuple(str(p) for p in other_hooks),
+        evaluator_type=str(setup_cfg.get("evaluator_type") or "HookManager"),
+        evaluate_on_completion=bool(setup_cfg.get("evaluate_on_completion", False)),
+        root=str(root),
+        python_path=tuple(DEBIAN_PYTHON_MODULES.get(_key(app_dir), [])),
+    )
     task_id = f"{app_dir}/{task_dir.name}"
     return Task(
         id=task_id,

@@ -85,7 +85,7 @@ def test_a_statinspector_task_loads_with_every_key_honoured_or_named():
         "success_conditions ['text_appended'] kept: PC-Canary's evaluator reads it and acts on it nowhere, "
         "the handler's success update decides",
     ]
-    setup = task.handler_setup
+    setup = task.handler_setup.as_runner()
     assert setup["config"]["sql_path"] == "/home/user/.local/share/notes/index.txt"
     assert setup["evaluate_on_completion"] is True and setup["live_hooks"] is False
     assert [Path(h).name for h in setup["hooks"]] == ["vault.py", "hooker.py"]  # dependency first, as upstream
@@ -104,7 +104,7 @@ def test_a_hook_event_task_names_what_it_cannot_have(tmp_path):
             }
         }
     ]
-    assert task.handler_setup["live_hooks"] is True and task.handler_setup["evaluator_type"] == "HookManager"
+    assert task.handler_setup.js_hooks and task.handler_setup.evaluator_type == "HookManager"
     assert any("user_logged_in=true" in n for n in task.notes)
     assert not any(n.startswith("its hooks") for n in task.notes)  # Frida runs HookManager hooks
     ipc = json.loads((NOTES / "task02_save" / "config.json").read_text())
@@ -215,10 +215,10 @@ def test_statinspector_hooks_and_evaluator_config_reach_the_handler(tmp_path):
 def test_a_hook_event_task_without_its_hooks_is_an_eval_error_and_its_events_still_judge(tmp_path):
     task = load_task_file(NOTES / "task02_save")
     with pytest.raises(EvalError, match="judges from the events of its app hooks"):
-        run_handler(task.handler, task.params, tmp_path, setup=task.handler_setup)
+        run_handler(task.handler, task.params, tmp_path, setup=task.handler_setup.as_runner())
     # the hook's events (as the Frida probe delivers them) decide: a no is a failure, a yes a success
     for text, score in (("## Agenda\n", 0.0), ("## Agenda\ncall Anna\n", 1.0)):
-        proc = HandlerProcess(task.handler, task.params, tmp_path, setup=dict(task.handler_setup, probed=True))
+        proc = HandlerProcess(task.handler, task.params, tmp_path, setup=dict(task.handler_setup.as_runner(), probed=True))
         try:
             steps = proc.send({"type": "send", "payload": {"event": "file_saved", "path": "/x/Agenda.md", "text": text}})
             verdict = proc.complete()  # HookManager: the completion goes to the handler itself

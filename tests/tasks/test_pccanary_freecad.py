@@ -47,7 +47,7 @@ def test_the_authors_freecad_folder_is_one_in_this_episodes_home(tmp_path):
     source = Environment.map_paths(env, author_home_text(HOOK))  # as the episode runs the hook
     assert f"FreeCAD.open('{home}/FreeCAD/task07.FCStd')" in source
     assert "'/usr/share/FreeCAD/Mod'" in source  # a path of this machine stays
-    assert task.handler_setup["python_path"] == DEBIAN_PYTHON_MODULES["freecad"]
+    assert list(task.handler_setup.python_path) == DEBIAN_PYTHON_MODULES["freecad"]
 
 
 def test_a_task_naming_no_such_folder_gets_no_setup_step(tmp_path):
@@ -64,7 +64,7 @@ def test_a_task_naming_no_such_folder_gets_no_setup_step(tmp_path):
     )
     task = load_mcpworld(folder / "config.json")
     assert task.instruction == "Open /workspace/a.txt"
-    assert task.setup == [] and task.handler_setup["python_path"] == []
+    assert task.setup == [] and task.handler_setup.python_path == ()
 
 
 @pytest.mark.skipif(

@@ -67,7 +67,7 @@ def test_the_hooks_source_names_this_episodes_home(tmp_path):
     env = SimpleNamespace(home=home)
     live = LiveHooks(
         "vscode",
-        list(task.handler_setup["js_hooks"]),
+        list(task.handler_setup.js_hooks),
         lambda kind, **data: None,
         rewrite=lambda source: Environment.map_paths(env, author_home_text(source)),
     )

@@ -46,10 +46,10 @@ def test_prefetch_honours_pccanary_root(tmp_path, monkeypatch):
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     alone = prefetched(tmp_path, monkeypatch, f"tasks.root={tmp_path / 'suite'}")["notes/task02_save"]
-    assert alone.handler_setup["root"] != str(PCCANARY) and "not installed here" in alone.skip_reason
+    assert alone.handler_setup.root != str(PCCANARY) and "not installed here" in alone.skip_reason
     # pccanary.root: the authors' paths (its app script, its context data) resolve in that checkout
     task = prefetched(tmp_path, monkeypatch, f"tasks.root={tmp_path / 'suite'}", f"pccanary.root={PCCANARY}")["notes/task02_save"]
-    assert task.handler_setup["root"] == str(PCCANARY) and task.skip_reason is None
+    assert task.handler_setup.root == str(PCCANARY) and task.skip_reason is None
     assert task.setup[0].raw["launch"]["command"][0] == str(PCCANARY / "apps" / "notes" / "notes.sh")
     assert task.context[0].src == PCCANARY / "tests" / "context_data" / "notes" / "vault"
 
