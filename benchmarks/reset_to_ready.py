@@ -49,10 +49,10 @@ from rich.table import Table
 from mcpworld.apps.catalog import programs
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.task import Task
-from mcpworld.env import docker_image
 from mcpworld.env.base import Environment
-from mcpworld.env.display import MARKER
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.docker import image as docker_image
+from mcpworld.env.local.display import MARKER
+from mcpworld.env.local.environment import LocalEnvironment
 
 # app → (launch command as a suite writes it, window title that means "it is there", target s)
 APPS = {
@@ -224,7 +224,7 @@ def time_pool_waits(env: Any, waits: list[float]) -> None:
 
 
 def measure_docker(app: str, cold: int, warm: int, work: Path, client: Any, image: str) -> dict:
-    from mcpworld.env.container import DockerEnvironment
+    from mcpworld.env.docker.environment import DockerEnvironment
 
     task = app_task(app, work / "docker")
     starts, colds, warms, waits, peaks = [], [], [], [], []

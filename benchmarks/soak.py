@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.fakes
 
 from mcpworld.core.paths import BUILTIN_TASKS  # noqa: E402
-from mcpworld.env import cgroup, leftovers  # noqa: E402
-from mcpworld.env.display import MARKER, socket_answers  # noqa: E402
+from mcpworld.env.local import cgroup, leftovers  # noqa: E402
+from mcpworld.env.local.display import MARKER, socket_answers  # noqa: E402
 from mcpworld.tasks.select import discover, select  # noqa: E402
 from tests.fakes.oracle_replay_server import OracleReplayServer  # noqa: E402
 
@@ -660,7 +660,7 @@ def settle_hit_episodes(soak: Soak, job: Path, timeout_s: float = 180) -> None:
 def docker_job(
     soak: Soak, args: argparse.Namespace, server: OracleReplayServer, mlflow: MlflowServer, env: dict[str, str]
 ) -> None:
-    from mcpworld.env import docker_image
+    from mcpworld.env.docker import image as docker_image
 
     client, why = docker_image.answering()
     if client is None:
@@ -924,7 +924,7 @@ def _leading_pid(name: str, sep: str) -> int | None:
 
 
 def _docker_leftovers(pids: set[int]) -> list[str]:
-    from mcpworld.env import docker_image
+    from mcpworld.env.docker import image as docker_image
 
     client, _ = docker_image.answering()
     if client is None:

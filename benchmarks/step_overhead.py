@@ -4,7 +4,7 @@ Why this exists: every agent step is "act, then screenshot", so its fixed cost i
 times per episode. Two comparisons, each with its two paths alternated (A/B, then B/A) every
 iteration so machine noise hits both equally:
 
-1. mcpworld drives the display in-process (``mcpworld.env.xinput`` + ``mcpworld.env.screen``)
+1. mcpworld drives the display in-process (``mcpworld.env.local.xinput`` + ``mcpworld.env.screen``)
    instead of shelling out to xdotool/scrot; checked on one Xvfb display.
 2. The same step through the Environment API, ``env.act(click)`` + ``env.screenshot()`` + JPEG
    encode, on a LocalEnvironment (env=local) and a DockerEnvironment (env=docker: the desktop in a
@@ -35,12 +35,13 @@ from rich.table import Table
 from mcpworld.apps.catalog import programs
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env import docker_image, screen
+from mcpworld.env import screen
 from mcpworld.env.base import Environment
-from mcpworld.env.display import VirtualDisplay
-from mcpworld.env.local import LocalEnvironment, scrubbed_env
-from mcpworld.env.windows import Windows
-from mcpworld.env.xinput import XInput
+from mcpworld.env.docker import image as docker_image
+from mcpworld.env.local.display import VirtualDisplay
+from mcpworld.env.local.environment import LocalEnvironment, scrubbed_env
+from mcpworld.env.local.windows import Windows
+from mcpworld.env.local.xinput import XInput
 
 TOOLS = {"Xvfb": "xvfb", "dbus-daemon": "dbus", "openbox": "openbox", "xterm": "xterm", "xdotool": "xdotool", "scrot": "scrot"}
 TARGET_MS = 10.0
@@ -130,7 +131,7 @@ def environment_steps(width: int, height: int, n: int, use_docker: bool) -> dict
         envs["local"] = stack.enter_context(LocalEnvironment(width, height, programs=programs()))
         client = docker_client() if use_docker else None
         if client is not None:
-            from mcpworld.env.container import DockerEnvironment
+            from mcpworld.env.docker.environment import DockerEnvironment
 
             try:
                 image = docker_image.desktop_image()  # the image without apps: xterm is in it

@@ -100,11 +100,11 @@ def check_network(settings: DesktopSettings) -> None:
     if str(settings.env.network) != "isolated":
         return
     if settings.env.backend == "local":
-        from mcpworld.env.netns import require_fence
+        from mcpworld.env.local.netns import require_fence
 
         require_fence()
     elif settings.env.backend == "docker":
-        from mcpworld.env import docker_network
+        from mcpworld.env.docker import network as docker_network
 
         try:
             docker_network.ensure_firewall()
@@ -135,7 +135,7 @@ class Backend:
     def reap(self) -> int:
         """Remove what runs on this machine that were killed left behind (local desktops' processes and
         folders, whichever backend they ran); how many were removed."""
-        from mcpworld.env import leftovers
+        from mcpworld.env.local import leftovers
 
         return len(leftovers.reap())
 
@@ -154,12 +154,12 @@ BACKENDS: Registry[Backend] = Registry("env.backend", group="mcpworld.env_backen
 
 
 class LocalBackend(Backend):
-    """Desktops on this machine, each in its own cgroup, namespaces and account (env/local.py)."""
+    """Desktops on this machine, each in its own cgroup, namespaces and account (env/local/environment.py)."""
 
     on_host = True
 
     def __call__(self, s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
-        from mcpworld.env.local import LocalEnvironment
+        from mcpworld.env.local.environment import LocalEnvironment
 
         return LocalEnvironment(
             s.width,
@@ -177,11 +177,11 @@ class LocalBackend(Backend):
 
 
 class DockerBackend(Backend):
-    """Desktops in containers of an image built from the run's apps (env/container.py)."""
+    """Desktops in containers of an image built from the run's apps (env/docker/environment.py)."""
 
     def __call__(self, s: DesktopSettings, programs: Sequence[Program], apps: Sequence[str]) -> Environment:
-        from mcpworld.env import docker_image
-        from mcpworld.env.container import DockerEnvironment
+        from mcpworld.env.docker import image as docker_image
+        from mcpworld.env.docker.environment import DockerEnvironment
 
         chosen = list(s.env.apps or apps)
         image = docker_image.desktop_image(
@@ -210,14 +210,14 @@ class DockerBackend(Backend):
 
     def reap(self) -> int:
         """Local desktops' leftovers, then the containers and networks of killed runs."""
-        from mcpworld.env import docker_image
-        from mcpworld.env.container import reap_containers
+        from mcpworld.env.docker import image as docker_image
+        from mcpworld.env.docker.environment import reap_containers
 
         return super().reap() + len(reap_containers(docker_image.engine()))
 
 
 class VmBackend(Backend):
-    """A suite's own VM through its server, one VM per desktop slot (env/vm.py)."""
+    """A suite's own VM through its server, one VM per desktop slot (env/vm/environment.py)."""
 
     stages = False  # one VM per desktop slot: no second desktop to set up while one runs
 
@@ -225,7 +225,7 @@ class VmBackend(Backend):
         from dataclasses import replace
 
         from mcpworld.core.errors import UserError
-        from mcpworld.env.vm import VmEnvironment, vm_slots
+        from mcpworld.env.vm.environment import VmEnvironment, vm_slots
 
         vm = s.env.vm
         slots = vm_slots(vm)  # one VM per desktop of the run
@@ -252,7 +252,7 @@ class VmBackend(Backend):
 
     def check(self, settings: DesktopSettings, concurrency: int) -> None:
         """The VMs named add up, and there is one for each concurrent episode."""
-        from mcpworld.env.vm import check_vm_pool
+        from mcpworld.env.vm.environment import check_vm_pool
 
         check_vm_pool(settings.env.vm, concurrency)
 

@@ -12,9 +12,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mcpworld.core.archives import safe_extract
-from mcpworld.core.errors import InfraError, TaskFileError
+from mcpworld.core.errors import InfraError, TaskFileError, UserError
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.env.display import require_binary
+
+
+def require_binary(name: str, package: str | None = None, search: str | None = None) -> str:
+    """The executable ``name`` on PATH (or on ``search``, a PATH string), else one error saying how
+    to install it."""
+    path = shutil.which(name, path=search)
+    if not path:
+        raise UserError(f"'{name}' is not installed: run `apt-get install -y {package or name}` (or `make setup`)")
+    return path
 
 
 def home_relative(dest: str) -> str:

@@ -208,7 +208,7 @@ def _env_config(args: argparse.Namespace) -> Any:
         return EnvConfig(backend=args.env)
     if not args.vm_url:
         raise UserError("--env vm needs the VM server's address: --vm-url http://HOST:5000")
-    from mcpworld.env.vm import vm_slots
+    from mcpworld.env.vm.environment import vm_slots
 
     vm = VmConfig(url=args.vm_url, kind=VmKind(args.vm_kind), reset_command=args.vm_reset_command or None)
     vm_slots(vm)  # a URL it can reach
@@ -218,7 +218,7 @@ def _env_config(args: argparse.Namespace) -> Any:
 def _screen(args: argparse.Namespace) -> tuple[int, int]:
     """``--width``/``--height``; on a VM, what its server says its screen is unless they are given."""
     if args.env == "vm" and (args.width is None or args.height is None):
-        from mcpworld.env.vm_server import VmServer
+        from mcpworld.env.vm.server import VmServer
 
         server = VmServer(args.vm_url, args.vm_kind, timeout_s=30.0)
         try:

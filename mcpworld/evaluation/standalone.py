@@ -12,7 +12,7 @@ from typing import Any
 from mcpworld.core.errors import EvalError
 from mcpworld.core.task import Task
 from mcpworld.env.base import Environment
-from mcpworld.env.home import HomeEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.evaluation.templates import builtin_templates, expand_task
 from mcpworld.evaluation.verdict import judge
 

@@ -153,7 +153,7 @@ def as_account(
     tmp: str | None = None,
     confined: Callable[[list[str]], list[str]] | None = None,
 ) -> ServerSpec:
-    """The server started as the desktop's account (``env.desktop_user.DesktopUser``), so it writes
+    """The server started as the desktop's account (``env.local.desktop_user.DesktopUser``), so it writes
     the agent's files as the agent would and reaches no more than its shell; one whose program or
     files that account cannot reach (a venv over pyenv's python under /root) stays the harness's,
     said in the trace. Only the server: a recording proxy in front of it is the harness's. ``tmp``:

@@ -3,7 +3,7 @@
 The suites name their machines' paths in their instructions: OSWorld's ``/home/user/…``,
 PC-Canary's ``/workspace/.mcpworld/…``, ``/home/agent/…`` and ``/FreeCAD/…``. The loaders keep that
 text as the suite wrote it, and the desktops give those paths: env=local's mount namespace
-(``env.files=hidden``, env/mountns.py), env=docker's container, a suite's own VM. Only a desktop that
+(``env.files=hidden``, env/local/mountns.py), env=docker's container, a suite's own VM. Only a desktop that
 lacks them (env=local with ``env.files=open``) gets the text with its home in their place.
 """
 

@@ -260,7 +260,7 @@ def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCa
         raise TaskFileError(f"{where}: 'task_parameters' must be an object")
     instruction = string.Template(str(template)).safe_substitute({k: str(v) for k, v in params.items()})
     # as the authors wrote it: /workspace, /home/agent and /FreeCAD exist on the desktops, as views of the
-    # episode's home (env/mountns.py); a desktop without them shows ~/… in their place (tasks/instructions.py)
+    # episode's home (env/local/mountns.py); a desktop without them shows ~/… in their place (tasks/instructions.py)
     folders = sorted(
         {AUTHOR_HOME_FOLDERS[m.group(0)] for m in AUTHOR_HOME_TEXT.finditer(instruction)} - {"", "workspace/"}
     )  # the home is there, context data makes the workspace

@@ -227,7 +227,7 @@ def load_osworld(path: Path, data: dict[str, Any] | None = None, windows_home: b
     skip = platform_skip or skip or post_skip or (f"needs {account[0]}, which mcpworld does not have" if account else None)
     apps = data.get("related_apps") or []
     app = app_name(str(apps[0] if apps else data.get("snapshot") or "os"))
-    # as the suite wrote it: /home/user exists on the desktops (a view of the episode's home: env/mountns.py);
+    # as the suite wrote it: /home/user exists on the desktops (a view of the episode's home: env/local/mountns.py);
     # a desktop without it shows the agent ~ in its place (tasks/instructions.py)
     return Task(
         id=str(data["id"]),

@@ -119,7 +119,7 @@ def needed_commands(task: Task) -> list[tuple[str, str]]:
 
 def desktop_path() -> str:
     """The PATH a desktop's commands search (this process's folders any account can enter, then the
-    system's), as env/processes.py gives it."""
+    system's), as env/local/processes.py gives it."""
     usable = [p for p in os.environ.get("PATH", "").split(":") if _open_to_all(p)]
     return ":".join(dict.fromkeys(usable + SYSTEM_PATH.split(":")))
 

@@ -21,7 +21,7 @@ from mcpworld.agent.tools.done import DoneTool
 from mcpworld.agent.tools.local import PAGE, local_tools
 from mcpworld.agent.tools.mcp import McpTool, Overlong, mcp_tools, render_result, tool_name
 from mcpworld.core.result import EpisodeResult
-from mcpworld.env.home import HomeEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.mcp.client import RemoteTool, ToolCallFailed
 from mcpworld.telemetry.trace import Trace, read_trace
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from Xlib import X, Xatom
 
-from mcpworld.env.xconnection import open_display
+from mcpworld.env.local.xconnection import open_display
 
 
 def main(display_name: str, title: str, flushed: str, seconds: str) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env.home import HomeEnvironment
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.evaluation.spec import evaluate_spec
 
 pytestmark = pytest.mark.desktop

@@ -17,7 +17,7 @@ import pytest
 from mcpworld.apps.catalog import programs
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 
 pytestmark = pytest.mark.desktop
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to the desktop account needs root")

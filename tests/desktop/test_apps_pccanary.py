@@ -12,7 +12,7 @@ import pytest
 
 from mcpworld.apps.catalog import programs
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 
 pytestmark = pytest.mark.desktop
 

@@ -12,8 +12,8 @@ from Xlib import XK, X
 
 from mcpworld.agent.tools.computer import ComputerTool, CoordinateMap
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
-from mcpworld.env.xconnection import open_display
+from mcpworld.env.local.environment import LocalEnvironment
+from mcpworld.env.local.xconnection import open_display
 
 pytestmark = pytest.mark.desktop
 

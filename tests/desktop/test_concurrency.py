@@ -17,10 +17,10 @@ import pytest
 
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env import leftovers
-from mcpworld.env.display import MARKER, VirtualDisplay
-from mcpworld.env.local import LocalEnvironment
-from mcpworld.env.processes import scrubbed_env
+from mcpworld.env.local import leftovers
+from mcpworld.env.local.display import MARKER, VirtualDisplay
+from mcpworld.env.local.environment import LocalEnvironment
+from mcpworld.env.local.processes import scrubbed_env
 from tests.helpers.desktops import left_behind
 
 pytestmark = pytest.mark.desktop

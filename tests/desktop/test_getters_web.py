@@ -8,7 +8,7 @@ import pytest
 from mcpworld.apps.catalog import programs
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.evaluation.getters import web
 from mcpworld.evaluation.registry import get_getter, get_metric
 from tests.fakes.file_server import serve_folder

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.apps.catalog import programs
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.evaluation.client import EvaluationClient
 from mcpworld.evaluation.live import LiveDesktop
 from mcpworld.evaluation.registry import get_getter

@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.env.display import MARKER
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.display import MARKER
+from mcpworld.env.local.environment import LocalEnvironment
 from tests.fakes.secret_server import SecretServer
 from tests.helpers.desktops import make_task
 
@@ -356,8 +356,8 @@ def test_an_isolated_desktop_reaches_no_host_loopback_service_but_the_site_its_t
 def test_a_stopped_desktop_leaves_the_socket_of_the_server_that_took_its_number(tmp_path):
     """-displayfd servers write no lock file: the socket file of a live server (the only way in for
     clients in a network namespace) must survive another desktop's clean-up of that number."""
-    from mcpworld.env.display import X_SOCKET_DIR, VirtualDisplay, remove_stale_lock
-    from mcpworld.env.processes import scrubbed_env
+    from mcpworld.env.local.display import X_SOCKET_DIR, VirtualDisplay, remove_stale_lock
+    from mcpworld.env.local.processes import scrubbed_env
 
     live = VirtualDisplay(200, 200, window_manager="")
     live.start(scrubbed_env(tmp_path, tmp_path))

@@ -17,11 +17,11 @@ import pytest
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.env import leftovers
-from mcpworld.env.display import MARKER, X_SOCKET_DIR, socket_answers
-from mcpworld.env.local import LocalEnvironment
-from mcpworld.env.local_pool import PreparedDesktop
-from mcpworld.env.netns import NETNS_DIR
+from mcpworld.env.local import leftovers
+from mcpworld.env.local.display import MARKER, X_SOCKET_DIR, socket_answers
+from mcpworld.env.local.environment import LocalEnvironment
+from mcpworld.env.local.netns import NETNS_DIR
+from mcpworld.env.local.pool import PreparedDesktop
 
 pytestmark = pytest.mark.desktop
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,7 +216,7 @@ HOLDER = """
 import json, sys, time
 from pathlib import Path
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 tmp = Path(sys.argv[1])
 (tmp / "task").mkdir(exist_ok=True)
 task = Task(id="t/pool", app="xterm", instruction="-", dir=tmp / "task", source=tmp / "task" / "task.yaml",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.apps.catalog import programs
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.tasks.load import load_task_file
 
 pytestmark = pytest.mark.desktop

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.evaluation.verdict import judge
 from mcpworld.tasks.load import load_task_file
 

@@ -10,7 +10,7 @@ import pytest
 
 from mcpworld.apps.catalog import programs
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.evaluation.getters.desktop import vm_clipboard, vm_terminal_output, vm_wallpaper
 from mcpworld.evaluation.spec import evaluate_spec
 

@@ -15,7 +15,7 @@ import pytest
 from mcpworld.agent.tools.wait_for import WaitForTool
 from mcpworld.apps.catalog import programs
 from mcpworld.core.task import Task
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.probes.live import LiveHooks
 
 pytestmark = pytest.mark.desktop

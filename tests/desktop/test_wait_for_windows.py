@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.agent.tools.wait_for import WaitForTool
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from tests.helpers.desktops import make_task
 
 pytestmark = pytest.mark.desktop

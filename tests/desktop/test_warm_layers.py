@@ -1,4 +1,4 @@
-"""The first-start files a program's warm layer carries (env/local.py:warm_layer), made on a scratch
+"""The first-start files a program's warm layer carries (env/local/environment.py:warm_layer), made on a scratch
 desktop: LibreOffice's keep every golden setting and add the build its extension caches were checked
 against, so a later start does not re-register the bundled extensions."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.apps.catalog import programs
-from mcpworld.env.local import warm_layer
+from mcpworld.env.local.environment import warm_layer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 

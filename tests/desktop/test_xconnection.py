@@ -7,8 +7,8 @@ import os
 import pytest
 from Xlib import error as xerror
 
-from mcpworld.env.display import VirtualDisplay
-from mcpworld.env.xconnection import open_display
+from mcpworld.env.local.display import VirtualDisplay
+from mcpworld.env.local.xconnection import open_display
 
 pytestmark = pytest.mark.desktop
 
@@ -35,7 +35,7 @@ def test_a_window_closed_while_pinged_is_not_responding_and_prints_no_x_error(tm
     import threading
     import time
 
-    from mcpworld.env.windows import Windows
+    from mcpworld.env.local.windows import Windows
     from tests.desktop.x_client import bare_window
 
     display = VirtualDisplay(200, 200, window_manager="", desktop_id=f"{tmp_path}/x")

@@ -7,7 +7,7 @@ from typing import Any
 
 from Xlib import X
 
-from mcpworld.env.xconnection import open_display
+from mcpworld.env.local.xconnection import open_display
 
 
 def bare_window(

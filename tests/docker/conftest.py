@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.env import docker_image
+from mcpworld.env.docker import image as docker_image
 
 
 @pytest.fixture(scope="session")

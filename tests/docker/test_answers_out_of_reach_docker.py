@@ -32,7 +32,7 @@ import pytest
 from mcpworld.core.paths import BUILTIN_TASKS, DATA, PROJECT
 from mcpworld.core.task import ContextEntry, Task
 from mcpworld.env import DesktopSettings
-from mcpworld.env.container import DockerEnvironment
+from mcpworld.env.docker.environment import DockerEnvironment
 from mcpworld.tasks.settings import ToolathlonSettings
 from mcpworld.tasks.toolathlon import load_toolathlon
 from tests.fakes.answer_files import plant_answers, readable

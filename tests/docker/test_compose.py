@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from mcpworld.core.paths import DOCKER
-from mcpworld.env.docker_image import LOCAL_BASE, ROOT, desktop_tag
+from mcpworld.env.docker.image import LOCAL_BASE, ROOT, desktop_tag
 
 pytestmark = pytest.mark.docker
 
@@ -61,7 +61,7 @@ def test_ollama_is_pinned_on_loopback_with_its_models_in_a_volume_and_a_healthch
 def test_the_desktop_is_the_builders_image_on_loopback_behind_a_profile():
     desktop = load(COMPOSE)["services"]["desktop"]
     assert desktop["profiles"] == ["desktop"]
-    # the default is what `python -m mcpworld.env.docker_image` (no apps, the local Debian base) prints
+    # the default is what `python -m mcpworld.env.docker.image` (no apps, the local Debian base) prints
     assert default(desktop["image"]) == desktop_tag([], LOCAL_BASE)
     assert desktop["pull_policy"] == "never"
     assert ports(desktop) == {("127.0.0.1", 5904, 5904), ("127.0.0.1", 6080, 6080)}
@@ -81,7 +81,7 @@ def compose_cli() -> list[str]:
         return ["docker", "compose"]
     if shutil.which("docker-compose") is None and os.geteuid() == 0 and shutil.which("apt-get"):
         from mcpworld.core.errors import InfraError
-        from mcpworld.env.docker_image import _apt_install
+        from mcpworld.env.docker.image import _apt_install
 
         try:
             _apt_install("docker-compose")

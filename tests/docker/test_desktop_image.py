@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from mcpworld.env.docker_image import build_desktop, desktop_tag, local_base
+from mcpworld.env.docker.image import build_desktop, desktop_tag, local_base
 
 pytestmark = pytest.mark.docker
 

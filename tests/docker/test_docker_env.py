@@ -19,7 +19,7 @@ import pytest
 
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.env.container import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
+from mcpworld.env.docker.environment import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

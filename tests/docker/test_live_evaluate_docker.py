@@ -10,8 +10,8 @@ import time
 import pytest
 
 from mcpworld.apps.catalog import programs
-from mcpworld.env import docker_image
-from mcpworld.env.container import DockerEnvironment
+from mcpworld.env.docker import image as docker_image
+from mcpworld.env.docker.environment import DockerEnvironment
 from mcpworld.evaluation.client import EvaluationClient
 from mcpworld.evaluation.live import LiveDesktop
 from mcpworld.evaluation.server import make_live_server

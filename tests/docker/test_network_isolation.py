@@ -24,8 +24,8 @@ import psutil
 import pytest
 
 from mcpworld.core.task import Task
-from mcpworld.env import docker_network
-from mcpworld.env.container import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
+from mcpworld.env.docker import network as docker_network
+from mcpworld.env.docker.environment import OWNER_LABEL, DockerEnvironment, owner_label, reap_containers
 from mcpworld.probes.sink import EventSink
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mcpworld.apps.programs import free_port
-from mcpworld.env.docker_image import _apt_install
+from mcpworld.env.docker.image import _apt_install
 
 SLURM_CONF = """\
 ClusterName=mcpworld-test

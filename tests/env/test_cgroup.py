@@ -14,10 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mcpworld.env import cgroup, desktop_user
-from mcpworld.env.cgroup import DesktopCgroup
-from mcpworld.env.confine import Confinement
-from mcpworld.env.processes import ProcessSet, run_bounded, scrubbed_env
+from mcpworld.env.local import cgroup, desktop_user
+from mcpworld.env.local.cgroup import DesktopCgroup
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.processes import ProcessSet, run_bounded, scrubbed_env
 
 MARKER = "MCPWORLD_DESKTOP"
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from mcpworld.core.task import Task
 from mcpworld.env import DesktopSettings
-from mcpworld.env.container import volumes
-from mcpworld.env.service import make_suite_paths
+from mcpworld.env.docker.environment import volumes
+from mcpworld.env.docker.service import make_suite_paths
 
 
 def test_the_container_gets_the_handed_files_and_no_task_root(tmp_path):
@@ -60,10 +60,10 @@ def test_inside_the_container_the_suites_paths_are_the_episodes_home(tmp_path, m
 
 def test_the_images_build_context_holds_no_built_in_task_nor_solution(tmp_path):
     from mcpworld.core.paths import DATA
-    from mcpworld.env.docker_image import build_context
+    from mcpworld.env.docker.image import build_context
 
     data = build_context(tmp_path) / "mcpworld" / "data"
     assert (DATA / "tasks").is_dir() and (DATA / "solutions").is_dir()
     assert not (data / "tasks").exists() and not (data / "solutions").exists()
     assert (data / "scripts").is_dir() and (data / "docker" / "desktop.Dockerfile").is_file()  # what the image runs
-    assert (tmp_path / "mcpworld" / "env" / "service.py").is_file()
+    assert (tmp_path / "mcpworld" / "env" / "docker" / "service.py").is_file()

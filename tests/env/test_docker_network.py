@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from mcpworld.env.docker_network import SUBNETS, free_subnets, host_routes
+from mcpworld.env.docker.network import SUBNETS, free_subnets, host_routes
 
 # /proc/net/route as the kernel writes it (little-endian hex): default via eth0, a LAN 172.16.0.0/20
 # on eth1, and a bridge 172.17.0.0/16

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mcpworld.env.kill_commands import Target, await_gone, kill_target
+from mcpworld.env.local.kill_commands import Target, await_gone, kill_target
 
 
 @pytest.mark.parametrize(

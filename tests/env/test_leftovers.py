@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.env import cgroup, leftovers, mountns, netns
+from mcpworld.env.local import cgroup, leftovers, mountns, netns
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The desktop's file view (env/mountns.py), without a desktop: the order its mounts are made in, the
+"""The desktop's file view (env/local/mountns.py), without a desktop: the order its mounts are made in, the
 script that makes them, the files a task hands, and the one line without root."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 
 from mcpworld.core.errors import UserError
 from mcpworld.core.task import Task
-from mcpworld.env import handed_files, mountns
-from mcpworld.env.mountns import FileView, desktop_view
+from mcpworld.env import handed_files
+from mcpworld.env.local import mountns
+from mcpworld.env.local.mountns import FileView, desktop_view
 
 
 def test_operations_go_shallowest_first_so_a_kept_folder_shows_through_a_hidden_one(tmp_path):

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcpworld.env import desktop_user, netns
-from mcpworld.env.netns import NetNamespace
+from mcpworld.env.local import desktop_user, netns
+from mcpworld.env.local.netns import NetNamespace
 from tests.fakes.secret_server import SecretServer
 from tests.helpers.netns import fetch_inside
 
@@ -188,7 +188,7 @@ def test_a_drawn_port_taken_before_its_forward_is_drawn_again(monkeypatch):
     binds it; the desktop draws its ports again rather than failing the whole job."""
     from mcpworld.apps import programs as drawing
     from mcpworld.apps.catalog import programs
-    from mcpworld.env.local import LocalEnvironment
+    from mcpworld.env.local.environment import LocalEnvironment
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -1,6 +1,6 @@
 """The warm LibreOffice settings: every golden item kept, the first start's additions added."""
 
-from mcpworld.env.office_registry import merged
+from mcpworld.env.local.office_registry import merged
 
 HEAD = (
     '<?xml version="1.0" encoding="UTF-8"?>\n'

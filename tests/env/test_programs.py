@@ -88,7 +88,7 @@ def test_osworlds_devtools_forwarder_is_recognised_and_nothing_else():
 
 
 def test_a_folder_closed_to_other_accounts_is_not_on_the_desktops_path(tmp_path, monkeypatch):
-    from mcpworld.env.processes import reachable_by_all, scrubbed_env
+    from mcpworld.env.local.processes import reachable_by_all, scrubbed_env
 
     closed = tmp_path / "closed" / "bin"
     closed.mkdir(parents=True)
@@ -101,7 +101,7 @@ def test_a_folder_closed_to_other_accounts_is_not_on_the_desktops_path(tmp_path,
 
 def test_a_path_folder_this_account_cannot_look_into_is_left_out(tmp_path, monkeypatch):
     """After `su` without `-`, PATH may name root's folders, which is_dir() cannot even stat."""
-    from mcpworld.env import processes
+    from mcpworld.env.local import processes
 
     def refused(self):
         raise PermissionError(13, "Permission denied", str(self))

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcpworld.env.relay import Relay, listen_tcp, listen_unix, through_service, to_tcp, to_unix
-from mcpworld.env.service import DesktopService, UnixHTTPServer, host_paths, make_handler
+from mcpworld.env.docker.service import DesktopService, UnixHTTPServer, host_paths, make_handler
+from mcpworld.env.local.relay import Relay, listen_tcp, listen_unix, through_service, to_tcp, to_unix
 
 TOKEN = "t0ken"
 

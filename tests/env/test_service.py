@@ -15,8 +15,8 @@ from PIL import Image
 from mcpworld.apps.programs import Program
 from mcpworld.core.errors import InfraError, MissingWindow
 from mcpworld.core.paths import DATA, DOCKER, HOME, PROJECT
-from mcpworld.env.container import DockerEnvironment
-from mcpworld.env.service import make_handler, program_from_json, program_to_json
+from mcpworld.env.docker.environment import DockerEnvironment
+from mcpworld.env.docker.service import make_handler, program_from_json, program_to_json
 
 TOKEN = "s3cret-token"
 
@@ -57,7 +57,7 @@ class StubService:
         return self.env
 
     def call(self, method, kwargs):
-        from mcpworld.env.service import DesktopService
+        from mcpworld.env.docker.service import DesktopService
 
         return DesktopService.call(self, method, kwargs)
 

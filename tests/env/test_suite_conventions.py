@@ -16,8 +16,8 @@ import pytest
 from mcpworld.apps.catalog import programs
 from mcpworld.apps.programs import desktop_values, program_for, write_shims
 from mcpworld.env.chrome_steps import command_line_pages
-from mcpworld.env.display import TERMINAL_KEY, openbox_config
-from mcpworld.env.windows import name_matches
+from mcpworld.env.local.display import TERMINAL_KEY, openbox_config
+from mcpworld.env.local.windows import name_matches
 
 CHROMIUM = ("New Tab - Chromium", "chromium (/home/x/.config/google-chrome).Chromium")
 

@@ -21,8 +21,8 @@ import pytest
 from mcpworld.config.schema import EnvConfig, SettleConfig, VmConfig
 from mcpworld.core.errors import InfraError, UserError
 from mcpworld.env import DesktopSettings, make_environments
-from mcpworld.env.vm import VmEnvironment, check_vm_pool, vm_slots
-from mcpworld.env.vm_actions import PREFIX, TYPE_X11, WRITABLE, type_code
+from mcpworld.env.vm.actions import PREFIX, TYPE_X11, WRITABLE, type_code
+from mcpworld.env.vm.environment import VmEnvironment, check_vm_pool, vm_slots
 from mcpworld.evaluation.registry import get_getter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +137,7 @@ def test_a_type_the_vm_could_not_do_fails_the_action_with_the_vms_reason(vm):
 
 def test_the_terminal_getter_asks_the_vms_own_terminal_until_it_holds_still(vm, monkeypatch):
     env, stand_in = vm
-    monkeypatch.setattr("mcpworld.env.vm.TERMINAL_SETTLE_S", 0.01)
+    monkeypatch.setattr("mcpworld.env.vm.environment.TERMINAL_SETTLE_S", 0.01)
     stand_in.terminals = [
         "user@vm:~$ stty size",
         "user@vm:~$ stty size\n43 132\nuser@vm:~$",
@@ -180,7 +180,7 @@ def test_window_size_and_wallpaper_come_from_the_vms_server(vm):
 
 def test_the_clipboard_is_read_on_the_vm_not_on_this_hosts_display(vm):
     env, stand_in = vm
-    from mcpworld.env.vm import CLIPBOARD_MARK
+    from mcpworld.env.vm.environment import CLIPBOARD_MARK
 
     stand_in.execute_reply = lambda body: recorded(
         "execute ok",
@@ -211,7 +211,7 @@ def test_paths_are_tested_on_the_vm(vm):
 
 
 def test_the_stat_script_tells_each_kind(tmp_path):
-    from mcpworld.env.vm import STAT_CODE
+    from mcpworld.env.vm.environment import STAT_CODE
 
     (tmp_path / "f").write_text("x")
     (tmp_path / "d").mkdir()
@@ -282,7 +282,7 @@ def test_the_run_gives_each_desktop_its_own_vm(monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("mcpworld.env.vm.VmEnvironment", Recorded)
+    monkeypatch.setattr("mcpworld.env.vm.environment.VmEnvironment", Recorded)
     vm = VmConfig(urls=["http://a:5000", "http://b:5000", "http://c:5000"], reset_command="reset {url}")
     settings = DesktopSettings(env=EnvConfig(backend="vm", vm=vm), width=1280, height=800, settle=SettleConfig())
     make_environments(settings, [], 2)

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from mcpworld.core.errors import UserError
-from mcpworld.env import leftovers
-from mcpworld.env.local import LocalEnvironment, require_open_to_desktops
+from mcpworld.env.local import leftovers
+from mcpworld.env.local.environment import LocalEnvironment, require_open_to_desktops
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="desktop accounts exist only when the harness is root")
 

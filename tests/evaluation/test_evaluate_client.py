@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcpworld.env.home import HomeEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.evaluation.client import EvaluationClient, EvaluationError, task_body
 from mcpworld.evaluation.live import LiveDesktop, write_endpoint
 from mcpworld.evaluation.server import make_live_server, make_server

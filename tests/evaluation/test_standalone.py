@@ -284,7 +284,7 @@ def test_infeasible_task_over_http(served):
 
 
 def test_home_user_in_commands_and_instructions_maps_to_the_home(tmp_path):
-    from mcpworld.env.home import HomeEnvironment
+    from mcpworld.env.local.home import HomeEnvironment
 
     env = HomeEnvironment(tmp_path)
     try:

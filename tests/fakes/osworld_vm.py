@@ -26,7 +26,7 @@ on Xvfb, 2026-11-28; tests/data/vm/README.md):
   started with the desktop, so the first window opens in time for a task's short wait.
 - ``/execute``: ``python``/``python3`` is the VM's Python with PyAutoGUI 0.9.54 and python3-xlib 0.15,
   whose ``pyautogui.write`` drops every character outside printable ASCII, as on the VM (env=vm's
-  typing path: mcpworld/env/vm_actions.py).
+  typing path: mcpworld/env/vm/actions.py).
 - ``POST /window_size`` (form ``app_class_name``): the first window of ``_NET_CLIENT_LIST`` whose
   WM class names it, else a 500 (the real view returns None); ``POST /wallpaper``: the file GNOME's
   ``picture-uri`` names, 404 when gsettings gives none, 500 when the file cannot be sent.

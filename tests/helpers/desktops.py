@@ -7,8 +7,8 @@ from pathlib import Path
 import psutil
 
 from mcpworld.core.task import ContextEntry, Task
-from mcpworld.env import leftovers
-from mcpworld.env.display import MARKER
+from mcpworld.env.local import leftovers
+from mcpworld.env.local.display import MARKER
 
 
 def make_task(tmp_path: Path, setup: list, context_text: str | None = "alpha\n") -> Task:
@@ -32,7 +32,7 @@ def make_task(tmp_path: Path, setup: list, context_text: str | None = "alpha\n")
 
 def left_behind() -> list:
     """Desktop folders of dead runs, processes of desktops whose folder is gone, and cgroups of dead runs."""
-    from mcpworld.env import cgroup
+    from mcpworld.env.local import cgroup
 
     dirs = [
         w

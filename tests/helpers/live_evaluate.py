@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local.environment import LocalEnvironment
 from mcpworld.evaluation.verdict import judge
 from mcpworld.tasks.osworld import load_osworld
 

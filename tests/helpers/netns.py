@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mcpworld.env import desktop_user
-from mcpworld.env.confine import Confinement
-from mcpworld.env.netns import NetNamespace
-from mcpworld.env.processes import run_bounded, scrubbed_env
+from mcpworld.env.local import desktop_user
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.netns import NetNamespace
+from mcpworld.env.local.processes import run_bounded, scrubbed_env
 
 FETCH = """
 import sys, urllib.request

@@ -16,7 +16,7 @@ from mcpworld.agent.tools.base import Observation, Tool
 from mcpworld.agent.tools.done import DoneTool
 from mcpworld.core.task import Task
 from mcpworld.core.task_parts import EvaluatorSpec, OracleStep
-from mcpworld.env.home import HomeEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.mcp.klavis_leases import Leases
 from mcpworld.run.episode import run_episode
 from mcpworld.telemetry.trace import read_trace

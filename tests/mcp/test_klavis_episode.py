@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.core.task import Task
-from mcpworld.env.home import HomeEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.mcp.install import servers_dir
 from mcpworld.mcp.servers import McpSettings, episode_servers
 from tests.fakes.klavis_server import FakeKlavisServer

@@ -113,7 +113,7 @@ def home_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    from mcpworld.env.home import HomeEnvironment
+    from mcpworld.env.local.home import HomeEnvironment
     from mcpworld.evaluation.live import LiveDesktop
     from mcpworld.evaluation.server import make_live_server
 
@@ -140,11 +140,11 @@ class StubDesktop:
 def desktop_service() -> Iterator[Served]:
     from http.server import ThreadingHTTPServer
 
-    from mcpworld.env.service import make_handler
+    from mcpworld.env.docker.service import make_handler
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(StubDesktop(), TOKEN))  # type: ignore[arg-type]
     server.daemon_threads = True
-    yield Served("env.service", _thread(server), "POST", "/health", {})
+    yield Served("env.docker.service", _thread(server), "POST", "/health", {})
     _stop(server)
 
 

@@ -18,8 +18,8 @@ import pytest
 
 from mcpworld.core.paths import BUILTIN_TASKS, DATA
 from mcpworld.core.task import Task
-from mcpworld.env import mountns
-from mcpworld.env.local import LocalEnvironment
+from mcpworld.env.local import mountns
+from mcpworld.env.local.environment import LocalEnvironment
 from tests.fakes.answer_files import plant_answers
 
 pytestmark = [

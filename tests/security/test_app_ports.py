@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, relay
-from mcpworld.env.netns import NetNamespace
+from mcpworld.env.local import desktop_user, relay
+from mcpworld.env.local.netns import NetNamespace
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv"), reason="connecting as another uid needs root and util-linux's setpriv"
@@ -145,7 +145,7 @@ def test_the_kernel_names_the_uid_at_the_other_end_of_a_loopback_connection(tmp_
 def test_a_gated_relay_admits_the_harness_and_the_named_account_and_refuses_any_other_uid(echo, account, caplog):
     """The env=docker relays (and the host-network code-server relay) admit the harness and the
     desktop's account; another local user's connection is closed unanswered, logged once."""
-    caplog.set_level(logging.WARNING, logger="mcpworld.env.relay")
+    caplog.set_level(logging.WARNING, logger="mcpworld.env.local.relay")
     gate = relay.PeerGate(relay.harness_uids(account.uid), "the test's app port")
     made = relay.Relay(relay.listen_tcp(), relay.to_tcp(echo.port), "test", gate)
     try:
@@ -241,7 +241,7 @@ def test_code_server_serves_on_its_own_socket_and_its_port_answers_the_harness_a
     Chromium) still reaches it on the vscode port, as do the harness's readiness check; another
     user's process gets nothing, on the port or the socket."""
     from mcpworld.apps.catalog import programs
-    from mcpworld.env.local import LocalEnvironment
+    from mcpworld.env.local.environment import LocalEnvironment
 
     with LocalEnvironment(1000, 800, programs=programs(), network=network) as env:
         assert env.user is not None
@@ -294,7 +294,7 @@ def test_code_server_serves_on_its_own_socket_and_its_port_answers_the_harness_a
 @pytest.mark.skipif(not installed("chromium"), reason="Chromium is not installed (make apps APPS=chromium)")
 def test_an_isolated_desktops_devtools_port_drives_nothing_for_another_user(tmp_path):
     from mcpworld.apps.catalog import programs
-    from mcpworld.env.local import LocalEnvironment
+    from mcpworld.env.local.environment import LocalEnvironment
 
     with LocalEnvironment(1000, 800, programs=programs(), network="isolated") as env:
         env.reset(app_task(tmp_path, "chromium", {"launch": {"command": ["google-chrome", "about:blank"]}}), tmp_path / "ep")

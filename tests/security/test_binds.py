@@ -51,7 +51,7 @@ def test_the_mcp_proxy_on_another_address_needs_a_chosen_token(tmp_path) -> None
 
 def test_the_desktop_service_never_serves_without_a_token(tmp_path) -> None:
     spec = {"listen": "0.0.0.0", "port": 0, "workroot": str(tmp_path), "host_paths": {"data": "/x", "home": "/y"}}
-    proc = run("mcpworld.env.service", env={"MCPWORLD_SERVICE": json.dumps(spec)})
+    proc = run("mcpworld.env.docker.service", env={"MCPWORLD_SERVICE": json.dumps(spec)})
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "no token" in proc.stderr
 

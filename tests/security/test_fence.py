@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from mcpworld.core.errors import UserError
-from mcpworld.env import desktop_user, netns
-from mcpworld.env.netns import NetNamespace
+from mcpworld.env.local import desktop_user, netns
+from mcpworld.env.local.netns import NetNamespace
 from tests.fakes.secret_server import SecretServer
 from tests.helpers.netns import fetch_inside
 
@@ -167,7 +167,7 @@ def test_isolated_without_the_fence_tool_refuses_the_desktop_with_one_line(no_fe
 
 
 def test_isolated_refuses_a_local_desktop_before_making_anything(no_fence_tool, tmp_path):
-    from mcpworld.env.local import LocalEnvironment
+    from mcpworld.env.local.environment import LocalEnvironment
 
     work_bases = set(Path("/dev/shm").glob("mcpworld-*"))
     for pool in (1, 2):  # a pool's desktops start later, in the background: refused up front all the same
@@ -177,9 +177,9 @@ def test_isolated_refuses_a_local_desktop_before_making_anything(no_fence_tool, 
 
 
 def test_isolated_unfenced_falls_back_with_the_warning(no_fence_tool, caplog, tmp_path):
-    from mcpworld.env.local import LocalEnvironment
+    from mcpworld.env.local.environment import LocalEnvironment
 
-    caplog.set_level(logging.WARNING, logger="mcpworld.env.netns")
+    caplog.set_level(logging.WARNING, logger="mcpworld.env.local.netns")
     ns = NetNamespace.create(unfenced_ok=True)
     assert ns is not None
     try:
@@ -201,7 +201,7 @@ def test_isolated_unfenced_falls_back_with_the_warning(no_fence_tool, caplog, tm
 
 @needs_iptables
 def test_a_fenced_desktop_has_no_note_and_says_isolated():
-    from mcpworld.env.local import LocalEnvironment
+    from mcpworld.env.local.environment import LocalEnvironment
 
     with LocalEnvironment(200, 200, network="isolated") as env:
         assert env.network_effective == "isolated" and env.notes == []
@@ -282,7 +282,8 @@ def test_env_docker_isolated_needs_its_firewall_and_isolated_unfenced_goes_on_wi
     warned once (no engine needed: the rules come before any container)."""
     from mcpworld.config.schema import EnvConfig
     from mcpworld.core.errors import InfraError
-    from mcpworld.env import DesktopSettings, check_network, docker_network
+    from mcpworld.env import DesktopSettings, check_network
+    from mcpworld.env.docker import network as docker_network
 
     real_which = shutil.which
     monkeypatch.setattr(
@@ -290,7 +291,7 @@ def test_env_docker_isolated_needs_its_firewall_and_isolated_unfenced_goes_on_wi
     )
     monkeypatch.setattr(docker_network, "_firewall_ready", False)
     monkeypatch.setattr(docker_network, "_warned_unfenced", [])
-    caplog.set_level(logging.WARNING, logger="mcpworld.env.docker_network")
+    caplog.set_level(logging.WARNING, logger="mcpworld.env.docker.network")
     with pytest.raises(InfraError, match="env.network=isolated needs iptables.*isolated_unfenced"):
         docker_network.ensure_firewall()
     settings = DesktopSettings(env=EnvConfig(backend="docker"), width=100, height=100, settle=None)  # type: ignore[arg-type]

@@ -19,9 +19,9 @@ import pytest
 from Xlib import error as xerror
 
 from mcpworld.core.task import Task
-from mcpworld.env.display import MARKER
-from mcpworld.env.local import LocalEnvironment
-from mcpworld.env.xconnection import open_display
+from mcpworld.env.local.display import MARKER
+from mcpworld.env.local.environment import LocalEnvironment
+from mcpworld.env.local.xconnection import open_display
 
 pytestmark = [
     pytest.mark.desktop,

@@ -16,7 +16,7 @@ from mcpworld.core.steps import sudo_command, sudo_needs
 from mcpworld.core.sudo import sudo_items, without_satisfied
 from mcpworld.core.task import Task
 from mcpworld.core.task_parts import EvaluatorSpec
-from mcpworld.env.home import HomeEnvironment
+from mcpworld.env.local.home import HomeEnvironment
 from mcpworld.evaluation.standalone import grade
 from mcpworld.tasks.load import load_task_file
 from mcpworld.tasks.osworld import load_osworld

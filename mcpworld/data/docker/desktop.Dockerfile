@@ -1,10 +1,10 @@
 # The mcpworld desktop in a container. Two uses:
 # - env=docker: the harness starts one container per desktop running the desktop service
-#   (python -m mcpworld.env.service as root; apps, setup commands and the agent's shell as mcpworld-d0).
+#   (python -m mcpworld.env.docker.service as root; apps, setup commands and the agent's shell as mcpworld-d0).
 # - standalone (the default command): Xvfb :4 with openbox, VNC on 5904 and noVNC on 6080, for watching.
 # The base is a build argument: ubuntu:22.04 for users; tests use a Debian base imported locally (no
 # registry is reachable there). The apps are another: the Debian packages of the chosen app configs.
-# Built by `python -m mcpworld.env.docker_image [APP …]`, from a context of the mcpworld package (its data/:
+# Built by `python -m mcpworld.env.docker.image [APP …]`, from a context of the mcpworld package (its data/:
 # this file, scripts/ …; never data/tasks nor data/solutions: the agent is root here with sudo and must not read
 # the answers), this machine's .apps and its CA bundle (host-ca.crt).
 ARG BASE=ubuntu:22.04

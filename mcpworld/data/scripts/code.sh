@@ -10,7 +10,7 @@
 # code-server has no login (--auth none: its window must open as VS Code's does), so it never listens
 # on TCP: it serves on a unix socket of the desktop's runtime folder (mode 600, this account's), and
 # the desktop relays VSCODE_PORT to it for the harness and this account's processes only
-# (conf/app/vscode.yaml `sockets`, env/local.py; docs/isolation.md).
+# (conf/app/vscode.yaml `sockets`, env/local/environment.py; docs/isolation.md).
 set -u
 server="$MCPWORLD_PROGRAM"
 port="$VSCODE_PORT"

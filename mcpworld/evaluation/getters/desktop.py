@@ -20,7 +20,7 @@ from mcpworld.evaluation.registry import getter
 
 if TYPE_CHECKING:
     from mcpworld.env.base import Environment
-    from mcpworld.env.vm import VmEnvironment
+    from mcpworld.env.vm.environment import VmEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 def suite_vm(env: Environment) -> VmEnvironment | None:
     """The environment when it is a suite's own VM (env=vm), whose server answers what OSWorld's
     getters ask it (/terminal, /window_size, /wallpaper); None for a desktop of ours."""
-    from mcpworld.env.vm import VmEnvironment
+    from mcpworld.env.vm.environment import VmEnvironment
 
     return env if isinstance(env, VmEnvironment) else None
 
@@ -375,7 +375,7 @@ def read_selection(display_name: str, selection: str = "CLIPBOARD", timeout: flo
     """
     from Xlib import X
 
-    from mcpworld.env.xconnection import open_display
+    from mcpworld.env.local.xconnection import open_display
 
     display = open_display(display_name)
     try:

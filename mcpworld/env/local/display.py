@@ -6,7 +6,7 @@ starting at once can never share a display, and a server that exited never count
 Every process of the desktop carries ``MARKER=<desktop id>`` in its environment, so teardown
 (and the reaping of a killed run's leftovers) kills exactly this desktop's processes.
 
-The X server admits only clients with its cookie (``-auth``, env/xauth.py): the desktop's processes
+The X server admits only clients with its cookie (``-auth``, env/local/xauth.py): the desktop's processes
 find it through ``XAUTHORITY`` in ``env``, the harness through its own process's ``XAUTHORITY``;
 another local user has neither (docs/isolation.md).
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -28,12 +27,13 @@ import time
 from pathlib import Path
 from xml.sax.saxutils import escape as xml_escape
 
-from mcpworld.core.errors import InfraError, UserError
-from mcpworld.env.confine import Confinement
-from mcpworld.env.desktop_user import DesktopUser
-from mcpworld.env.processes import ProcessSet
-from mcpworld.env.xauth import DisplayCookie
-from mcpworld.env.xconnection import open_display
+from mcpworld.core.errors import InfraError
+from mcpworld.env.context import require_binary
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.desktop_user import DesktopUser
+from mcpworld.env.local.processes import ProcessSet
+from mcpworld.env.local.xauth import DisplayCookie
+from mcpworld.env.local.xconnection import open_display
 
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
 # GTK apps join the AT-SPI bus by themselves; Chromium and Qt only when asked to.
@@ -64,15 +64,6 @@ def openbox_config(system_rc: Path = OPENBOX_SYSTEM_RC) -> str:
     return text[:at] + bind + text[at:]
 
 
-def require_binary(name: str, package: str | None = None, search: str | None = None) -> str:
-    """The executable ``name`` on PATH (or on ``search``, a PATH string), else one error saying how
-    to install it."""
-    path = shutil.which(name, path=search)
-    if not path:
-        raise UserError(f"'{name}' is not installed: run `apt-get install -y {package or name}` (or `make setup`)")
-    return path
-
-
 class VirtualDisplay:
     """Xvfb + dbus-daemon + window manager, all stopped by ``stop``."""
 
@@ -93,10 +84,10 @@ class VirtualDisplay:
         self.name = ""
         self.env: dict[str, str] = {}
         self.procs: ProcessSet | None = None
-        self.confinement = confinement  # the desktop's cgroup and network (env.confine)
+        self.confinement = confinement  # the desktop's cgroup and network (confine.py)
         self._xvfb: subprocess.Popen | None = None
         self._own_rc: Path | None = None  # a window manager configuration written outside the runtime folder
-        self._cookie: DisplayCookie | None = None  # the X server's cookie and its files (env.xauth)
+        self._cookie: DisplayCookie | None = None  # the X server's cookie and its files (xauth.py)
 
     def start(self, base_env: dict[str, str], user: DesktopUser | None = None) -> None:
         """Start the desktop. The X server stays the harness's (an agent cannot kill it); the bus and
@@ -252,7 +243,7 @@ def remove_stale_lock(number: int) -> None:
         pass
     if socket_answers(X_SOCKET_DIR / f"X{number}"):
         return  # another desktop's server took the number meanwhile (-displayfd writes no lock): its
-        # socket file is the only way in for clients in a network namespace (env.netns)
+        # socket file is the only way in for clients in a network namespace (netns.py)
     for stale in (lock, X_SOCKET_DIR / f"X{number}"):
         try:
             stale.unlink()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from mcpworld.env.owner import maker_alive
+from mcpworld.env.local.owner import maker_alive
 
 logger = logging.getLogger(__name__)
 

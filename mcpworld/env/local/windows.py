@@ -18,8 +18,8 @@ from Xlib import X
 from Xlib import error as xerror
 from Xlib.protocol import event as xevent
 
+from mcpworld.env.local.xconnection import open_display
 from mcpworld.env.window_rows import WindowRow, xprop_class
-from mcpworld.env.xconnection import open_display
 
 # (the suite machine's name, this desktop's name) of the same window: OSWorld's Ubuntu runs Google
 # Chrome, titled "… - Google Chrome" with class google-chrome.Google-chrome; this desktop runs

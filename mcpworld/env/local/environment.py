@@ -27,19 +27,20 @@ from mcpworld.core.errors import InfraError, MissingWindow, UserError
 from mcpworld.core.paths import APPS
 from mcpworld.core.steps import parse_steps
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, leftovers, mountns, office_registry, relay, screen
+from mcpworld.env import screen
 from mcpworld.env.base import Action, Environment, ShellResult
-from mcpworld.env.cgroup import DesktopCgroup
-from mcpworld.env.confine import Confinement
-from mcpworld.env.context import Goldens, copy_into_home
-from mcpworld.env.display import VirtualDisplay, require_binary
-from mcpworld.env.kill_commands import await_gone, kill_target
-from mcpworld.env.local_pool import DesktopPool, PreparedDesktop
-from mcpworld.env.netns import NetNamespace, require_fence
-from mcpworld.env.processes import run_bounded, scrubbed_env
+from mcpworld.env.context import Goldens, copy_into_home, require_binary
+from mcpworld.env.local import desktop_user, leftovers, mountns, office_registry, relay
+from mcpworld.env.local.cgroup import DesktopCgroup
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.display import VirtualDisplay
+from mcpworld.env.local.kill_commands import await_gone, kill_target
+from mcpworld.env.local.netns import NetNamespace, require_fence
+from mcpworld.env.local.pool import DesktopPool, PreparedDesktop
+from mcpworld.env.local.processes import run_bounded, scrubbed_env
+from mcpworld.env.local.windows import Windows
+from mcpworld.env.local.xinput import XInput
 from mcpworld.env.steps import run_steps
-from mcpworld.env.windows import Windows
-from mcpworld.env.xinput import XInput
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def warm_layer(program: Program, programs: Sequence[Program], root: Path = WARM_
 
 def keep_golden_settings(made: Path, profile: Path | None) -> None:
     """A warm LibreOffice settings file over the golden one: the golden items and the first start's
-    additions (env/office_registry.py), not the first start's file alone, which drops some."""
+    additions (env/local/office_registry.py), not the first start's file alone, which drops some."""
     if profile is None:
         return
     for warm_file in made.rglob(office_registry.FILE_NAME):
@@ -170,7 +171,7 @@ class LocalEnvironment(Environment):
         """``files``: ``hidden`` gives the desktop's processes a mount namespace in which the
         benchmark's files (the built-in tasks and solutions, and ``hidden``: the run's task roots,
         solutions, outputs) are not there, and the suites' paths (/home/user, /workspace …) are
-        views of its home (env/mountns.py); ``handed``: files a task's setup runs from its folder,
+        views of its home (env/local/mountns.py); ``handed``: files a task's setup runs from its folder,
         kept in view. ``open``: the host's files as the account's permissions allow."""
         if pool < 1:
             raise UserError(
@@ -206,7 +207,7 @@ class LocalEnvironment(Environment):
         self.runtime_dir = self.workroot / "run"
         self.cache_dir = self.workroot / "cache"
         # env.pool ≥ 2: each episode's desktop (its account, cgroup, network and display) comes ready
-        # from the pool (env/local_pool.py); 1: one account, cgroup and network for this one's lifetime
+        # from the pool (env/local/pool.py); 1: one account, cgroup and network for this one's lifetime
         self._network = network
         self._slot = desktop_user.acquire() if pool == 1 else desktop_user.UserSlot(None, None)
         self.user = self._slot.user  # apps, setup commands and the agent's shell run as this account
@@ -259,7 +260,7 @@ class LocalEnvironment(Environment):
 
     @property
     def files_effective(self) -> str:
-        """``hidden`` when this desktop's processes see only what it hands them (env/mountns.py)."""
+        """``hidden`` when this desktop's processes see only what it hands them (env/local/mountns.py)."""
         return "hidden" if self.confinement.mountns or (self._pool is not None and self._files == "hidden") else "open"
 
     def _note_network(self) -> None:
@@ -588,7 +589,7 @@ class LocalEnvironment(Environment):
         self.launched.append(Launched(argv, proc, wid, pattern))
 
     def _await_killed(self, argv: list[str], deadline: float) -> None:
-        """A ``pkill``/``killall`` step is done when what it stopped is gone (env/kill_commands.py)."""
+        """A ``pkill``/``killall`` step is done when what it stopped is gone (env/local/kill_commands.py)."""
         target = kill_target(argv)
         cgroup = self.confinement.cgroup
         if target is None or cgroup is None:

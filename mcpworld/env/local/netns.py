@@ -38,8 +38,8 @@ from typing import TypeVar
 import psutil
 
 from mcpworld.core.errors import UserError
-from mcpworld.env import relay
-from mcpworld.env.owner import maker_alive
+from mcpworld.env.local import relay
+from mcpworld.env.local.owner import maker_alive
 
 logger = logging.getLogger(__name__)
 

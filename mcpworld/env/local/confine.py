@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from mcpworld.env.cgroup import DesktopCgroup
-from mcpworld.env.desktop_user import DesktopUser, PopenAccount
+from mcpworld.env.local.cgroup import DesktopCgroup
+from mcpworld.env.local.desktop_user import DesktopUser, PopenAccount
 
 if TYPE_CHECKING:
-    from mcpworld.env.mountns import MountNamespace
-    from mcpworld.env.netns import NetNamespace
+    from mcpworld.env.local.mountns import MountNamespace
+    from mcpworld.env.local.netns import NetNamespace
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcpworld.env import desktop_user, leftovers
-from mcpworld.env.cgroup import DesktopCgroup
-from mcpworld.env.confine import Confinement
-from mcpworld.env.desktop_user import DesktopUser, UserSlot
-from mcpworld.env.display import VirtualDisplay
-from mcpworld.env.mountns import FileView, MountNamespace
-from mcpworld.env.netns import NetNamespace
+from mcpworld.env.local import desktop_user, leftovers
+from mcpworld.env.local.cgroup import DesktopCgroup
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.desktop_user import DesktopUser, UserSlot
+from mcpworld.env.local.display import VirtualDisplay
+from mcpworld.env.local.mountns import FileView, MountNamespace
+from mcpworld.env.local.netns import NetNamespace
 
 logger = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from pathlib import Path
 import psutil
 
 from mcpworld.core.errors import InfraError, UserError
-from mcpworld.env.owner import maker_alive
+from mcpworld.env.local.owner import maker_alive
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def desktop_view(home: Path, own: Sequence[Path], hidden: Sequence[Path] = (), h
     and outputs), what its programs need kept, and the suites' home paths (see the module's docstring).
     ``handed``: files a task's setup runs from its task folder, kept."""
     from mcpworld.core import paths
-    from mcpworld.env import leftovers
+    from mcpworld.env.local import leftovers
 
     hide = [
         paths.BUILTIN_TASKS,

@@ -11,10 +11,10 @@ own the container shares no loopback with the host), and answers only requests t
 ``mcpworld.core.listener``'s rule: the token the host gave it, JSON bodies, no foreign Host or
 Origin. On a network of its own it also carries the host's connections to the apps' control
 ports (an HTTP ``CONNECT`` to a port on its loopback) and the apps' to the episode's event sink on
-the host (``mcpworld.env.relay``). Each desktop it starts is also
+the host (``mcpworld.env.local.relay``). Each desktop it starts is also
 shown over VNC (x11vnc, password-protected) and noVNC (websockify), stopped with the desktop.
 
-    MCPWORLD_SERVICE='{"port": …, "token": …, "workroot": …, …}' python -m mcpworld.env.service
+    MCPWORLD_SERVICE='{"port": …, "token": …, "workroot": …, …}' python -m mcpworld.env.docker.service
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from mcpworld.core.errors import InfraError
 from mcpworld.core.listener import Guard, GuardedHandler
 from mcpworld.core.paths import DATA, HOME
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user
 from mcpworld.env.base import ShellResult
-from mcpworld.env.local import LocalEnvironment
-from mcpworld.env.relay import Relay, listen_tcp, pipe, to_unix
+from mcpworld.env.local import desktop_user
+from mcpworld.env.local.environment import LocalEnvironment
+from mcpworld.env.local.relay import Relay, listen_tcp, pipe, to_unix
 from mcpworld.env.screen import SettlePolicy, to_image
 
-log = logging.getLogger("mcpworld.env.service")
+log = logging.getLogger("mcpworld.env.docker.service")
 
 SPEC_VARIABLE = "MCPWORLD_SERVICE"
 NOVNC_WEB = "/usr/share/novnc"
@@ -227,7 +227,7 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "message": str(exc)}}
 
 
-HOST_NAME = "desktop"  # the host's client names the unix socket's server so (container.py's base_url)
+HOST_NAME = "desktop"  # the host's client names the unix socket's server so (environment.py's base_url)
 
 
 def make_handler(service: DesktopService, token: str) -> type[GuardedHandler]:
@@ -363,8 +363,8 @@ def main() -> int:
     token = spec.pop("token", "")
     if not token:  # never served without one, on a socket or a port
         print(
-            f"mcpworld.env.service: error: ${SPEC_VARIABLE} holds no token; the host gives the service one "
-            "(mcpworld.env.container), and it answers only requests carrying it",
+            f"mcpworld.env.docker.service: error: ${SPEC_VARIABLE} holds no token; the host gives the service one "
+            "(mcpworld.env.docker.environment), and it answers only requests carrying it",
             file=sys.stderr,
         )
         return 2

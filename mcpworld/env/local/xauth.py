@@ -38,7 +38,7 @@ import threading
 from pathlib import Path
 
 from mcpworld.core.errors import InfraError
-from mcpworld.env.desktop_user import DesktopUser
+from mcpworld.env.local.desktop_user import DesktopUser
 
 SCHEME = b"MIT-MAGIC-COOKIE-1"
 FAMILY_LOCAL = 256
@@ -108,7 +108,7 @@ class HarnessAuthority:
             return self._folder
         base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
         folder = Path(tempfile.mkdtemp(prefix=HARNESS_PREFIX, dir=base))  # 0700
-        from mcpworld.env import leftovers  # (it imports env.display, which imports this)
+        from mcpworld.env.local import leftovers  # (it imports env.display, which imports this)
 
         leftovers.claim(folder)  # a run killed with -9 leaves it: the next run's leftover sweep removes it
         if self._folder is None:

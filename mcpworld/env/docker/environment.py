@@ -2,7 +2,7 @@
 
 One container per concurrent desktop, kept for all the episodes it runs (a reset restarts the display
 inside it, as ``env=local`` does, not the container). Inside, the desktop service
-(``mcpworld.env.service``) drives a LocalEnvironment; this class speaks to it over HTTP for whatever
+(``mcpworld.env.docker.service``) drives a LocalEnvironment; this class speaks to it over HTTP for whatever
 needs the display or runs a program, and does the rest on the host:
 
 - The work folder (home, golden copies, logs) is bind-mounted at the same path in the container, so
@@ -10,10 +10,10 @@ needs the display or runs a program, and does the rest on the host:
   write it directly, and a path means the same on both sides.
 - The service listens on a unix socket in the work folder (``.net/``, closed to the desktop account).
 - ``env.network=isolated`` (the default): the container is alone on a bridge network of its own
-  (``mcpworld.env.docker_network``), so it reaches the outside but nothing on the host's loopback or
+  (``mcpworld.env.docker.network``), so it reaches the outside but nothing on the host's loopback or
   addresses, nor another episode. The apps' control ports (Chromium's DevTools, VLC's HTTP …) are
   relayed to ports on the host's 127.0.0.1 (``self.ports``, where getters and MCP servers find them),
-  the episode's event sink the other way (``mcpworld.env.relay``); VNC and noVNC are published on
+  the episode's event sink the other way (``mcpworld.env.local.relay``); VNC and noVNC are published on
   127.0.0.1 unless ``env.vnc.public``.
 - ``env.network=isolated_unfenced``: the same bridge, without those firewall rules where they cannot
   be added (not root, no iptables; warned once): the container then reaches services bound to the
@@ -57,16 +57,17 @@ from mcpworld.apps.programs import Program, free_port
 from mcpworld.core import errors
 from mcpworld.core.errors import InfraError
 from mcpworld.core.task import Task
-from mcpworld.env import desktop_user, docker_network, leftovers, mountns
 from mcpworld.env.base import Action, Environment, ShellResult
-from mcpworld.env.cgroup import DesktopCgroup
-from mcpworld.env.confine import Confinement
 from mcpworld.env.context import Goldens, copy_into_home
-from mcpworld.env.local import default_workroot
-from mcpworld.env.processes import scrubbed_env
-from mcpworld.env.relay import PeerGate, Relay, harness_uids, listen_tcp, listen_unix, through_service, to_tcp
+from mcpworld.env.docker import network as docker_network
+from mcpworld.env.docker.service import SPEC_VARIABLE, host_paths, program_to_json
+from mcpworld.env.local import desktop_user, leftovers, mountns
+from mcpworld.env.local.cgroup import DesktopCgroup
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.environment import default_workroot
+from mcpworld.env.local.processes import scrubbed_env
+from mcpworld.env.local.relay import PeerGate, Relay, harness_uids, listen_tcp, listen_unix, through_service, to_tcp
 from mcpworld.env.screen import SettlePolicy, to_image
-from mcpworld.env.service import SPEC_VARIABLE, host_paths, program_to_json
 from mcpworld.env.steps import run_steps
 
 logger = logging.getLogger(__name__)
@@ -283,7 +284,7 @@ class DockerEnvironment(Environment):
         try:
             container = self._client.containers.run(
                 self._image,
-                [SERVICE_PYTHON, "-m", "mcpworld.env.service"],
+                [SERVICE_PYTHON, "-m", "mcpworld.env.docker.service"],
                 user="0",
                 detach=True,
                 init=True,
@@ -438,7 +439,7 @@ class DockerEnvironment(Environment):
     def confined(self, argv: list[str]) -> list[str]:
         """``argv`` as an MCP server of this desktop runs on the host: as the desktop's account, in a mount
         namespace where it sees what an env=local desktop sees (its home, its work folder, the programs),
-        never the benchmark's files (env/mountns.py); refused in one line where none can be made."""
+        never the benchmark's files (env/local/mountns.py); refused in one line where none can be made."""
         if self._servers_ns is None:
             mountns.require()
             self._servers_ns = mountns.MountNamespace.create(self._view)

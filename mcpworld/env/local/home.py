@@ -14,7 +14,7 @@ from typing import Any
 from mcpworld.core.errors import InfraError
 from mcpworld.env.base import Environment, ShellResult
 from mcpworld.env.context import copy_into_home
-from mcpworld.env.processes import run_bounded, scrubbed_env
+from mcpworld.env.local.processes import run_bounded, scrubbed_env
 from mcpworld.env.steps import run_steps
 
 

@@ -45,8 +45,8 @@ from mcpworld.env.base import Action, Environment, PathStat, ShellResult
 from mcpworld.env.context import Goldens
 from mcpworld.env.screen import SettlePolicy, settle
 from mcpworld.env.steps import run_steps
-from mcpworld.env.vm_actions import PREFIX, pyautogui_code
-from mcpworld.env.vm_server import VmServer
+from mcpworld.env.vm.actions import PREFIX, pyautogui_code
+from mcpworld.env.vm.server import VmServer
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from Xlib import XK, X
 from Xlib.ext import xtest
 
 from mcpworld.core.errors import UserError
-from mcpworld.env.xconnection import open_display
+from mcpworld.env.local.xconnection import open_display
 
 # xdotool/Anthropic-style key names → X keysym names
 KEY_ALIASES = {

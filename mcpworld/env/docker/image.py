@@ -6,7 +6,7 @@ reachable, a Debian rootfs made by debootstrap and imported (``mcpworld/debian-b
 kept for later builds). Then the build from the project's root, whose layers Docker keeps between
 runs; the image holds the Debian packages of the chosen apps, and its tag names that choice.
 
-    python -m mcpworld.env.docker_image [--base IMAGE] [APP ...]   # build, print its tag (all apps: all)
+    python -m mcpworld.env.docker.image [--base IMAGE] [APP ...]   # build, print its tag (all apps: all)
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def desktop_image(base: str | None = None, packages: Sequence[str] = (), built: 
 def main(argv: list[str] | None = None) -> int:
     from mcpworld.apps.catalog import programs
 
-    parser = argparse.ArgumentParser(prog="python -m mcpworld.env.docker_image", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mcpworld.env.docker.image", description=__doc__.splitlines()[0])
     parser.add_argument("--base", help="the base image (default: a Debian base imported locally by debootstrap)")
     parser.add_argument("apps", nargs="*", help="app configs whose Debian packages the image holds (all: every one)")
     args = parser.parse_args(argv)
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         found = programs()
         print(desktop_image(args.base, app_packages(found, args.apps), built_apps(found, args.apps)))
     except (InfraError, UserError) as exc:
-        print(f"mcpworld.env.docker_image: {exc}", file=sys.stderr)
+        print(f"mcpworld.env.docker.image: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import psutil
 
-from mcpworld.env import cgroup, mountns, netns
-from mcpworld.env.display import MARKER, remove_stale_lock
-from mcpworld.env.processes import kill_marked
+from mcpworld.env.local import cgroup, mountns, netns
+from mcpworld.env.local.display import MARKER, remove_stale_lock
+from mcpworld.env.local.processes import kill_marked
 
 OWNER_FILE = "owner.json"
 DISPLAY_FILE = "display"  # the number of the X server the desktop runs: its socket outlives a kill -9

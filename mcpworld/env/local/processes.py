@@ -1,7 +1,7 @@
 """Processes an episode starts, and their reliable teardown.
 
 Apps fork helpers that leave the process group (D-Bus activations, crash handlers), so teardown
-kills each started group, then the desktop's cgroup (``env.cgroup``: nothing started inside can
+kills each started group, then the desktop's cgroup (``env.local.cgroup``: nothing started inside can
 leave it), then every process whose environment still names the desktop (the fallback where no
 cgroup could be made).
 
@@ -23,8 +23,8 @@ from pathlib import Path
 import psutil
 
 from mcpworld.env.base import ShellResult
-from mcpworld.env.confine import Confinement
-from mcpworld.env.desktop_user import DesktopUser
+from mcpworld.env.local.confine import Confinement
+from mcpworld.env.local.desktop_user import DesktopUser
 
 # Only these variables of the harness reach the desktop and the agent's shell: no secrets.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
