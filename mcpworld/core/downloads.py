@@ -211,7 +211,8 @@ class FileCache:
                         self.progress(url, done, total)
             if total is not None and done != total:
                 raise _Retry(f"connection closed after {done} of {total} bytes")
-            return response.headers.get("etag")
+            etag = response.headers.get("etag")
+            return str(etag) if etag is not None else None
 
 
 class _Retry(Exception):

@@ -32,8 +32,8 @@ def mask_secrets(text: str) -> str:
     """``provider.api_key=sk-…`` (an override, a YAML line) with its value hidden; ``max_tokens``
     and the like are not secrets."""
 
-    def hide(m: re.Match) -> str:  # a value may itself hold an assignment: key: a.api_key=…
-        return m.group(1) + m.group(2) + ("'***'" if SECRET_KEY.search(m.group(1)) else mask_secrets(m.group(3)))
+    def hide(m: re.Match[str]) -> str:  # a value may itself hold an assignment: key: a.api_key=…
+        return "".join((m.group(1), m.group(2), "'***'" if SECRET_KEY.search(m.group(1)) else mask_secrets(m.group(3))))
 
     return ASSIGNMENT.sub(hide, text)
 
@@ -116,5 +116,4 @@ def hide_from_proc(argv: list[str]) -> list[str]:
     env[HANDOFF_FD] = str(read_end)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "mcpworld", *masked], env)
-    return argv  # not reached
+    os.execve(sys.executable, [sys.executable, "-m", "mcpworld", *masked], env)  # does not return

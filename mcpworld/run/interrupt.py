@@ -74,7 +74,7 @@ class StopSignal:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._tasks: set[tuple[asyncio.AbstractEventLoop, asyncio.Task]] = set()
+        self._tasks: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[object]]] = set()
         self.reason = ""
 
     def is_set(self) -> bool:

@@ -358,7 +358,7 @@ class JobRun:
     results: list[EpisodeResult]
     stop: StopSignal = field(default_factory=StopSignal)
     envs: list[Environment] = field(default_factory=list)
-    pool: EpisodePool | None = None
+    pool: EpisodePool[tuple[Task, int], EpisodeResult] | None = None
     fatal: Exception | None = None
     status: str = "FINISHED"
     reason: str = ""

@@ -131,7 +131,11 @@ class EpisodePool(Generic[Item, Result]):
             raise failure
 
     def _wind_down(
-        self, workers: list[threading.Thread], done: queue.Queue, on_result: Callable[[Result], None], why: str
+        self,
+        workers: list[threading.Thread],
+        done: queue.Queue[tuple[Any, BaseException | None]],
+        on_result: Callable[[Result], None],
+        why: str,
     ) -> None:
         """Stop the running episodes and hand over their (interrupted) results, within a bound."""
         self.stop.set(why)
@@ -149,7 +153,7 @@ class EpisodePool(Generic[Item, Result]):
 
 
 def _arrivals(
-    workers: list[threading.Thread], done: queue.Queue, idle: bool = False
+    workers: list[threading.Thread], done: queue.Queue[tuple[Any, BaseException | None]], idle: bool = False
 ) -> Iterator[tuple[Any, BaseException | None]]:
     """(result, error) pairs as the workers hand them over, until all ended and all were taken;
     with ``idle``, also (None, None) every 0.2 s with nothing new (so the caller can watch a clock)."""
