@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcpworld.agent.providers.oracle import declares_spoil
+from mcpworld.core.task_parts import parse_oracle_step
 from tests.helpers.cli import results, run_cli
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
@@ -22,7 +23,8 @@ DECLARED = ["docx-report", "fix-bib-citations", "git-tag-release", "redact-conta
 
 def test_the_declared_spoils_are_there():
     for name in DECLARED:
-        steps = json.loads((SHIPPED / name / "solution.json").read_text(encoding="utf-8"))["mcp"]
+        where = str(SHIPPED / name / "solution.json")
+        steps = [parse_oracle_step(call, where) for call in json.loads(Path(where).read_text(encoding="utf-8"))["mcp"]]
         assert declares_spoil(steps), name
 
 
