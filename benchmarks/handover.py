@@ -4,6 +4,7 @@ certify_throughput.py and reset_to_ready.py."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ def handovers(job: Path) -> list[Handover]:
     out = []
     for worker in {r[0] for r in runs}:
         mine = sorted((r for r in runs if r[0] == worker), key=lambda r: r[1])
-        for before, after in zip(mine, mine[1:]):
+        for before, after in itertools.pairwise(mine):
             staged = after[5]
             out.append(
                 Handover(

@@ -1062,10 +1062,7 @@ def main() -> int:
     parser.add_argument("--check", metavar="DIR", help="only run the checks again on a finished soak's folder")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _stop)  # the harness runs are stopped and the tmpfs unmounted on the way out
-    if args.check:
-        soak = Soak.load(Path(args.check))
-    else:
-        soak = run_soak(args)
+    soak = Soak.load(Path(args.check)) if args.check else run_soak(args)
     failed = check(soak)
     soak.save()
     report(soak, failed)

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Protocol, Union, cast
+from typing import Any, Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
 from mcpworld.core.errors import UserError
@@ -50,7 +50,7 @@ class Headers(Protocol):
 
 
 # where a listener is bound: ``(host, port, …)`` as ``socket.getsockname`` gives it, or a unix socket's path
-Address = Union[tuple[Any, ...], str, bytes]
+Address = tuple[Any, ...] | str | bytes
 
 
 @dataclass(frozen=True)
@@ -155,9 +155,9 @@ def host_allowed(host: str | None, bound: Address, method: str = "GET", names: t
         return False
     name, port = parsed
     unix = not isinstance(bound, tuple)  # a unix socket's path: no port, and no browser reaches it
-    if not unix and method != "CONNECT":  # CONNECT's Host names the tunnel's target, not us
-        if (port if port is not None else 80) != int(bound[1]):
-            return False
+    # CONNECT's Host names the tunnel's target, not us
+    if not unix and method != "CONNECT" and (port if port is not None else 80) != int(bound[1]):
+        return False
     if is_loopback(name) or name in {n.lower() for n in names}:
         return True
     if unix:

@@ -81,7 +81,7 @@ def _keys(value: Any, call: str) -> list[str]:
 
 
 def _point(args: list[Any], kw: dict[str, Any]) -> dict[str, Any]:
-    x, y = (args + [None, None])[:2] if args else (kw.get("x"), kw.get("y"))
+    x, y = ([*args, None, None])[:2] if args else (kw.get("x"), kw.get("y"))
     if isinstance(x, (tuple, list)):
         x, y = x
     return {} if x is None or y is None else {"x": float(x), "y": float(y)}
@@ -119,7 +119,7 @@ def _translate(name: str, args: list[Any], kw: dict[str, Any]) -> list[Step]:
     if name in ("mouseDown", "mouseUp"):  # press or release where the pointer is, or after moving to x, y
         point = _point(list(args[:2]), kw)
         moved: list[Step] = [dict(kind="move", **point)] if point else []
-        return moved + [{"kind": "down" if name == "mouseDown" else "up", "button": BUTTONS[button]}]
+        return [*moved, {"kind": "down" if name == "mouseDown" else "up", "button": BUTTONS[button]}]
     count = {"doubleClick": 2, "tripleClick": 3}.get(name, int(kw.get("clicks", 1)))
     return [dict(kind="click", button=BUTTONS[button], count=count, **_point(list(args), kw))]
 

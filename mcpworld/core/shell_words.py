@@ -229,7 +229,7 @@ def items(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     first: Token | None = None
     last: Token | None = None
-    for token in tokens(text) + [Token("op", ";", len(text), len(text))]:
+    for token in [*tokens(text), Token("op", ";", len(text), len(text))]:
         if token.kind == "op" and token.text in LIST_OPERATORS:
             if first is not None and last is not None:
                 spans.append((first.start, last.end))
@@ -252,7 +252,7 @@ def simple_commands(text: str) -> list[list[str]]:
     out: list[list[str]] = []
     words: list[str] = []
     skip_next = False
-    for token in tokens(text) + [Token("op", ";", len(text), len(text))]:
+    for token in [*tokens(text), Token("op", ";", len(text), len(text))]:
         if token.kind == "op":
             if words:
                 out.append(words)

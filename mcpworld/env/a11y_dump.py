@@ -37,7 +37,7 @@ def _tag(role: str) -> str:
 
 
 def _q(prefix: str, name: str) -> str:
-    return "{%s}%s" % (NAMESPACES[prefix], _tag(name))
+    return f"{{{NAMESPACES[prefix]}}}{_tag(name)}"
 
 
 def dump(limits: dict) -> str:

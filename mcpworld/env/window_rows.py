@@ -20,7 +20,7 @@ LIST_WINDOWS = (
 
 def parse(listing: str) -> list[WindowRow]:
     """Rows from ``LIST_WINDOWS``'s output (tab-separated, missing fields empty)."""
-    rows = ((line.split("\t") + ["", ""])[:3] for line in listing.splitlines())
+    rows = (([*line.split("\t"), "", ""])[:3] for line in listing.splitlines())
     return [(title, cls, geometry) for title, cls, geometry in rows]
 
 

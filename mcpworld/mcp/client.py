@@ -106,7 +106,7 @@ class ServerPool:
                 info = await session.initialize()
                 listed = await self._list_tools(session)
         except Exception as exc:
-            why = "did not answer within %.0fs" % self.start_timeout_s if isinstance(exc, TimeoutError) else _reason(exc)
+            why = f"did not answer within {self.start_timeout_s:.0f}s" if isinstance(exc, TimeoutError) else _reason(exc)
             tail = _tail(log)
             self.on_event("mcp_start", server=spec.name, ok=False, error=why)
             raise InfraError(

@@ -9,10 +9,10 @@ family start any server.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncContextManager, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import OmegaConf
 
@@ -187,7 +187,7 @@ class Sandbox:
 
     def __call__(
         self, cfg: McpSettings, specs: list[ServerSpec], env: Environment, workspace: Path, on_event: EventSink
-    ) -> AsyncContextManager[list[ServerSpec]]:
+    ) -> AbstractAsyncContextManager[list[ServerSpec]]:
         raise NotImplementedError
 
 

@@ -230,7 +230,7 @@ def figure(
         "run": len(judged),
         "score": score,
         "osworld_rate": score / len(judged) if judged else None,
-        "successes": int(round(sum(e.success for e in judged))),
+        "successes": round(sum(e.success for e in judged)),
         "our_rate": float(np.mean([e.success for e in judged])) if judged else None,
         "not_judged": len(episodes) - len(judged),
         "not_run": None,

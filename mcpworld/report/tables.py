@@ -245,7 +245,7 @@ def repeat_stats(judged: list[Episode]) -> dict[str, float]:
     per_task: dict[str, list[float]] = {}
     for ep in judged:
         per_task.setdefault(ep.task_id, []).append(ep.success)
-    counts = [(len(v), int(round(sum(v)))) for v in per_task.values()]
+    counts = [(len(v), round(sum(v))) for v in per_task.values()]
     if not counts or max(n for n, _ in counts) < 2:
         return {}
     top = min(min(n for n, _ in counts), MAX_K)
@@ -279,7 +279,7 @@ def summarize(episodes: list[Episode], seed: int, resamples: int) -> dict[str, A
     if not judged:
         return row
     wins = [e.success for e in judged]
-    row["successes"] = int(round(sum(wins)))
+    row["successes"] = round(sum(wins))
     row["success_rate"] = float(np.mean(wins))
     row["success_ci_low"], row["success_ci_high"] = bootstrap_ci(wins, seed, resamples)
     row["keystep_ratio"] = mean_or_none(metric_values(judged, "keysteps.ratio"))

@@ -96,7 +96,7 @@ def doc_list(waits: list[FixedWait], root: Path) -> str:
     total = sum(w.seconds for w in waits)
     head = f"{len(waits)} fixed wait(s), {total:g} s in all" + (":" if waits else ".")
     rows = [f"- `{w.where(root)}`: {w.seconds:g} s, {w.why or '(no reason: at most ' + f'{LIMIT_S:g} s)'}" for w in waits]
-    return "\n".join([BEGIN, head, *([""] + rows if rows else []), END])
+    return "\n".join([BEGIN, head, *(["", *rows] if rows else []), END])
 
 
 def with_doc_list(doc: str, listed: str) -> str:

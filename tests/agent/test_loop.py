@@ -382,7 +382,7 @@ async def test_infra_error_ends_the_episode_as_infra_error(tmp_path: Path, desk:
 
 async def test_endpoint_unreachable_propagates(tmp_path: Path, desk: FakeDesktop) -> None:
     provider = Scripted([EndpointUnreachable("ollama endpoint is unreachable")])
-    loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
+    loop, _result, trace = make_loop(tmp_path, provider, gui_tools(desk))
     with pytest.raises(EndpointUnreachable):
         await run(loop, trace)
 
@@ -469,7 +469,7 @@ def test_loop_detector_reports_again_after_the_agent_got_unstuck() -> None:
 
 async def test_off_screen_coordinates_are_a_hallucination(tmp_path: Path, desk: FakeDesktop) -> None:
     provider = Scripted([call("computer", 0, action="left_click", coordinate=[desk.width + 50, 10])])
-    loop, result, trace = make_loop(tmp_path, provider, gui_tools(desk))
+    loop, _result, trace = make_loop(tmp_path, provider, gui_tools(desk))
     await run(loop, trace)
     assert desk.actions == []
     (hall,) = events(tmp_path, "hallucination")

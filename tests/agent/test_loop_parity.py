@@ -168,7 +168,7 @@ async def test_uitars_loop_runs_as_osworlds(tmp_path: Path, script: dict[str, An
     import mcpworld.agent.tools.computer as computer_module
 
     monkeypatch.setattr(computer_module.time, "sleep", lambda s: None)
-    result, requests, desk, events = await drive(tmp_path, "uitars", script)
+    result, requests, desk, _events = await drive(tmp_path, "uitars", script)
     assert len(requests) == script["requests"]
     assert [float(r["temperature"]) for r in requests] == [float(t) for t in script["temperatures"]]
     assert result.steps == script["turns"]

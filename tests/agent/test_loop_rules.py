@@ -76,7 +76,7 @@ async def test_qwen_two_calls_in_one_turn_are_one_step(tmp_path: Path) -> None:
         Reply(text="Action: Wait.\n" + qwen_call("wait", time=0)),
         Reply(text="Action: Done.\n" + qwen_call("terminate", status="success")),
     ]
-    result, provider, desk, _ = await drive(tmp_path, "qwen3vl", replies, max_steps=3)
+    result, _provider, desk, _ = await drive(tmp_path, "qwen3vl", replies, max_steps=3)
     assert (result.termination, result.steps, result.actions, result.llm_calls) == ("done", 3, 4, 3)
     assert [a["kind"] for a in desk.actions] == ["click", "type"]
 
@@ -126,7 +126,7 @@ async def test_claude_text_only_reply_ends_the_episode(tmp_path: Path) -> None:
 
 
 async def test_claude_first_reply_without_a_call_ends_at_once(tmp_path: Path) -> None:
-    result, provider, _, _ = await drive(tmp_path, "claude", [Reply(text="I cannot help with that.")])
+    result, _provider, _, _ = await drive(tmp_path, "claude", [Reply(text="I cannot help with that.")])
     assert (result.termination, result.llm_calls, result.steps) == ("end_turn", 1, 1)
 
 

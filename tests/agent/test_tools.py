@@ -61,7 +61,7 @@ def test_normalized_1000() -> None:
 def test_off_screen_is_refused_and_the_far_edge_clamps(convention: str, edge: tuple[int, int]) -> None:
     m = CoordinateMap(convention, (1024, 768))
     for bad in [(-50, -1), (-0.5, 10), (10, edge[1] + 1), (edge[0] + 0.1, 0), (5000, 5000)]:
-        with pytest.raises(OffScreen, match=r"off the screen: x must be in 0\.\.%d" % edge[0]):
+        with pytest.raises(OffScreen, match=rf"off the screen: x must be in 0\.\.{edge[0]}"):
             m.to_screen(*bad)
     assert m.to_screen(*edge) == (1023, 767)
     assert m.to_screen(0, 0) == (0, 0)

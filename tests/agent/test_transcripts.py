@@ -808,7 +808,7 @@ async def test_recorded_streams_parse_the_same_in_any_transport_chunks(name):
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
 async def test_recorded_errors(name):
-    status, retried, says = ERRORS[name]
+    _status, retried, says = ERRORS[name]
     with pytest.raises(InfraError) as err:
         await replay(recorded(name), kind=name, max_retries=2)
     assert says in str(err.value)

@@ -110,7 +110,7 @@ async def test_no_model_is_offered_wait_for(tmp_path: Path, desk: FakeDesktop) -
     """Replay tools never reach a request's schemas; a model that calls one anyway (without the
     oracle's replay) calls an unknown tool."""
     model = Scripted([call("wait_for", file="~/x")])
-    loop, result, trace = make_loop(tmp_path, model, gui_tools(desk))
+    loop, _result, trace = make_loop(tmp_path, model, gui_tools(desk))
     await run(loop, trace)
     assert all(s["function"]["name"] != "wait_for" for tools in model.tools for s in tools)
     (bad,) = events(tmp_path, "hallucination")

@@ -127,7 +127,7 @@ def test_an_isolated_episode_reaches_the_outside_but_nothing_of_the_host_or_anot
         b.extra_env = sink.env()  # B's probe would report here
         b.reset(xterm_task(tmp_path), tmp_path / "b")
         a.reset(xterm_task(tmp_path), tmp_path / "a")
-        a_ip, a_gateway = ip_of(a)
+        _a_ip, a_gateway = ip_of(a)
         b_ip, b_gateway = ip_of(b)
         assert a_gateway != b_gateway and a_gateway in host_addresses()
         b_novnc = int(b.viewer_url.split(":")[2].split("/")[0])

@@ -174,7 +174,7 @@ def test_with_outbound_traffic_the_hosts_own_addresses_stay_fenced_off(account):
         assert own, "this host has no address but loopback"
         port = server.port
         assert httpx.get(f"http://{own[0]}:{port}/").content == secret  # the host itself reaches it
-        for address in own + ["127.0.0.1", "10.0.2.2"]:  # 10.0.2.2: slirp4netns's gateway, the host
+        for address in [*own, "127.0.0.1", "10.0.2.2"]:  # 10.0.2.2: slirp4netns's gateway, the host
             answer = fetch_inside(ns, f"http://{address}:{port}/", account)
             assert answer.startswith("FAILED") and secret.decode() not in answer, address
     finally:

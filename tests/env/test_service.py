@@ -102,7 +102,7 @@ def test_calls_run_on_the_environment_and_errors_come_back_as_the_same_kinds(ser
 
 
 def test_only_the_environments_own_calls_can_be_made(served):
-    service, env, _ = served
+    _service, env, _ = served
     with pytest.raises(ValueError, match="no call '__init__'"):
         env._call("__init__")
     with pytest.raises(ValueError, match="no call 'close'"):

@@ -16,13 +16,13 @@ def test_is_expected_tabs_compares_the_url_sets_in_any_order_with_osworlds_norma
     # the metric compares every tab it gets, as OSWorld's (the getter leaves the browser's own pages out)
     assert (
         m(
-            TABS + [{"title": "S", "url": "chrome://settings/"}],
+            [*TABS, {"title": "S", "url": "chrome://settings/"}],
             {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html"]},
         )
         == 0.0
     )
     assert (
-        m(TABS + [{"title": "no url"}], {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
+        m([*TABS, {"title": "no url"}], {"type": "url", "urls": ["https://example.com", "file:///home/user/b.html", "x"]}) == 0.0
     )
     assert m(None, {"type": "url", "urls": []}) == 0.0
     assert m([], {"type": "url", "urls": []}) == 0.0

@@ -278,7 +278,7 @@ def test_postconfig_goes_on_past_a_window_the_agent_closed(env, caplog):
     then see what the agent left (here a correct answer)."""
     env.step_error = MissingWindow("no window matching 'Mousepad' to activate")
     steps = [{"type": "activate_window", "parameters": {"window_name": "Mousepad"}}, {"type": "sleep"}]
-    score, outcomes = evaluate_spec(
+    score, _outcomes = evaluate_spec(
         env, {"func": "exact_match", "result": cmd("echo x"), "expected": rule(expected="x"), "postconfig": steps}, "DONE"
     )
     assert score == 1.0 and len(env.steps) == 2  # each step tried

@@ -342,7 +342,7 @@ def _events(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dic
     if reply.get("overloaded"):
         message_text = reply.get("error") or "Overloaded"
         kind = reply.get("error_type") or "overloaded_error"
-        return events + [{"type": "error", "error": {"type": kind, "message": message_text}}]
+        return [*events, {"type": "error", "error": {"type": kind, "message": message_text}}]
     index = 0
     if reply.get("redacted_thinking"):
         issued[reply["redacted_thinking"]] = ""
@@ -396,4 +396,4 @@ def _events(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dic
     delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None}}
     if usage is not None:
         delta["usage"] = {"output_tokens": usage["output_tokens"]}
-    return events + [delta, {"type": "message_stop"}]
+    return [*events, delta, {"type": "message_stop"}]

@@ -213,8 +213,9 @@ def frames(body: dict[str, Any], reply: dict[str, Any], model: str, issued: dict
     out = [chunk_message(e) for e in events]
     if reply.get("exception"):
         after = int(reply.get("exception_after", 1))
-        out = out[:after] + [
-            exception_message(reply["exception"], reply.get("error") or "Too many requests, please wait before trying again.")
+        out = [
+            *out[:after],
+            exception_message(reply["exception"], reply.get("error") or "Too many requests, please wait before trying again."),
         ]
     return out
 

@@ -67,7 +67,7 @@ async def test_a_probe_gets_the_hook_and_its_events_reach_the_episode(sinks):
 
 
 async def test_a_connection_without_the_episodes_token_is_refused(sinks):
-    sink, got = sinks()
+    sink, _got = sinks()
     other, _ = sinks()
     with pytest.raises(socketio.exceptions.ConnectionError):
         await probe(sink, token=other.token)

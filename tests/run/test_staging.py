@@ -4,6 +4,7 @@ that stops never began is ended and leaves no folder (run/staging.py)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -113,11 +114,11 @@ def test_each_worker_stages_its_next_episode_on_its_other_desktop_while_one_runs
     EpisodePool(desks, run_one, StopSignal(), staging=staging).run(runs, results.append)
     assert sorted(r.split(":")[1] for r in results) == [f"t{i}" for i in range(6)]
     by_lane = {lane: [r for r in results if r.startswith(lane)] for lane in ("a", "b")}
-    for lane, done in by_lane.items():
+    for done in by_lane.values():
         assert done[0].endswith(":reset"), done  # the lane's first episode: nothing was staged
         assert all(r.endswith(":handed") for r in done[1:]), done
         desks_used = [r.split(":")[0] for r in done]
-        assert all(x != y for x, y in zip(desks_used, desks_used[1:])), desks_used  # alternating
+        assert all(x != y for x, y in itertools.pairwise(desks_used)), desks_used  # alternating
     assert sum(overlap) >= 2  # the next reset ran while an episode ran
     assert all(len(d.resets) == len(set(d.resets)) for d in desks)  # each episode reset once
 

@@ -62,7 +62,7 @@ def served_home(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
 
 
 def test_a_cross_site_text_plain_post_runs_nothing(served_home, tmp_path: Path) -> None:
-    url, folder, proc = served_home
+    url, folder, _proc = served_home
     marker = tmp_path / "pwned"
     body = json.dumps(touching(marker))
     # exactly what fetch(url, {method: "POST", mode: "no-cors", body}) sends from https://attacker.example
@@ -103,7 +103,7 @@ def test_a_cross_site_text_plain_post_runs_nothing(served_home, tmp_path: Path) 
 
 
 def test_the_token_is_in_a_0600_file_and_printed_nowhere(served_home) -> None:
-    url, folder, proc = served_home
+    _url, folder, proc = served_home
     about = json.loads((folder / "endpoint.json").read_text())
     token_file = Path(about["token_file"])
     assert token_file.parent == folder.resolve() and stat.S_IMODE(token_file.stat().st_mode) == 0o600

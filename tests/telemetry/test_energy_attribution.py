@@ -5,6 +5,7 @@ two-episode job on a fake NVML with an idle baseline (every figure worked out by
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import threading
 import time
@@ -238,7 +239,7 @@ def test_concurrency_2_episode_energies_add_up_to_the_jobs_integrated_energy(mon
 
 
 def _integral(history: list[tuple[float, float]], t: float) -> float:
-    for (t0, e0), (t1, e1) in zip(history, history[1:]):
+    for (t0, e0), (t1, e1) in itertools.pairwise(history):
         if t0 <= t <= t1:
             return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e0
     return history[-1][1]

@@ -32,5 +32,5 @@ def test_energy_columns_with_cis_and_per_token_ratios():
 
 
 def test_no_energy_no_energy_columns():
-    rows, columns = build_rows([ep("a", 1.0, tokens_out=5.0)], ["model"], seed=0, resamples=100)
+    _rows, columns = build_rows([ep("a", 1.0, tokens_out=5.0)], ["model"], seed=0, resamples=100)
     assert not any(c.startswith(("energy_ci", "energy_net", "j_per", "tokens_out_per", "cpu_energy")) for c in columns)

@@ -52,11 +52,11 @@ ACTIONS_20241022 = (
     "screenshot",
     "cursor_position",
 )
-ACTIONS_20250124 = ACTIONS_20241022 + ("left_mouse_down", "left_mouse_up", "scroll", "hold_key", "wait", "triple_click")
+ACTIONS_20250124 = (*ACTIONS_20241022, "left_mouse_down", "left_mouse_up", "scroll", "hold_key", "wait", "triple_click")
 VERSIONS: dict[str, tuple[str, ...]] = {
     "computer_20241022": ACTIONS_20241022,
     "computer_20250124": ACTIONS_20250124,
-    "computer_20251124": ACTIONS_20250124 + ("zoom",),
+    "computer_20251124": (*ACTIONS_20250124, "zoom"),
 }
 MAX_DURATION_S = 100.0  # hold_key / wait: the reference agent refuses longer
 # each desktop's screen just before the last input action sent to it: what the oracle's

@@ -126,7 +126,7 @@ def normalize_call(name: str, args: JSONObject, offered: Container[str]) -> tupl
         return name, args
     key = name.strip().lower().replace(" ", "_")
     tool = key if key in offered else _TOOL_OF.get(key)
-    if tool is None and "computer" in offered and _ACTION_OF.get(key, key) in ACTIONS + ("scroll_up", "scroll_down"):
+    if tool is None and "computer" in offered and _ACTION_OF.get(key, key) in (*ACTIONS, "scroll_up", "scroll_down"):
         tool, args = "computer", {"action": key, **args}  # an action called as if it were a tool
     if tool is None or tool not in offered:
         return name, args

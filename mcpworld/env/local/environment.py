@@ -785,10 +785,10 @@ class LocalEnvironment(Environment):
             raise ValueError(f"unknown action kind {kind!r}")
 
     def _x(self, x: float) -> int:
-        return min(max(int(round(x)), 0), self.width - 1)
+        return min(max(round(x), 0), self.width - 1)
 
     def _y(self, y: float) -> int:
-        return min(max(int(round(y)), 0), self.height - 1)
+        return min(max(round(y), 0), self.height - 1)
 
     def cursor_position(self) -> tuple[int, int]:
         with self._display_checked():

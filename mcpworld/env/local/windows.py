@@ -48,10 +48,7 @@ def name_matches(name: str, title: str, cls: str, strict: bool = False, by_class
     """Whether a window (``title``, ``cls`` as ``instance.Class``) answers to a suite's window name,
     as ``wmctrl -a`` (``-F`` for strict, ``-x`` for by_class) finds it."""
     text = cls if by_class else title
-    for variant in name_variants(name, strict):
-        if (text == variant) if strict else (variant.lower() in text.lower()):
-            return True
-    return False
+    return any(text == variant if strict else variant.lower() in text.lower() for variant in name_variants(name, strict))
 
 
 class Windows:

@@ -27,6 +27,7 @@ scores ``None`` as 0. The episode's home directory in URLs, titles and content i
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import Callable
@@ -300,7 +301,7 @@ def url_path_parse(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | No
     filters: dict[str, Any] = {}
     shirts = "shirts" in path
     short_sleeve = "short-sleeve" in path
-    for names, values in zip(parts, parts[1:]):
+    for names, values in itertools.pairwise(parts):
         if "," in names and "," in values:
             for name, value in zip((n.strip() for n in names.split(",")), (v.strip() for v in values.split(","))):
                 if name == "Price_discount_range":

@@ -273,10 +273,8 @@ def check_green_background(result: Any, expected: Any) -> float:
     if target.ndim < 3 or target.shape[0] < w or target.shape[1] < h:
         return 0.0
     target = target[:w, :h]
-    if target.shape[2] >= 3:
-        background = target[..., :3].any(axis=-1)
-    else:  # fewer than three channels never equal (0, 0, 0)
-        background = np.ones(target.shape[:2], dtype=bool)
+    # fewer than three channels never equal (0, 0, 0)
+    background = target[..., :3].any(axis=-1) if target.shape[2] >= 3 else np.ones(target.shape[:2], dtype=bool)
     if not background.any():
         return 1.0
     source = np.asarray(img)

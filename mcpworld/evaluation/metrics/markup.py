@@ -211,9 +211,9 @@ def _epub_parts(path: Any) -> list[list[str]] | None:
             parts: dict[str, list[str]] = {}
             names = book.namelist()
             for name in names:
-                if name in ("toc.ncx", "content.opf") or name.endswith(".html"):
-                    if book.getinfo(name).file_size > MAX_PART_BYTES:
-                        return None
+                compared = name in ("toc.ncx", "content.opf") or name.endswith(".html")
+                if compared and book.getinfo(name).file_size > MAX_PART_BYTES:
+                    return None
             if "toc.ncx" in names:
                 parts["toc.ncx"] = _lines_without(book.read("toc.ncx"), "navPoint")
             if "content.opf" in names:

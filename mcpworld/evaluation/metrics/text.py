@@ -138,14 +138,14 @@ def check_direct_json_object(result: Any, rules: Any) -> float:
             return 0.0
         expected = rules["expected"]
         if not rules.get("expect_in_result", False):
-            for key in expected.keys():
+            for key in expected:
                 if expected.get("ignore_list_order", False):
                     if sorted(expected.get(key)) != sorted(result.get(key)):
                         return 0.0
                 elif expected.get(key) != result.get(key):
                     return 0.0
             return 1.0
-        for key in expected.keys():
+        for key in expected:
             want, have = expected.get(key), result.get(key)
             if isinstance(want, list):
                 if not any((isinstance(have, list) and w in have) or (isinstance(have, str) and w == have) for w in want):

@@ -16,6 +16,7 @@ is what makes a net energy (gross minus idle power times the shared seconds) add
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -69,7 +70,7 @@ def attribute(
     active_eps = {i for i, (s, is_call) in enumerate(spans) if not is_call and s.start <= a}
     nxt = 0
     e_u = energy_at(a)
-    for u, v in zip(cuts, cuts[1:]):
+    for u, v in itertools.pairwise(cuts):
         while nxt < len(events) and events[nxt][0] <= u:
             _, kind, i = events[nxt]
             target = active_calls if spans[i][1] else active_eps

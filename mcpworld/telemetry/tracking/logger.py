@@ -228,7 +228,7 @@ class MlflowLogger(Tracker):
         earlier = [f"- `{c}`" for c in commands[1:NOTE_COMMANDS]]
         # the UI shows a description's first line until it is opened: the latest command
         text = "\n".join(
-            [f"`{command}`", ""] + (["Earlier commands, newest first:", ""] + earlier + [""] if earlier else []) + [NOTE_TAIL]
+            [f"`{command}`", ""] + (["Earlier commands, newest first:", "", *earlier, ""] if earlier else []) + [NOTE_TAIL]
         )
         if text != old:
             self.client.set_experiment_tag(self.experiment_id, NOTE, text)

@@ -38,7 +38,7 @@ def note_lost(why: str, uri: str, experiment: str, job_dir: Path | None) -> str:
     if job_dir is not None:
         old = read_pending(job_dir)
         path = write_pending(
-            job_dir, uri, experiment, old.get("job_run_id"), old.get("not_logged", []) + [{"kind": "unknown", "error": why}]
+            job_dir, uri, experiment, old.get("job_run_id"), [*old.get("not_logged", []), {"kind": "unknown", "error": why}]
         )
         where = f"; noted in {path}: log what is missing with python -m mcpworld.telemetry.upload {job_dir}"
     print(f"mcpworld: warning: {why}; this job's MLflow runs may be incomplete{where}", file=sys.stderr)

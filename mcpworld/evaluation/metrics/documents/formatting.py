@@ -211,9 +211,10 @@ def check_highlighted_words(result: Any, expected: Any) -> float:
         if not name:
             continue
         for style in styles:
-            if style.get(f"{{{ODF_STYLE}}}name") == name:
-                if any(prop.get(f"{{{ODF_FO}}}background-color") == "#ffff00" for prop in style):
-                    return 0.0
+            if style.get(f"{{{ODF_STYLE}}}name") == name and any(
+                prop.get(f"{{{ODF_FO}}}background-color") == "#ffff00" for prop in style
+            ):
+                return 0.0
     return 1.0
 
 

@@ -169,10 +169,7 @@ class _Workbooks:
         which, key = _parse_selector(selector, "sheet")
         book = self.result if which == "R" else self.expected
         names = book.formulas.sheetnames
-        if isinstance(key, int):
-            name = names[key] if 0 <= key < len(names) else None
-        else:
-            name = key if key in names else None
+        name = (names[key] if 0 <= key < len(names) else None) if isinstance(key, int) else (key if key in names else None)
         if name is None:
             if which == "E":
                 raise _bad(f"the expected workbook has no sheet {selector!r} (sheets: {names})")

@@ -51,7 +51,7 @@ def main():
     got = [[cell.text.strip() for cell in row.cells] for row in table.rows]
     if len(got) != len(expected):
         fail(f"table has {len(got)} rows, expected {len(expected)}")
-    for number, (g, w) in enumerate(zip(got, expected), start=1):
+    for number, (g, w) in enumerate(zip(got, expected), start=1):  # noqa: B905 - grader in the suite's style; row counts checked just above
         if g != w:
             fail(f"table row {number} is {g}, expected {w}")
     print("PASS: heading and table match inventory.csv")

@@ -54,7 +54,7 @@ def main():
     repo = os.path.join(args.agent_workspace, "project")
     if git(repo, "rev-parse", "--git-dir")[0] != 0:
         fail("project/ is not a git repository")
-    code, branch_tip = git(repo, "rev-parse", "--verify", "-q", "refs/heads/release-1.1^{commit}")
+    code, branch_tip = git(repo, "rev-parse", "--verify", "-q", "refs/heads/release-1.1^{commit}")  # noqa: RUF059 - grader mimics the suite's own script; the tip is only checked to exist
     if code != 0:
         fail("branch release-1.1 does not exist")
     _, main_tip = git(repo, "rev-parse", "--verify", "-q", "refs/heads/main^{commit}")
@@ -71,10 +71,10 @@ def main():
     if code != 0:
         fail("CHANGELOG.md is missing from the release-1.1 commit")
     date = release_date(args.launch_time, args.agent_workspace)
-    expected = OLD_CHANGELOG[:2] + [f"## [1.1] - {date}"] + CHANGES + OLD_CHANGELOG[2:]
+    expected = OLD_CHANGELOG[:2] + [f"## [1.1] - {date}"] + CHANGES + OLD_CHANGELOG[2:]  # noqa: RUF005 - grader kept in the suite's style
     got = lines(changelog)
     if got != expected:
-        diff = next((f"{g!r} != expected {w!r}" for g, w in zip(got, expected) if g != w), "different line count")
+        diff = next((f"{g!r} != expected {w!r}" for g, w in zip(got, expected) if g != w), "different line count")  # noqa: B905 - stops at the shorter on purpose; a length mismatch falls to the default message
         fail(f"CHANGELOG.md in release-1.1: {diff}")
     _, changed = git(repo, "diff", "--name-only", "main", "release-1.1")
     if changed.split() != ["CHANGELOG.md"]:

@@ -56,10 +56,10 @@ def main():
         fail(f"header row is {got[0] if got else []}, expected {want[0]}")
     if len(got) != len(want):
         fail(f"{len(got) - 1} data rows, expected {len(want) - 1}")
-    for number, (g, w) in enumerate(zip(got[1:], want[1:]), start=2):
+    for number, (g, w) in enumerate(zip(got[1:], want[1:]), start=2):  # noqa: B905 - grader in the suite's style; row counts checked just above
         if len(g) != len(w):
             fail(f"row {number} has {len(g)} cells, expected {len(w)}")
-        for gv, wv in zip(g, w):
+        for gv, wv in zip(g, w):  # noqa: B905 - grader in the suite's style; cell counts checked just above
             if is_number(wv):
                 if not is_number(gv) or abs(gv - wv) > TOLERANCE:
                     fail(f"row {number}: {gv!r} != {wv!r}")
