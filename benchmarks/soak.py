@@ -589,15 +589,17 @@ def local_job(
         elif kind == "disk_full":
             filler: list[Path] = []
 
-            def free_disk() -> None:
+            # the closures run inside this iteration (window calls them before it returns); the
+            # defaults bind this iteration's filler and run all the same
+            def free_disk(filler: list[Path] = filler) -> None:
                 for f in filler:
                     f.unlink(missing_ok=True)
 
             inject.window(
                 "disk_full",
-                lambda: filler.append(fill_disk(soak.work_base, 64 << 10)),
+                lambda filler=filler: filler.append(fill_disk(soak.work_base, 64 << 10)),
                 free_disk,
-                lambda: run.wait_done(run.done + args.concurrency + 2, timeout_s=args.disk_full_s),
+                lambda run=run: run.wait_done(run.done + args.concurrency + 2, timeout_s=args.disk_full_s),
                 free_bytes=64 << 10,
             )
         elif kind == "sigterm":

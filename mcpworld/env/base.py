@@ -59,15 +59,15 @@ class Environment(abc.ABC):
     home: Path  # the episode's home directory ("~" and /home/user map here)
     cache_dir: Path  # where getters put copies of files they read
     # this desktop's ports of the apps' control interfaces ({"cdp": …, "vlc": …}) and their password
-    ports: dict[str, int] = {}
+    ports: dict[str, int] = {}  # noqa: RUF012 - a default never changed in place: each backend assigns its own
     app_password: str = ""
     # variables the episode gives the desktop's programs (an app probe's event sink): ``begin`` takes them,
     # ``stage`` clears them; the backends read them at reset and relaunch, and nothing else sets them
-    extra_env: dict[str, str] = {}
+    extra_env: dict[str, str] = {}  # noqa: RUF012 - a default never changed in place: each backend assigns its own
     # where a person can watch this desktop in a browser (noVNC), when it can be watched
     viewer_url: str | None = None
     # what the episode's results should say about how this desktop ran the task (set by reset)
-    notes: list[str] = []
+    notes: list[str] = []  # noqa: RUF012 - a default never changed in place: each backend assigns its own
     # the network this desktop got (env.network asks): isolated, isolated_offline, isolated_unfenced or
     # host (docs/isolation.md); None where the backend does not decide it (a suite's own VM)
     network_effective: str | None = None
@@ -186,7 +186,7 @@ class Environment(abc.ABC):
         """Start an app that ``app_exits`` reported again, as its setup step did."""
         raise NotImplementedError
 
-    def kill(self) -> None:
+    def kill(self) -> None:  # noqa: B027 - a no-op by default, not abstract: backends with nothing to stop keep it
         """Stop the desktop's processes now, from any thread (used when a run is interrupted)."""
 
     def window_rows(self) -> list[tuple[str, str, str]]:

@@ -98,7 +98,8 @@ def main() -> int:
         request = json.loads(line)
         collected: list[dict[str, Any]] = []
 
-        def feed(message: dict[str, Any], _data: Any = None) -> None:
+        # called only within this request's iteration; the default binds this request's list all the same
+        def feed(message: dict[str, Any], _data: Any = None, *, collected: list[dict[str, Any]] = collected) -> None:
             collected.extend(_normalise(handle(message, logger, params)))
 
         try:

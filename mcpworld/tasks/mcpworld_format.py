@@ -245,7 +245,10 @@ def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | Non
     return load_mcpworld(path, data, settings.pccanary)
 
 
-def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCanarySettings = PcCanarySettings()) -> Task:
+DEFAULT_SETTINGS = PcCanarySettings()  # frozen, so one shared default (as the call in the signature made)
+
+
+def load_mcpworld(path: Path, data: dict[str, Any] | None = None, settings: PcCanarySettings = DEFAULT_SETTINGS) -> Task:
     path = Path(path)
     where = str(path)
     if data is None:

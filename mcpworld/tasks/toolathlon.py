@@ -168,7 +168,10 @@ def _load_file(path: Path, data: Any, settings: LoaderSettings, root: Path | Non
     return load_toolathlon(path, data, settings.toolathlon)
 
 
-def load_toolathlon(path: Path, data: dict[str, Any] | None = None, settings: ToolathlonSettings = ToolathlonSettings()) -> Task:
+DEFAULT_SETTINGS = ToolathlonSettings()  # frozen, so one shared default (as the call in the signature made)
+
+
+def load_toolathlon(path: Path, data: dict[str, Any] | None = None, settings: ToolathlonSettings = DEFAULT_SETTINGS) -> Task:
     path = Path(path)
     where = str(path)
     data = read_json(path) if data is None else data

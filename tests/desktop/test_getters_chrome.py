@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_an_environment_without_a_devtools_port_is_an_infra_error(tmp_path):
     from mcpworld.core.errors import InfraError
 
     class NoPorts:
-        ports: dict[str, int] = {}
+        ports: ClassVar[dict[str, int]] = {}
 
     with pytest.raises(InfraError, match="DevTools"):
         get("open_tabs_info", NoPorts())

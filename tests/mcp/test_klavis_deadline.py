@@ -31,7 +31,7 @@ class Hangs(Tool):
     """A tool whose call never returns (as a hosted server that stopped answering)."""
 
     name, family, description = "hangs", "mcp", "never answers"
-    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
 
     def __init__(self) -> None:
         self.cancelled = False

@@ -85,5 +85,5 @@ class Provider(abc.ABC):
         """One assistant turn. ``tools`` are OpenAI function schemas; ``temperature``, when given,
         replaces the model's for this request only (a reference's retry of an unreadable reply)."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - a no-op by default, not abstract: providers without connections keep it
         """Release connections."""

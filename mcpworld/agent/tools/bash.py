@@ -11,7 +11,7 @@ class BashTool(Tool):
     name = "bash"
     family = "bash"
     description = "Run a bash command in the user's home directory and return its output."
-    parameters = {
+    parameters = {  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
         "type": "object",
         "properties": {"command": {"type": "string", "description": "the bash command to run"}},
         "required": ["command"],

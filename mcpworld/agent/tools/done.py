@@ -13,7 +13,7 @@ class DoneTool(Tool):
         "Call when you have finished the task (status DONE), or when the task is impossible "
         "to complete (status FAIL). Nothing runs after this."
     )
-    parameters = {
+    parameters = {  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
         "type": "object",
         "properties": {
             "status": {"type": "string", "enum": ["DONE", "FAIL"]},

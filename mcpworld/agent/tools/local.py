@@ -22,7 +22,7 @@ PAGE = 10_000  # characters per page of an overlong output
 class ClaimDone(Tool):
     name, family = "local-claim_done", "mcp"
     description = "Claim that the task is done. Call it once everything the task asks for is finished."
-    parameters: JSONObject = {"type": "object", "properties": {}}
+    parameters: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
 
     async def call(self, args: JSONObject) -> Observation:
         return Observation(text="you have claimed the task is done!", final="DONE")
@@ -31,7 +31,7 @@ class ClaimDone(Tool):
 class PythonExecute(Tool):
     name, family = "local-python-execute", "mcp"
     description = "Run Python code in the workspace (the working directory) and return its stdout, stderr and exit code."
-    parameters = {
+    parameters = {  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
         "type": "object",
         "properties": {
             "code": {"type": "string", "description": "the Python source to run"},
@@ -71,7 +71,7 @@ class PythonExecute(Tool):
 class Sleep(Tool):
     name, family = "local-sleep", "mcp"
     description = "Wait for a number of seconds (at most 60), e.g. for a background job to finish."
-    parameters = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
+    parameters = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
 
     async def call(self, args: JSONObject) -> Observation:
         seconds = number(args.get("seconds", 0))
@@ -84,7 +84,7 @@ class Sleep(Tool):
 class ViewOverlong(Tool):
     name, family = "local-view_overlong_tooloutput", "mcp"
     description = f"Read one page ({PAGE} characters) of a tool output that was cut, by its id."
-    parameters = {"type": "object", "properties": {"id": {"type": "string"}, "page": {"type": "integer"}}, "required": ["id"]}
+    parameters = {"type": "object", "properties": {"id": {"type": "string"}, "page": {"type": "integer"}}, "required": ["id"]}  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
 
     def __init__(self, overlong: Overlong):
         self.overlong = overlong
@@ -101,7 +101,7 @@ class ViewOverlong(Tool):
 class SearchOverlong(Tool):
     name, family = "local-search_overlong_tooloutput", "mcp"
     description = "Search a tool output that was cut for a regular expression; lines that match, with numbers."
-    parameters = {
+    parameters = {  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
         "type": "object",
         "properties": {"id": {"type": "string"}, "pattern": {"type": "string"}},
         "required": ["id", "pattern"],

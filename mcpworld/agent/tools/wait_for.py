@@ -35,7 +35,7 @@ class WaitForTool(Tool):
     name = TOOL
     family = "oracle"
     description = "Wait until a window appears or disappears, or a file is written or holds a text."
-    parameters = {
+    parameters = {  # noqa: RUF012 - never mutated; an instance attribute MCP tools set
         "type": "object",
         "properties": {
             "window": {"type": "string", "description": "regex on a window's title or class"},

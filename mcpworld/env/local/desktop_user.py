@@ -160,6 +160,6 @@ def ensure_account(name: str) -> DesktopUser:
             if proc.returncode not in (0, 9):  # 9: made meanwhile by another process
                 raise InfraError(
                     f"could not create the desktop account {name}: useradd exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
-                )
+                ) from None  # the KeyError only said the account did not exist yet
             entry = pwd.getpwnam(name)
     return DesktopUser(name, entry.pw_uid, entry.pw_gid)
