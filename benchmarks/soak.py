@@ -25,6 +25,7 @@ Exits 1 when a check fails. ``soak.json`` in the folder holds what was injected 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -245,10 +246,8 @@ def trace_events(episode: Path) -> list[dict[str, Any]]:
         return []
     events = []
     for line in lines:
-        try:
+        with contextlib.suppress(ValueError):  # a line being written
             events.append(json.loads(line))
-        except ValueError:
-            pass  # a line being written
     return events
 
 
@@ -557,10 +556,8 @@ def local_job(
                 used = shutil.disk_usage(soak.work_base).used
             except OSError:
                 return
-            try:
+            with contextlib.suppress(OSError):
                 used -= (soak.work_base / "soak-filler").stat().st_size
-            except OSError:
-                pass
             peak_work = max(peak_work, used)
             time.sleep(1.0)
 
@@ -953,10 +950,8 @@ def _x_leftovers(soak: Soak) -> list[str]:
     numbers = set()
     for run in soak.runs:
         for desktop in (Path(run["job"]) / "episodes").rglob("desktop.json"):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 numbers.add(int(str(json.loads(desktop.read_text()).get("display", "")).lstrip(":")))
-            except (OSError, ValueError):
-                pass
     # another run's X server may hold the number by now (then it answers, or its socket is newer than our runs)
     ended = soak.figures.get("ended_at") or max(
         (p.stat().st_mtime for p in soak.folder.glob("harness*.log")), default=time.time()
@@ -1070,10 +1065,8 @@ def main() -> int:
     report(soak, failed)
     if not args.check:
         for folder in (soak.work_base, soak.tmp, soak.work_base.parent):
-            try:
+            with contextlib.suppress(OSError):
                 folder.rmdir()  # (only when empty: what was left stays to be looked at)
-            except OSError:
-                pass
     return 1 if failed else 0
 
 

@@ -5,6 +5,7 @@ A persistent grabber per display costs ≈ 1 ms a frame (PIL's ImageGrab reconne
 
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 from dataclasses import dataclass
@@ -29,10 +30,8 @@ class Screen:
         return to_image(shot.size, shot.raw)  # the BGRX unpack copies: no need to copy first
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._mss.close()
-        except Exception:
-            pass
 
 
 def to_image(size: tuple[int, int], raw: bytes | bytearray) -> Image.Image:

@@ -13,6 +13,7 @@ handler that raises is that failure here too, with the exception as its reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -206,10 +207,8 @@ class HandlerProcess:
             self.proc.kill()
         self.proc.wait(timeout=5)
         for stream in (self._in, self._out, self._err):
-            try:
+            with contextlib.suppress(Exception):
                 stream.close()
-            except Exception:
-                pass
 
 
 def run_handler(

@@ -9,7 +9,7 @@ family start any server.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -111,10 +111,8 @@ def withheld(cfg: McpSettings, task: Task) -> frozenset[str]:
     """Tools that exist for this task but not in this modality: a call to one is `outside_modality`."""
     names = {family for family in ("computer", "bash") if family not in cfg.modality.tools}
     if not offers_mcp(cfg):
-        try:
+        with suppress(UserError):
             names |= {f"{spec.name}-" for spec in task_servers(cfg, task)}
-        except UserError:
-            pass
         names |= {f"local-{tool}" for tool in task.local_tools}
     return frozenset(names)
 

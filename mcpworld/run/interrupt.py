@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 
 class Interrupted(KeyboardInterrupt):
@@ -88,10 +88,8 @@ class StopSignal:
             self._event.set()
             tasks = list(self._tasks)
         for loop, task in tasks:
-            try:
+            with suppress(RuntimeError):  # that loop already closed
                 loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # that loop already closed
-                pass
 
     def check(self) -> None:
         """Raise EpisodeInterrupted when the run is stopping (between blocking steps)."""

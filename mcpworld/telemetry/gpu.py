@@ -11,6 +11,7 @@ Sampling, integration and the sharing of energy between calls and episodes are i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -97,10 +98,8 @@ class NvmlBackend:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            try:
+            with contextlib.suppress(self._nvml.NVMLError):
                 self._nvml.nvmlShutdown()
-            except self._nvml.NVMLError:
-                pass
 
 
 def _announce(reason: str) -> None:

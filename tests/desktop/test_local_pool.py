@@ -4,6 +4,7 @@ nothing of the pool outlives close(), Ctrl-C or a kill -9 followed by the next r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -126,10 +127,8 @@ def test_a_pooled_reset_starts_on_a_fresh_display_over_a_home_of_only_the_tasks_
         def sleeping() -> list[int]:  # (the detached child may not have become `sleep` yet)
             found = []
             for pid in marked(first.folder):
-                try:
+                with contextlib.suppress(psutil.Error):
                     found += [pid] if psutil.Process(pid).name() == "sleep" else []
-                except psutil.Error:
-                    pass
             return found
 
         stray = wait_for(sleeping, what="the agent's detached process")

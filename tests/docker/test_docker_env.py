@@ -5,6 +5,7 @@ inside, failures of the container blamed on the environment, and nothing of ours
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -145,10 +146,8 @@ def test_a_killed_runs_containers_are_removed_and_a_live_runs_kept(client, image
         assert stale.name not in names and {live.name, elsewhere.name} <= names
     finally:
         for container in (stale, live, elsewhere):
-            try:
+            with contextlib.suppress(Exception):
                 container.remove(force=True)
-            except Exception:
-                pass
 
 
 def test_ctrl_c_mid_run_removes_the_runs_containers(tmp_path, client, image):

@@ -35,6 +35,7 @@ on Xvfb, 2026-11-28; tests/data/vm/README.md):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import io
 import json
@@ -479,10 +480,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        try:
+        with contextlib.suppress(OSError):
             os.kill(dbus_pid, signal.SIGTERM)
-        except OSError:
-            pass
         if os.getpgrp() == os.getpid():  # started as its own group (setsid): the rest of the group
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             os.killpg(os.getpid(), signal.SIGTERM)

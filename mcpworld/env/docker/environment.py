@@ -31,6 +31,7 @@ needs the display or runs a program, and does the rest on the host:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -431,10 +432,8 @@ class DockerEnvironment(Environment):
 
     def kill(self) -> None:
         if self.http is not None:
-            try:
+            with contextlib.suppress(httpx.HTTPError):
                 self.http.post("/kill", timeout=5.0)
-            except httpx.HTTPError:
-                pass
 
     def confined(self, argv: list[str]) -> list[str]:
         """``argv`` as an MCP server of this desktop runs on the host: as the desktop's account, in a mount
@@ -520,10 +519,8 @@ class DockerEnvironment(Environment):
             finally:  # what it started goes with it: its cgroup (or, without one, its process group)
                 if cgroup is not None:
                     cgroup.remove()
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
                 proc.wait()
             err.seek(0)
             stderr = err.read().decode(errors="replace").strip()

@@ -12,6 +12,7 @@ runs; the image holds the Debian packages of the chosen apps, and its tag names 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import logging
 import os
@@ -176,10 +177,8 @@ def build_desktop(client: Any, base: str, packages: Sequence[str] = (), built: S
             tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)[-800:]
             raise InfraError(f"building {tag} on {base} failed: {exc}\n{tail}") from None
     if previous not in (None, image.id):  # the tag moved on: the old image would be left untagged
-        try:
+        with contextlib.suppress(docker.errors.APIError):  # a container still uses it: a later build removes nothing of it
             client.images.remove(previous)
-        except docker.errors.APIError:  # a container still uses it: a later build removes nothing of it
-            pass
     return image
 
 

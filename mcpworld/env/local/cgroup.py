@@ -12,6 +12,7 @@ mount, not root), ``create`` says so once and the caller keeps the environment m
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -79,10 +80,8 @@ class DesktopCgroup:
                 return cls(path)
             except OSError as exc:
                 why = f"cannot create {path}: {exc.strerror or exc}"
-                try:
+                with contextlib.suppress(OSError):
                     path.rmdir()
-                except OSError:
-                    pass
         if not _warned.is_set():
             _warned.set()
             logger.warning(
@@ -121,10 +120,8 @@ class DesktopCgroup:
                 kill_file.write_text("1")
             else:
                 for pid in self.pids():
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
             if time.monotonic() > deadline:
                 return not self.populated()
             time.sleep(0.005)

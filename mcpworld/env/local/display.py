@@ -18,6 +18,7 @@ command: the xterm shim, which keeps the log that ``vm_terminal_output`` reads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
@@ -245,10 +246,8 @@ def remove_stale_lock(number: int) -> None:
         return  # another desktop's server took the number meanwhile (-displayfd writes no lock): its
         # socket file is the only way in for clients in a network namespace (netns.py)
     for stale in (lock, X_SOCKET_DIR / f"X{number}"):
-        try:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
             stale.unlink()
-        except (FileNotFoundError, PermissionError):
-            pass
 
 
 def socket_answers(path: Path) -> bool:

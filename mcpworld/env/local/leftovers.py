@@ -11,6 +11,7 @@ host are safe.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -79,10 +80,8 @@ def reap(bases: list[Path] | None = None) -> list[Path]:
             except PermissionError:  # another account's folder (root's /dev/shm/mcpworld-users): not ours to reap
                 continue
             kill_marked(MARKER, str(workroot))
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 remove_stale_lock(int((workroot / DISPLAY_FILE).read_text()))
-            except (OSError, ValueError):
-                pass
             shutil.rmtree(workroot, ignore_errors=True)
             reaped.append(workroot)
     cgroup.sweep()

@@ -13,6 +13,7 @@ the job alone decides when the desktops stop (run/interrupt.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -102,10 +103,8 @@ class ProcessSet:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 _signal_group(proc.pid, signal.SIGKILL)
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    pass
             _signal_group(proc.pid, signal.SIGKILL)  # stragglers left in the group
         self.procs.clear()
         self.confinement.kill()
@@ -114,10 +113,8 @@ class ProcessSet:
 
 
 def _signal_group(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def kill_marked(name: str, value: str) -> int:
@@ -133,10 +130,8 @@ def kill_marked(name: str, value: str) -> int:
         except (psutil.Error, OSError):
             continue
     for proc in victims:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(victims, timeout=2)
     return len(victims)
 

@@ -20,6 +20,7 @@ otherwise drive the episode's browser through DevTools or open a shell through c
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -133,10 +134,8 @@ def pipe(a: socket.socket, b: socket.socket) -> None:
                 dst.sendall(data)
         except OSError:
             pass
-        try:
+        with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)  # the peer sees the end, the other way goes on
-        except OSError:
-            pass
 
     back = threading.Thread(target=one_way, args=(b, a), daemon=True, name="relay-back")
     back.start()
@@ -266,15 +265,11 @@ class Relay:
         with self._lock:
             self._closed = True
             sockets = list(self._open)
-        try:
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.listener.close()
         for sock in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         if self._path:
             Path(self._path).unlink(missing_ok=True)

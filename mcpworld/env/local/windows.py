@@ -10,6 +10,7 @@ desktop shows under another name (``SUITE_NAMES``) match those windows too.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Collection
@@ -216,7 +217,5 @@ class Windows:
         return int(prop.value[0]) if prop and len(prop.value) else None
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.d.close()
-        except Exception:
-            pass

@@ -28,6 +28,7 @@ host's name, which python-xlib needs (it knows no other family for a unix socket
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import secrets
 import shutil
@@ -191,9 +192,7 @@ class DisplayCookie:
             HARNESS.discard(self.number, self.cookie)
         for path in (self.server_file, self.client_file):
             if path is not None:
-                try:
+                with contextlib.suppress(OSError):  # (a runtime folder removed with its desktop)
                     path.unlink(missing_ok=True)
-                except OSError:  # (a runtime folder removed with its desktop)
-                    pass
         self.server_file = self.client_file = None
         self.number = None

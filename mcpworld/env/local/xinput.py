@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from Xlib import XK, X
@@ -231,7 +232,5 @@ class XInput:
         return [first + offset for offset in range(count - 1, -1, -1) if not any(mapping[offset])]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.d.close()
-        except Exception:
-            pass

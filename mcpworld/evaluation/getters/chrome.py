@@ -27,6 +27,7 @@ scores ``None`` as 0. The episode's home directory in URLs, titles and content i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import re
@@ -234,10 +235,8 @@ def page_info(env: Environment, cfg: dict[str, Any]) -> dict[str, str] | None:
                 log.info("page_info: loading %s: %s", url, str(exc).splitlines()[0])
             return _info(env, cfg, page, True)
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 page.close()
-            except Exception:
-                pass
 
     return with_browser(env, "page_info", work)
 

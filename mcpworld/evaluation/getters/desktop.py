@@ -8,6 +8,7 @@ the environment lacks the tool; a setting that is not there gives None.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shlex
@@ -59,10 +60,8 @@ def _parse_geometry(text: str) -> list[dict[str, int]]:
         if key == "WINDOW" and current:
             windows.append(current)
             current = {}
-        try:
+        with contextlib.suppress(ValueError):
             current[key] = int(value)
-        except ValueError:
-            pass
     if current:
         windows.append(current)
     return [w for w in windows if "WIDTH" in w and "HEIGHT" in w]

@@ -28,6 +28,7 @@ failure marker; here the steps run as written.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
@@ -115,17 +116,13 @@ def _goto(page: Any, url: str, wait_until: str = "load") -> None:
 
 
 def _settle(page: Any, timeout_ms: int = IDLE_TIMEOUT_MS) -> None:
-    try:
+    with contextlib.suppress(Exception):  # polling pages never go idle
         page.wait_for_load_state("networkidle", timeout=timeout_ms)
-    except Exception:  # polling pages never go idle
-        pass
 
 
 def _close(page: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):
         page.close()
-    except Exception:
-        pass
 
 
 def _unreachable(name: str, url: str, why: Unreachable) -> InfraError:

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -156,10 +156,8 @@ class EnergyMeter:
         if self.ledger:
             self.ledger.close()
         for d in self.domains.values():
-            try:
+            with suppress(Exception):
                 d.backend.close()
-            except Exception:
-                pass
 
     def __enter__(self) -> Self:
         return self
