@@ -143,11 +143,13 @@ def run_episode(
     sampled = None
     try:
         sampled = gpu.episode(episode_dir / "gpu.csv") if gpu else None  # the job's meter: this episode's share
-        with sampled if sampled else nullcontext():
+        with (
+            sampled if sampled else nullcontext(),
             # env=klavis: the sandboxes are held from before preprocess to after the verdict
-            with episode_grant(McpSettings.of(cfg), task, trace.emit) as grant:
-                # (the credentials go to the task's preprocess and grader only: grant.task, never the desktop)
-                _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
+            episode_grant(McpSettings.of(cfg), task, trace.emit) as grant,
+        ):
+            # (the credentials go to the task's preprocess and grader only: grant.task, never the desktop)
+            _run(cfg, grant.task(task) if grant else task, episode_dir, env, result, trace, stop)
     except (UserError, EndpointUnreachable) as exc:  # recorded, then reported once by the experiment
         result.status, result.termination = classify_error(exc, stop.is_set())
         result.reason = str(exc)

@@ -314,9 +314,11 @@ async def test_529_overloaded_is_retried():
 
 async def test_500_forever_raises_infra_error_after_budget():
     sleeps = Sleeps()
-    with FakeAnthropicServer([{"status": 500, "error": "Internal server error"}] * 5) as server:
-        with pytest.raises(InfraError) as info:
-            await complete(server, max_retries=2, sleep=sleeps)
+    with (
+        FakeAnthropicServer([{"status": 500, "error": "Internal server error"}] * 5) as server,
+        pytest.raises(InfraError) as info,
+    ):
+        await complete(server, max_retries=2, sleep=sleeps)
     assert not isinstance(info.value, EndpointUnreachable)
     assert "500" in str(info.value) and "Internal server error" in str(info.value)
     assert len(server.requests) == 3 and len(sleeps) == 2
@@ -324,9 +326,8 @@ async def test_500_forever_raises_infra_error_after_budget():
 
 async def test_400_fails_at_once_with_server_message():
     script = [{"status": 400, "error": "model: claude-nope is not a valid model id"}]
-    with FakeAnthropicServer(script) as server:
-        with pytest.raises(InfraError, match="claude-nope is not a valid model id") as info:
-            await complete(server, sleep=Sleeps())
+    with FakeAnthropicServer(script) as server, pytest.raises(InfraError, match="claude-nope is not a valid model id") as info:
+        await complete(server, sleep=Sleeps())
     assert "400" in str(info.value) and not isinstance(info.value, EndpointUnreachable)
     assert len(server.requests) == 1
 
@@ -351,9 +352,11 @@ async def test_overloaded_error_event_then_success():
 
 
 async def test_overloaded_forever_names_the_error():
-    with FakeAnthropicServer([{"overloaded": True}] * 2) as server:
-        with pytest.raises(InfraError, match="overloaded_error: Overloaded"):
-            await complete(server, max_retries=1, sleep=Sleeps())
+    with (
+        FakeAnthropicServer([{"overloaded": True}] * 2) as server,
+        pytest.raises(InfraError, match="overloaded_error: Overloaded"),
+    ):
+        await complete(server, max_retries=1, sleep=Sleeps())
 
 
 async def test_invalid_request_error_event_is_not_retried():
@@ -379,9 +382,11 @@ async def test_unreachable_names_url_and_hint():
 
 async def test_api_key_never_in_errors():
     key = "sk-ant-api03-secret-123456"
-    with FakeAnthropicServer([{"status": 401, "error": f"invalid x-api-key: {key}"}]) as server:
-        with pytest.raises(InfraError) as info:
-            await complete(server, api_key=key)
+    with (
+        FakeAnthropicServer([{"status": 401, "error": f"invalid x-api-key: {key}"}]) as server,
+        pytest.raises(InfraError) as info,
+    ):
+        await complete(server, api_key=key)
     assert server.headers[0]["x-api-key"] == key
     assert key not in str(info.value) and "401" in str(info.value) and "***" in str(info.value)
 

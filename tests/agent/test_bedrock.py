@@ -137,16 +137,17 @@ async def test_throttling_exception_mid_stream_is_retried():
 
 async def test_exceptions_until_the_budget_is_spent_name_the_exception():
     script = [{"exception": "modelStreamErrorException", "error": "Model stream failed"}] * 3
-    with FakeBedrockServer(script) as server:
-        with pytest.raises(InfraError, match="modelStreamErrorException: Model stream failed"):
-            await complete(server, max_retries=2, sleep=Sleeps())
+    with FakeBedrockServer(script) as server, pytest.raises(InfraError, match="modelStreamErrorException: Model stream failed"):
+        await complete(server, max_retries=2, sleep=Sleeps())
     assert len(server.requests) == 3
 
 
 async def test_validation_exception_event_is_not_retried():
-    with FakeBedrockServer([{"exception": "validationException", "error": "prompt is too long"}]) as server:
-        with pytest.raises(InfraError, match="validationException: prompt is too long"):
-            await complete(server, sleep=Sleeps())
+    with (
+        FakeBedrockServer([{"exception": "validationException", "error": "prompt is too long"}]) as server,
+        pytest.raises(InfraError, match="validationException: prompt is too long"),
+    ):
+        await complete(server, sleep=Sleeps())
     assert len(server.requests) == 1
 
 

@@ -135,9 +135,11 @@ async def test_a_cut_stream_is_retried_not_taken_as_the_answer(clean):
 
 
 async def test_a_stream_cut_every_time_is_an_infra_error():
-    with FakeOpenAIServer([{"text": "partial", "cut": 1, "cut_clean": True}] * 3) as server:
-        with pytest.raises(InfraError, match="ended before the reply was complete"):
-            await complete(server, max_retries=2, retry_base_s=0.001)
+    with (
+        FakeOpenAIServer([{"text": "partial", "cut": 1, "cut_clean": True}] * 3) as server,
+        pytest.raises(InfraError, match="ended before the reply was complete"),
+    ):
+        await complete(server, max_retries=2, retry_base_s=0.001)
     assert len(server.requests) == 3
 
 
@@ -169,9 +171,11 @@ async def test_400_raises_without_retry_and_shows_server_message():
         await complete(server)
     assert len(server.requests) == 1
 
-    with FakeOpenAIServer([{"status": 400, "error": "bad request: messages missing"}]) as server:
-        with pytest.raises(InfraError, match="messages missing") as info:
-            await complete(server)
+    with (
+        FakeOpenAIServer([{"status": 400, "error": "bad request: messages missing"}]) as server,
+        pytest.raises(InfraError, match="messages missing") as info,
+    ):
+        await complete(server)
     assert "400" in str(info.value)
     assert len(server.requests) == 1
 

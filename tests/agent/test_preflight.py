@@ -96,18 +96,22 @@ async def test_a_context_override_that_fits_passes() -> None:
 
 
 async def test_vllm_serving_another_model_names_the_serve_command() -> None:
-    with FakeOpenAIServer(model="meta-llama/Llama-3.1-8B-Instruct", flavour="vllm", max_model_len=131072) as server:
-        with pytest.raises(UserError) as err:
-            await check(*VLLM, f"provider.base_url={server.base_url}")
+    with (
+        FakeOpenAIServer(model="meta-llama/Llama-3.1-8B-Instruct", flavour="vllm", max_model_len=131072) as server,
+        pytest.raises(UserError) as err,
+    ):
+        await check(*VLLM, f"provider.base_url={server.base_url}")
     msg = str(err.value)
     assert f"does not serve {QWEN_235B} (it serves meta-llama/Llama-3.1-8B-Instruct)" in msg
     assert f"`vllm serve {QWEN_235B} --enable-auto-tool-choice --tool-call-parser hermes`" in msg
 
 
 async def test_vllm_serving_it_under_another_name_says_which() -> None:
-    with FakeOpenAIServer(model=QWEN_235B, flavour="vllm", served_name="qwen", max_model_len=32768) as server:
-        with pytest.raises(UserError, match=r"under the name 'qwen': run with model.id=qwen\."):
-            await check(*VLLM, f"provider.base_url={server.base_url}")
+    with (
+        FakeOpenAIServer(model=QWEN_235B, flavour="vllm", served_name="qwen", max_model_len=32768) as server,
+        pytest.raises(UserError, match=r"under the name 'qwen': run with model.id=qwen\."),
+    ):
+        await check(*VLLM, f"provider.base_url={server.base_url}")
 
 
 async def test_a_dead_vllm_endpoint_names_how_to_start_it() -> None:
@@ -122,9 +126,11 @@ def test_the_jobs_preflight_makes_it_one_line_user_error() -> None:
 
 
 async def test_lmstudio_loaded_with_a_small_context_names_lms_load() -> None:
-    with FakeOpenAIServer(model="qwen3-vl:8b", flavour="lmstudio", loaded_context_length=4096) as server:
-        with pytest.raises(UserError) as err:
-            await check(*QWEN8, "provider=lmstudio", f"provider.base_url={server.base_url}")
+    with (
+        FakeOpenAIServer(model="qwen3-vl:8b", flavour="lmstudio", loaded_context_length=4096) as server,
+        pytest.raises(UserError) as err,
+    ):
+        await check(*QWEN8, "provider=lmstudio", f"provider.base_url={server.base_url}")
     assert "4096-token context" in str(err.value) and "`lms load qwen3-vl:8b --context-length 32768`" in str(err.value)
 
 
@@ -172,9 +178,11 @@ async def test_ollama_serving_less_context_than_needed_is_an_error() -> None:
 
 
 async def test_ollama_context_from_the_modelfile_when_the_runner_does_not_say() -> None:
-    with FakeOllamaServer([tag_entry("qwen3-vl:8b")], num_ctx=8192) as server:
-        with pytest.raises(UserError, match="8192-token context"):
-            await check(*QWEN8, f"provider.base_url={server.base_url}")
+    with (
+        FakeOllamaServer([tag_entry("qwen3-vl:8b")], num_ctx=8192) as server,
+        pytest.raises(UserError, match="8192-token context"),
+    ):
+        await check(*QWEN8, f"provider.base_url={server.base_url}")
     with FakeOllamaServer([tag_entry("qwen3-vl:8b", digest="sha256:" + "9f" * 32)], num_ctx=32768) as server:
         info = await check(*QWEN8, f"provider.base_url={server.base_url}")
     assert {k: v for k, v in info.params.items() if k.startswith("served.")} == {
@@ -197,9 +205,11 @@ async def test_ollama_runner_context_wins_over_the_modelfile() -> None:
 
 
 async def test_anthropic_without_a_key_says_which_variable_and_sends_nothing() -> None:
-    with FakeAnthropicServer(model="claude-3-7-sonnet-20250219") as server:
-        with pytest.raises(UserError, match="export ANTHROPIC_API_KEY="):
-            await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
+    with (
+        FakeAnthropicServer(model="claude-3-7-sonnet-20250219") as server,
+        pytest.raises(UserError, match="export ANTHROPIC_API_KEY="),
+    ):
+        await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
     assert server.gets == []
 
 
@@ -221,14 +231,18 @@ async def test_anthropic_model_lookup_records_the_served_model(monkeypatch: pyte
 
 async def test_anthropic_wrong_key_or_unknown_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
-    with FakeAnthropicServer(model="claude-3-7-sonnet-20250219", api_key="sk-ant-right") as server:
-        with pytest.raises(InfraError) as err:
-            await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
+    with (
+        FakeAnthropicServer(model="claude-3-7-sonnet-20250219", api_key="sk-ant-right") as server,
+        pytest.raises(InfraError) as err,
+    ):
+        await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
     assert "HTTP 401: invalid x-api-key" in str(err.value) and "ANTHROPIC_API_KEY" in str(err.value)
     assert "sk-ant-wrong" not in str(err.value)
-    with FakeAnthropicServer(model="claude-sonnet-4-5-20250929") as server:
-        with pytest.raises(UserError, match="has no model claude-3-7-sonnet-20250219 .*check model.id"):
-            await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
+    with (
+        FakeAnthropicServer(model="claude-sonnet-4-5-20250929") as server,
+        pytest.raises(UserError, match="has no model claude-3-7-sonnet-20250219 .*check model.id"),
+    ):
+        await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
 
 
 # ---------------------------------------------------------------------- the real CLI

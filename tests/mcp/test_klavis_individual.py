@@ -151,9 +151,11 @@ def test_every_way_out_releases_everything(fake, cfg, tmp_path, way_out):
 
 def test_a_sandbox_that_cannot_be_acquired_is_infra_and_releases_what_was_acquired(fake, cfg, tmp_path):
     fake.dry.add("github")
-    with pytest.raises(InfraError) as err:
-        with hold(cfg, ["filesystem", "woocommerce", "github"], task_dir(tmp_path), lambda *a, **k: None):
-            pytest.fail("the episode must not start without its github sandbox")
+    with (
+        pytest.raises(InfraError) as err,
+        hold(cfg, ["filesystem", "woocommerce", "github"], task_dir(tmp_path), lambda *a, **k: None),
+    ):
+        pytest.fail("the episode must not start without its github sandbox")
     assert not isinstance(err.value, UserError)
     assert "409" in str(err.value) and "/sandbox/github" in str(err.value) and KEY not in str(err.value)
     assert fake.held() == [] and Leases(cfg.leases_dir).all() == []
@@ -161,17 +163,18 @@ def test_a_sandbox_that_cannot_be_acquired_is_infra_and_releases_what_was_acquir
 
 def test_a_sandbox_without_its_credentials_is_infra_and_released(fake, cfg, tmp_path):
     fake.accounts["github"] = {"auth_data": {}, "metadata": {}}
-    with pytest.raises(InfraError, match="sent no credentials"):
-        with hold(cfg, ["github"], task_dir(tmp_path), lambda *a, **k: None):
-            pass
+    with pytest.raises(InfraError, match="sent no credentials"), hold(cfg, ["github"], task_dir(tmp_path), lambda *a, **k: None):
+        pass
     assert fake.held() == []
 
 
 def test_a_server_the_account_does_not_host_is_a_user_error_before_anything_is_acquired(fake, cfg, tmp_path):
     cfg.no_sandbox = ["k8s"]
-    with pytest.raises(UserError, match="'k8s'.*env.klavis.no_sandbox"):
-        with hold(cfg, ["filesystem", "k8s"], task_dir(tmp_path), lambda *a, **k: None):
-            pass
+    with (
+        pytest.raises(UserError, match="'k8s'.*env.klavis.no_sandbox"),
+        hold(cfg, ["filesystem", "k8s"], task_dir(tmp_path), lambda *a, **k: None),
+    ):
+        pass
     assert fake.calls == []
 
 
