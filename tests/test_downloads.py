@@ -53,7 +53,7 @@ def test_a_dropped_connection_resumes_with_a_range_request(tmp_path, host, monke
 
 def test_not_found_fails_at_once_naming_the_url(tmp_path, host):
     url = host.url + "/missing.docx"
-    with pytest.raises(DownloadError, match="missing.docx.*HTTP 404"):
+    with pytest.raises(DownloadError, match=r"missing\.docx.*HTTP 404"):
         cache_of(tmp_path).fetch(url)
     assert host.count("/missing.docx") == 1  # a 404 is not retried
 
@@ -61,7 +61,7 @@ def test_not_found_fails_at_once_naming_the_url(tmp_path, host):
 def test_giving_up_after_the_retries_says_so(tmp_path, host, monkeypatch):
     monkeypatch.setattr("mcpworld.core.downloads.time.sleep", lambda s: None)
     host.statuses["/a/report.xlsx"] = [502, 502, 502]
-    with pytest.raises(DownloadError, match="HTTP 502 .after 3 attempts"):
+    with pytest.raises(DownloadError, match=r"HTTP 502 \(after 3 attempts"):
         cache_of(tmp_path).fetch(host.url + "/a/report.xlsx")
     assert cache_of(tmp_path).cached(host.url + "/a/report.xlsx") is None
 
@@ -76,7 +76,7 @@ def test_a_host_that_cannot_be_connected_to_is_tried_once_per_run(tmp_path, host
         probe.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{probe.getsockname()[1]}"
     cache = cache_of(tmp_path)
-    with pytest.raises(DownloadError, match="ConnectError.*after 3 attempts"):
+    with pytest.raises(DownloadError, match=r"ConnectError.*after 3 attempts"):
         cache.fetch(down + "/one.xlsx")
     assert len(slept) == 2
     with pytest.raises(DownloadError, match="could not be reached earlier in this run"):
@@ -125,7 +125,7 @@ def test_rewrite_maps_a_prefix_to_a_folder_or_another_host(tmp_path, host):
     cache = cache_of(tmp_path, rewrite={"https://example.org/": str(folder), "https://example.org/hosted/": host.url + "/a/"})
     assert cache.fetch("https://example.org/x.txt").read_text() == "from a folder"
     assert cache.fetch("https://example.org/hosted/report.xlsx").read_bytes() == b"sheet"  # longest prefix wins
-    with pytest.raises(DownloadError, match="does not exist .rewritten from https://example.org/y.txt"):
+    with pytest.raises(DownloadError, match=r"does not exist \(rewritten from https://example\.org/y\.txt"):
         cache.fetch("https://example.org/y.txt")
 
 

@@ -195,7 +195,7 @@ def test_the_table_is_asked_for_or_turned_off(sweep, tmp_path):
         main(["--dir", str(sweep), "--osworld-tasks"])
     from mcpworld.report.tables import parse_args, report
 
-    with pytest.raises(UserError, match="no test_all.json in it or the two folders above it"):
+    with pytest.raises(UserError, match=r"no test_all\.json in it or the two folders above it"):
         report(parse_args(["--dir", str(sweep), "--out", str(out), "--osworld-tasks", str(tmp_path)]))
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")

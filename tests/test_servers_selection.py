@@ -70,7 +70,7 @@ def test_a_native_task_with_a_bad_server_entry_is_a_user_error(tmp_path):
         "app: notes\ninstruction: x\nevaluator: {func: infeasible}\nmcp_servers: [{name: 'bad name', command: x}]\n"
         "solution: {mcp: [{done: {status: DONE}}]}\n"
     )
-    with pytest.raises(UserError, match="task.yaml.*'bad name'"):
+    with pytest.raises(UserError, match=r"task\.yaml.*'bad name'"):
         choose_tasks(make("modality=mcp", f"tasks.root={tmp_path}"))
 
 

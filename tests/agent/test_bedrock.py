@@ -177,7 +177,7 @@ async def test_preflight_without_credentials_names_the_fix(aws_env: pytest.Monke
     aws_env.delenv("AWS_ACCESS_KEY_ID")
     aws_env.delenv("AWS_SECRET_ACCESS_KEY")
     provider = BedrockProvider(model="anthropic.claude-x-v1:0", region="us-east-1", session=Session())
-    with pytest.raises(UserError, match="found no AWS credentials.*AWS_PROFILE"):
+    with pytest.raises(UserError, match=r"found no AWS credentials.*AWS_PROFILE"):
         await provider.preflight()
 
 

@@ -240,7 +240,7 @@ async def test_anthropic_wrong_key_or_unknown_model(monkeypatch: pytest.MonkeyPa
     assert "sk-ant-wrong" not in str(err.value)
     with (
         FakeAnthropicServer(model="claude-sonnet-4-5-20250929") as server,
-        pytest.raises(UserError, match="has no model claude-3-7-sonnet-20250219 .*check model.id"),
+        pytest.raises(UserError, match=r"has no model claude-3-7-sonnet-20250219 .*check model\.id"),
     ):
         await check("model=claude_3_7_sonnet", f"provider.base_url={server.base_url}")
 

@@ -272,7 +272,7 @@ def test_mcp_family_alone_offers_no_screen_and_no_shell(desk: FakeDesktop) -> No
 
 
 def test_unknown_coordinate_convention(desk: FakeDesktop) -> None:
-    with pytest.raises(UserError, match="model.coordinates='relative' is unknown"):  # a config mistake
+    with pytest.raises(UserError, match=r"model\.coordinates='relative' is unknown"):  # a config mistake
         build_toolset(["computer", "done"], desk, "relative", AGENT)
 
 

@@ -127,7 +127,7 @@ async def test_a_revoked_service_account_key_is_a_clear_error(google_env: pytest
 
 async def test_no_credentials_names_the_fix():
     provider = VertexProvider(model="claude-sonnet-4-5@20250929", region="us-east5", project="p")
-    with pytest.raises(UserError, match="found no Google credentials.*gcloud auth application-default login"):
+    with pytest.raises(UserError, match=r"found no Google credentials.*gcloud auth application-default login"):
         await provider.preflight()
 
 

@@ -37,7 +37,7 @@ def test_suites_are_named_by_file_and_a_later_part_replaces_a_task(tmp_path):
 def test_a_file_that_is_not_a_certificate_is_named(tmp_path):
     bad = tmp_path / "osworld.csv"
     bad.write_text("a,b\n1,2\n")
-    with pytest.raises(UserError, match="osworld.csv: not a certificate"):
+    with pytest.raises(UserError, match=r"osworld\.csv: not a certificate"):
         table.tally([bad])
     assert table.main([str(tmp_path / "missing.csv")]) == 2
 

@@ -129,7 +129,7 @@ def test_app_without_window_is_an_infra_error_with_its_output(tmp_path):
     task = make_task(
         tmp_path, [{"launch": {"command": "echo boom >&2; sleep 30", "shell": True, "window": "never-appears", "timeout": 1}}]
     )
-    with LocalEnvironment(1000, 1000) as env, pytest.raises(InfraError, match="never-appears.*boom"):
+    with LocalEnvironment(1000, 1000) as env, pytest.raises(InfraError, match=r"never-appears.*boom"):
         env.reset(task, tmp_path / "ep")
 
 
@@ -173,7 +173,7 @@ def test_a_pkill_step_is_done_when_what_it_stopped_is_gone(tmp_path):
 
 def test_missing_app_names_the_package(tmp_path):
     task = make_task(tmp_path, [{"launch": {"command": ["no-such-app-xyz"]}}])
-    with LocalEnvironment(1000, 1000) as env, pytest.raises(UserError, match="no-such-app-xyz.*apt-get install"):
+    with LocalEnvironment(1000, 1000) as env, pytest.raises(UserError, match=r"no-such-app-xyz.*apt-get install"):
         env.reset(task, tmp_path / "ep")
 
 
@@ -239,7 +239,7 @@ def test_close_window_with_wait_fails_as_the_environment_when_the_app_stays(tmp_
         env.reset(make_task(tmp_path, []), tmp_path / "ep")
         app = _slow_quit_app(env, "stays-open", tmp_path / "never", "never")
         try:
-            with pytest.raises(InfraError, match="stays-open.*still ran 1s after it was asked to close"):
+            with pytest.raises(InfraError, match=r"stays-open.*still ran 1s after it was asked to close"):
                 env.run_steps([{"close_window": {"window_name": "stays-open", "wait": True, "timeout": 1}}])
         finally:
             app.kill()

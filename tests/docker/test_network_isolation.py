@@ -240,5 +240,5 @@ def test_a_killed_runs_networks_are_removed_and_a_live_runs_kept(client):
 def test_isolation_is_refused_clearly_without_root(monkeypatch, client):
     monkeypatch.setattr(docker_network, "_firewall_ready", False)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(Exception, match="env.network=host"):
+    with pytest.raises(Exception, match=r"env\.network=host"):
         docker_network.create(client, {})

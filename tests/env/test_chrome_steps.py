@@ -22,7 +22,7 @@ def test_no_chromium_answering_is_an_infra_error(monkeypatch):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(InfraError, match="chrome_open_tabs: no Chromium answers at http://127.0.0.1:.*google-chrome"):
+    with pytest.raises(InfraError, match=r"chrome_open_tabs: no Chromium answers at http://127\.0\.0\.1:.*google-chrome"):
         run_steps(Host({"cdp": port}), [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["http://a"]}}])
     with pytest.raises(InfraError, match="chrome_close_tabs: this desktop starts no Chromium"):
         run_steps(Host({}), [{"type": "chrome_close_tabs", "parameters": {"urls_to_close": ["http://a"]}}])

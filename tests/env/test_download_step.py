@@ -28,5 +28,5 @@ def test_download_step_fetches_and_copies(tmp_path, monkeypatch):
         run_steps(target, steps)
         run_steps(target, steps)  # the second attempt of the task: from the cache
         assert target.copied == [(b"notes", "/home/user/notes.txt")] * 2 and host.count("/f/notes.txt") == 1
-        with pytest.raises(InfraError, match="could not fetch .*/f/gone.txt: HTTP 404"):
+        with pytest.raises(InfraError, match=r"could not fetch .*/f/gone\.txt: HTTP 404"):
             run_steps(target, [{"download": {"url": host.url + "/f/gone.txt", "dest": "/home/user/g.txt"}}])

@@ -126,7 +126,7 @@ def test_a_type_the_vm_could_not_do_fails_the_action_with_the_vms_reason(vm):
             "error": "SystemExit: cannot type 'é': the keymap has no keycode free to lend it",
         },
     )
-    with pytest.raises(InfraError, match="could not perform type: .*no keycode free to lend"):
+    with pytest.raises(InfraError, match=r"could not perform type: .*no keycode free to lend"):
         env.act({"kind": "type", "text": "é"})
     command = stand_in.sent[-1]["command"]
     assert command[:2] == ["python3", "-c"] and command[2].startswith(PREFIX) and "_MCPWORLD_LENT_KEYCODES" in command[2]

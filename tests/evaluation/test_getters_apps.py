@@ -187,7 +187,7 @@ def test_rule_relative_time_config_errors(env):
         )
     with pytest.raises(UserError, match="relativeTime"):
         rule_relative_time(env, {"rules": {"expected": {"time": "x"}}})
-    with pytest.raises(UserError, match="relativeTime.to"):
+    with pytest.raises(UserError, match=r"relativeTime\.to"):
         rule_relative_time(env, {"rules": {"relativeTime": {"from": "today", "to": "tomorrow"}, "expected": {"from": "x"}}})
 
 

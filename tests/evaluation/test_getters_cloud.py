@@ -41,7 +41,7 @@ def test_a_localized_path_is_copied_as_is(env, tmp_path):
 
 
 def test_an_unreachable_gold_file_is_an_infra_error_not_the_agents(env, host):
-    with pytest.raises(InfraError, match="cloud_file.*missing.docx.*404"):
+    with pytest.raises(InfraError, match=r"cloud_file.*missing\.docx.*404"):
         cloud_file(env, {"path": host.url + "/gold/missing.docx", "dest": "m.docx"})
 
 

@@ -109,7 +109,7 @@ def test_bad_rules_raise_even_without_result(bad, message):
 
 def test_expected_workbook_needed_or_unreadable(tmp_path):
     result = xlsx(tmp_path, "r.xlsx")
-    with pytest.raises(UserError, match="no expected|there is none"):
+    with pytest.raises(UserError, match=r"no expected|there is none"):
         compare_table(result, None, rules=rules({"type": "sheet_name"}))
     with pytest.raises(UserError, match="missing or not a readable"):
         compare_table(result, str(tmp_path / "gone.xlsx"), rules=rules({"type": "sheet_name"}))

@@ -73,5 +73,5 @@ def test_check_accepts_names_and_references_without_importing() -> None:
     registry = fresh()
     registry.check("builtin")
     registry.check("not_installed_anywhere:Thing")  # imported only when the run builds it
-    with pytest.raises(UserError, match="thing.kind='nope' is unknown"):
+    with pytest.raises(UserError, match=r"thing\.kind='nope' is unknown"):
         registry.check("nope")

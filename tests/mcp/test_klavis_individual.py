@@ -171,7 +171,7 @@ def test_a_sandbox_without_its_credentials_is_infra_and_released(fake, cfg, tmp_
 def test_a_server_the_account_does_not_host_is_a_user_error_before_anything_is_acquired(fake, cfg, tmp_path):
     cfg.no_sandbox = ["k8s"]
     with (
-        pytest.raises(UserError, match="'k8s'.*env.klavis.no_sandbox"),
+        pytest.raises(UserError, match=r"'k8s'.*env\.klavis\.no_sandbox"),
         hold(cfg, ["filesystem", "k8s"], task_dir(tmp_path), lambda *a, **k: None),
     ):
         pass

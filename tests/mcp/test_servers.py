@@ -114,7 +114,7 @@ async def test_the_proxy_serves_streamable_http_in_front_of_a_stdio_server(tmp_p
 async def test_a_server_that_cannot_start_is_an_infra_error_with_its_stderr(tmp_path: Path, events: list) -> None:
     script = tmp_path / "broken.py"
     script.write_text("import sys\nprint('config file missing: /etc/thing.toml', file=sys.stderr)\nsys.exit(3)\n")
-    with pytest.raises(InfraError, match="'broken' failed to start.*config file missing"):
+    with pytest.raises(InfraError, match=r"'broken' failed to start.*config file missing"):
         async with pool([ServerSpec(name="broken", command=sys.executable, args=[str(script)])], tmp_path, events):
             pass
     assert events == [("mcp_start", {"server": "broken", "ok": False, "error": "MCPError: Connection closed"})]

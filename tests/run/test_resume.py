@@ -63,7 +63,7 @@ def test_a_second_interrupted_try_gets_the_next_name(tmp_path):
 def test_another_config_in_the_same_folder_is_refused(tmp_path):
     resume.plan(tmp_path, "h1", True, KEYS)
     episode(tmp_path, "a/x", 0, "success")
-    with pytest.raises(UserError, match="different config.*resume=false"):
+    with pytest.raises(UserError, match=r"different config.*resume=false"):
         resume.plan(tmp_path, "h2", True, KEYS)
 
 

@@ -168,9 +168,9 @@ def test_a_stopped_run_ends_the_staged_desktop_and_leaves_no_folder_of_an_episod
 def test_what_is_never_staged():
     assert stageable(task("a"))
     assert not stageable(task("a", stage=False))
-    with pytest.raises(UserError, match="env.stage=false"):
+    with pytest.raises(UserError, match=r"env\.stage=false"):
         check_stage("vm", False, "local", hosted=False)
-    with pytest.raises(UserError, match="env.mcp_sandbox=klavis"):
+    with pytest.raises(UserError, match=r"env\.mcp_sandbox=klavis"):
         check_stage("local", True, "klavis", hosted=True)
     check_stage("docker", True, "local", hosted=False)
     assert hosted("klavis") and not hosted("local")  # what the sandboxes declare

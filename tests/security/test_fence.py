@@ -171,7 +171,7 @@ def test_isolated_refuses_a_local_desktop_before_making_anything(no_fence_tool, 
 
     work_bases = set(Path("/dev/shm").glob("mcpworld-*"))
     for pool in (1, 2):  # a pool's desktops start later, in the background: refused up front all the same
-        with pytest.raises(UserError, match="^env.network=isolated: iptables is not installed"):
+        with pytest.raises(UserError, match=r"^env\.network=isolated: iptables is not installed"):
             LocalEnvironment(200, 200, network="isolated", pool=pool)
     assert set(Path("/dev/shm").glob("mcpworld-*")) <= work_bases
 
@@ -292,10 +292,10 @@ def test_env_docker_isolated_needs_its_firewall_and_isolated_unfenced_goes_on_wi
     monkeypatch.setattr(docker_network, "_firewall_ready", False)
     monkeypatch.setattr(docker_network, "_warned_unfenced", [])
     caplog.set_level(logging.WARNING, logger="mcpworld.env.docker.network")
-    with pytest.raises(InfraError, match="env.network=isolated needs iptables.*isolated_unfenced"):
+    with pytest.raises(InfraError, match=r"env\.network=isolated needs iptables.*isolated_unfenced"):
         docker_network.ensure_firewall()
     settings = DesktopSettings(env=EnvConfig(backend="docker"), width=100, height=100, settle=None)  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="^env.network=isolated needs iptables") as refused:
+    with pytest.raises(UserError, match=r"^env\.network=isolated needs iptables") as refused:
         check_network(settings)
     assert "\n" not in str(refused.value)
     assert docker_network.ensure_firewall(unfenced_ok=True) is False

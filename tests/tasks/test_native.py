@@ -196,7 +196,7 @@ def test_context_from_missing(tmp_path: Path) -> None:
     with pytest.raises(TaskFileError, match="from"):
         load_task(write_task(tmp_path / "a", text))
     text = valid_with(context="context:\n  - {from: context/absent.txt, to: ~/absent.txt}")
-    with pytest.raises(TaskFileError, match="absent.txt"):
+    with pytest.raises(TaskFileError, match=r"absent\.txt"):
         load_task(write_task(tmp_path / "b", text))
 
 
@@ -281,7 +281,7 @@ def test_discover_ids_from_folders_and_duplicates(tmp_path: Path) -> None:
     assert ids(discover(tmp_path)) == ["mousepad/one", "xterm/two"]
 
     write_task(tmp_path / "mousepad" / "three", "id: mousepad/one\n" + VALID)
-    with pytest.raises(UserError, match="duplicate task id.*mousepad/one"):
+    with pytest.raises(UserError, match=r"duplicate task id.*mousepad/one"):
         discover(tmp_path)
 
 

@@ -131,7 +131,7 @@ def test_pccanary_root_resolves_paths_against_another_checkout(tmp_path):
     assert "not installed here" in load_task_file(task_dir).skip_reason
     task = load_task_file(task_dir, settings=LoaderSettings(pccanary=PcCanarySettings(root=elsewhere)))
     assert task.skip_reason is None and task.setup[0].raw["launch"]["command"][0] == str(elsewhere / "apps/notes/notes-built.sh")
-    with pytest.raises(TaskFileError, match="pccanary.root=/nowhere: no such folder"):
+    with pytest.raises(TaskFileError, match=r"pccanary\.root=/nowhere: no such folder"):
         PcCanarySettings(root=Path("/nowhere"))
 
 

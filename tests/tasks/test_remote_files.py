@@ -90,7 +90,7 @@ def test_a_download_without_a_path_is_a_task_file_error(tmp_path):
     data = json.loads(path.read_text())
     data["config"][0]["parameters"]["files"][0].pop("path")
     path.write_text(json.dumps(data))
-    with pytest.raises(TaskFileError, match="needs 'url' .* and 'path'"):
+    with pytest.raises(TaskFileError, match=r"needs 'url' .* and 'path'"):
         load_task_file(path)
 
 
@@ -174,5 +174,5 @@ def test_rewrite_takes_a_mapping_or_pairs_and_names_a_bad_value():
 
     assert rewrite_rules({"https://a/": "/m"}) == rewrite_rules([["https://a/", "/m"]]) == {"https://a/": "/m"}
     assert rewrite_rules(None) == {}
-    with pytest.raises(UserError, match="files.rewrite: .*pairs"):
+    with pytest.raises(UserError, match=r"files\.rewrite: .*pairs"):
         rewrite_rules(["https://a/=/m"])

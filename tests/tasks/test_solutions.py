@@ -105,7 +105,7 @@ def test_two_files_for_one_task_name_both(tmp_path):
 
 
 def test_a_missing_folder_is_a_user_error(tmp_path):
-    with pytest.raises(UserError, match="tasks.solutions=.*is not a folder"):
+    with pytest.raises(UserError, match=r"tasks\.solutions=.*is not a folder"):
         load_solutions(tmp_path / "nope")
 
 

@@ -296,7 +296,7 @@ def test_standalone_grading_writes_a_trajectory_for_the_grader(tmp_path: Path):
 
 def test_a_grader_that_cannot_import_is_an_eval_error_not_a_failure(tmp_path: Path):
     task = load_task_file(FINALPOOL / "crashing-grader")
-    with pytest.raises(EvalError, match="could not import its modules.*a_module_no_environment_has"):
+    with pytest.raises(EvalError, match=r"could not import its modules.*a_module_no_environment_has"):
         run_grader(task.grader, workspace_with(tmp_path, "x"), None)
     verdict = grade(task, tmp_path / "home")
     assert verdict["status"] == "eval_error" and verdict["success"] is None
@@ -349,7 +349,7 @@ def test_lang_cn_picks_the_cn_variants(tmp_path: Path):
     assert task.grader.module == "tasks.finalpool.relative-grader.evaluation.main_cn"
     traj = minimal_trajectory(tmp_path / "traj_log.json")
     assert run_grader(task.grader, workspace_with(tmp_path, "四十二"), traj)[0] == 1.0
-    with pytest.raises(TaskFileError, match="toolathlon.lang=fr"):
+    with pytest.raises(TaskFileError, match=r"toolathlon\.lang=fr"):
         ToolathlonSettings(lang="fr")
 
 

@@ -345,5 +345,5 @@ def test_graders_in_newer_syntax_are_read_by_a_newer_python(tmp_path):
 
 
 def test_a_folder_without_tasks_is_named(tmp_path):
-    with pytest.raises(SystemExit, match="no \\*/task_config.json"):
+    with pytest.raises(SystemExit, match=r"no \*/task_config\.json"):
         tc.run(tmp_path)

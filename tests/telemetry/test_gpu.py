@@ -272,7 +272,7 @@ def test_unknown_source_is_a_user_error(nvml, source):
 
 
 def test_prometheus_without_a_url_is_a_user_error(nvml):
-    with pytest.raises(UserError, match="telemetry.gpu.url"):
+    with pytest.raises(UserError, match=r"telemetry\.gpu\.url"):
         make_gpu_backend("prometheus", None)
 
 
