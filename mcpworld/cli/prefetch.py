@@ -54,7 +54,7 @@ def prefetch(overrides: list[str], workers: int = 4) -> int:
 
         todo = [u for u in needed if u not in had]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            failures = {u: why for u, why in zip(todo, pool.map(fetch, todo)) if why}
+            failures = {u: why for u, why in zip(todo, pool.map(fetch, todo), strict=True) if why}
     for url, why in failures.items():
         tasks_of = needed[url]
         print(

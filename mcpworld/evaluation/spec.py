@@ -162,7 +162,7 @@ def validate_spec(spec: Any, where: str) -> SpecPlan:
     for cfg in expected:
         if cfg is not None:
             _check_getter_cfg(cfg, "expected", where)
-    for name, opts in zip(funcs, options):
+    for name, opts in zip(funcs, options, strict=True):
         if opts is not None and not isinstance(opts, dict):
             raise UserError(f"{where}: evaluator.options entries must be mappings of keyword arguments, got {opts!r}")
         _check_options(name, opts or {}, where)

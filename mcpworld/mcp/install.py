@@ -83,7 +83,7 @@ def install(names: list[str] | None = None) -> dict[str, str]:
         report.update({n: outcome for n, s in catalog.items() if "npm" in s.get("install", {})})
     pip = {n: s["install"] for n, s in chosen.items() if "pip" in s.get("install", {})}
     with ThreadPoolExecutor(max_workers=4) as pool:  # downloads overlap; ≈ 2.2 min sequential on 2 cores
-        for name, outcome in zip(pip, pool.map(lambda n: _pip(n, pip[n], root), pip)):
+        for name, outcome in zip(pip, pool.map(lambda n: _pip(n, pip[n], root), pip), strict=True):
             report[name] = outcome
     return report
 

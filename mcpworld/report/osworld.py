@@ -284,7 +284,7 @@ def build(
     rows, outside = [], []
     for values, group in group_episodes(episodes, keys).items():
         lines, left = group_rows(group, tasks)
-        rows += [{**dict(zip(keys, values)), **line} for line in lines]
+        rows += [{**dict(zip(keys, values, strict=True)), **line} for line in lines]
         outside += left
     return rows, [*keys, *COLUMNS], outside
 
@@ -334,7 +334,7 @@ def to_markdown(rows: list[dict[str, Any]], keys: Sequence[str], tasks: TaskList
     for values, group in _by_group(rows, keys):
         lines.append("")
         if keys:
-            lines += [" · ".join(f"{k}={v}" for k, v in zip(keys, values)), ""]
+            lines += [" · ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)), ""]
         lines += ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * (len(head) - 1)]
         for row in group:
             name = f"**{row['domain']}**" if row["domain"] == OVERALL else row["domain"]

@@ -41,7 +41,13 @@ def compare_rows(
         for (a,), (b,) in itertools.combinations(sorted(by_value), 2):
             rate_a, rate_b = per_task(by_value[(a,)]), per_task(by_value[(b,)])
             tasks = sorted(set(rate_a) & set(rate_b))
-            row: dict[str, Any] = {**dict(zip(others, values)), key: f"{b} vs {a}", "a": a, "b": b, "tasks": len(tasks)}
+            row: dict[str, Any] = {
+                **dict(zip(others, values, strict=True)),
+                key: f"{b} vs {a}",
+                "a": a,
+                "b": b,
+                "tasks": len(tasks),
+            }
             if tasks:
                 diffs = [rate_b[t] - rate_a[t] for t in tasks]
                 row.update(

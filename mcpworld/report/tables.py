@@ -391,7 +391,8 @@ def energy_stats(judged: list[Episode], seed: int, resamples: int) -> dict[str, 
 def build_rows(episodes: list[Episode], keys: Sequence[str], seed: int, resamples: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (group values + statistics) and the column order; pass columns only when repeats exist."""
     rows = [
-        {**dict(zip(keys, values)), **summarize(eps, seed, resamples)} for values, eps in group_episodes(episodes, keys).items()
+        {**dict(zip(keys, values, strict=True)), **summarize(eps, seed, resamples)}
+        for values, eps in group_episodes(episodes, keys).items()
     ]
     ks = sorted({int(c[5:]) for r in rows for c in r if c.startswith(("pass@", "pass^"))})
     pass_cols = [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks if k >= 2]
@@ -482,7 +483,7 @@ def plot_success(rows: list[dict[str, Any]], keys: Sequence[str], path: Path) ->
     fig, ax = plt.subplots(figsize=(8, max(2.5, 0.5 * len(rows) + 1.4)))
     y = np.arange(len(rows))[::-1]
     ax.barh(y, rate, xerr=err, capsize=4, color="#4C72B0", ecolor="#333333")
-    for yi, r, hi in zip(y, rate, rate + err[1]):
+    for yi, r, hi in zip(y, rate, rate + err[1], strict=True):
         ax.text(min(hi + 1.5, 101), yi, f"{r:.1f} %", va="center", fontsize=9)
     ax.set_yticks(y, labels)
     ax.set_xlim(0, 112)
@@ -511,7 +512,7 @@ def plot_energy(rows: list[dict[str, Any]], keys: Sequence[str], path: Path) -> 
     err = np.array([[y[i] - 100 * r["success_ci_low"], 100 * r["success_ci_high"] - y[i]] for i, r in enumerate(rows)]).T
     fig, ax = plt.subplots(figsize=(7, 5))
     ax.errorbar(x, y, yerr=err, fmt="o", capsize=4, color="#C44E52", ecolor="#888888")
-    for xi, yi, label in zip(x, y, labels):
+    for xi, yi, label in zip(x, y, labels, strict=True):
         ax.annotate(label, (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize=9)
     ax.set_xlabel("GPU energy per episode (J)")
     ax.set_ylabel("success rate (%), 95 % bootstrap CI")

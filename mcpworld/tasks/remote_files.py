@@ -81,7 +81,7 @@ def localize_all(tasks: list[Task], cache: FileCache, workers: int = 4) -> None:
     if not todo:
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for task, reason in zip(todo, pool.map(lambda t: localize(t, cache), todo)):
+        for task, reason in zip(todo, pool.map(lambda t: localize(t, cache), todo), strict=True):
             task.skip_reason = reason
 
 

@@ -76,7 +76,7 @@ def skip_unreachable(tasks: list[Task], timeout_s: float = 3.0, workers: int = 8
     if not endpoints:
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        causes = dict(zip(endpoints, pool.map(lambda e: why_unreachable(e[0], e[1], timeout_s), endpoints)))
+        causes = dict(zip(endpoints, pool.map(lambda e: why_unreachable(e[0], e[1], timeout_s), endpoints), strict=True))
     for task in tasks:
         for url in needed.get(task.id, []):
             cause = causes[_endpoint(url)]

@@ -189,6 +189,6 @@ async def test_claude_loop_runs_as_the_computer_use_demo(tmp_path: Path, script:
         want.append((min(int(x), SCREEN[0] - 1), min(int(y), SCREEN[1] - 1)))
     assert clicks == want
     errors = [e.get("error", "") for e in events if e["type"] == "tool_call"]
-    for ref_error, ours in zip(script["tool_errors"], errors):
+    for ref_error, ours in zip(script["tool_errors"], errors, strict=False):
         assert bool(ref_error) == bool(ours) and (not ref_error or ref_error in ours)
     assert ("thinking" in requests[0]) == bool(script["thinking_budget"])

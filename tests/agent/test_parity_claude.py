@@ -162,14 +162,14 @@ def test_our_request_is_the_references(tmp_path: Path, name: str, version: str, 
         our_items = re.search(f"<{section}>\n(.*)\n</{section}>", our_system["text"], re.S).group(1).split("\n* ")
         assert len(ref_items) == len(topics)
         assert len(our_items) == len(topics) + (1 if section == "SYSTEM_CAPABILITY" else 0)  # + how to end (`done`)
-        for (theirs, mine), ref_item, our_item in zip(topics, ref_items, our_items):
+        for (theirs, mine), ref_item, our_item in zip(topics, ref_items, our_items, strict=False):
             assert theirs.lower() in ref_item.lower() and mine in our_item, (ref_item, our_item)
 
     # the messages: same turns, same blocks in the same order, same tool uses, results, thinking, breakpoints
     assert layout(body["messages"]) == layout(ref["messages"])
     assert breakpoints(body["messages"]) == breakpoints(ref["messages"])
-    for our_msg, ref_msg in zip(body["messages"], ref["messages"]):
-        for our_block, ref_block in zip(our_msg["content"], ref_msg["content"]):
+    for our_msg, ref_msg in zip(body["messages"], ref["messages"], strict=True):
+        for our_block, ref_block in zip(our_msg["content"], ref_msg["content"], strict=True):
             if ref_block["type"] in ("tool_use", "thinking", "text"):
                 assert our_block == ref_block
             elif ref_block["type"] == "tool_result":

@@ -129,7 +129,7 @@ async def test_requests_match_the_reference_agent(tmp_path: Path, run: str) -> N
     reference = RUNS[run]
     ours, result = await drive(tmp_path, reference)
     assert len(ours) == len(reference["requests"])
-    for sent, ref in zip(ours, reference["requests"]):
+    for sent, ref in zip(ours, reference["requests"], strict=True):
         assert sent["messages"][0]["content"][0]["text"] == ref["messages"][0]["content"][0]["text"]
         assert elided(sent["messages"]) == ref["messages"]
         assert "tools" not in sent and "tools" not in ref

@@ -79,9 +79,9 @@ def test_request_matches_reference_layout() -> None:
     assert schemas == []  # the action space is in the prompt, not in API tools
     expected = req["messages"]
     assert [m["role"] for m in messages] == [m["role"] for m in expected]
-    for ours, theirs in zip(messages, expected):
+    for ours, theirs in zip(messages, expected, strict=True):
         assert len(ours["content"]) == len(theirs["content"])
-        for a, b in zip(ours["content"], theirs["content"]):
+        for a, b in zip(ours["content"], theirs["content"], strict=True):
             if b["type"] == "text":
                 assert a == b
             else:  # the same screenshot, at the size the model sees (the reference's server resizes to it)

@@ -99,7 +99,7 @@ def test_claude_sonnet_4_5_shift_click_hold_key_and_thinking_round_trip(tmp_path
     for request, turns in ((second, 1), (third, 2)):
         assistant = [m for m in request["messages"] if m["role"] == "assistant"]
         assert len(assistant) == turns
-        for message, reply in zip(assistant, script):
+        for message, reply in zip(assistant, script, strict=False):
             block = message["content"][0]
             assert block["type"] == "thinking" and block["thinking"] == reply["thinking"]
             assert server.issued[block["signature"]] == reply["thinking"]

@@ -160,7 +160,7 @@ def test_compare_docx_images(make, tmp_path):
 
 def _spacing(*values):
     def build(document):
-        for paragraph, value in zip(document.paragraphs, values):
+        for paragraph, value in zip(document.paragraphs, values, strict=False):
             if value is not None:
                 paragraph.paragraph_format.line_spacing = value
 
@@ -357,7 +357,7 @@ def test_compare_line_spacing_direct(make):
 
 def test_evaluate_spacing_first_three_paragraphs(make):
     def build(d):
-        for p, s in zip(d.paragraphs, (1.0, 2.0, 1.5)):
+        for p, s in zip(d.paragraphs, (1.0, 2.0, 1.5), strict=False):
             p.paragraph_format.line_spacing = s
 
     assert evaluate_spacing(make("a.docx", "I", "B", "C", "more", build=build)) == 1.0

@@ -76,7 +76,7 @@ def test_odt_reading(tmp_path):
 def _word_table(words_and_colors):
     def build(document):
         table = document.add_table(rows=1, cols=len(words_and_colors))
-        for cell, runs in zip(table.rows[0].cells, words_and_colors):
+        for cell, runs in zip(table.rows[0].cells, words_and_colors, strict=True):
             paragraph = cell.paragraphs[0]
             for text, color in runs:
                 run = paragraph.add_run(text)

@@ -37,6 +37,6 @@ def same_verdict(over_http: dict, env: LocalEnvironment, task: dict, compare_act
     in_process = judge(load_osworld(Path("task.json"), dict(task)), env, "DONE")
     assert over_http["score"] == in_process.score
     assert [(m["name"], m["score"]) for m in over_http["metrics"]] == [(m.name, m.score) for m in in_process.metrics]
-    for sent, here in zip(over_http["metrics"], in_process.metrics):
+    for sent, here in zip(over_http["metrics"], in_process.metrics, strict=True):
         if sent["name"] in compare_actual:
             assert sent["actual"] == here.actual

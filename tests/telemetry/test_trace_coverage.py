@@ -265,7 +265,7 @@ def test_a_real_oracle_jobs_traces_cover_each_episode(tmp_path: Path) -> None:
         calls = [e for e in read_trace(folder / "trace.jsonl") if e["type"] == "tool_call"]
         tools = sorted((s for s in children if s.span_type == "TOOL"), key=lambda s: s.start_time_ns)
         assert len(tools) == len(calls)
-        for span, call in zip(tools, calls):  # the tool's own time, to MLflow's microsecond
+        for span, call in zip(tools, calls, strict=True):  # the tool's own time, to MLflow's microsecond
             assert abs((span.end_time_ns - span.start_time_ns) / 1e9 - call["latency_s"]) < 1e-3, (span.name, call)
         shot_spans = [s for s in tools if s.name.startswith("computer.")]
         assert shot_spans

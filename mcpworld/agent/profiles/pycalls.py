@@ -36,7 +36,7 @@ def literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise NotLiteral("**unpacking in a dict")
-        return {literal(k): literal(v) for k, v in zip(node.keys, node.values) if k is not None}
+        return {literal(k): literal(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = literal(node.operand)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -159,7 +159,7 @@ def vm_slots(vm: Any) -> list[VmSlot]:
                 "the VM to reset, or give env.vm.reset_commands=[…] (one per URL)"
             )
         per_vm = [str(command) if command else None for _ in listed]
-    return [VmSlot(url, c.replace("{url}", shlex.quote(url)) if c else None) for url, c in zip(listed, per_vm)]
+    return [VmSlot(url, c.replace("{url}", shlex.quote(url)) if c else None) for url, c in zip(listed, per_vm, strict=True)]
 
 
 def check_vm_pool(vm: Any, concurrency: int) -> list[VmSlot]:

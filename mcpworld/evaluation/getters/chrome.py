@@ -302,7 +302,7 @@ def url_path_parse(env: Environment, cfg: dict[str, Any]) -> dict[str, Any] | No
     short_sleeve = "short-sleeve" in path
     for names, values in itertools.pairwise(parts):
         if "," in names and "," in values:
-            for name, value in zip((n.strip() for n in names.split(",")), (v.strip() for v in values.split(","))):
+            for name, value in zip((n.strip() for n in names.split(",")), (v.strip() for v in values.split(",")), strict=False):
                 if name == "Price_discount_range":
                     filters[name] = [item.strip() for item in value.split("|")] if value else None
                 else:

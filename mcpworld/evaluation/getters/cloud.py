@@ -33,7 +33,7 @@ def cloud_file(env: Environment, cfg: dict[str, Any]) -> str | list[str]:
         paths, dests = [paths], [dests or os.path.basename(str(paths))]
     gives = set(cfg.get("gives", [0]))
     out = []
-    for i, (url, dest) in enumerate(zip(paths, dests)):
+    for i, (url, dest) in enumerate(zip(paths, dests, strict=True)):
         if i not in gives:  # OSWorld fetches these too, only to leave them unused
             continue
         try:

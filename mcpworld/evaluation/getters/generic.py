@@ -61,7 +61,7 @@ def vm_file(env: Environment, cfg: dict[str, Any]) -> str | list[str | None] | N
     ):
         raise UserError(f"getter 'vm_file': 'gives' must be a list of indices into 'path', got {gives!r}")
     # Fetch every file (a metric may read a sibling from the cache), return only those asked for.
-    fetched = [_fetch_to_cache(env, p, d) for p, d in zip(paths, dests)]
+    fetched = [_fetch_to_cache(env, p, d) for p, d in zip(paths, dests, strict=True)]
     picked = [fetched[i] for i in sorted(set(gives))]
     return picked[0] if len(picked) == 1 else picked
 

@@ -361,7 +361,7 @@ def compare_image_list(result: Any, expected: Any) -> float:
     """
     if not isinstance(result, list):
         result, expected = [result], [expected]
-    for r, g in zip(result, expected):
+    for r, g in zip(result, expected, strict=False):
         if not r or not g:
             return 0.0
         pair = _open_pair(r, g)

@@ -177,7 +177,7 @@ def compare_htmls(result: Any, expected: Any, ignore_sdnum: bool = False) -> flo
     got, want = _html_nodes(result), _html_nodes(expected)
     if not got or not want:
         return 0.0
-    return float(all(_same_node(a, b, bool(ignore_sdnum)) for a, b in zip(got, want)))
+    return float(all(_same_node(a, b, bool(ignore_sdnum)) for a, b in zip(got, want, strict=False)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,5 +241,5 @@ def compare_epub(result: Any, expected: Any) -> float:
     got, want = _epub_parts(result), _epub_parts(expected)
     if not got or want is None:
         return 0.0
-    total = sum(difflib.SequenceMatcher(a=a, b=b).ratio() for a, b in zip(got, want))
+    total = sum(difflib.SequenceMatcher(a=a, b=b).ratio() for a, b in zip(got, want, strict=False))
     return total / len(got)

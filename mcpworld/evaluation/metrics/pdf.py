@@ -105,7 +105,7 @@ def compare_pdfs(result: Any, expected: Any) -> float:
         return 0.0  # OSWorld iterated over it (a path's characters): nothing pairs
     if not expected:
         return 0.0
-    return sum(_text_similarity(r, e) for r, e in zip(result, expected)) / len(expected)
+    return sum(_text_similarity(r, e) for r, e in zip(result, expected, strict=False)) / len(expected)
 
 
 def _plumber_text(path: Any) -> str | None:
@@ -189,5 +189,5 @@ def compare_pdf_images(result: Any, expected: Any) -> float:
         return 1.0
     import imagehash  # pulls scipy and PyWavelets: only when needed
 
-    same = sum(imagehash.phash(a) - imagehash.phash(b) <= PHASH_TOLERANCE for a, b in zip(got, want))
+    same = sum(imagehash.phash(a) - imagehash.phash(b) <= PHASH_TOLERANCE for a, b in zip(got, want, strict=True))
     return same / len(want)

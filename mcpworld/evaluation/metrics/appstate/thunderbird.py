@@ -206,7 +206,7 @@ def check_thunderbird_folder(
             f"got {result!r} and {expected!r}"
         )
     options = (bool(ignore_status), bool(ignore_keys), bool(remove_deleted), bool(remove_duplicate))
-    for pred, gold in zip(results, golds):
+    for pred, gold in zip(results, golds, strict=True):
         mine = _mbox_messages(pred, *options) if pred else None
         theirs = _mbox_messages(gold, *options) if gold else None
         if mine is None or theirs is None or mine != theirs:

@@ -235,5 +235,5 @@ def check_qt_slider_colours(result: str | None, rules: Any) -> float:
         numbers = [int(part) for part in value.split(";")]
     except ValueError:
         return 0.0
-    triples = zip(numbers[0::3], numbers[1::3], numbers[2::3])
+    triples = zip(numbers[0::3], numbers[1::3], numbers[2::3], strict=False)
     return float(all(channel < BLACKISH_BELOW for triple in triples for channel in triple))

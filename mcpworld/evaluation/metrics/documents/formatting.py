@@ -50,7 +50,7 @@ def compare_line_spacing(result: Any, expected: Any) -> float:
     return float(
         all(
             p1.paragraph_format.line_spacing == p2.paragraph_format.line_spacing
-            for p1, p2 in zip(mine.paragraphs, gold.paragraphs)
+            for p1, p2 in zip(mine.paragraphs, gold.paragraphs, strict=True)
         )
     )
 
@@ -105,11 +105,11 @@ def check_tabstops(result: Any, expected: Any, word_number_split_by_tabstop: int
                 return 0.0
     width = _text_width(gold)
     penalty = 0.0
-    for p1, p2 in zip(got, want):
+    for p1, p2 in zip(got, want, strict=True):
         tabs1, tabs2 = _direct_tab_stops(p1), _direct_tab_stops(p2)
-        if len(tabs1) != len(tabs2) or any(t1.alignment != t2.alignment for t1, t2 in zip(tabs1, tabs2)):
+        if len(tabs1) != len(tabs2) or any(t1.alignment != t2.alignment for t1, t2 in zip(tabs1, tabs2, strict=True)):
             return 0.0
-        penalty += sum(abs(t1.position - t2.position) for t1, t2 in zip(tabs1, tabs2)) / width
+        penalty += sum(abs(t1.position - t2.position) for t1, t2 in zip(tabs1, tabs2, strict=True)) / width
     return max(0.0, 1.0 - penalty / len(got))
 
 
@@ -174,8 +174,8 @@ def evaluate_spacing(result: Any, rules: Any = None) -> float:
 
 
 def _subscript_pairs(mine: Document, gold: Document) -> Iterator[bool]:
-    for p1, p2 in zip(mine.paragraphs, gold.paragraphs):
-        for r1, r2 in zip(p1.runs, p2.runs):
+    for p1, p2 in zip(mine.paragraphs, gold.paragraphs, strict=False):
+        for r1, r2 in zip(p1.runs, p2.runs, strict=False):
             yield bool(r1.font.subscript and r2.font.subscript)
 
 

@@ -42,7 +42,7 @@ def compare_docx_tables(result: Any, expected: Any) -> float:
         return 0.0
     if len(mine.tables) != len(gold.tables):
         return 0.0
-    for t1, t2 in zip(mine.tables, gold.tables):
+    for t1, t2 in zip(mine.tables, gold.tables, strict=True):
         if len(t1.rows) != len(t2.rows) or len(t1.columns) != len(t2.columns):
             return 0.0
     return float(_table_cells(mine) == _table_cells(gold))
@@ -79,7 +79,7 @@ def compare_docx_images(result: Any, expected: Any) -> float:
     if docs[0] is None or docs[1] is None:
         return 0.0
     got, want = _images(docs[0]), _images(docs[1])
-    return float(len(got) == len(want) and all(a == b for a, b in zip(got, want)))
+    return float(len(got) == len(want) and all(a == b for a, b in zip(got, want, strict=True)))
 
 
 @metric("has_page_numbers_in_footers")

@@ -104,8 +104,8 @@ def _compare_texts(
     if fuzzy_match:
         if not got:
             return 1.0
-        return sum(_ratio(fold(a), fold(b)) for a, b in zip(got, want)) / len(got)
-    return float(all(fold(a) == fold(b) for a, b in zip(got, want)))
+        return sum(_ratio(fold(a), fold(b)) for a, b in zip(got, want, strict=True)) / len(got)
+    return float(all(fold(a) == fold(b) for a, b in zip(got, want, strict=True)))
 
 
 def _same_text(result: Any, expected: Any) -> bool:
@@ -263,7 +263,7 @@ def compare_references(
         return 1.0
     if got is None or want is None or len(got) != len(want) or not got:
         return 0.0
-    similarity = sum(_ratio(a, b) for a, b in zip(got, want)) / len(got)
+    similarity = sum(_ratio(a, b) for a, b in zip(got, want, strict=True)) / len(got)
     return (similarity - base) / (1 - base) if similarity >= base + REFERENCE_EPSILON else 0.0
 
 

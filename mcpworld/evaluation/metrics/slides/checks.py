@@ -200,7 +200,7 @@ def evaluate_presentation_fill_to_rgb_distance(result: Any, rules: Any) -> float
             return 1.0
         if original is not None and tuple(color) == tuple(original):
             return 1.0
-        return sqrt(sum((a - b) ** 2 for a, b in zip(color, target))) / MAX_RGB_DISTANCE
+        return sqrt(sum((a - b) ** 2 for a, b in zip(color, target, strict=False))) / MAX_RGB_DISTANCE
 
     slides = list(prs.slides)
     return 1.0 - sum(distance(slide) for slide in slides) / len(slides)

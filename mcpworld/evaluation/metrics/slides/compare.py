@@ -132,7 +132,7 @@ def _bullets_match(b1: list[tuple[Any, str | None, str]], b2: list[tuple[Any, st
     """Same texts and bullet chars; levels compared (unset = '0') only where a bullet shows."""
     if len(b1) != len(b2):
         return False
-    for (l1, c1, t1), (l2, c2, t2) in zip(b1, b2):
+    for (l1, c1, t1), (l2, c2, t2) in zip(b1, b2, strict=True):
         if t1 != t2 or c1 != c2:
             return False
         if (c1 != "No Bullet" or c2 != "No Bullet") and ("0" if l1 is None else l1) != ("0" if l2 is None else l2):
@@ -164,7 +164,7 @@ class _Comparison:
 
     def presentations(self, prs1: Any, prs2: Any) -> None:
         self.check(len(prs1.slides) != len(prs2.slides) and self.opt["examine_number_of_slides"])
-        for number, (slide1, slide2) in enumerate(zip(prs1.slides, prs2.slides), 1):
+        for number, (slide1, slide2) in enumerate(zip(prs1.slides, prs2.slides, strict=False), 1):
             self.slide(number, slide1, slide2)
 
     def slide(self, number: int, slide1: Any, slide2: Any) -> None:
@@ -175,13 +175,13 @@ class _Comparison:
         texts1, texts2 = _text_shapes(slide1.shapes), _text_shapes(slide2.shapes)
         self.check(len(slide1.shapes) != len(slide2.shapes))
         self.bullets_checked = False
-        for shape1, shape2 in zip(slide1.shapes, slide2.shapes):
+        for shape1, shape2 in zip(slide1.shapes, slide2.shapes, strict=True):
             self.shape(number, shape1, shape2)
         if o["examine_alignment"] and len(texts1) == len(texts2):
-            for t1, t2 in zip(texts1, texts2):
+            for t1, t2 in zip(texts1, texts2, strict=True):
                 self.check(t1.text.strip() != t2.text.strip() and o["examine_text"])
                 self.check(len(t1.text_frame.paragraphs) != len(t2.text_frame.paragraphs))
-                for p1, p2 in zip(t1.text_frame.paragraphs, t2.text_frame.paragraphs):
+                for p1, p2 in zip(t1.text_frame.paragraphs, t2.text_frame.paragraphs, strict=True):
                     self.alignment(p1, p2)
         else:
             self.check(len(texts1) != len(texts2))
@@ -234,10 +234,10 @@ class _Comparison:
             for c in range(len(t1.columns)):
                 paras1, paras2 = t1.cell(r, c).text_frame.paragraphs, t2.cell(r, c).text_frame.paragraphs
                 self.check(len(paras1) != len(paras2))
-                for p1, p2 in zip(paras1, paras2):
+                for p1, p2 in zip(paras1, paras2, strict=True):
                     runs1, runs2 = _paired_runs(p1, p2)
                     self.check(len(runs1) != len(runs2) and o["examine_run_count"])
-                    for run1, run2 in zip(runs1, runs2):
+                    for run1, run2 in zip(runs1, runs2, strict=False):
                         self.check(_colors_differ(run1, run2) and o["examine_color_rgb"])
                         self.check(_toggle_differs(run1.font.bold, run2.font.bold))
                         self.check(_toggle_differs(run1.font.italic, run2.font.italic))
@@ -253,7 +253,7 @@ class _Comparison:
         self.check(s1.text.strip() != s2.text.strip() and o["examine_text"])
         paras1, paras2 = s1.text_frame.paragraphs, s2.text_frame.paragraphs
         self.check(len(paras1) != len(paras2))
-        for p1, p2 in zip(paras1, paras2):
+        for p1, p2 in zip(paras1, paras2, strict=True):
             if o["examine_alignment"]:
                 self.alignment(p1, p2)
             self.check(p1.text != p2.text and o["examine_text"])
@@ -263,7 +263,7 @@ class _Comparison:
             if self.normalize_runs:
                 runs1, runs2 = _merge_alike(runs1), _merge_alike(runs2)
             self.check(len(runs1) != len(runs2) and o["examine_run_count"])
-            for run1, run2 in zip(runs1, runs2):
+            for run1, run2 in zip(runs1, runs2, strict=False):
                 self.run(run1, run2)
 
     def run(self, r1: Any, r2: Any) -> None:

@@ -158,12 +158,12 @@ def _same_value(a: Any, b: Any) -> bool:
 def _same_frame(first: tuple[list[Any], list[Any]], second: tuple[list[Any], list[Any]]) -> bool:
     """DataFrame.equals: same labels, and column by column the same dtype and equal values (missing equals missing)."""
     (labels1, columns1), (labels2, columns2) = first, second
-    if len(labels1) != len(labels2) or not all(_same_value(a, b) for a, b in zip(labels1, labels2)):
+    if len(labels1) != len(labels2) or not all(_same_value(a, b) for a, b in zip(labels1, labels2, strict=True)):
         return False
-    for (kind1, values1), (kind2, values2) in zip(columns1, columns2):
+    for (kind1, values1), (kind2, values2) in zip(columns1, columns2, strict=False):
         if kind1 != kind2 or len(values1) != len(values2):
             return False
-        if not all(_same_value(a, b) for a, b in zip(values1, values2)):
+        if not all(_same_value(a, b) for a, b in zip(values1, values2, strict=True)):
             return False
     return True
 
